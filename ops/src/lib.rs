@@ -1,0 +1,12 @@
+//! `ops` holds the `polycrawl` binary's library side: the RON config, the
+//! command-line interface, and `websim`, the simulated web used by tests, demos and
+//! benchmarks.
+//!
+//! - [`config`]: the documented RON config (`polycrawl config --default`).
+//! - [`websim`]: the simulated web (DESIGN.md section 9).
+//!
+//! `ops` is the only crate that may use `anyhow`; the libraries it wires together
+//! return typed errors.
+
+pub mod config;
+pub mod websim;

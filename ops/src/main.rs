@@ -1,0 +1,108 @@
+//! `polycrawl`: one binary whose subcommands start each part of the crawler.
+//!
+//! `main` only parses flags, sets up logging and calls into the libraries; every
+//! error reaches the user as one readable line and a non-zero exit code.
+
+use std::path::PathBuf;
+use std::process::ExitCode;
+
+use clap::{Parser, Subcommand};
+use ops::config::{Config, DEFAULT_RON};
+
+/// polycrawl: a high-performance distributed web crawler after Polybot.
+#[derive(Debug, Parser)]
+#[command(name = "polycrawl", version, about)]
+struct Cli {
+    #[command(subcommand)]
+    command: Command,
+}
+
+#[derive(Debug, Subcommand)]
+enum Command {
+    /// Start the crawl manager (queues, politeness, robots, DNS cache, admin page).
+    Manager(NotBuilt),
+    /// Start a downloader that registers with the manager.
+    Downloader(NotBuilt),
+    /// Start a DNS resolver that registers with the manager.
+    Resolver(NotBuilt),
+    /// Start the breadth-first crawling application.
+    App(NotBuilt),
+    /// Run the whole system on this machine against real seeds.
+    Crawl(NotBuilt),
+    /// Run the whole system against the simulated web, with progress.
+    Demo(NotBuilt),
+    /// Show a running crawl's figures in the terminal.
+    Status(NotBuilt),
+    /// Start websim, the simulated web (many hosts on 127.x.y.z, its own DNS).
+    Websim(ops::websim::Args),
+    /// Print the documented default config, or check a config file.
+    Config(ConfigArgs),
+}
+
+/// Arguments of a part that is not built yet: accepted so the message is clear.
+#[derive(Debug, clap::Args)]
+struct NotBuilt {
+    #[arg(trailing_var_arg = true, allow_hyphen_values = true, hide = true)]
+    _args: Vec<String>,
+}
+
+#[derive(Debug, clap::Args)]
+#[group(required = true, multiple = false)]
+struct ConfigArgs {
+    /// Print the default config with every field documented.
+    #[arg(long)]
+    default: bool,
+    /// Parse and validate FILE; print the effective config.
+    #[arg(long, value_name = "FILE")]
+    check: Option<PathBuf>,
+}
+
+fn main() -> ExitCode {
+    let cli = Cli::parse();
+    init_logging();
+    match run(cli.command) {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(err) => {
+            eprintln!("polycrawl: error: {err:#}");
+            ExitCode::FAILURE
+        }
+    }
+}
+
+fn run(command: Command) -> anyhow::Result<()> {
+    let not_built = |part: &str, issue: &str| -> anyhow::Result<()> {
+        anyhow::bail!("`polycrawl {part}` is not built yet ({issue})")
+    };
+    match command {
+        Command::Manager(_) => not_built("manager", "the crawling-system issue"),
+        Command::Downloader(_) => not_built("downloader", "the crawling-system issue"),
+        Command::Resolver(_) => not_built("resolver", "the crawling-system issue"),
+        Command::App(_) => not_built("app", "the breadth-first application issue"),
+        Command::Crawl(_) => not_built("crawl", "the breadth-first application issue"),
+        Command::Demo(_) => not_built(
+            "demo",
+            "the breadth-first application issue; `polycrawl websim` runs the simulated web",
+        ),
+        Command::Status(_) => not_built("status", "the operations issue"),
+        Command::Websim(args) => ops::websim::run(args),
+        Command::Config(args) => {
+            if args.default {
+                print!("{DEFAULT_RON}");
+            } else if let Some(path) = args.check {
+                let config = Config::load(&path)?;
+                println!("{config:#?}");
+            }
+            Ok(())
+        }
+    }
+}
+
+/// Logs go to stderr; `RUST_LOG` filters them (default `info`).
+fn init_logging() {
+    let filter = tracing_subscriber::EnvFilter::try_from_default_env()
+        .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("info"));
+    tracing_subscriber::fmt()
+        .with_env_filter(filter)
+        .with_writer(std::io::stderr)
+        .init();
+}

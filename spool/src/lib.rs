@@ -1,0 +1,16 @@
+//! `spool` is polycrawl's one contract crate: everything that crosses a process
+//! boundary lives here, so that every service depends on it and on nothing else.
+//!
+//! - [`ids`]: validated application and component ids.
+//! - [`outcome`]: the reasons a URL ends without a page.
+//! - [`protocol`]: the control protocol (messages, framing, handshake) spoken over TCP.
+//!
+//! This crate must never depend on a service crate (manager, downloader, resolver,
+//! application, storage) or on `ops`.
+
+pub mod ids;
+pub mod outcome;
+pub mod protocol;
+
+pub use ids::{AppId, ComponentId, InvalidId};
+pub use outcome::OutcomeReason;

@@ -1,0 +1,1 @@
+//! The control protocol (being written).
