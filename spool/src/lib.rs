@@ -8,9 +8,16 @@
 //! This crate must never depend on a service crate (manager, downloader, resolver,
 //! application, storage) or on `ops`.
 
+pub mod claim;
+pub mod discover;
+pub mod formats;
 pub mod ids;
+pub mod layout;
+pub mod name;
 pub mod outcome;
 pub mod protocol;
+pub mod publish;
+pub mod warc;
 
 pub use ids::{AppId, ComponentId, InvalidId};
 pub use outcome::OutcomeReason;
