@@ -1,5 +1,8 @@
 //! websim, the simulated web (being written).
 
+pub mod dns;
+pub mod tls;
+
 /// Command-line flags of `polycrawl websim`.
 #[derive(Debug, clap::Args)]
 pub struct Args {}

@@ -1,0 +1,43 @@
+#!/usr/bin/env bash
+# Installs what polycrawl needs on a fresh Debian machine, and nothing that is
+# already there. Safe to run any number of times; both README commands call it.
+#
+#   apt:   build-essential pkg-config libclang-dev (RocksDB's bindgen build),
+#          dnsutils (dig, used by the DNS tests)
+#   cargo: cargo-nextest (the test runner)
+#   pip:   warcio (the WARC checker the storage tests run)
+set -euo pipefail
+
+log() { printf 'setup: %s\n' "$*" >&2; }
+
+as_root() {
+    if [ "$(id -u)" -eq 0 ]; then "$@"
+    elif command -v sudo >/dev/null 2>&1; then sudo "$@"
+    else log "need root to run: $*"; exit 1
+    fi
+}
+
+if ! command -v cargo >/dev/null 2>&1; then
+    log "cargo not found: install a Rust toolchain (rustup) first"
+    exit 1
+fi
+
+apt_missing=()
+for pkg in build-essential pkg-config libclang-dev dnsutils; do
+    dpkg-query -W -f='${Status}' "$pkg" 2>/dev/null | grep -q "install ok installed" || apt_missing+=("$pkg")
+done
+if [ ${#apt_missing[@]} -gt 0 ]; then
+    log "installing Debian packages: ${apt_missing[*]}"
+    as_root env DEBIAN_FRONTEND=noninteractive apt-get update -qq
+    as_root env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends "${apt_missing[@]}" >/dev/null
+fi
+
+if ! cargo nextest --version >/dev/null 2>&1; then
+    log "installing cargo-nextest"
+    cargo install --locked cargo-nextest
+fi
+
+if ! python3 -c 'import warcio' >/dev/null 2>&1; then
+    log "installing warcio (pip)"
+    python3 -m pip install --quiet warcio
+fi

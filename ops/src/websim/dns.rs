@@ -1,0 +1,1 @@
+//! websim DNS (being written).

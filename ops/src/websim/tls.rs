@@ -1,0 +1,1 @@
+//! websim TLS (being written).
