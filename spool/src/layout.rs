@@ -168,7 +168,8 @@ impl SpoolDir {
     pub fn open(path: impl Into<PathBuf>) -> Result<Self, SpoolError> {
         let dir = Self { path: path.into() };
         for sub in [dir.tmp_dir(), dir.claimed_root(), dir.bad_dir()] {
-            fs::create_dir_all(&sub).map_err(|source| SpoolError::CreateDir { path: sub, source })?;
+            fs::create_dir_all(&sub)
+                .map_err(|source| SpoolError::CreateDir { path: sub, source })?;
         }
         Ok(dir)
     }
@@ -275,19 +276,30 @@ pub(crate) fn list_names(dir: &Path) -> Result<Vec<SpoolName>, SpoolError> {
     Ok(names)
 }
 
+/// Fsyncs the folder holding `path` (`.` for a bare file name).
+pub(crate) fn sync_parent(path: &Path) -> Result<(), SpoolError> {
+    match path.parent() {
+        Some(dir) if !dir.as_os_str().is_empty() => sync_dir(dir),
+        _ => sync_dir(Path::new(".")),
+    }
+}
+
 /// Fsyncs a folder so that renames into or out of it are durable.
 pub(crate) fn sync_dir(dir: &Path) -> Result<(), SpoolError> {
     let sync_err = |source| SpoolError::Sync {
         path: dir.to_owned(),
         source,
     };
-    fs::File::open(dir).map_err(sync_err)?.sync_all().map_err(sync_err)
+    fs::File::open(dir)
+        .map_err(sync_err)?
+        .sync_all()
+        .map_err(sync_err)
 }
 
 #[cfg(test)]
 mod tests {
-    use super::*;
     use super::test_support::TestDir;
+    use super::*;
 
     #[test]
     fn opens_every_folder_with_its_subfolders() {
@@ -338,7 +350,10 @@ mod tests {
     #[test]
     fn error_keeps_path_and_kind() {
         let err = SpoolDir::open("/proc/definitely/not/here").unwrap_err();
-        assert!(err.to_string().contains("/proc/definitely/not/here"), "{err}");
+        assert!(
+            err.to_string().contains("/proc/definitely/not/here"),
+            "{err}"
+        );
         let io: io::Error = err.into();
         assert_ne!(io.kind(), io::ErrorKind::Other);
     }

@@ -1,6 +1,11 @@
 //! `spool` is polycrawl's one contract crate: everything that crosses a process
 //! boundary lives here, so that every service depends on it and on nothing else.
 //!
+//! - [`layout`]: the spool root and its folders ([`Spool`], [`SpoolDir`]); [`SpoolError`].
+//! - [`name`]: FIFO-sortable file names `<priority>-<producer>-<seq>.<kind>`.
+//! - [`publish`]: crash-safe publishing (tmp, fsync, rename, fsync dir).
+//! - [`claim`]: claiming files by rename, resuming after a restart, quarantine.
+//! - [`discover`]: change events as a wake-up hint plus a periodic scan.
 //! - [`ids`]: validated application and component ids.
 //! - [`outcome`]: the reasons a URL ends without a page.
 //! - [`protocol`]: the control protocol (messages, framing, handshake) spoken over TCP.
@@ -20,4 +25,5 @@ pub mod publish;
 pub mod warc;
 
 pub use ids::{AppId, ComponentId, InvalidId};
+pub use layout::{Spool, SpoolDir, SpoolError};
 pub use outcome::OutcomeReason;

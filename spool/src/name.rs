@@ -275,7 +275,12 @@ mod tests {
     fn golden_names_round_trip() {
         let cases = [
             (
-                SpoolName::new(Priority::new(7).unwrap(), producer("dl-3"), 42, FileKind::PageBatch),
+                SpoolName::new(
+                    Priority::new(7).unwrap(),
+                    producer("dl-3"),
+                    42,
+                    FileKind::PageBatch,
+                ),
                 "07-dl-3-00000000000000000042.warc.gz",
             ),
             (
@@ -285,7 +290,7 @@ mod tests {
                     1_700_000_000_123_456,
                     FileKind::Requests,
                 ),
-                "00-app_1-00000001700000000123456.requests",
+                "00-app_1-00001700000000123456.requests",
             ),
             (
                 SpoolName::new(
@@ -301,7 +306,12 @@ mod tests {
                 "50-m-00000000000000000000.outcomes",
             ),
             (
-                SpoolName::new(Priority::new(1).unwrap(), producer("x"), 1, FileKind::Robots),
+                SpoolName::new(
+                    Priority::new(1).unwrap(),
+                    producer("x"),
+                    1,
+                    FileKind::Robots,
+                ),
                 "01-x-00000000000000000001.robots",
             ),
         ];
@@ -316,10 +326,10 @@ mod tests {
         let bad = [
             "",
             "README",
-            "07-dl-00000000000000000042",          // no extension
-            "07-dl-00000000000000000042.txt",      // unknown kind
-            "07-dl-00000000000000000042.warc",     // "warc" alone is not a kind
-            "7-dl-00000000000000000042.requests",  // one-digit priority
+            "07-dl-00000000000000000042",           // no extension
+            "07-dl-00000000000000000042.txt",       // unknown kind
+            "07-dl-00000000000000000042.warc",      // "warc" alone is not a kind
+            "7-dl-00000000000000000042.requests",   // one-digit priority
             "100-dl-00000000000000000042.requests", // three digits
             "0a-dl-00000000000000000042.requests",
             "07-dl-42.requests",                      // seq not padded
@@ -340,9 +350,20 @@ mod tests {
     #[test]
     fn ord_is_priority_then_fifo_across_producers() {
         let n = |p: u8, who: &str, seq: u64| {
-            SpoolName::new(Priority::new(p).unwrap(), producer(who), seq, FileKind::Requests)
+            SpoolName::new(
+                Priority::new(p).unwrap(),
+                producer(who),
+                seq,
+                FileKind::Requests,
+            )
         };
-        let mut names = vec![n(5, "b", 3), n(5, "a", 9), n(1, "z", 100), n(5, "a", 2), n(5, "b", 9)];
+        let mut names = [
+            n(5, "b", 3),
+            n(5, "a", 9),
+            n(1, "z", 100),
+            n(5, "a", 2),
+            n(5, "b", 9),
+        ];
         names.sort();
         let got: Vec<_> = names.iter().map(|s| s.to_string()).collect();
         assert_eq!(
