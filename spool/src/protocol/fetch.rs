@@ -1,0 +1,122 @@
+//! Fetch assignments (manager -> downloader) and fetch reports (downloader ->
+//! manager).
+
+use std::fmt;
+use std::net::SocketAddr;
+
+use serde::{Deserialize, Serialize};
+
+use crate::ids::AppId;
+use crate::outcome::OutcomeReason;
+
+/// A fetch job, numbered by the manager; unique for the life of a manager process.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
+pub struct JobId(pub u64);
+
+impl fmt::Display for JobId {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "job-{}", self.0)
+    }
+}
+
+/// One URL to fetch.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct FetchJob {
+    /// Echoed in the report.
+    pub job: JobId,
+    /// The application the page belongs to (its batch goes to `pages/<app>/`).
+    pub app: AppId,
+    /// The absolute `http` or `https` URL, as the application requested it.
+    pub url: String,
+    /// Where to connect: the address the manager resolved and checked politeness
+    /// for, and the port (from the URL, or 80/443). The downloader never resolves.
+    pub addr: SocketAddr,
+    /// Whether this is a page or the host's robots.txt.
+    pub purpose: FetchPurpose,
+    /// The manager expects to send another job for the same host soon: keep the
+    /// connection open if the server allows it.
+    pub keep_alive: bool,
+    /// Caps and timeouts for this job.
+    pub limits: FetchLimits,
+}
+
+/// Why a URL is fetched; decides where the downloader stores the response.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+pub enum FetchPurpose {
+    /// A page for the application: stored in a batch under `pages/<app>/`.
+    Page,
+    /// A robots.txt for the manager: stored under `robots/`, and reported only after
+    /// that file is published.
+    Robots,
+}
+
+/// Per-job caps and timeouts, chosen by the manager (robots.txt has its own).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+pub struct FetchLimits {
+    /// Largest decoded body kept; longer bodies are truncated and marked.
+    pub max_body_bytes: u64,
+    /// Timeout for the TCP (and TLS) connection, in milliseconds.
+    pub connect_timeout_ms: u32,
+    /// Timeout from request sent to first response byte, in milliseconds.
+    pub first_byte_timeout_ms: u32,
+    /// Timeout for the whole fetch, connect included, in milliseconds.
+    pub total_timeout_ms: u32,
+}
+
+/// How one job ended.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct FetchReport {
+    /// The job reported on.
+    pub job: JobId,
+    /// What happened.
+    pub result: FetchResult,
+}
+
+/// The result of one job.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub enum FetchResult {
+    /// An HTTP response (of any status, 3xx and 5xx included) was stored.
+    Stored(StoredPage),
+    /// No response was stored; the URL ends with (or is retried after) this outcome.
+    Failed {
+        /// The outcome, from the shared vocabulary.
+        reason: OutcomeReason,
+        /// Human-readable detail ("connection refused", "tls: certificate expired").
+        detail: String,
+    },
+    /// The downloader never started the job (it is draining or over its limit);
+    /// the manager queues it again without counting a failure.
+    Returned,
+}
+
+/// A response that was written to the spool.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct StoredPage {
+    /// HTTP status code.
+    pub status: u16,
+    /// Response bytes read from the socket, headers included, before decoding.
+    pub wire_bytes: u64,
+    /// Body bytes stored, after Content-Encoding decoding and truncation.
+    pub body_bytes: u64,
+    /// The body was cut at `max_body_bytes` (or the decompression cap).
+    pub truncated: bool,
+    /// How long the fetch took.
+    pub timing: Timing,
+    /// Name of the spool file holding the record: a page batch in `pages/<app>/`
+    /// (possibly not yet published; batches rotate by size and age) or a published
+    /// file in `robots/`.
+    pub file: String,
+    /// The `Location` header of a 3xx response, as sent by the server.
+    pub location: Option<String>,
+}
+
+/// Fetch timings, in milliseconds from the start of the job.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Timing {
+    /// Until the connection was ready (0 when a kept-alive connection was reused).
+    pub connect_ms: u32,
+    /// Until the first response byte.
+    pub first_byte_ms: u32,
+    /// Until the response was complete.
+    pub total_ms: u32,
+}
