@@ -6,6 +6,10 @@
 //! - [`publish`]: crash-safe publishing (tmp, fsync, rename, fsync dir).
 //! - [`claim`]: claiming files by rename, resuming after a restart, quarantine.
 //! - [`discover`]: change events as a wake-up hint plus a periodic scan.
+//! - [`formats`]: request, outcome and exchange files (versioned text; examples in
+//!   the module docs).
+//! - [`warc`]: the WARC 1.1 record reader and writer for page batches (one gzip member
+//!   per record).
 //! - [`ids`]: validated application and component ids.
 //! - [`outcome`]: the reasons a URL ends without a page.
 //! - [`protocol`]: the control protocol (messages, framing, handshake) spoken over TCP.
