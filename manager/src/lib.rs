@@ -4,3 +4,5 @@
 //!
 //! Not built yet: `polycrawl manager` says so and exits non-zero. Depends only on
 //! `spool`, never on another service crate.
+
+pub mod robots;
