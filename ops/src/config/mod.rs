@@ -16,7 +16,7 @@ use serde::{Deserialize, Serialize};
 pub const DEFAULT_RON: &str = include_str!("default.ron");
 
 /// The whole config file.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields, default)]
 pub struct Config {
     /// The shared spool directory.
@@ -51,15 +51,6 @@ pub struct ControlConfig {
     pub heartbeat_interval_ms: u64,
     /// Silence after which a component is dropped, in milliseconds.
     pub heartbeat_timeout_ms: u64,
-}
-
-impl Default for Config {
-    fn default() -> Self {
-        Self {
-            spool: SpoolConfig::default(),
-            control: ControlConfig::default(),
-        }
-    }
 }
 
 impl Default for SpoolConfig {
