@@ -6,6 +6,7 @@
 use std::path::PathBuf;
 use std::process::ExitCode;
 
+use anyhow::Context;
 use clap::{Parser, Subcommand};
 use ops::config::{Config, DEFAULT_RON};
 
@@ -37,6 +38,21 @@ enum Command {
     Websim(ops::websim::Args),
     /// Print the documented default config, or check a config file.
     Config(ConfigArgs),
+    /// Check URLs against a robots.txt file, as the manager would (RFC 9309).
+    Robots(RobotsArgs),
+}
+
+#[derive(Debug, clap::Args)]
+struct RobotsArgs {
+    /// The crawler's user agent; its product token selects the group.
+    #[arg(long, default_value = "polycrawl")]
+    agent: String,
+    /// The robots.txt file to check against.
+    #[arg(long, value_name = "FILE")]
+    robots: PathBuf,
+    /// URLs (or paths) to check.
+    #[arg(required = true, value_name = "URL")]
+    urls: Vec<String>,
 }
 
 /// Arguments of a part that is not built yet: accepted so the message is clear.
@@ -85,6 +101,15 @@ fn run(command: Command) -> anyhow::Result<()> {
         ),
         Command::Status(_) => not_built("status", "the operations issue"),
         Command::Websim(args) => ops::websim::run(args),
+        Command::Robots(args) => {
+            let body = std::fs::read(&args.robots)
+                .with_context(|| format!("cannot read {}", args.robots.display()))?;
+            for (url, allowed) in manager::robots::check_urls(&body, &args.agent, &args.urls) {
+                let verdict = if allowed { "allowed" } else { "disallowed" };
+                println!("{verdict}\t{url}");
+            }
+            Ok(())
+        }
         Command::Config(args) => {
             if args.default {
                 print!("{DEFAULT_RON}");
