@@ -1,5 +1,24 @@
-//! The breadth-first crawling application (DESIGN.md section 7): link extraction,
-//! canonicalization, the on-disk URL-seen set, the k-way unshuffle and request files.
+//! The breadth-first crawling application (DESIGN.md section 7).
 //!
-//! Not built yet: `polycrawl app` says so and exits non-zero. Depends only on `spool`
-//! (and `storage`), never on the crawling system's crates.
+//! Built so far, the per-page part:
+//!
+//! - [`extract`]: the followable links of an HTML page ([`extract::Extractor`], a
+//!   `memchr` scanner that follows the HTML Standard's tokenizer; its module docs
+//!   give the measurements that chose it over regex and `lol_html`);
+//! - [`canon`]: URL canonicalization with the `url` crate ([`canon::canonicalize`])
+//!   and the host-reversed sort keys ([`canon::key`]);
+//! - [`links`]: the two together, as the application and `polycrawl links` run them.
+//!
+//! Not built yet: claiming page batches, the on-disk URL-seen set, the k-way
+//! unshuffle and request files, scope and trap rules, completion tracking,
+//! partitioning and the app service itself; `polycrawl app` says so and exits
+//! non-zero.
+//!
+//! Depends only on `spool` (and later `storage`), never on the crawling system's
+//! crates (manager, downloader, resolver).
+
+pub mod canon;
+pub mod extract;
+pub mod links;
+
+pub use links::links_for_file;

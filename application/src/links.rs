@@ -1,0 +1,41 @@
+//! The per-page step of the application: extract, then canonicalize. The app service
+//! and `polycrawl links` both call [`canonical_links`], so an operator sees exactly
+//! what a crawl would follow.
+
+use url::Url;
+
+use crate::canon::{self, CanonConfig};
+use crate::extract::{Extractor, PageLinks};
+
+/// Extracts the links of `html` into `out` and canonicalizes them in place; links
+/// that canonicalization rejects are removed. Returns how many were removed.
+pub fn canonical_links(
+    extractor: &mut Extractor,
+    html: &[u8],
+    page_url: &Url,
+    content_type: Option<&str>,
+    config: &CanonConfig,
+    out: &mut PageLinks,
+) -> usize {
+    extractor.extract(html, page_url, content_type, out);
+    let before = out.links.len();
+    out.links
+        .retain_mut(|link| canon::canonicalize_in_place(&mut link.url, config).is_ok());
+    before - out.links.len()
+}
+
+/// `polycrawl links --base URL FILE`: the canonical absolute links the application
+/// would follow from `html` fetched at `base`, in document order, repeats kept.
+/// Empty when the page says `<meta name=robots content=nofollow>`.
+pub fn links_for_file(html: &[u8], base: &Url) -> Vec<String> {
+    let mut out = PageLinks::new();
+    canonical_links(
+        &mut Extractor::new(),
+        html,
+        base,
+        None,
+        &CanonConfig::default(),
+        &mut out,
+    );
+    out.links.into_iter().map(|link| link.url.into()).collect()
+}
