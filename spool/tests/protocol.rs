@@ -293,6 +293,10 @@ fn samples() -> Vec<Message> {
                 last_heard_ms: 150,
             }],
         })),
+        Message::Committed {
+            file: "50-dl-1-00000000000000000001.warc.gz".into(),
+            jobs: vec![JobId(7), JobId(300)],
+        },
     ]
 }
 
@@ -315,9 +319,10 @@ fn variant_index(msg: &Message) -> usize {
         Message::AppProgress(_) => 12,
         Message::Admin(_) => 13,
         Message::AdminReply(_) => 14,
+        Message::Committed { .. } => 15,
     }
 }
-const VARIANTS: usize = 15;
+const VARIANTS: usize = 16;
 
 // ---------------------------------------------------------------- encoding
 
@@ -363,6 +368,7 @@ fn golden_message_bytes() {
         "0d 05 88 27",
         "0e 01 02 6e 6f",
         "0e 02 00 00 80 3f 00 00 00 40 03 04 05 06 07 08 01 01 04 64 6c 2d 31 78 f4 03 03 00 00 26 42 80 89 7a 96 01",
+        "0f 24 35 30 2d 64 6c 2d 31 2d 30 30 30 30 30 30 30 30 30 30 30 30 30 30 30 30 30 30 30 31 2e 77 61 72 63 2e 67 7a 02 07 ac 02",
     ];
     let got: Vec<String> = samples()
         .iter()

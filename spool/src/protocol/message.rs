@@ -11,7 +11,7 @@ use serde::{Deserialize, Serialize};
 
 use super::admin::{AdminCommand, AdminReply};
 use super::app::{AppProgress, SpoolArea};
-use super::fetch::{FetchJob, FetchReport};
+use super::fetch::{FetchJob, FetchReport, JobId};
 use super::resolve::{HostAnswer, RequestId};
 use super::token::Token;
 use super::{PROTOCOL_VERSION, ProtocolError};
@@ -104,6 +104,17 @@ pub enum Message {
     Admin(AdminCommand),
     /// manager -> admin: the answer to one [`Message::Admin`].
     AdminReply(AdminReply),
+    /// downloader -> manager: the page batch `file` in `pages/<app>/`, holding the
+    /// records of `jobs`, is now published. A `Stored` report says a page was
+    /// fetched (the manager may contact the host again after its interval); only
+    /// this message makes the page durable. Jobs reported but never committed when
+    /// a downloader dies are fetched again.
+    Committed {
+        /// Name of the published batch (no path).
+        file: String,
+        /// Every job whose records are in that batch.
+        jobs: Vec<JobId>,
+    },
 }
 
 impl Message {
@@ -125,6 +136,7 @@ impl Message {
             Self::AppProgress(_) => "AppProgress",
             Self::Admin(_) => "Admin",
             Self::AdminReply(_) => "AdminReply",
+            Self::Committed { .. } => "Committed",
         }
     }
 
