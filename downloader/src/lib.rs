@@ -1,5 +1,60 @@
-//! The asynchronous downloader (DESIGN.md section 5): an HTTP/1.1 client holding
-//! thousands of connections that writes pages as WARC batches into the spool.
+//! The downloader's HTTP/1.1 fetch engine (DESIGN.md section 5): given one
+//! [`FetchJob`] (a URL, the address the manager resolved for it, limits), it opens or
+//! reuses a connection, sends one request and returns the response exactly as
+//! received ([`Fetched`]) with timings, or a typed [`FetchError`] whose
+//! [`class`](FetchError::class) is the crawl outcome to report.
 //!
-//! Not built yet: `polycrawl downloader` says so and exits non-zero. Depends only on
-//! `spool`, never on another service crate.
+//! The service around it (registration with the manager, job batches, WARC batch
+//! files) is built on top of [`Fetcher`] and is not in this crate yet.
+//!
+//! Main types: [`Fetcher`] (clone-able, used from many tasks, runtime-adjustable
+//! concurrency), [`FetcherConfig`], [`FetchJob`] / [`Target`], [`Fetched`],
+//! [`FetchError`].
+//!
+//! What the engine must never do:
+//! - resolve names: it connects to the address in the job, nothing else;
+//! - follow redirects: a 3xx is returned like any response, the application treats
+//!   `Location` as a link;
+//! - connect to private, loopback, link-local or other non-public addresses unless
+//!   the config sets `allow_private` (checked on the exact address, before connecting);
+//! - turn off certificate verification;
+//! - hold more than the configured caps in memory (head, body, decoded body).
+//!
+//! Modules, bottom up:
+//! - [`address`]: the address policy;
+//! - [`job`]: targets and jobs; [`request`]: the request bytes;
+//! - `tls`, `conn`: TLS config, connecting, byte counting;
+//! - [`head`]: head parsing and body framing; `chunked`: the chunked decoder;
+//!   `exchange`: one request/response on a connection, with the caps;
+//! - `decode`: gzip/deflate with a decoded-size cap;
+//! - `pool`: the keep-alive pool; [`limit`]: the resizable concurrency limit;
+//! - [`fetched`]: the result (raw vs payload vs decoded body: see there);
+//! - [`fetcher`]: [`Fetcher`], tying it together; [`error`]: every error type.
+//!
+//! Depends only on `spool` (for [`spool::OutcomeReason`]), never on another service
+//! crate.
+
+pub mod address;
+mod chunked;
+pub mod config;
+mod conn;
+mod decode;
+pub mod error;
+mod exchange;
+pub mod fetched;
+pub mod fetcher;
+pub mod head;
+pub mod job;
+pub mod limit;
+mod pool;
+pub mod request;
+mod tls;
+
+pub use address::AddressClass;
+pub use config::FetcherConfig;
+pub use error::{ConfigError, DecodeError, FetchError};
+pub use fetched::{Fetched, Timings, Truncation};
+pub use fetcher::Fetcher;
+pub use head::ResponseHead;
+pub use job::{FetchJob, JobLimits, Method, Scheme, Target};
+pub use limit::{ConcurrencyLimit, Permit};

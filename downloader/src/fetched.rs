@@ -1,0 +1,109 @@
+//! The result of a successful fetch: the exact bytes exchanged, the parsed head, the
+//! body in three forms, and timings.
+//!
+//! # Raw, payload and decoded body (the archive decision)
+//!
+//! A WARC `response` record must hold the HTTP message *as received*, so
+//! [`Fetched::raw`] is the final response's bytes exactly as they came off the
+//! connection (after TLS): status line, headers, and the body still chunked and still
+//! compressed if it was sent that way. Interim 1xx responses are not part of it (they
+//! are counted in [`Fetched::bytes_received`]). If the body was cut,
+//! [`Fetched::truncated`] says why, and the record gets `WARC-Truncated`.
+//!
+//! [`Fetched::payload`] is the body with the transfer coding (chunking) removed but
+//! the content coding kept: the WARC 1.1 "payload", over which `WARC-Payload-Digest`
+//! is computed. For a non-chunked body it is a zero-copy slice of `raw`.
+//!
+//! [`Fetched::decoded`] is the payload with Content-Encoding undone (gzip, deflate),
+//! capped at `max_decoded_bytes`; it is what link extraction reads. Without a content
+//! coding it shares `payload`'s memory. A decoding failure does not fail the fetch:
+//! the server did answer and the answer is archived; the error sits in `decoded`
+//! and [`Fetched::decoded_body`] turns it into a [`FetchError::BodyDecode`].
+
+use std::net::SocketAddr;
+use std::time::Duration;
+
+use bytes::Bytes;
+
+use crate::error::{DecodeError, FetchError};
+use crate::head::ResponseHead;
+
+/// Why the raw body is incomplete; the WARC `WARC-Truncated` value.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Truncation {
+    /// The body reached the body cap and the rest was not read.
+    Length,
+    /// The server closed or reset the connection before the body was complete.
+    Disconnect,
+}
+
+impl Truncation {
+    /// `length` or `disconnect`, as written in `WARC-Truncated`.
+    pub fn as_warc_str(self) -> &'static str {
+        match self {
+            Self::Length => "length",
+            Self::Disconnect => "disconnect",
+        }
+    }
+}
+
+/// Where the time of one fetch went.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub struct Timings {
+    /// Waiting for a concurrency permit (not part of `total`).
+    pub queued: Duration,
+    /// TCP connect plus TLS handshake; `None` when a pooled connection was reused.
+    pub connect: Option<Duration>,
+    /// From the request being written to the first response byte.
+    pub first_byte: Duration,
+    /// From taking the permit to the last body byte (decoding excluded).
+    pub total: Duration,
+}
+
+/// A response, complete or cut at the body cap.
+#[derive(Debug, Clone)]
+pub struct Fetched {
+    /// The address the response came from.
+    pub addr: SocketAddr,
+    /// The request bytes exactly as sent (for the WARC request record).
+    pub request: Bytes,
+    /// The final response exactly as received: head, then body as transferred.
+    pub raw: Bytes,
+    /// Length of the head (status line, headers, empty line) at the start of `raw`.
+    pub head_len: usize,
+    /// The parsed head.
+    pub head: ResponseHead,
+    /// Why the body is incomplete, if it is.
+    pub truncated: Option<Truncation>,
+    /// The body with chunking removed, content coding kept (WARC payload).
+    pub payload: Bytes,
+    /// The body with content coding undone, capped at `max_decoded_bytes`.
+    pub decoded: Result<Bytes, DecodeError>,
+    /// `decoded` is incomplete: the decoded-size cap was reached or the input was cut.
+    pub decoded_truncated: bool,
+    /// Where the time went.
+    pub timings: Timings,
+    /// Bytes written to the network for this fetch (TLS overhead included).
+    pub bytes_sent: u64,
+    /// Bytes read from the network for this fetch (TLS overhead included).
+    pub bytes_received: u64,
+    /// Whether the fetch ran on a pooled keep-alive connection.
+    pub reused_connection: bool,
+}
+
+impl Fetched {
+    /// The status code.
+    pub fn status(&self) -> u16 {
+        self.head.status
+    }
+
+    /// The first value of header `name` (case-insensitive).
+    pub fn header(&self, name: &str) -> Option<&[u8]> {
+        self.head.get(name)
+    }
+
+    /// The decoded entity body, or the decoding failure as a [`FetchError`].
+    pub fn decoded_body(&self) -> Result<&Bytes, FetchError> {
+        self.decoded.as_ref().map_err(|e| e.clone().into())
+    }
+}

@@ -1,0 +1,253 @@
+//! [`Fetcher`]: the engine's entry point, shared by many tokio tasks.
+//!
+//! One `fetch` call: check the address policy (before any socket exists), build the
+//! request, wait for a concurrency permit, then within the total timeout take a pooled
+//! connection or open one, run the exchange, return the connection to the pool if it
+//! may be reused, and finally undo the Content-Encoding. A pooled connection that turns
+//! out dead before any response byte is replaced by a new one, once. Nothing here
+//! resolves names, follows redirects or retries a request that got an answer.
+//!
+//! Everything is async on tokio: thousands of fetches in flight cost thousands of
+//! sockets and small buffers, no threads. Large compressed bodies are inflated on the
+//! blocking pool so they do not stall other connections.
+
+use std::sync::Arc;
+use std::time::Instant;
+
+use bytes::Bytes;
+use rustls::pki_types::ServerName;
+use tokio_rustls::TlsConnector;
+
+use crate::address;
+use crate::config::FetcherConfig;
+use crate::conn::{self, Conn, TlsParams};
+use crate::decode::{self, Decoded};
+use crate::error::{ConfigError, DecodeError, FetchError};
+use crate::exchange::{self, Limits, RawResponse};
+use crate::fetched::{Fetched, Timings};
+use crate::job::{FetchJob, Scheme};
+use crate::limit::ConcurrencyLimit;
+use crate::pool::{Pool, PoolKey};
+use crate::request;
+use crate::tls;
+
+/// Compressed bodies larger than this are inflated on tokio's blocking pool.
+const INLINE_DECODE_MAX: usize = 32 * 1024;
+
+/// The HTTP/1.1 fetch engine. Cheap to clone; clones share the pool and the limit.
+#[derive(Clone)]
+pub struct Fetcher {
+    inner: Arc<Inner>,
+}
+
+struct Inner {
+    config: FetcherConfig,
+    tls: TlsConnector,
+    pool: Pool,
+    limit: ConcurrencyLimit,
+}
+
+impl std::fmt::Debug for Fetcher {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Fetcher")
+            .field("config", &self.inner.config)
+            .field("concurrency", &self.inner.limit.limit())
+            .field("idle_connections", &self.inner.pool.idle())
+            .finish_non_exhaustive()
+    }
+}
+
+/// What the connection part of a fetch produced, before decoding.
+struct Transfer {
+    response: RawResponse,
+    connect: Option<std::time::Duration>,
+    bytes: (u64, u64),
+    reused: bool,
+}
+
+impl Fetcher {
+    /// Validates `config`, loads the TLS trust anchors and builds an empty pool.
+    pub fn new(config: FetcherConfig) -> Result<Self, ConfigError> {
+        config.validate()?;
+        let tls = TlsConnector::from(tls::client_config(config.extra_ca_file.as_deref())?);
+        let pool = Pool::new(
+            config.pool_idle_timeout,
+            config.pool_max_idle_per_key,
+            config.pool_max_idle,
+        );
+        let limit = ConcurrencyLimit::new(config.concurrency);
+        Ok(Self {
+            inner: Arc::new(Inner {
+                config,
+                tls,
+                pool,
+                limit,
+            }),
+        })
+    }
+
+    /// The config this fetcher was built with.
+    pub fn config(&self) -> &FetcherConfig {
+        &self.inner.config
+    }
+
+    /// The current concurrency limit.
+    pub fn concurrency(&self) -> usize {
+        self.inner.limit.limit()
+    }
+
+    /// Changes the concurrency limit. Raising takes effect at once; lowering never
+    /// interrupts a running fetch: new fetches wait until enough have finished.
+    pub fn set_concurrency(&self, n: usize) {
+        self.inner.limit.set_limit(n);
+    }
+
+    /// Fetches running now (waiting ones not counted).
+    pub fn in_flight(&self) -> usize {
+        self.inner.limit.in_use()
+    }
+
+    /// Idle keep-alive connections in the pool.
+    pub fn idle_connections(&self) -> usize {
+        self.inner.pool.idle()
+    }
+
+    /// Fetches `job`: one request, one response, no redirects followed.
+    pub async fn fetch(&self, job: &FetchJob) -> Result<Fetched, FetchError> {
+        let config = &self.inner.config;
+        let ip = job.addr.ip();
+        if let Some(class) = address::classify(ip).filter(|_| !config.allow_private) {
+            return Err(FetchError::ForbiddenAddress { ip, class });
+        }
+        let server_name = match job.target.scheme() {
+            Scheme::Https => Some(tls::server_name(job.target.host())?),
+            Scheme::Http => None,
+        };
+        let request = request::build(job.method, &job.target, &config.user_agent);
+        let total_timeout = job
+            .limits
+            .total_timeout
+            .map_or(config.total_timeout, |t| t.min(config.total_timeout));
+        let limits = Limits {
+            first_byte_timeout: config.first_byte_timeout,
+            max_header_bytes: config.max_header_bytes,
+            max_header_fields: config.max_header_fields,
+            max_body_bytes: job
+                .limits
+                .max_body_bytes
+                .map_or(config.max_body_bytes, |b| b.min(config.max_body_bytes)),
+        };
+
+        let queued_at = Instant::now();
+        let _permit = self.inner.limit.acquire().await;
+        let start = Instant::now();
+        let transfer = tokio::time::timeout(
+            total_timeout,
+            self.transfer(job, &request, server_name, &limits),
+        )
+        .await
+        .map_err(|_| FetchError::TotalTimeout {
+            after: total_timeout,
+        })??;
+        let total = start.elapsed();
+
+        let response = transfer.response;
+        let (decoded, decoded_truncated) = match self.decode(&response).await {
+            Ok(d) => (Ok(d.body), d.truncated),
+            Err(e) => (Err(e), false),
+        };
+        Ok(Fetched {
+            addr: job.addr,
+            request,
+            raw: response.raw,
+            head_len: response.head_len,
+            head: response.head,
+            truncated: response.truncated,
+            payload: response.payload,
+            decoded,
+            decoded_truncated,
+            timings: Timings {
+                queued: start - queued_at,
+                connect: transfer.connect,
+                first_byte: response.first_byte,
+                total,
+            },
+            bytes_sent: transfer.bytes.0,
+            bytes_received: transfer.bytes.1,
+            reused_connection: transfer.reused,
+        })
+    }
+
+    /// Connection handling: pooled connection first, one retry on a new connection if
+    /// the pooled one was dead.
+    async fn transfer(
+        &self,
+        job: &FetchJob,
+        request: &Bytes,
+        server_name: Option<ServerName<'static>>,
+        limits: &Limits,
+    ) -> Result<Transfer, FetchError> {
+        let key = PoolKey {
+            addr: job.addr,
+            tls_host: server_name.as_ref().map(|_| job.target.host().to_owned()),
+        };
+        if let Some(mut conn) = self.inner.pool.checkout(&key) {
+            let before = conn.wire_bytes();
+            match exchange::exchange(&mut conn, job.addr, request, job.method, limits).await {
+                Ok(response) => return Ok(self.finish(key, conn, before, response, None)),
+                Err(e) if e.retryable => {
+                    tracing::debug!(addr = %job.addr, error = %e.error, "pooled connection was dead; reconnecting");
+                }
+                Err(e) => return Err(e.error),
+            }
+        }
+        let connect_start = Instant::now();
+        let tls = server_name.map(|server_name| TlsParams {
+            connector: &self.inner.tls,
+            server_name,
+            host: job.target.host(),
+        });
+        let mut conn = conn::connect(job.addr, tls, self.inner.config.connect_timeout).await?;
+        let connect = connect_start.elapsed();
+        let response = exchange::exchange(&mut conn, job.addr, request, job.method, limits)
+            .await
+            .map_err(|e| e.error)?;
+        Ok(self.finish(key, conn, (0, 0), response, Some(connect)))
+    }
+
+    fn finish(
+        &self,
+        key: PoolKey,
+        conn: Conn,
+        before: (u64, u64),
+        response: RawResponse,
+        connect: Option<std::time::Duration>,
+    ) -> Transfer {
+        let after = conn.wire_bytes();
+        if response.reusable {
+            self.inner.pool.checkin(key, conn);
+        }
+        Transfer {
+            response,
+            connect,
+            bytes: (after.0 - before.0, after.1 - before.1),
+            reused: connect.is_none(),
+        }
+    }
+
+    async fn decode(&self, response: &RawResponse) -> Result<Decoded, DecodeError> {
+        let codings = decode::codings(&response.head.tokens("content-encoding"))?;
+        let payload = response.payload.clone();
+        let cap = self.inner.config.max_decoded_bytes;
+        let cut = response.truncated.is_some();
+        if codings.is_empty() || payload.len() <= INLINE_DECODE_MAX {
+            return decode::decode(payload, &codings, cap, cut);
+        }
+        match tokio::task::spawn_blocking(move || decode::decode(payload, &codings, cap, cut)).await
+        {
+            Ok(result) => result,
+            Err(e) if e.is_panic() => std::panic::resume_unwind(e.into_panic()),
+            Err(_) => Err(DecodeError::Aborted),
+        }
+    }
+}

@@ -1,0 +1,312 @@
+//! What to fetch: the target URL split into the parts a request needs, the address to
+//! connect to, and per-job limits.
+//!
+//! The engine never resolves names: the manager resolves the host and the job carries
+//! the [`SocketAddr`] to connect to. The host name is used only for the `Host` header
+//! and, for https, as SNI and the name the certificate must match. The address port
+//! usually equals the URL's port but need not (the simulated web maps virtual hosts
+//! onto loopback ports).
+
+use std::fmt;
+use std::net::{Ipv6Addr, SocketAddr};
+use std::time::Duration;
+
+use crate::error::FetchError;
+
+/// `http` or `https`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum Scheme {
+    /// Plain TCP.
+    Http,
+    /// TLS with certificate verification.
+    Https,
+}
+
+impl Scheme {
+    /// 80 or 443.
+    pub fn default_port(self) -> u16 {
+        match self {
+            Self::Http => 80,
+            Self::Https => 443,
+        }
+    }
+
+    /// `http` or `https`.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Self::Http => "http",
+            Self::Https => "https",
+        }
+    }
+}
+
+/// The request method. Only the two a crawler needs.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum Method {
+    /// `GET`.
+    Get,
+    /// `HEAD`: the response never has a body.
+    Head,
+}
+
+impl Method {
+    /// `GET` or `HEAD`.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Self::Get => "GET",
+            Self::Head => "HEAD",
+        }
+    }
+}
+
+/// An absolute http(s) URL split into scheme, host, port and request target.
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
+pub struct Target {
+    scheme: Scheme,
+    host: String,
+    port: u16,
+    path_and_query: String,
+}
+
+impl Target {
+    /// Builds a target from parts. `host` is a DNS name or an IP literal (IPv6 with or
+    /// without brackets); `path_and_query` starts with `/` and holds no fragment,
+    /// whitespace or control bytes.
+    pub fn new(
+        scheme: Scheme,
+        host: &str,
+        port: u16,
+        path_and_query: &str,
+    ) -> Result<Self, FetchError> {
+        let host = validate_host(host)?;
+        if !path_and_query.starts_with('/') {
+            return Err(FetchError::invalid("path must start with '/'"));
+        }
+        if path_and_query
+            .bytes()
+            .any(|b| b <= b' ' || b == 0x7f || b == b'#')
+        {
+            return Err(FetchError::invalid(
+                "path holds whitespace, control bytes or '#'",
+            ));
+        }
+        if port == 0 {
+            return Err(FetchError::invalid("port 0"));
+        }
+        Ok(Self {
+            scheme,
+            host,
+            port,
+            path_and_query: path_and_query.to_owned(),
+        })
+    }
+
+    /// Parses `scheme://host[:port][/path][?query][#fragment]`; the fragment is dropped.
+    /// User info (`user@`) is refused. Normalising and percent-encoding URLs is the
+    /// application's job; this only splits.
+    pub fn parse(url: &str) -> Result<Self, FetchError> {
+        let (scheme, rest) = url
+            .split_once("://")
+            .ok_or_else(|| FetchError::invalid("no scheme"))?;
+        let scheme = match scheme.to_ascii_lowercase().as_str() {
+            "http" => Scheme::Http,
+            "https" => Scheme::Https,
+            other => return Err(FetchError::invalid(format!("scheme {other:?}"))),
+        };
+        let rest = rest.split_once('#').map_or(rest, |(r, _)| r);
+        let end = rest.find(['/', '?']).unwrap_or(rest.len());
+        let (authority, path) = rest.split_at(end);
+        if authority.contains('@') {
+            return Err(FetchError::invalid("user info in URL"));
+        }
+        let (host, port) = split_port(authority)?;
+        let port = port.unwrap_or(scheme.default_port());
+        let path = if path.starts_with('/') {
+            path.to_owned()
+        } else {
+            format!("/{path}")
+        };
+        Self::new(scheme, host, port, &path)
+    }
+
+    /// The scheme.
+    pub fn scheme(&self) -> Scheme {
+        self.scheme
+    }
+
+    /// The host, lower-case, IPv6 literals without brackets.
+    pub fn host(&self) -> &str {
+        &self.host
+    }
+
+    /// The port (explicit or the scheme's default).
+    pub fn port(&self) -> u16 {
+        self.port
+    }
+
+    /// The request target: path plus `?query`.
+    pub fn path_and_query(&self) -> &str {
+        &self.path_and_query
+    }
+
+    /// The `Host` header value: host (bracketed if IPv6) plus `:port` unless default.
+    pub fn authority(&self) -> String {
+        let host = if self.host.contains(':') {
+            format!("[{}]", self.host)
+        } else {
+            self.host.clone()
+        };
+        if self.port == self.scheme.default_port() {
+            host
+        } else {
+            format!("{host}:{}", self.port)
+        }
+    }
+}
+
+impl fmt::Display for Target {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(
+            f,
+            "{}://{}{}",
+            self.scheme.as_str(),
+            self.authority(),
+            self.path_and_query
+        )
+    }
+}
+
+fn split_port(authority: &str) -> Result<(&str, Option<u16>), FetchError> {
+    let (host, port) = if let Some(rest) = authority.strip_prefix('[') {
+        let (host, after) = rest
+            .split_once(']')
+            .ok_or_else(|| FetchError::invalid("unclosed '[' in host"))?;
+        match after {
+            "" => (host, None),
+            p => (
+                host,
+                Some(
+                    p.strip_prefix(':')
+                        .ok_or_else(|| FetchError::invalid("junk after IPv6 literal"))?,
+                ),
+            ),
+        }
+    } else {
+        match authority.split_once(':') {
+            Some((h, p)) => (h, Some(p)),
+            None => (authority, None),
+        }
+    };
+    let port = match port {
+        None | Some("") => None,
+        Some(p) => Some(
+            p.parse::<u16>()
+                .map_err(|_| FetchError::invalid(format!("port {p:?}")))?,
+        ),
+    };
+    Ok((host, port))
+}
+
+fn validate_host(host: &str) -> Result<String, FetchError> {
+    let bare = host
+        .strip_prefix('[')
+        .and_then(|h| h.strip_suffix(']'))
+        .unwrap_or(host);
+    if bare.contains(':') {
+        return bare
+            .parse::<Ipv6Addr>()
+            .map(|ip| ip.to_string())
+            .map_err(|_| FetchError::invalid(format!("host {host:?}")));
+    }
+    let ok = !bare.is_empty()
+        && bare.len() <= 253
+        && bare
+            .bytes()
+            .all(|b| b.is_ascii_alphanumeric() || matches!(b, b'-' | b'.' | b'_'));
+    if !ok {
+        return Err(FetchError::invalid(format!("host {host:?}")));
+    }
+    Ok(bare.to_ascii_lowercase())
+}
+
+/// Per-job overrides of the fetcher's limits; `None` keeps the config value. A job
+/// can only lower a limit, never raise it past the config.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct JobLimits {
+    /// Body cap for this job (e.g. smaller for robots.txt).
+    pub max_body_bytes: Option<usize>,
+    /// Total timeout for this job.
+    pub total_timeout: Option<Duration>,
+}
+
+/// One fetch: what to ask for and where to connect.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct FetchJob {
+    /// The URL.
+    pub target: Target,
+    /// The resolved address to connect to; checked against the address policy.
+    pub addr: SocketAddr,
+    /// `GET` or `HEAD`.
+    pub method: Method,
+    /// Per-job limit overrides.
+    pub limits: JobLimits,
+}
+
+impl FetchJob {
+    /// A `GET` of `target` from `addr` with the config's limits.
+    pub fn get(target: Target, addr: SocketAddr) -> Self {
+        Self {
+            target,
+            addr,
+            method: Method::Get,
+            limits: JobLimits::default(),
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn parses_urls() {
+        let t = Target::parse("HTTP://Example.COM:8080/a/b?x=1#frag").unwrap();
+        assert_eq!(t.scheme(), Scheme::Http);
+        assert_eq!(t.host(), "example.com");
+        assert_eq!(t.port(), 8080);
+        assert_eq!(t.path_and_query(), "/a/b?x=1");
+        assert_eq!(t.authority(), "example.com:8080");
+        assert_eq!(t.to_string(), "http://example.com:8080/a/b?x=1");
+
+        let t = Target::parse("https://example.com?q").unwrap();
+        assert_eq!((t.port(), t.path_and_query()), (443, "/?q"));
+        assert_eq!(t.authority(), "example.com");
+
+        let t = Target::parse("http://[::1]:81/").unwrap();
+        assert_eq!((t.host(), t.authority().as_str()), ("::1", "[::1]:81"));
+        let t = Target::parse("https://[::1]").unwrap();
+        assert_eq!(t.authority(), "[::1]");
+    }
+
+    #[test]
+    fn rejects_bad_urls() {
+        for url in [
+            "ftp://example.com/",
+            "example.com/",
+            "http://user@example.com/",
+            "http://exa mple.com/",
+            "http://example.com:99999/",
+            "http://example.com:0/",
+            "http:///path",
+            "http://[::1/",
+            "http://example.com/a b",
+            "http://example.com/a\r\nX: y",
+        ] {
+            let err = Target::parse(url).unwrap_err();
+            assert!(
+                matches!(err, FetchError::InvalidTarget { .. }),
+                "{url}: {err}"
+            );
+        }
+    }
+}

@@ -1,0 +1,12 @@
+//! Integration tests of the fetch engine against real servers on 127.0.0.1 (port 0),
+//! written with tokio inside each test. One test binary; one module per concern.
+
+mod support;
+
+mod bodies;
+mod concurrency;
+mod errors;
+mod keepalive;
+mod policy;
+mod timeouts;
+mod tls;
