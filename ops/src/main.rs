@@ -25,7 +25,7 @@ enum Command {
     /// Start a downloader that registers with the manager.
     Downloader(NotBuilt),
     /// Start a DNS resolver that registers with the manager.
-    Resolver(NotBuilt),
+    Resolver(ResolverArgs),
     /// Start the breadth-first crawling application.
     App(NotBuilt),
     /// Run the whole system on this machine against real seeds.
@@ -53,6 +53,23 @@ struct RobotsArgs {
     /// URLs (or paths) to check.
     #[arg(required = true, value_name = "URL")]
     urls: Vec<String>,
+}
+
+#[derive(Debug, clap::Args)]
+struct ResolverArgs {
+    /// The config file (RON); without one, the defaults apply.
+    #[arg(long, value_name = "FILE")]
+    config: Option<PathBuf>,
+    /// This resolver's id, unique among resolvers [default: resolver-<hostname>-<pid>].
+    #[arg(long, value_name = "ID")]
+    id: Option<spool::ComponentId>,
+    /// The manager's control port, overriding control.manager_addr.
+    #[arg(long, value_name = "HOST:PORT")]
+    manager: Option<String>,
+    /// The control token, overriding POLYCRAWL_TOKEN and control.token (prefer the
+    /// environment variable: arguments are visible to other users).
+    #[arg(long, value_name = "TOKEN")]
+    token: Option<String>,
 }
 
 /// Arguments of a part that is not built yet: accepted so the message is clear.
@@ -92,7 +109,7 @@ fn run(command: Command) -> anyhow::Result<()> {
     match command {
         Command::Manager(_) => not_built("manager", "the crawling-system issue"),
         Command::Downloader(_) => not_built("downloader", "the crawling-system issue"),
-        Command::Resolver(_) => not_built("resolver", "the crawling-system issue"),
+        Command::Resolver(args) => resolver_command(args),
         Command::App(_) => not_built("app", "the breadth-first application issue"),
         Command::Crawl(_) => not_built("crawl", "the breadth-first application issue"),
         Command::Demo(_) => not_built(
@@ -120,6 +137,50 @@ fn run(command: Command) -> anyhow::Result<()> {
             Ok(())
         }
     }
+}
+
+/// `polycrawl resolver`: flags over the config file, then `resolver::run` until
+/// SIGINT/SIGTERM or a drain.
+fn resolver_command(args: ResolverArgs) -> anyhow::Result<()> {
+    let config = Config::load_or_default(args.config.as_deref())?;
+    let token = args
+        .token
+        .or_else(|| std::env::var("POLYCRAWL_TOKEN").ok())
+        .unwrap_or(config.control.token);
+    anyhow::ensure!(
+        !token.is_empty(),
+        "no control token: set control.token, POLYCRAWL_TOKEN or --token"
+    );
+    let token = spool::protocol::Token::new(token).context("control token")?;
+    let id = args
+        .id
+        .unwrap_or_else(resolver::ControlSettings::default_id);
+    let manager = args.manager.unwrap_or(config.control.manager_addr);
+    let mut control = resolver::ControlSettings::new(manager, token, id);
+    control.max_frame = config.control.max_frame_bytes;
+    let shutdown = tokio_util::sync::CancellationToken::new();
+    tokio::runtime::Runtime::new()?.block_on(async {
+        tokio::spawn(shutdown_on_signal(shutdown.clone()));
+        resolver::run(&config.resolver, control, shutdown).await
+    })?;
+    Ok(())
+}
+
+/// Cancels `shutdown` on SIGINT (Ctrl-C) or SIGTERM.
+async fn shutdown_on_signal(shutdown: tokio_util::sync::CancellationToken) {
+    use tokio::signal::unix::{SignalKind, signal};
+    let term = async {
+        match signal(SignalKind::terminate()) {
+            Ok(mut term) => term.recv().await,
+            Err(_) => std::future::pending::<Option<()>>().await,
+        }
+    };
+    tokio::select! {
+        _ = tokio::signal::ctrl_c() => {}
+        _ = term => {}
+    }
+    tracing::info!("signal received, shutting down");
+    shutdown.cancel();
 }
 
 /// Logs go to stderr; `RUST_LOG` filters them (default `info`).

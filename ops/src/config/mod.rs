@@ -23,6 +23,8 @@ pub struct Config {
     pub spool: SpoolConfig,
     /// The control connection to the manager.
     pub control: ControlConfig,
+    /// The DNS resolver service (`polycrawl resolver`).
+    pub resolver: resolver::Config,
 }
 
 /// `spool: (...)`: where the spool is and how consumers discover files.
@@ -189,6 +191,9 @@ impl Config {
                 ),
             );
         }
+        if let Err(e) = self.resolver.validate() {
+            return invalid(e.field, e.message);
+        }
         Ok(())
     }
 }
@@ -281,6 +286,15 @@ mod tests {
             (
                 "(control: (heartbeat_interval_ms: 5000, heartbeat_timeout_ms: 100))",
                 "control.heartbeat_timeout_ms",
+            ),
+            (
+                "(resolver: (min_ttl_secs: 600, max_ttl_secs: 60))",
+                "resolver.min_ttl_secs",
+            ),
+            ("(resolver: (max_concurrent: 0))", "resolver.max_concurrent"),
+            (
+                "(resolver: (name_servers: [\"127.0.0.1:0\"]))",
+                "resolver.name_servers",
             ),
         ] {
             let msg = Config::parse(text, "t").unwrap_err().to_string();
