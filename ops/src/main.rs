@@ -40,6 +40,18 @@ enum Command {
     Config(ConfigArgs),
     /// Check URLs against a robots.txt file, as the manager would (RFC 9309).
     Robots(RobotsArgs),
+    /// Print the canonical links the application would follow from an HTML file.
+    Links(LinksArgs),
+}
+
+#[derive(Debug, clap::Args)]
+struct LinksArgs {
+    /// The URL the page was fetched from (relative links resolve against it).
+    #[arg(long, value_name = "URL")]
+    base: String,
+    /// The HTML file.
+    #[arg(value_name = "FILE")]
+    file: PathBuf,
 }
 
 #[derive(Debug, clap::Args)]
@@ -124,6 +136,16 @@ fn run(command: Command) -> anyhow::Result<()> {
             for (url, allowed) in manager::robots::check_urls(&body, &args.agent, &args.urls) {
                 let verdict = if allowed { "allowed" } else { "disallowed" };
                 println!("{verdict}\t{url}");
+            }
+            Ok(())
+        }
+        Command::Links(args) => {
+            let base = url::Url::parse(&args.base)
+                .with_context(|| format!("--base {:?} is not an absolute URL", args.base))?;
+            let html = std::fs::read(&args.file)
+                .with_context(|| format!("cannot read {}", args.file.display()))?;
+            for link in application::links_for_file(&html, &base) {
+                println!("{link}");
             }
             Ok(())
         }
