@@ -2,7 +2,35 @@
 //! queues of hosts, lazily loaded request files, robots.txt, DNS cache, politeness,
 //! blacklist, speed control, checkpoints and the admin page.
 //!
-//! Not built yet: `polycrawl manager` says so and exits non-zero. Depends only on
-//! `spool`, never on another service crate.
+//! This crate is the manager's *library*: the scheduling core that decides which URL
+//! goes to a downloader next, with its durable state in RocksDB. The network service
+//! around it (control server, downloader/resolver registry, heartbeats, admin page) is
+//! built on [`frontier::Frontier`]'s event-driven API and is not here yet.
+//!
+//! Main types: [`Frontier`] (the facade), [`FrontierConfig`] (its settings),
+//! [`FrontierStats`], [`Blacklist`], [`robots::RobotsPolicy`].
+//!
+//! Layout:
+//! - [`frontier`]: the `Frontier` facade and its parts (store, hosts, ready and waiting
+//!   heaps, per-IP table, DNS cache, dispatch, reports, robots fetches, loading);
+//! - [`config`]: the settings, [`FrontierConfig`];
+//! - [`politeness`]: intervals, crawl delay, back-off, `s = k r d`;
+//! - [`blacklist`]: hosts and domain suffixes never fetched;
+//! - `requests`: the request-file queue (claim, validate, stream in chunks);
+//! - `outcomes`: outcome files per application (durable first, then published);
+//! - [`robots`]: the RFC 9309 robots.txt parser and matcher.
+//!
+//! Depends only on `spool` among the workspace crates, never on another service
+//! crate; does no network I/O and starts no task or thread.
 
+pub mod blacklist;
+pub mod config;
+pub mod frontier;
+mod outcomes;
+pub mod politeness;
+mod requests;
 pub mod robots;
+
+pub use blacklist::{Blacklist, BlacklistEntry};
+pub use config::FrontierConfig;
+pub use frontier::{Frontier, FrontierError, FrontierStats, HostState, wall_clock_ms};

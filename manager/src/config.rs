@@ -1,0 +1,230 @@
+//! [`FrontierConfig`]: every knob of the crawl manager's scheduling core, with its
+//! default and the reason for it.
+//!
+//! The struct is the file layer of the two-layer config (STYLE.md habit 6): serde with
+//! `deny_unknown_fields`, so a typo in the RON file is an error, and [`Default`] for
+//! every field. [`FrontierConfig::validate`] checks the values that would make the
+//! frontier misbehave (a zero pop batch, a back-off schedule with no step) before
+//! [`Frontier::open`](crate::frontier::Frontier::open) uses them.
+//!
+//! Times are milliseconds (`*_ms`), like everywhere in the frontier's API.
+
+use serde::{Deserialize, Serialize};
+use spool::ComponentId;
+
+use crate::frontier::FrontierError;
+
+/// The crawl manager's scheduling settings (DESIGN.md section 4).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct FrontierConfig {
+    /// Our robots.txt product token (RFC 9309 user-agent), e.g. `polycrawl`.
+    /// Default `polycrawl`.
+    pub robots_agent: String,
+    /// The component id under which the manager claims request files and publishes
+    /// outcome files (`[a-z0-9_-]`, unique among live consumers). Default `manager`.
+    pub component_id: String,
+
+    /// `r`: the crawl's target speed in pages per second; sizes the ready queue
+    /// (`s = k x r x d`). Changed at run time with
+    /// [`Frontier::set_target_rate`](crate::frontier::Frontier::set_target_rate).
+    /// Default 100.
+    pub target_pages_per_sec: f64,
+    /// `k`: how many times `r x d` hosts the ready queue should hold before no more
+    /// request files are loaded. Polybot used about 2. Default 2.
+    pub ready_factor: f64,
+
+    /// `d`: the time between the end of one request to a host (origin) and the start
+    /// of the next, when nothing overrides it. Default 30,000 (30 s, as in Polybot).
+    pub interval_ms: u64,
+    /// The floor under every per-host interval: request hints (`interval_ms=`) and the
+    /// adaptive interval are raised to it. Default 1,000.
+    pub min_interval_ms: u64,
+    /// Adaptive politeness: when on, a host's interval is
+    /// `max(min_interval_ms, adaptive_factor x duration of its last fetch)` instead of
+    /// `interval_ms` (a per-host hint still wins). Default off.
+    pub adaptive: bool,
+    /// `f` of the adaptive interval. Default 10.
+    pub adaptive_factor: f64,
+    /// robots.txt `Crawl-delay` is honoured up to this many milliseconds (it only ever
+    /// lengthens a host's interval). Default 60,000.
+    pub max_crawl_delay_ms: u64,
+
+    /// Requests in flight at once to one IP address, over all the hosts (origins) it
+    /// serves; 0 means no limit. Default 2: one server often hosts many names, and two
+    /// concurrent requests are what a browser-like client would open.
+    pub ip_max_in_flight: u32,
+    /// The time between the starts of two requests to one IP address; 0 means no
+    /// limit. Default 1,000.
+    pub ip_min_interval_ms: u64,
+
+    /// Back-off after a host's 1st, 2nd, ... consecutive failure (connect failure,
+    /// timeout, failed DNS lookup, unreachable robots.txt); the last step repeats.
+    /// Default 1 min, 5 min, 30 min, 2 h.
+    pub backoff_ms: Vec<u64>,
+    /// After this many consecutive failures the host is dead: its queued URLs become
+    /// outcomes (`too_many_failures`, or `dns_failure` when DNS kept failing) and new
+    /// URLs for it are dropped the same way for `dead_host_ttl_ms`. Default 5.
+    pub max_failures: u32,
+    /// How long a dead host stays dead. Default 86,400,000 (24 h).
+    pub dead_host_ttl_ms: u64,
+    /// How many times one URL is tried when its fetch fails with a connect failure or
+    /// timeout (each try also counts as a host failure). Default 2.
+    pub max_url_attempts: u32,
+
+    /// How long a robots.txt verdict (rules, or "allow all" after a 4xx) is trusted.
+    /// Default 86,400,000 (24 h, RFC 9309 section 2.4).
+    pub robots_ttl_ms: u64,
+    /// Redirects followed for one robots.txt fetch (RFC 9309 asks for at least 5).
+    /// Default 5.
+    pub robots_max_redirects: u32,
+    /// A name asked of the resolvers and not answered within this time is asked
+    /// again. Default 60,000.
+    pub dns_retry_ms: u64,
+    /// Dispatch to private, loopback, link-local and other non-global addresses.
+    /// Default false: such URLs end with `forbidden_address`. Tests and demos against
+    /// servers on this machine turn it on.
+    pub allow_private_addresses: bool,
+
+    /// URLs read from RocksDB into a ready host's in-memory buffer at once. Default 16.
+    pub pop_batch: usize,
+    /// URLs of a request file written to RocksDB in one batch (each batch also
+    /// records how far the file is loaded). Default 10,000.
+    pub load_chunk_urls: usize,
+    /// Most request-file chunks loaded by one call of `tick`/`next_jobs`, so a burst
+    /// of files never stalls dispatch. Default 8.
+    pub max_load_chunks_per_call: usize,
+    /// How often the request folders are listed again for new files (the service can
+    /// force it with `rescan_requests`). Default 2,000.
+    pub request_scan_interval_ms: u64,
+
+    /// An outcome file is published when it holds this many lines... Default 10,000.
+    pub outcome_batch_lines: usize,
+    /// ...or when its oldest line is this old. Default 5,000.
+    pub outcome_max_age_ms: u64,
+
+    /// Body cap for pages. Default 10 MiB.
+    pub max_page_bytes: u64,
+    /// Body cap for robots.txt (the parser reads at most 500 KiB). Default 512 KiB.
+    pub max_robots_bytes: u64,
+    /// Connect (TCP + TLS) timeout. Default 10,000.
+    pub connect_timeout_ms: u32,
+    /// Timeout from request sent to first response byte. Default 30,000.
+    pub first_byte_timeout_ms: u32,
+    /// Timeout for a whole fetch. Default 120,000.
+    pub total_timeout_ms: u32,
+    /// Ask the downloader to keep the connection open when the host has more URLs and
+    /// its interval is at most this. Default 5,000.
+    pub keep_alive_max_interval_ms: u64,
+}
+
+impl Default for FrontierConfig {
+    fn default() -> Self {
+        Self {
+            robots_agent: "polycrawl".into(),
+            component_id: "manager".into(),
+            target_pages_per_sec: 100.0,
+            ready_factor: 2.0,
+            interval_ms: 30_000,
+            min_interval_ms: 1_000,
+            adaptive: false,
+            adaptive_factor: 10.0,
+            max_crawl_delay_ms: 60_000,
+            ip_max_in_flight: 2,
+            ip_min_interval_ms: 1_000,
+            backoff_ms: vec![60_000, 300_000, 1_800_000, 7_200_000],
+            max_failures: 5,
+            dead_host_ttl_ms: 86_400_000,
+            max_url_attempts: 2,
+            robots_ttl_ms: 86_400_000,
+            robots_max_redirects: 5,
+            dns_retry_ms: 60_000,
+            allow_private_addresses: false,
+            pop_batch: 16,
+            load_chunk_urls: 10_000,
+            max_load_chunks_per_call: 8,
+            request_scan_interval_ms: 2_000,
+            outcome_batch_lines: 10_000,
+            outcome_max_age_ms: 5_000,
+            max_page_bytes: 10 * 1024 * 1024,
+            max_robots_bytes: 512 * 1024,
+            connect_timeout_ms: 10_000,
+            first_byte_timeout_ms: 30_000,
+            total_timeout_ms: 120_000,
+            keep_alive_max_interval_ms: 5_000,
+        }
+    }
+}
+
+impl FrontierConfig {
+    /// Checks the values; the error names the field.
+    pub fn validate(&self) -> Result<(), FrontierError> {
+        let bad =
+            |field: &'static str, why: &'static str| Err(FrontierError::Config { field, why });
+        if self.robots_agent.trim().is_empty() {
+            return bad("robots_agent", "must not be empty");
+        }
+        if ComponentId::new(self.component_id.as_str()).is_err() {
+            return bad("component_id", "must be 1 to 64 characters of [a-z0-9_-]");
+        }
+        if !(self.target_pages_per_sec.is_finite() && self.target_pages_per_sec > 0.0) {
+            return bad("target_pages_per_sec", "must be a positive number");
+        }
+        if !(self.ready_factor.is_finite() && self.ready_factor > 0.0) {
+            return bad("ready_factor", "must be a positive number");
+        }
+        if !(self.adaptive_factor.is_finite() && self.adaptive_factor >= 0.0) {
+            return bad("adaptive_factor", "must be a number >= 0");
+        }
+        if self.backoff_ms.is_empty() {
+            return bad("backoff_ms", "needs at least one step");
+        }
+        if self.max_failures == 0 {
+            return bad("max_failures", "must be at least 1");
+        }
+        if self.max_url_attempts == 0 {
+            return bad("max_url_attempts", "must be at least 1");
+        }
+        if self.pop_batch == 0 || self.load_chunk_urls == 0 || self.max_load_chunks_per_call == 0 {
+            return bad(
+                "pop_batch/load_chunk_urls/max_load_chunks_per_call",
+                "must be at least 1",
+            );
+        }
+        if self.outcome_batch_lines == 0 {
+            return bad("outcome_batch_lines", "must be at least 1");
+        }
+        Ok(())
+    }
+
+    /// The component id, checked by [`validate`](Self::validate).
+    pub(crate) fn component(&self) -> Result<ComponentId, FrontierError> {
+        ComponentId::new(self.component_id.as_str()).map_err(|_| FrontierError::Config {
+            field: "component_id",
+            why: "must be 1 to 64 characters of [a-z0-9_-]",
+        })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn defaults_validate_and_unknown_keys_are_errors() {
+        FrontierConfig::default().validate().unwrap();
+        let mut c = FrontierConfig::default();
+        c.backoff_ms.clear();
+        assert!(matches!(
+            c.validate(),
+            Err(FrontierError::Config {
+                field: "backoff_ms",
+                ..
+            })
+        ));
+        let parsed: FrontierConfig = ron::from_str("(interval_ms: 5000)").unwrap();
+        assert_eq!(parsed.interval_ms, 5000);
+        assert_eq!(parsed.ip_max_in_flight, 2);
+        assert!(ron::from_str::<FrontierConfig>("(interval: 5000)").is_err());
+    }
+}

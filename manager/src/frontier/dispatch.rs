@@ -1,0 +1,218 @@
+//! Handing out jobs: pop the ready heap in order (robots.txt fetches first, then pages
+//! by request number), apply the last checks, and build [`FetchJob`]s.
+//!
+//! Per popped host: blacklisted now -> its URLs end with `blacklisted`; address or
+//! robots.txt expired -> back to DNS / robots; its IP at the limit -> parked on the IP
+//! (other IPs go on); head URLs robots.txt excludes -> `robots_excluded`, never
+//! dispatched; else the head URL is sent and the host is `InFlight` (one request per
+//! host). The URL stays in RocksDB until its report, so a crash re-dispatches it.
+//!
+//! Cost: O(log hosts) per job plus, every `pop_batch` URLs of a host, one RocksDB
+//! seek. This module must never send anything: it returns jobs to the service.
+
+use std::net::{IpAddr, SocketAddr};
+
+use spool::OutcomeReason;
+use spool::protocol::{FetchJob, FetchLimits, FetchPurpose, JobId};
+
+use super::hosts::{HostId, HostState};
+use super::origin::Origin;
+use super::ready::ReadyKey;
+use super::store::Batch;
+use super::{Frontier, FrontierError, JobInfo};
+use crate::robots::path_and_query;
+
+impl Frontier {
+    /// Up to `max` jobs to start now, in the order they should start. Runs
+    /// [`tick`](Self::tick) first. Empty when no host may be contacted now; ask again
+    /// at [`next_wakeup`](Self::next_wakeup) or after the next event.
+    pub fn next_jobs(&mut self, now_ms: u64, max: usize) -> Result<Vec<FetchJob>, FrontierError> {
+        self.tick(now_ms)?;
+        let mut jobs = Vec::new();
+        let mut batch = Batch::default();
+        while jobs.len() < max {
+            let Some((key, id)) = self.ready.pop() else {
+                break;
+            };
+            let expected = if key.is_robots() {
+                HostState::NeedsRobots
+            } else {
+                HostState::Ready
+            };
+            if self.hosts.get(id).is_none_or(|h| h.state() != expected) {
+                continue; // Stale entry.
+            }
+            if let Some(job) = self.dispatch_host(key, id, now_ms, &mut batch)? {
+                jobs.push(job);
+            }
+        }
+        self.reserve_job_ids(&mut batch);
+        self.commit(batch)?;
+        Ok(jobs)
+    }
+
+    /// One popped host: a job, or the reason it has none (it moved elsewhere).
+    fn dispatch_host(
+        &mut self,
+        key: ReadyKey,
+        id: HostId,
+        now_ms: u64,
+        batch: &mut Batch,
+    ) -> Result<Option<FetchJob>, FrontierError> {
+        let Some(host) = self.hosts.get(id) else {
+            return Ok(None);
+        };
+        if self.blacklist.matches(&host.name) {
+            let detail = format!("{} is blacklisted", host.name);
+            self.drop_host(id, OutcomeReason::Blacklisted, &detail, None, now_ms, batch)?;
+            return Ok(None);
+        }
+        let robots_fresh = host.fresh_robots(now_ms).is_some();
+        let Some(host_ip) = host.fresh_addr(now_ms) else {
+            self.hosts.set_state(id, HostState::Waiting);
+            self.advance(id, now_ms, batch)?;
+            return Ok(None);
+        };
+        if key.is_robots() == robots_fresh {
+            // Robots fetched meanwhile, or a page host whose robots.txt expired.
+            self.hosts.set_state(id, HostState::Waiting);
+            self.advance(id, now_ms, batch)?;
+            return Ok(None);
+        }
+        let ip = if key.is_robots() {
+            host.chase.addr.unwrap_or(host_ip)
+        } else {
+            host_ip
+        };
+        if !self.ips.can_start(ip, now_ms) {
+            self.hosts.set_state(id, HostState::Parked);
+            self.ips.park(ip, key, id);
+            return Ok(None);
+        }
+        if key.is_robots() {
+            return self.start_robots(id, ip, now_ms).map(Some);
+        }
+        self.start_page(id, ip, now_ms, batch)
+    }
+
+    /// Starts host `id`'s robots.txt job.
+    fn start_robots(
+        &mut self,
+        id: HostId,
+        ip: IpAddr,
+        now_ms: u64,
+    ) -> Result<FetchJob, FrontierError> {
+        self.fill_buffer(id)?;
+        let job = self.new_job_id();
+        let host = self.hosts.get_mut(id).expect("dispatched host exists");
+        let url = host
+            .chase
+            .url
+            .clone()
+            .unwrap_or_else(|| Origin::robots_url(&host.origin));
+        let port = host.chase.port.unwrap_or(host.port);
+        // Robots jobs are stored under robots/, but carry the app of the URL waiting.
+        let app = host.buffer.front().map(|(_, e)| e.app.clone());
+        host.in_flight = Some((job, ip));
+        let keep_alive = host.queued() > 0 && self.keep_alive(id);
+        self.hosts.set_state(id, HostState::FetchingRobots);
+        self.ips.start(ip, now_ms);
+        self.jobs.insert(
+            job,
+            JobInfo {
+                host: id,
+                purpose: FetchPurpose::Robots,
+                app: None,
+            },
+        );
+        Ok(FetchJob {
+            job,
+            app: app.unwrap_or_else(|| spool::AppId::new("manager").expect("valid id")),
+            url,
+            addr: SocketAddr::new(ip, port),
+            purpose: FetchPurpose::Robots,
+            keep_alive,
+            limits: self.limits(self.config.max_robots_bytes),
+        })
+    }
+
+    /// Starts host `id`'s first URL robots.txt allows, ending the excluded ones.
+    fn start_page(
+        &mut self,
+        id: HostId,
+        ip: IpAddr,
+        now_ms: u64,
+        batch: &mut Batch,
+    ) -> Result<Option<FetchJob>, FrontierError> {
+        loop {
+            self.fill_buffer(id)?;
+            let Some(host) = self.hosts.get(id) else {
+                return Ok(None);
+            };
+            let Some((_, head)) = host.buffer.front() else {
+                // Everything left was excluded.
+                self.save_host(id, batch);
+                self.hosts.set_state(id, HostState::Waiting);
+                self.advance(id, now_ms, batch)?;
+                return Ok(None);
+            };
+            let allowed = host
+                .robots
+                .as_ref()
+                .is_none_or(|r| r.policy.is_allowed(&path_and_query(&head.url)));
+            if !allowed {
+                self.end_head(id, OutcomeReason::RobotsExcluded, "", now_ms, batch)?;
+                continue;
+            }
+            let (app, url, port) = (head.app.clone(), head.url.clone(), host.port);
+            let keep_alive = host.queued() > 1 && self.keep_alive(id);
+            let job = self.new_job_id();
+            if let Some(host) = self.hosts.get_mut(id) {
+                host.in_flight = Some((job, ip));
+            }
+            self.save_host(id, batch);
+            self.hosts.set_state(id, HostState::InFlight);
+            self.ips.start(ip, now_ms);
+            self.jobs.insert(
+                job,
+                JobInfo {
+                    host: id,
+                    purpose: FetchPurpose::Page,
+                    app: Some(app.clone()),
+                },
+            );
+            return Ok(Some(FetchJob {
+                job,
+                app,
+                url,
+                addr: SocketAddr::new(ip, port),
+                purpose: FetchPurpose::Page,
+                keep_alive,
+                limits: self.limits(self.config.max_page_bytes),
+            }));
+        }
+    }
+
+    fn new_job_id(&mut self) -> JobId {
+        let id = JobId(self.next_job);
+        self.next_job += 1;
+        id
+    }
+
+    /// Whether the next request to host `id` comes soon enough to keep the
+    /// connection open.
+    fn keep_alive(&self, id: HostId) -> bool {
+        self.hosts
+            .get(id)
+            .is_some_and(|h| self.interval_of(h) <= self.config.keep_alive_max_interval_ms)
+    }
+
+    fn limits(&self, max_body_bytes: u64) -> FetchLimits {
+        FetchLimits {
+            max_body_bytes,
+            connect_timeout_ms: self.config.connect_timeout_ms,
+            first_byte_timeout_ms: self.config.first_byte_timeout_ms,
+            total_timeout_ms: self.config.total_timeout_ms,
+        }
+    }
+}

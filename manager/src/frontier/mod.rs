@@ -1,0 +1,361 @@
+//! The crawl manager's scheduling core: everything that decides which URL goes to a
+//! downloader next (DESIGN.md section 4, Polybot sections 3.4-3.5), with its durable
+//! state in RocksDB.
+//!
+//! [`Frontier`] is event-driven and owns no thread, socket or clock. The service
+//! around it calls a method when something happens and asks it for work:
+//!
+//! | event | call |
+//! |---|---|
+//! | time passed | [`tick`](Frontier::tick) (when [`next_wakeup`](Frontier::next_wakeup) says) |
+//! | a downloader has room | [`next_jobs`](Frontier::next_jobs) |
+//! | resolvers have room | [`hosts_needing_dns`](Frontier::hosts_needing_dns) |
+//! | a resolver answered | [`on_dns`](Frontier::on_dns) |
+//! | a fetch report arrived | [`on_report`](Frontier::on_report) (pages, failures, returns) |
+//! | a robots.txt was stored | [`on_robots_fetched`](Frontier::on_robots_fetched) (with the body read from `robots/`) |
+//! | a downloader vanished | [`on_returned`](Frontier::on_returned) for each of its jobs |
+//! | a request file appeared | [`rescan_requests`](Frontier::rescan_requests) (a hint; folders are also listed periodically) |
+//! | an operator acted | [`set_target_rate`](Frontier::set_target_rate), [`blacklist_add`](Frontier::blacklist_add), [`checkpoint`](Frontier::checkpoint) |
+//!
+//! Time is an argument everywhere: `now_ms` is wall-clock milliseconds since the UNIX
+//! epoch ([`wall_clock_ms`] for the service; tests pass their own), because robots.txt
+//! verdicts and dead-host marks are kept across restarts.
+//!
+//! # Life of a host
+//!
+//! A URL loaded from a request file joins its host's FIFO queue (RocksDB). A new host
+//! needs its name resolved (`NeedsDns` -> `Resolving`), then a fresh robots.txt,
+//! fetched through a downloader at top priority (`NeedsRobots` -> `FetchingRobots`).
+//! Then it is `Ready`: in the ready heap keyed by its head URL's request number. The
+//! dispatcher pops the lowest, parks it on its IP if that IP is at its limit
+//! (`Parked`), drops head URLs robots.txt excludes (outcome `robots_excluded`) and
+//! sends the first allowed one (`InFlight`: one request per host). The report puts the
+//! host to rest for its interval (`Waiting`) or, on failure, for a growing back-off
+//! (`BackedOff`); after `max_failures` its URLs become outcomes. A host whose queue
+//! empties is forgotten once its interval has passed.
+//!
+//! # Durability
+//!
+//! Every change is one RocksDB batch (WAL on). A dispatched URL stays at the head of
+//! its queue until its report, and the host record's head points at it, so after a
+//! crash exactly the URLs in flight are dispatched again (no separate `inflight`
+//! family is needed: see `records`). Request files are loaded in chunks,
+//! each batch recording the file's progress, and deleted from the spool only after
+//! their last chunk is durable. Outcomes are written with the change that causes them
+//! and published afterwards (the crate's `outcomes` module).
+//!
+//! # What it must never do
+//!
+//! No network I/O (DNS and fetches go through the service); never load a request file
+//! before the ready pipeline needs URLs; never hold a crawl's URLs in memory (only
+//! each dispatching host's next `pop_batch` URLs and one file chunk).
+//!
+//! # Memory and cost
+//!
+//! Per host in memory: see the `hosts` module. Hosts in memory are those with queued URLs
+//! (bounded by lazy loading to about `s` plus the ones resting), plus DNS entries and
+//! IP slots for recent hosts. Every heap operation is O(log hosts); a dispatch is
+//! O(log hosts) plus one RocksDB seek per `pop_batch` URLs; a report is one batch.
+
+mod dispatch;
+mod dns;
+mod error;
+pub(crate) mod hosts;
+mod ip;
+mod load;
+mod origin;
+mod queue;
+mod ready;
+pub(crate) mod records;
+mod report;
+mod resolve;
+mod robots_fetch;
+mod schedule;
+mod stats;
+pub(crate) mod store;
+mod waiting;
+
+use std::collections::HashMap;
+use std::path::Path;
+use std::time::{SystemTime, UNIX_EPOCH};
+
+use spool::protocol::{FetchPurpose, JobId};
+use spool::{AppId, Spool};
+
+use crate::blacklist::{Blacklist, BlacklistEntry};
+use crate::config::FrontierConfig;
+use crate::outcomes::OutcomeSink;
+use crate::requests::{RequestFiles, progress_keys};
+
+pub use error::FrontierError;
+pub use hosts::{HostId, HostState};
+pub use records::AppCounters;
+pub use stats::FrontierStats;
+
+use dns::Dns;
+use hosts::Hosts;
+use ip::IpTable;
+use ready::ReadyHeap;
+use records::{
+    Counters, HostRecord, META_BLACKLIST, META_COUNTERS, META_JOB_CEILING, META_NEXT_HOST,
+    META_NEXT_REQNO,
+};
+use store::{Batch, Cf, Store};
+use waiting::TimerHeap;
+
+/// Job ids are reserved in blocks of this many, so a restarted manager never reuses an
+/// id a downloader may still report on, without a write per dispatch.
+const JOB_ID_BLOCK: u64 = 1 << 20;
+
+/// The wall clock in milliseconds since the UNIX epoch: the `now_ms` the service
+/// passes to every call.
+pub fn wall_clock_ms() -> u64 {
+    SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .map(|d| u64::try_from(d.as_millis()).unwrap_or(u64::MAX))
+        .unwrap_or(0)
+}
+
+/// A job handed out and not yet reported.
+#[derive(Debug, Clone)]
+struct JobInfo {
+    host: HostId,
+    purpose: FetchPurpose,
+    /// The application of a page job.
+    app: Option<AppId>,
+}
+
+// The service moves the frontier into its task (behind a mutex if shared).
+const _: () = {
+    const fn assert_send<T: Send>() {}
+    assert_send::<Frontier>();
+};
+
+/// The crawl manager's scheduling core. See the [module docs](self).
+#[derive(Debug)]
+pub struct Frontier {
+    config: FrontierConfig,
+    store: Store,
+    hosts: Hosts,
+    ready: ReadyHeap,
+    waiting: TimerHeap<HostId>,
+    ips: IpTable,
+    dns: Dns,
+    blacklist: Blacklist,
+    requests: RequestFiles,
+    outcomes: OutcomeSink,
+    counters: Counters,
+    jobs: HashMap<JobId, JobInfo>,
+    next_job: u64,
+    job_ceiling: u64,
+    next_reqno: u64,
+    next_host_id: u64,
+    target_rate: f64,
+}
+
+impl Frontier {
+    /// Opens the frontier whose RocksDB lives at `db_path` (created if missing; a
+    /// [`checkpoint`](Self::checkpoint) folder works too), taking request files from
+    /// and publishing outcomes to `spool`.
+    ///
+    /// After a crash: hosts with queued URLs are rebuilt from their records (they
+    /// resolve again; a cached robots.txt verdict is reused while fresh), the URLs
+    /// that were in flight are at the head of their queues and are dispatched again,
+    /// a partly loaded request file resumes where its last batch ended, and outcomes
+    /// not yet published are published.
+    pub fn open(
+        db_path: &Path,
+        spool: Spool,
+        config: FrontierConfig,
+    ) -> Result<Frontier, FrontierError> {
+        config.validate()?;
+        let component = config.component()?;
+        let store = Store::open(db_path)?;
+        let next_reqno: u64 = store.get(Cf::Meta, META_NEXT_REQNO)?.unwrap_or(0);
+        let next_host_id: u64 = store.get(Cf::Meta, META_NEXT_HOST)?.unwrap_or(1);
+        let next_job: u64 = store.get(Cf::Meta, META_JOB_CEILING)?.unwrap_or(1);
+        let counters: Counters = store.get(Cf::Meta, META_COUNTERS)?.unwrap_or_default();
+        let mut blacklist = Blacklist::new();
+        let entries: Vec<String> = store.get(Cf::Meta, META_BLACKLIST)?.unwrap_or_default();
+        for entry in entries {
+            match entry.parse::<BlacklistEntry>() {
+                Ok(e) => {
+                    blacklist.insert(e);
+                }
+                Err(e) => tracing::warn!(error = %e, "stored blacklist entry skipped"),
+            }
+        }
+        let requests = RequestFiles::open(
+            spool.clone(),
+            component.clone(),
+            config.request_scan_interval_ms,
+        )?;
+        let outcomes = OutcomeSink::open(
+            &store,
+            spool,
+            component,
+            config.outcome_batch_lines,
+            config.outcome_max_age_ms,
+        )?;
+        let target_rate = config.target_pages_per_sec;
+        let mut frontier = Frontier {
+            ips: IpTable::new(config.ip_max_in_flight, config.ip_min_interval_ms),
+            config,
+            store,
+            hosts: Hosts::default(),
+            ready: ReadyHeap::default(),
+            waiting: TimerHeap::default(),
+            dns: Dns::default(),
+            blacklist,
+            requests,
+            outcomes,
+            counters,
+            jobs: HashMap::new(),
+            next_job,
+            job_ceiling: next_job,
+            next_reqno,
+            next_host_id,
+            target_rate,
+        };
+        frontier.rebuild_hosts()?;
+        let mut batch = Batch::default();
+        // Progress of files that are gone (a crash between `done()` and the cleanup).
+        let live = frontier.requests.claimed_keys();
+        for key in progress_keys(&frontier.store)? {
+            if !live.contains(&key) {
+                batch.delete(Cf::Meta, key);
+            }
+        }
+        frontier.reserve_job_ids(&mut batch);
+        frontier.store.write(batch)?;
+        tracing::info!(
+            hosts = frontier.hosts.len(),
+            next_reqno = frontier.next_reqno,
+            "frontier opened"
+        );
+        Ok(frontier)
+    }
+
+    /// Rebuilds the host dictionary from the `host` records: every host with queued
+    /// URLs needs DNS again; its robots verdict comes from the `origin` cache.
+    fn rebuild_hosts(&mut self) -> Result<(), FrontierError> {
+        let mut records = Vec::new();
+        self.store.scan(Cf::Host, &[], |key, record: HostRecord| {
+            let id = key
+                .get(..8)
+                .and_then(|b| b.try_into().ok())
+                .map(u64::from_be_bytes)
+                .unwrap_or(0);
+            records.push((id, record));
+            Ok(true)
+        })?;
+        let mut batch = Batch::default();
+        for (id, record) in records {
+            if record.head >= record.tail {
+                batch.delete(Cf::Host, id.to_be_bytes().to_vec());
+                continue;
+            }
+            self.next_host_id = self.next_host_id.max(id + 1);
+            self.restore_host(id, record)?;
+        }
+        self.store.write(batch)
+    }
+
+    /// Reserves a new block of job ids when the current one is used up.
+    fn reserve_job_ids(&mut self, batch: &mut Batch) {
+        if self.next_job >= self.job_ceiling {
+            self.job_ceiling = self.next_job + JOB_ID_BLOCK;
+            batch.put(Cf::Meta, META_JOB_CEILING.to_vec(), &self.job_ceiling);
+        }
+    }
+
+    /// Applies `batch` with the counters (every batch carries them, so they are
+    /// exact after a crash).
+    fn commit(&mut self, batch: Batch) -> Result<(), FrontierError> {
+        self.commit_opt(batch, false)
+    }
+
+    /// [`commit`](Self::commit), synced when `sync`.
+    fn commit_opt(&mut self, mut batch: Batch, sync: bool) -> Result<(), FrontierError> {
+        if batch.is_empty() {
+            return Ok(());
+        }
+        batch.put(Cf::Meta, META_COUNTERS.to_vec(), &self.counters);
+        if sync {
+            self.store.write_synced(batch)
+        } else {
+            self.store.write(batch)
+        }
+    }
+
+    /// The config in force.
+    pub fn config(&self) -> &FrontierConfig {
+        &self.config
+    }
+
+    /// Sets the target speed `r` (pages/s), which sizes the ready queue `s = k r d`.
+    /// Values that are not positive and finite are ignored.
+    pub fn set_target_rate(&mut self, pages_per_sec: f64) {
+        if pages_per_sec.is_finite() && pages_per_sec > 0.0 {
+            self.target_rate = pages_per_sec;
+        }
+    }
+
+    /// The target speed in force.
+    pub fn target_rate(&self) -> f64 {
+        self.target_rate
+    }
+
+    /// Lists the request folders again at the next chance (a hint from discovery).
+    pub fn rescan_requests(&mut self) {
+        self.requests.rescan();
+    }
+
+    /// Adds a blacklist entry (persisted). URLs of matching hosts already queued are
+    /// dropped with the `blacklisted` outcome when their host next comes up.
+    pub fn blacklist_add(&mut self, entry: BlacklistEntry) -> Result<bool, FrontierError> {
+        let added = self.blacklist.insert(entry);
+        self.save_blacklist()?;
+        Ok(added)
+    }
+
+    /// Removes a blacklist entry (persisted).
+    pub fn blacklist_remove(&mut self, entry: &BlacklistEntry) -> Result<bool, FrontierError> {
+        let removed = self.blacklist.remove(entry);
+        self.save_blacklist()?;
+        Ok(removed)
+    }
+
+    /// The blacklist in force.
+    pub fn blacklist(&self) -> &Blacklist {
+        &self.blacklist
+    }
+
+    fn save_blacklist(&mut self) -> Result<(), FrontierError> {
+        let entries: Vec<String> = self
+            .blacklist
+            .entries()
+            .iter()
+            .map(|e| e.to_string())
+            .collect();
+        let mut batch = Batch::default();
+        batch.put(Cf::Meta, META_BLACKLIST.to_vec(), &entries);
+        self.store.write(batch)
+    }
+
+    /// Writes a consistent, hard-linked snapshot of the frontier's database into `dir`
+    /// (which must not exist yet); [`Frontier::open`] on `dir` restarts from it.
+    ///
+    /// The spool is not part of the snapshot: request files loaded after the
+    /// checkpoint are already deleted, so restarting from an old checkpoint loses
+    /// them. Take checkpoints often, restart from the live database when it is intact.
+    pub fn checkpoint(&self, dir: &Path) -> Result<(), FrontierError> {
+        self.store.checkpoint(dir)
+    }
+
+    /// Publishes every pending outcome now (before a clean shutdown; never required
+    /// for safety, since pending outcomes are durable).
+    pub fn flush_outcomes(&mut self, now_ms: u64) -> Result<usize, FrontierError> {
+        self.outcomes.flush(&self.store, now_ms, true)
+    }
+}

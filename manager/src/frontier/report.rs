@@ -1,0 +1,190 @@
+//! Fetch reports: what the end of a job does to its host and its URL.
+//!
+//! - A stored response (any status: a 5xx page is a page, not a failure): the URL
+//!   leaves its queue, the host's failure count resets, and the host rests its
+//!   interval, measured from now (the end of the response).
+//! - `connect_failure` or `timeout`: a host failure. The host backs off (1 min, 5 min,
+//!   30 min, ...); the URL stays at the head and is tried again, up to
+//!   `max_url_attempts` tries, after which it ends with that outcome. After
+//!   `max_failures` consecutive failures the host is dead: all its URLs end with
+//!   `too_many_failures`.
+//! - Any other failure (`bad_response`, `forbidden_address`, ...): the URL ends with
+//!   that outcome; the server was reached, so the host just rests its interval.
+//! - Returned (the downloader never started it, or it went away): the URL goes back to
+//!   the head of its queue, no failure counted.
+//!
+//! This module must never read the page itself: pages go to the application through
+//! the spool.
+
+use spool::OutcomeReason;
+use spool::protocol::{FetchPurpose, FetchReport, FetchResult, JobId};
+
+use super::hosts::HostId;
+use super::records::PendingOutcome;
+use super::store::Batch;
+use super::{Frontier, FrontierError};
+
+impl Frontier {
+    /// A downloader reported on a job. Returns false (and changes nothing) if the job
+    /// is unknown: already reported, or handed out by an earlier run of the manager.
+    ///
+    /// A stored robots.txt must go to [`on_robots_fetched`](Self::on_robots_fetched)
+    /// with its body instead ([`FrontierError::RobotsBodyRequired`]).
+    pub fn on_report(&mut self, report: &FetchReport, now_ms: u64) -> Result<bool, FrontierError> {
+        let Some(info) = self.jobs.get(&report.job) else {
+            tracing::debug!(job = %report.job, "report for an unknown job ignored");
+            return Ok(false);
+        };
+        match (&report.result, info.purpose) {
+            (FetchResult::Returned, _) => self.on_returned(report.job, now_ms),
+            (FetchResult::Stored(_), FetchPurpose::Robots) => {
+                Err(FrontierError::RobotsBodyRequired { job: report.job })
+            }
+            (FetchResult::Failed { detail, .. }, FetchPurpose::Robots) => {
+                let Some(id) = self.finish_job(report.job, FetchPurpose::Robots, now_ms) else {
+                    return Ok(false);
+                };
+                let mut batch = Batch::default();
+                self.robots_unreachable(id, detail, now_ms, &mut batch)?;
+                self.commit(batch)?;
+                Ok(true)
+            }
+            (FetchResult::Stored(page), FetchPurpose::Page) => {
+                let total_ms = u64::from(page.timing.total_ms);
+                let Some(id) = self.finish_job(report.job, FetchPurpose::Page, now_ms) else {
+                    return Ok(false);
+                };
+                let mut batch = Batch::default();
+                if let Some(entry) = self.pop_head(id, &mut batch)? {
+                    self.counters.app(&entry.app).pages += 1;
+                }
+                if let Some(host) = self.hosts.get_mut(id) {
+                    host.failures = 0;
+                    host.last_fetch_ms = Some(total_ms);
+                }
+                self.rest(id, now_ms, &mut batch)?;
+                self.commit(batch)?;
+                Ok(true)
+            }
+            (FetchResult::Failed { reason, detail }, FetchPurpose::Page) => {
+                let (reason, detail) = (*reason, detail.clone());
+                let Some(id) = self.finish_job(report.job, FetchPurpose::Page, now_ms) else {
+                    return Ok(false);
+                };
+                let mut batch = Batch::default();
+                self.page_failed(id, reason, &detail, now_ms, &mut batch)?;
+                self.commit(batch)?;
+                Ok(true)
+            }
+        }
+    }
+
+    /// A job comes back unstarted (its downloader is draining, over its limit, or
+    /// gone): its URL stays at the head of the queue and the host goes on as if the
+    /// job had never been sent. Returns false if the job is unknown.
+    pub fn on_returned(&mut self, job: JobId, now_ms: u64) -> Result<bool, FrontierError> {
+        let Some(purpose) = self.jobs.get(&job).map(|j| j.purpose) else {
+            return Ok(false);
+        };
+        let Some(id) = self.finish_job(job, purpose, now_ms) else {
+            return Ok(false);
+        };
+        let mut batch = Batch::default();
+        self.advance(id, now_ms, &mut batch)?;
+        self.commit(batch)?;
+        Ok(true)
+    }
+
+    /// Forgets job `job` (of `purpose`) and frees its host and IP; returns the host.
+    pub(crate) fn finish_job(
+        &mut self,
+        job: JobId,
+        purpose: FetchPurpose,
+        now_ms: u64,
+    ) -> Option<HostId> {
+        if self.jobs.get(&job)?.purpose != purpose {
+            return None;
+        }
+        let info = self.jobs.remove(&job)?;
+        let host = self.hosts.get_mut(info.host)?;
+        let (_, ip) = host.in_flight.take()?;
+        // Neither in a heap nor in flight until `advance` places it.
+        self.hosts
+            .set_state(info.host, super::hosts::HostState::Waiting);
+        for (key, id) in self.ips.finish(ip, now_ms) {
+            self.unpark(key, id);
+        }
+        Some(info.host)
+    }
+
+    /// A page fetch failed with `reason`.
+    fn page_failed(
+        &mut self,
+        id: HostId,
+        reason: OutcomeReason,
+        detail: &str,
+        now_ms: u64,
+        batch: &mut Batch,
+    ) -> Result<(), FrontierError> {
+        let host_failure = matches!(
+            reason,
+            OutcomeReason::ConnectFailure | OutcomeReason::Timeout
+        );
+        if !host_failure {
+            self.end_head(id, reason, detail, now_ms, batch)?;
+            return self.rest(id, now_ms, batch);
+        }
+        let attempts = match self.hosts.get_mut(id) {
+            Some(host) => {
+                host.head_attempts += 1;
+                host.head_attempts
+            }
+            None => return Ok(()),
+        };
+        if attempts >= self.config.max_url_attempts {
+            self.end_head(id, reason, detail, now_ms, batch)?;
+        }
+        if !self.host_failed(id, OutcomeReason::TooManyFailures, detail, now_ms, batch)? {
+            self.advance(id, now_ms, batch)?;
+        }
+        Ok(())
+    }
+
+    /// The head URL of host `id` ends with an outcome.
+    pub(crate) fn end_head(
+        &mut self,
+        id: HostId,
+        reason: OutcomeReason,
+        detail: &str,
+        now_ms: u64,
+        batch: &mut Batch,
+    ) -> Result<(), FrontierError> {
+        if let Some(entry) = self.pop_head(id, batch)? {
+            self.counters.outcome(&entry.app, reason);
+            let outcome = PendingOutcome {
+                app: entry.app,
+                url: entry.url,
+                reason,
+                detail: detail.to_owned(),
+            };
+            self.outcomes.add(batch, outcome, now_ms);
+        }
+        Ok(())
+    }
+
+    /// After a request: the host rests its interval from now, then goes on.
+    fn rest(&mut self, id: HostId, now_ms: u64, batch: &mut Batch) -> Result<(), FrontierError> {
+        let Some(host) = self.hosts.get(id) else {
+            return Ok(());
+        };
+        let interval = self.interval_of(host);
+        if let Some(host) = self.hosts.get_mut(id) {
+            host.next_allowed_ms = now_ms.saturating_add(interval);
+            if interval > super::queue::READ_AHEAD_MAX_REST_MS {
+                host.buffer.clear(); // Read again when it wakes: no memory while resting.
+            }
+        }
+        self.save_host(id, batch);
+        self.advance(id, now_ms, batch)
+    }
+}

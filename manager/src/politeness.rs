@@ -1,0 +1,142 @@
+//! Politeness arithmetic: how long a host must rest after a request, and how long it
+//! is left alone after a failure. Pure functions of the config and the host's facts;
+//! the frontier applies them.
+//!
+//! The interval `d` of a host, measured from the end of one request to the start of
+//! the next (DESIGN.md section 4):
+//! 1. the per-host override from a request hint (`interval_ms=`) if the application
+//!    gave one, else
+//! 2. `max(min_interval_ms, adaptive_factor x last fetch time)` if adaptive politeness
+//!    is on and the host has been fetched, else
+//! 3. `interval_ms` (default 30 s);
+//!
+//! then raised to robots.txt's `Crawl-delay`, capped at `max_crawl_delay_ms` (a
+//! crawl delay only ever slows us down). Per-IP limits are in
+//! [`frontier`](crate::frontier)'s IP table, on top of this.
+//!
+//! Back-off after the n-th consecutive failure is `backoff_ms[n - 1]`, the last step
+//! repeating. This module must never read a clock or do I/O: times are arguments.
+
+use std::time::Duration;
+
+use crate::config::FrontierConfig;
+
+/// The facts about one host that its interval depends on.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct HostPace {
+    /// Interval requested by the application for this host (already clamped).
+    pub override_ms: Option<u64>,
+    /// robots.txt `Crawl-delay`, if any.
+    pub crawl_delay: Option<Duration>,
+    /// Duration of the host's last fetch, if known.
+    pub last_fetch_ms: Option<u64>,
+}
+
+/// The interval after a request to a host with `pace`, in milliseconds.
+pub fn interval_ms(config: &FrontierConfig, pace: &HostPace) -> u64 {
+    let base = match (pace.override_ms, pace.last_fetch_ms) {
+        (Some(o), _) => o,
+        (None, Some(t)) if config.adaptive => {
+            let adaptive = (t as f64 * config.adaptive_factor).min(u64::MAX as f64) as u64;
+            adaptive.max(config.min_interval_ms)
+        }
+        _ => config.interval_ms,
+    };
+    let delay = pace
+        .crawl_delay
+        .map(|d| u64::try_from(d.as_millis()).unwrap_or(u64::MAX))
+        .unwrap_or(0)
+        .min(config.max_crawl_delay_ms);
+    base.max(delay)
+}
+
+/// A per-host interval hint clamped to the configured floor.
+pub fn clamp_hint(config: &FrontierConfig, hint_ms: u64) -> u64 {
+    hint_ms.max(config.min_interval_ms)
+}
+
+/// How long a host is left alone after its `failures`-th consecutive failure (>= 1).
+pub fn backoff_ms(config: &FrontierConfig, failures: u32) -> u64 {
+    let steps = &config.backoff_ms;
+    let i = (failures.max(1) as usize - 1).min(steps.len().saturating_sub(1));
+    steps.get(i).copied().unwrap_or(0)
+}
+
+/// Whether `failures` consecutive failures make a host dead.
+pub fn is_dead(config: &FrontierConfig, failures: u32) -> bool {
+    failures >= config.max_failures
+}
+
+/// The ready-queue size `s = k x r x d` below which request files are loaded (at
+/// least 1), for a target of `pages_per_sec`.
+pub fn ready_target(config: &FrontierConfig, pages_per_sec: f64) -> usize {
+    let d_secs = config.interval_ms.max(1) as f64 / 1000.0;
+    let s = config.ready_factor * pages_per_sec * d_secs;
+    (s.ceil().min(usize::MAX as f64) as usize).max(1)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn override_beats_adaptive_and_crawl_delay_only_lengthens() {
+        let mut c = FrontierConfig {
+            interval_ms: 30_000,
+            min_interval_ms: 1_000,
+            max_crawl_delay_ms: 60_000,
+            ..FrontierConfig::default()
+        };
+        assert_eq!(interval_ms(&c, &HostPace::default()), 30_000);
+        let hinted = HostPace {
+            override_ms: Some(clamp_hint(&c, 10)),
+            ..HostPace::default()
+        };
+        assert_eq!(interval_ms(&c, &hinted), 1_000);
+        let delayed = HostPace {
+            crawl_delay: Some(Duration::from_secs(45)),
+            ..HostPace::default()
+        };
+        assert_eq!(interval_ms(&c, &delayed), 45_000);
+        let huge = HostPace {
+            crawl_delay: Some(Duration::from_secs(3600)),
+            ..HostPace::default()
+        };
+        assert_eq!(interval_ms(&c, &huge), 60_000);
+
+        c.adaptive = true;
+        c.adaptive_factor = 10.0;
+        let fetched = HostPace {
+            last_fetch_ms: Some(50),
+            ..HostPace::default()
+        };
+        assert_eq!(interval_ms(&c, &fetched), 1_000, "floor");
+        let slow = HostPace {
+            last_fetch_ms: Some(700),
+            ..HostPace::default()
+        };
+        assert_eq!(interval_ms(&c, &slow), 7_000);
+        let slow_hinted = HostPace {
+            override_ms: Some(2_000),
+            last_fetch_ms: Some(700),
+            ..HostPace::default()
+        };
+        assert_eq!(interval_ms(&c, &slow_hinted), 2_000);
+    }
+
+    #[test]
+    fn backoff_grows_then_repeats_and_s_follows_the_rate() {
+        let c = FrontierConfig {
+            backoff_ms: vec![60_000, 300_000, 1_800_000],
+            max_failures: 4,
+            ..FrontierConfig::default()
+        };
+        let steps: Vec<u64> = (1..=5).map(|n| backoff_ms(&c, n)).collect();
+        assert_eq!(steps, [60_000, 300_000, 1_800_000, 1_800_000, 1_800_000]);
+        assert!(!is_dead(&c, 3));
+        assert!(is_dead(&c, 4));
+        let c = FrontierConfig::default();
+        assert_eq!(ready_target(&c, 100.0), 6_000);
+        assert_eq!(ready_target(&c, 0.001), 1);
+    }
+}

@@ -1,0 +1,10 @@
+//! Integration tests of the frontier: a temp RocksDB and a temp spool, time simulated
+//! by passing wall-clock milliseconds. One test binary (RocksDB links once).
+
+mod support;
+
+mod durability;
+mod failures;
+mod loading;
+mod robots;
+mod scheduling;

@@ -1,0 +1,286 @@
+//! robots.txt: fetched before any page, at top priority; excluded URLs become
+//! outcomes; 4xx, 5xx and redirects.
+
+use manager::{Frontier, FrontierConfig};
+use spool::OutcomeReason;
+use spool::protocol::{FetchJob, FetchPurpose};
+
+use crate::support::*;
+
+/// Loads the files and answers DNS; returns the first jobs.
+fn start(f: &mut Frontier, now: u64) -> Vec<FetchJob> {
+    let mut jobs = f.next_jobs(now, 100).unwrap();
+    answer_dns(f, now, &ip_by_name);
+    jobs.extend(f.next_jobs(now, 100).unwrap());
+    jobs
+}
+
+#[test]
+fn robots_before_pages_and_excluded_urls_become_outcomes() {
+    let w = World::new();
+    let mut f = w.open(&test_config());
+    let list = [
+        "http://r.test/private/a",
+        "http://r.test/public/b",
+        "http://r.test/private/c",
+        "http://r.test/public/d",
+    ]
+    .map(String::from);
+    w.publish("bfs", 10, &list);
+    let jobs = start(&mut f, T0);
+    assert_eq!(jobs.len(), 1);
+    assert_eq!(jobs[0].purpose, FetchPurpose::Robots);
+    assert_eq!(jobs[0].url, "http://r.test/robots.txt");
+    assert_eq!(jobs[0].addr.port(), 80);
+    assert!(
+        f.next_jobs(T0 + 60_000, 10).unwrap().is_empty(),
+        "no page before robots"
+    );
+    let body = b"User-agent: *\nDisallow: /private\n";
+    let t = T0 + 60_000;
+    assert!(
+        f.on_robots_fetched(jobs[0].job, 200, Some(body), None, t)
+            .unwrap()
+    );
+    let mut pages = Vec::new();
+    let mut now = t;
+    for _ in 0..10 {
+        now += 1_000;
+        for job in f.next_jobs(now, 10).unwrap() {
+            assert_eq!(job.purpose, FetchPurpose::Page);
+            pages.push(job.url.clone());
+            f.on_report(&stored(&job, 200, 5), now).unwrap();
+        }
+    }
+    assert_eq!(pages, ["http://r.test/public/b", "http://r.test/public/d"]);
+    f.flush_outcomes(now).unwrap();
+    assert_eq!(
+        w.outcome_urls("bfs", OutcomeReason::RobotsExcluded),
+        ["http://r.test/private/a", "http://r.test/private/c"]
+    );
+    assert_eq!(f.stats().robots_fetched, 1);
+}
+
+#[test]
+fn robots_jobs_go_ahead_of_pages() {
+    let w = World::new();
+    let config = FrontierConfig {
+        interval_ms: 0,
+        ..test_config()
+    };
+    let mut f = w.open(&config);
+    w.publish("bfs", 10, &urls("early.test", 0..3));
+    let jobs = start(&mut f, T0);
+    f.on_robots_fetched(jobs[0].job, 404, Some(b""), None, T0)
+        .unwrap();
+    // A later file brings a new host: its robots.txt beats early.test's pages.
+    w.publish("bfs", 10, &urls("late.test", 0..1));
+    f.rescan_requests();
+    f.next_jobs(T0, 0).unwrap();
+    answer_dns(&mut f, T0, &ip_by_name);
+    let jobs = f.next_jobs(T0, 1).unwrap();
+    assert_eq!(jobs[0].url, "http://late.test/robots.txt");
+}
+
+#[test]
+fn status_4xx_allows_all_and_is_cached() {
+    let w = World::new();
+    let mut f = w.open(&FrontierConfig {
+        interval_ms: 0,
+        ..test_config()
+    });
+    w.publish("bfs", 10, &urls("gone.test", 0..2));
+    let jobs = start(&mut f, T0);
+    f.on_robots_fetched(jobs[0].job, 404, Some(b"Disallow: /"), None, T0)
+        .unwrap();
+    let jobs = f.next_jobs(T0, 10).unwrap();
+    assert_eq!(jobs.len(), 1);
+    assert_eq!(jobs[0].url, "http://gone.test/p0");
+    f.on_report(&stored(&jobs[0], 200, 1), T0).unwrap();
+    let jobs = f.next_jobs(T0, 10).unwrap();
+    assert_eq!(jobs[0].url, "http://gone.test/p1");
+    f.on_report(&stored(&jobs[0], 200, 1), T0).unwrap();
+    // The host is forgotten; new URLs reuse the cached verdict: no robots job.
+    w.publish("bfs", 10, &urls("gone.test", 2..3));
+    f.rescan_requests();
+    let jobs = start(&mut f, T0 + 1);
+    assert_eq!(jobs.len(), 1);
+    assert_eq!(jobs[0].purpose, FetchPurpose::Page);
+}
+
+#[test]
+fn status_5xx_disallows_all_backs_off_and_retries() {
+    let w = World::new();
+    let config = FrontierConfig {
+        interval_ms: 0,
+        backoff_ms: vec![60_000],
+        request_scan_interval_ms: 3_600_000,
+        ..test_config()
+    };
+    let mut f = w.open(&config);
+    w.publish("bfs", 10, &urls("down.test", 0..2));
+    let jobs = start(&mut f, T0);
+    f.on_robots_fetched(jobs[0].job, 503, Some(b""), None, T0)
+        .unwrap();
+    assert!(
+        f.next_jobs(T0 + 59_999, 10).unwrap().is_empty(),
+        "backing off"
+    );
+    assert_eq!(f.next_wakeup(), Some(T0 + 60_000));
+    let jobs = f.next_jobs(T0 + 60_000, 10).unwrap();
+    assert_eq!(jobs.len(), 1);
+    assert_eq!(
+        jobs[0].purpose,
+        FetchPurpose::Robots,
+        "robots.txt again, no page"
+    );
+    f.on_robots_fetched(jobs[0].job, 200, Some(b""), None, T0 + 60_000)
+        .unwrap();
+    let jobs = f.next_jobs(T0 + 60_000, 10).unwrap();
+    assert_eq!(jobs[0].url, "http://down.test/p0");
+}
+
+#[test]
+fn network_failure_of_robots_counts_as_unreachable() {
+    let w = World::new();
+    let config = FrontierConfig {
+        interval_ms: 0,
+        backoff_ms: vec![1_000],
+        max_failures: 2,
+        ..test_config()
+    };
+    let mut f = w.open(&config);
+    w.publish("bfs", 10, &urls("dead.test", 0..3));
+    let jobs = start(&mut f, T0);
+    f.on_report(&failed(&jobs[0], OutcomeReason::ConnectFailure), T0)
+        .unwrap();
+    let jobs = f.next_jobs(T0 + 1_000, 10).unwrap();
+    assert_eq!(jobs[0].purpose, FetchPurpose::Robots);
+    f.on_report(&failed(&jobs[0], OutcomeReason::Timeout), T0 + 1_000)
+        .unwrap();
+    f.flush_outcomes(T0 + 1_000).unwrap();
+    assert_eq!(
+        w.outcome_urls("bfs", OutcomeReason::TooManyFailures).len(),
+        3
+    );
+    assert_eq!(f.stats().urls_queued, 0);
+}
+
+#[test]
+fn same_origin_redirects_are_followed() {
+    let w = World::new();
+    let config = FrontierConfig {
+        interval_ms: 0,
+        ..test_config()
+    };
+    let mut f = w.open(&config);
+    w.publish(
+        "bfs",
+        10,
+        &["http://m.test/a/x", "http://m.test/b/y"].map(String::from),
+    );
+    let jobs = start(&mut f, T0);
+    f.on_robots_fetched(jobs[0].job, 301, Some(b""), Some("/real-robots.txt"), T0)
+        .unwrap();
+    let jobs = f.next_jobs(T0, 10).unwrap();
+    assert_eq!(jobs.len(), 1);
+    assert_eq!(jobs[0].url, "http://m.test/real-robots.txt");
+    assert_eq!(jobs[0].purpose, FetchPurpose::Robots);
+    let body = b"User-agent: *\nDisallow: /a/\n";
+    f.on_robots_fetched(jobs[0].job, 200, Some(body), None, T0)
+        .unwrap();
+    let jobs = f.next_jobs(T0, 10).unwrap();
+    assert_eq!(jobs[0].url, "http://m.test/b/y");
+    f.flush_outcomes(T0).unwrap();
+    assert_eq!(
+        w.outcome_urls("bfs", OutcomeReason::RobotsExcluded),
+        ["http://m.test/a/x"]
+    );
+}
+
+#[test]
+fn cross_host_redirects_resolve_the_target_and_apply_its_rules() {
+    let w = World::new();
+    let config = FrontierConfig {
+        interval_ms: 0,
+        ..test_config()
+    };
+    let mut f = w.open(&config);
+    w.publish(
+        "bfs",
+        10,
+        &["http://x.test/no/1", "http://x.test/yes/2"].map(String::from),
+    );
+    let jobs = start(&mut f, T0);
+    let loc = "https://www.x.test:8443/robots.txt";
+    f.on_robots_fetched(jobs[0].job, 301, Some(b""), Some(loc), T0)
+        .unwrap();
+    assert!(
+        f.next_jobs(T0, 10).unwrap().is_empty(),
+        "target name not resolved yet"
+    );
+    assert_eq!(f.hosts_needing_dns(T0), ["www.x.test"]);
+    let ip = "10.7.7.7".parse().unwrap();
+    f.on_dns("www.x.test", &addrs(ip), T0).unwrap();
+    let jobs = f.next_jobs(T0, 10).unwrap();
+    assert_eq!(jobs[0].url, loc);
+    assert_eq!(jobs[0].addr, std::net::SocketAddr::new(ip, 8443));
+    f.on_robots_fetched(
+        jobs[0].job,
+        200,
+        Some(b"User-agent: *\nDisallow: /no\n"),
+        None,
+        T0,
+    )
+    .unwrap();
+    let jobs = f.next_jobs(T0, 10).unwrap();
+    assert_eq!(jobs[0].url, "http://x.test/yes/2");
+    assert_eq!(
+        jobs[0].addr.ip(),
+        ip_by_name("x.test"),
+        "pages go to the host's own address"
+    );
+}
+
+#[test]
+fn too_many_redirects_mean_allow_all() {
+    let w = World::new();
+    let config = FrontierConfig {
+        interval_ms: 0,
+        robots_max_redirects: 5,
+        ..test_config()
+    };
+    let mut f = w.open(&config);
+    w.publish("bfs", 10, &urls("loop.test", 0..1));
+    let mut jobs = start(&mut f, T0);
+    for hop in 0..6 {
+        assert_eq!(jobs[0].purpose, FetchPurpose::Robots, "hop {hop}");
+        let next = format!("/robots-{hop}.txt");
+        f.on_robots_fetched(jobs[0].job, 302, None, Some(&next), T0)
+            .unwrap();
+        jobs = f.next_jobs(T0, 10).unwrap();
+    }
+    // Five redirects followed (six robots fetches), the sixth gave up: allow all.
+    assert_eq!(jobs[0].purpose, FetchPurpose::Page);
+    assert_eq!(jobs[0].url, "http://loop.test/p0");
+}
+
+#[test]
+fn unknown_and_misrouted_reports_are_refused() {
+    let w = World::new();
+    let mut f = w.open(&test_config());
+    w.publish("bfs", 10, &urls("q.test", 0..1));
+    let jobs = start(&mut f, T0);
+    let err = f.on_report(&stored(&jobs[0], 200, 1), T0).unwrap_err();
+    assert!(
+        matches!(err, manager::FrontierError::RobotsBodyRequired { .. }),
+        "{err}"
+    );
+    let mut bogus = jobs[0].clone();
+    bogus.job = spool::protocol::JobId(u64::MAX);
+    assert!(!f.on_report(&stored(&bogus, 200, 1), T0).unwrap());
+    assert!(
+        !f.on_robots_fetched(bogus.job, 200, Some(b""), None, T0)
+            .unwrap()
+    );
+}
