@@ -1,0 +1,228 @@
+//! [`Repository`] (the single writer: ingest, compaction) and [`RepositoryReader`]
+//! (lookups, any number of them, in any process, while the writer runs).
+//!
+//! ```text
+//! <repo>/
+//!   warc/<YYYY>/<batch>.warc.gz            page batches, moved in unchanged
+//!   warc/<YYYY>/<batch>.revisits.warc.gz   revisit records for the batch's duplicates
+//!   index/<first>-<last>.cdxj              sorted CDXJ, per batch until merged
+//!   catalog/                               RocksDB: digest index and ingest journal
+//!   .tmp/                                  files being written (emptied at open)
+//! ```
+//!
+//! `<YYYY>` is the year of the batch's first record (its warcinfo), so a folder
+//! holds one year of batches and the path of a batch never depends on when it was
+//! ingested. The repository must be on the spool's file system: batches are moved
+//! with a rename ([`StorageError::CrossDevice`](crate::StorageError::CrossDevice) otherwise).
+
+use std::path::{Path, PathBuf};
+
+use crate::catalog::{Catalog, CatalogOptions};
+use crate::error::Result;
+use crate::fsutil::{empty_dir, ensure_dir};
+use crate::index::IndexDir;
+
+/// Folder of the WARC files, under the repository root.
+pub const WARC_DIR: &str = "warc";
+/// Folder of the CDXJ files.
+pub const INDEX_DIR: &str = "index";
+/// Folder of the catalog (RocksDB).
+pub const CATALOG_DIR: &str = "catalog";
+/// Folder of files being written.
+pub const TMP_DIR: &str = ".tmp";
+
+/// How a [`Repository`] behaves; every field has a documented default.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct RepositoryOptions {
+    /// Memory bounds of the digest index.
+    pub catalog: CatalogOptions,
+    /// Index files of one level merged at once (see [`crate::index`]). Default 8.
+    pub index_fanout: u64,
+    /// Payloads shorter than this are never deduplicated. Default 1 (empty bodies
+    /// only).
+    pub min_dedup_payload: u64,
+}
+
+impl Default for RepositoryOptions {
+    fn default() -> Self {
+        Self {
+            catalog: CatalogOptions::default(),
+            index_fanout: 8,
+            min_dedup_payload: 1,
+        }
+    }
+}
+
+/// Read access to a repository: lookups through the CDXJ index and reads of WARC
+/// records. Takes no lock and opens no database, so `polycrawl get` works while the
+/// application ingests.
+#[derive(Debug, Clone)]
+pub struct RepositoryReader {
+    pub(crate) root: PathBuf,
+    pub(crate) warc: PathBuf,
+    pub(crate) index: IndexDir,
+}
+
+impl RepositoryReader {
+    /// Opens the repository at `dir` for reading (it must exist).
+    pub fn open(dir: impl Into<PathBuf>) -> Result<Self> {
+        let root = dir.into();
+        let reader = Self::at(root);
+        for d in [&reader.warc, reader.index.path()] {
+            std::fs::metadata(d).map_err(crate::error::StorageError::io(d))?;
+        }
+        Ok(reader)
+    }
+
+    fn at(root: PathBuf) -> Self {
+        Self {
+            warc: root.join(WARC_DIR),
+            index: IndexDir::new(root.join(INDEX_DIR)),
+            root,
+        }
+    }
+
+    /// The repository root.
+    pub fn root(&self) -> &Path {
+        &self.root
+    }
+
+    /// The path of a WARC file named in the index (relative to `warc/`).
+    pub fn warc_path(&self, file: &str) -> PathBuf {
+        self.warc.join(file)
+    }
+}
+
+impl AsRef<RepositoryReader> for RepositoryReader {
+    fn as_ref(&self) -> &RepositoryReader {
+        self
+    }
+}
+
+/// The repository, opened for writing. One per repository at a time: the catalog's
+/// RocksDB lock refuses a second one (in this or another process).
+#[derive(Debug)]
+pub struct Repository {
+    pub(crate) reader: RepositoryReader,
+    pub(crate) catalog: Catalog,
+    pub(crate) options: RepositoryOptions,
+    pub(crate) tmp: PathBuf,
+    pub(crate) crash_at: Option<CrashPoint>,
+}
+
+/// A step of [`Repository::ingest`] after which crash tests stop it
+/// ([`Repository::inject_crash`]); see [`crate::ingest`] for the steps.
+#[doc(hidden)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum CrashPoint {
+    /// After the pending mark (step 3).
+    AfterPendingMark,
+    /// After the move (step 4).
+    AfterMove,
+    /// After the revisit companion (step 6).
+    AfterRevisits,
+    /// After the index file (step 7).
+    AfterIndex,
+}
+
+impl AsRef<RepositoryReader> for Repository {
+    fn as_ref(&self) -> &RepositoryReader {
+        &self.reader
+    }
+}
+
+impl Repository {
+    /// Opens (creating) the repository at `dir` with default options.
+    pub fn open(dir: impl Into<PathBuf>) -> Result<Self> {
+        Self::open_with(dir, RepositoryOptions::default())
+    }
+
+    /// Opens (creating) the repository at `dir`, then recovers from a crash: deletes
+    /// temp files and the inputs of an interrupted index merge, and finishes every
+    /// ingest whose batch was already moved in. (An ingest interrupted before its move
+    /// is finished when the caller ingests the batch again; see [`Self::pending`].)
+    pub fn open_with(dir: impl Into<PathBuf>, options: RepositoryOptions) -> Result<Self> {
+        let reader = RepositoryReader::at(dir.into());
+        let tmp = reader.root.join(TMP_DIR);
+        for d in [&reader.root, &reader.warc, reader.index.path(), &tmp] {
+            ensure_dir(d)?;
+        }
+        let catalog = Catalog::open(&reader.root.join(CATALOG_DIR), &options.catalog)?;
+        empty_dir(&tmp)?;
+        reader.index.cleanup()?;
+        let mut repo = Self {
+            reader,
+            catalog,
+            options,
+            tmp,
+            crash_at: None,
+        };
+        for (name, _, stored) in repo.catalog.all_pending()? {
+            let path = repo.reader.warc.join(&stored);
+            if path.is_file() {
+                tracing::info!(batch = %name, "finishing an ingest interrupted by a crash");
+                repo.ingest(&path)?;
+            }
+        }
+        Ok(repo)
+    }
+
+    /// For crash tests: the next ingest stops with an I/O error right after `at`, as
+    /// if the process had died there (drop the repository and open it again to
+    /// continue the test as a restarted process would).
+    #[doc(hidden)]
+    pub fn inject_crash(&mut self, at: Option<CrashPoint>) {
+        self.crash_at = at;
+    }
+
+    pub(crate) fn crash_point(&mut self, here: CrashPoint) -> Result<()> {
+        if self.crash_at == Some(here) {
+            self.crash_at = None;
+            return Err(crate::error::StorageError::Io {
+                path: self.reader.root.clone(),
+                source: std::io::Error::other(format!("injected crash {here:?}")),
+            });
+        }
+        Ok(())
+    }
+
+    /// The read side (also reachable through `AsRef`).
+    pub fn reader(&self) -> &RepositoryReader {
+        &self.reader
+    }
+
+    /// Names of batches whose ingest started but did not finish and that are not in
+    /// the repository yet: the caller still has them (in its `.claimed/` folder) and
+    /// must ingest them again. Index merges leave these batches and later ones alone
+    /// until then. O(pending).
+    pub fn pending(&self) -> Result<Vec<String>> {
+        Ok(self
+            .catalog
+            .all_pending()?
+            .into_iter()
+            .map(|(name, _, _)| name)
+            .collect())
+    }
+
+    /// Merges every index file of completed batches into one (a quiet-time job;
+    /// ingest already merges size-tiered as it goes). Returns the merges done (0 or 1).
+    pub fn compact_index(&mut self) -> Result<usize> {
+        let below = self.oldest_pending()?;
+        self.reader
+            .index
+            .compact(self.options.index_fanout, below, true, &self.tmp)
+    }
+
+    /// Size-tiered merge after an ingest.
+    pub(crate) fn compact_tiered(&mut self) -> Result<usize> {
+        let below = self.oldest_pending()?;
+        self.reader
+            .index
+            .compact(self.options.index_fanout, below, false, &self.tmp)
+    }
+
+    fn oldest_pending(&self) -> Result<u64> {
+        let pending = self.catalog.all_pending()?;
+        Ok(pending.iter().map(|p| p.1).min().unwrap_or(u64::MAX))
+    }
+}

@@ -1,0 +1,504 @@
+//! The repository end to end: batches written with spool's `WarcWriter`, ingested,
+//! read back, deduplicated, refused when corrupt, retried after crashes, and checked
+//! with `warcio`.
+
+mod support;
+
+use std::fs;
+use std::path::Path;
+
+use storage::{
+    CrashPoint, Repository, RepositoryOptions, RepositoryReader, StorageError, print_page,
+};
+use support::{Page, batch_name, body, index_lines, snapshot, warc_files, write_batch};
+
+fn dirs() -> (tempfile::TempDir, std::path::PathBuf, std::path::PathBuf) {
+    let t = tempfile::tempdir().unwrap();
+    let spool = t.path().join("spool");
+    fs::create_dir_all(&spool).unwrap();
+    let repo = t.path().join("repo");
+    (t, spool, repo)
+}
+
+fn assert_page(repo: &impl AsRef<RepositoryReader>, page: &Page) {
+    let got = repo
+        .as_ref()
+        .get(&page.url)
+        .unwrap()
+        .unwrap_or_else(|| panic!("{} not found", page.url));
+    assert_eq!(got.url, page.url);
+    assert_eq!(got.date, page.date, "{}", page.url);
+    assert_eq!(
+        String::from_utf8_lossy(&got.head),
+        String::from_utf8_lossy(&page.head),
+        "{}",
+        page.url
+    );
+    assert!(got.body == page.body, "{}: body differs", page.url);
+}
+
+#[test]
+fn ingest_moves_the_batch_and_get_returns_every_page_byte_identical() {
+    let (_t, spool, repo_dir) = dirs();
+    let mut pages = vec![
+        Page::html("http://www.example.com/", 0, &body(1, 13_000)),
+        Page::html("http://example.com/a?b=2&a=1", 1, &body(2, 500)),
+        Page::with_status(
+            "https://example.org/img.png",
+            2,
+            "200 OK",
+            "image/png",
+            &[0, 1, 2, 255, 13, 10, 13, 10, 0],
+        ),
+        Page::with_status(
+            "http://example.com/missing",
+            3,
+            "404 Not Found",
+            "text/html",
+            b"<h1>no</h1>",
+        ),
+        Page::with_status(
+            "http://example.com/moved",
+            4,
+            "301 Moved Permanently",
+            "text/html",
+            b"",
+        ),
+    ];
+    pages[4].head =
+        b"HTTP/1.1 301 Moved Permanently\r\nLocation: /a\r\nContent-Length: 0\r\n\r\n".to_vec();
+    let name = batch_name(1);
+    let path = write_batch(&spool, &name, &pages);
+    let original_bytes = fs::read(&path).unwrap();
+
+    let mut repo = Repository::open(&repo_dir).unwrap();
+    let s = repo.ingest(&path).unwrap();
+    assert!(!path.exists(), "the batch was moved, not copied");
+    assert_eq!(s.stored_as, repo_dir.join("warc/2026").join(&name));
+    assert_eq!(
+        fs::read(&s.stored_as).unwrap(),
+        original_bytes,
+        "moved unchanged"
+    );
+    assert_eq!(
+        (
+            s.records,
+            s.responses,
+            s.revisits,
+            s.index_lines,
+            s.already_stored
+        ),
+        (11, 5, 0, 5, false)
+    );
+    assert_eq!(s.revisit_file, None);
+
+    for p in &pages {
+        assert_page(&repo, p);
+        let mut out = Vec::new();
+        assert!(print_page(&repo, &p.url, &mut out).unwrap());
+        assert!(out == p.block(), "print_page prints head and body");
+    }
+    let png = repo.get("https://example.org/img.png").unwrap().unwrap();
+    assert_eq!(
+        (png.status(), png.line.mime.as_str()),
+        (Some(200), "image/png")
+    );
+    let moved = repo.get("http://example.com/moved").unwrap().unwrap();
+    assert_eq!((moved.status(), moved.line.mime.as_str()), (Some(301), "-"));
+    assert_eq!(repo.get("http://example.com/never").unwrap(), None);
+    let mut out = Vec::new();
+    assert!(!print_page(&repo, "http://example.com/never", &mut out).unwrap());
+    assert!(out.is_empty());
+
+    // SURT spellings reach the same page; the index file is sorted.
+    for alias in [
+        "https://EXAMPLE.com/a?a=1&b=2",
+        "http://www.example.com/a?b=2&a=1#x",
+    ] {
+        assert_eq!(
+            repo.get(alias).unwrap().unwrap().url,
+            pages[1].url,
+            "{alias}"
+        );
+    }
+    let lines = index_lines(&repo_dir);
+    let mut sorted = lines.clone();
+    sorted.sort();
+    assert_eq!(lines, sorted);
+    assert!(
+        lines[0].starts_with("com,example)/ 20261122100000 {\"url\": \"http://www.example.com/\""),
+        "{}",
+        lines[0]
+    );
+
+    // A reader that takes no lock sees the same, while the writer is open.
+    let reader = RepositoryReader::open(&repo_dir).unwrap();
+    assert_page(&reader, &pages[0]);
+    // A second writer is refused by the catalog's lock.
+    assert!(matches!(
+        Repository::open(&repo_dir),
+        Err(StorageError::Db(_))
+    ));
+}
+
+#[test]
+fn duplicate_payloads_become_revisits_and_get_follows_them() {
+    let (_t, spool, repo_dir) = dirs();
+    let shared = body(7, 13_000);
+    let first = Page::html("http://a.example/page", 0, &shared);
+    let a = vec![
+        first.clone(),
+        Page::html("http://a.example/other", 1, &body(8, 900)),
+    ];
+    let b = vec![
+        Page::html("http://b.example/copy", 100, &shared),
+        Page::html("http://a.example/page", 101, &shared),
+        Page::html("http://b.example/new", 102, &body(9, 700)),
+        Page::html("http://b.example/new-copy", 103, &body(9, 700)),
+        // Empty bodies are never deduplicated.
+        Page::with_status("http://b.example/r1", 104, "302 Found", "text/html", b""),
+        Page::with_status("http://b.example/r2", 105, "302 Found", "text/html", b""),
+    ];
+    let mut repo = Repository::open(&repo_dir).unwrap();
+    let sa = repo
+        .ingest(&write_batch(&spool, &batch_name(1), &a))
+        .unwrap();
+    assert_eq!((sa.responses, sa.revisits), (2, 0));
+    let sb = repo
+        .ingest(&write_batch(&spool, &batch_name(2), &b))
+        .unwrap();
+    assert_eq!((sb.responses, sb.revisits, sb.index_lines), (3, 3, 6));
+    let companion = sb.revisit_file.clone().unwrap();
+    assert_eq!(
+        companion.file_name().unwrap().to_str().unwrap(),
+        batch_name(2).replace(".warc.gz", ".revisits.warc.gz")
+    );
+
+    // The index points duplicates at revisit records in the companion.
+    let copy = repo.captures("http://b.example/copy").unwrap();
+    assert_eq!(copy.len(), 1);
+    assert!(copy[0].is_revisit(), "{copy:?}");
+    assert_eq!(copy[0].status, "200");
+    assert!(companion.ends_with(&copy[0].filename));
+    let page = repo.captures("http://a.example/page").unwrap();
+    assert_eq!(page.len(), 2);
+    assert!(!page[0].is_revisit() && page[1].is_revisit());
+    let lines = index_lines(&repo_dir);
+    assert_eq!(
+        lines
+            .iter()
+            .filter(|l| l.contains("\"warc/revisit\""))
+            .count(),
+        3
+    );
+
+    // get() returns each page with its own head and the original's body.
+    for p in a.iter().chain(&b) {
+        if p.url != "http://a.example/page" {
+            assert_page(&repo, p);
+        }
+    }
+    let latest = repo.get("http://a.example/page").unwrap().unwrap();
+    assert_eq!(latest.head, b[1].head, "the latest capture is the revisit");
+    assert!(latest.body == shared);
+    let original = latest.original.unwrap();
+    assert_eq!(
+        (original.url.as_str(), original.timestamp.as_str()),
+        ("http://a.example/page", "20261122100000")
+    );
+    let new_copy = repo.get("http://b.example/new-copy").unwrap().unwrap();
+    assert_eq!(
+        new_copy.original.unwrap().url,
+        "http://b.example/new",
+        "duplicate within one batch"
+    );
+
+    // The revisit records say what they refer to.
+    let rec = fs::read(&companion).unwrap();
+    let records: Vec<_> = spool::warc::WarcReader::new(&rec[..])
+        .map(Result::unwrap)
+        .collect();
+    assert_eq!(records.len(), 4, "warcinfo and three revisits");
+    let r = &records[1].headers;
+    assert_eq!(r.get("WARC-Type"), Some("revisit"));
+    assert_eq!(
+        r.get("WARC-Profile"),
+        Some(spool::warc::IDENTICAL_PAYLOAD_PROFILE)
+    );
+    assert_eq!(
+        r.get("WARC-Refers-To-Target-URI"),
+        Some("http://a.example/page")
+    );
+    assert_eq!(r.get("WARC-Refers-To-Date"), Some("2026-11-22T10:00:00Z"));
+    assert_eq!(r.target_uri(), Some("http://b.example/copy"));
+    assert!(r.get("WARC-Refers-To").is_some() && r.get("WARC-Concurrent-To").is_some());
+    assert_eq!(records[1].block, b[0].head);
+}
+
+#[test]
+fn a_corrupt_batch_is_refused_and_nothing_changes() {
+    let (_t, spool, repo_dir) = dirs();
+    let mut repo = Repository::open(&repo_dir).unwrap();
+    repo.ingest(&write_batch(
+        &spool,
+        &batch_name(1),
+        &[Page::html("http://x.example/", 0, &body(1, 4000))],
+    ))
+    .unwrap();
+    let before = snapshot(&repo_dir, &["catalog"]);
+
+    let pages = [
+        Page::html("http://y.example/1", 10, &body(2, 4000)),
+        Page::html("http://x.example/", 11, &body(1, 4000)),
+    ];
+    let good = fs::read(write_batch(&spool, "good.warc.gz", &pages)).unwrap();
+    let mut cases: Vec<(&str, Vec<u8>)> = vec![
+        ("truncated", good[..good.len() - 30].to_vec()),
+        ("flipped", {
+            let mut v = good.clone();
+            let i = v.len() / 2;
+            v[i] ^= 0x55;
+            v
+        }),
+        ("garbage-tail", [good.as_slice(), b"not warc"].concat()),
+        ("empty", Vec::new()),
+    ];
+    // Valid gzip and WARC, but a payload digest that lies.
+    let honest = Page::html("http://y.example/2", 12, &body(3, 100));
+    cases.push(("lying-digest", {
+        let mut changed = honest.body.clone();
+        changed[0] ^= 1;
+        let mut w = spool::warc::WarcWriter::new(Vec::new());
+        let capture = spool::warc::Capture {
+            target_uri: &honest.url,
+            date: honest.date,
+            ip: None,
+            warcinfo_id: None,
+        };
+        let id = spool::warc::RecordId::random();
+        let digest = spool::warc::payload_digest(&honest.body);
+        let h = spool::warc::WarcHeaders::response(id, &capture, digest).unwrap();
+        w.write_record_parts(&h, &[&honest.head, &changed]).unwrap();
+        w.finish().unwrap()
+    }));
+
+    for (i, (what, bytes)) in cases.into_iter().enumerate() {
+        let path = spool.join(batch_name(10 + i as u64));
+        fs::write(&path, &bytes).unwrap();
+        let err = repo.ingest(&path).unwrap_err();
+        assert!(err.is_batch_fault(), "{what}: {err}");
+        match what {
+            "empty" | "lying-digest" => assert!(
+                matches!(err, StorageError::BadRecord { .. }),
+                "{what}: {err}"
+            ),
+            _ => assert!(
+                matches!(err, StorageError::CorruptBatch { .. }),
+                "{what}: {err}"
+            ),
+        }
+        assert_eq!(
+            fs::read(&path).unwrap(),
+            bytes,
+            "{what}: the batch is left for quarantine"
+        );
+        assert_eq!(
+            snapshot(&repo_dir, &["catalog"]),
+            before,
+            "{what}: the repository changed"
+        );
+        assert!(repo.pending().unwrap().is_empty(), "{what}");
+    }
+    // The catalog did not change either: the next batch gets the next number and the
+    // digest index still knows only the first batch's payload.
+    let s = repo
+        .ingest(&write_batch(&spool, &batch_name(2), &pages))
+        .unwrap();
+    assert_eq!((s.seq, s.responses, s.revisits), (2, 1, 1));
+}
+
+/// Ingests a batch with a crash injected at `at`, then recovers the way a restarted
+/// process does, and checks that the repository ends as if nothing had happened.
+fn crash_and_recover(at: CrashPoint) {
+    let (_t, spool, repo_dir) = dirs();
+    let a = [Page::html("http://a.example/", 0, &body(1, 5000))];
+    let b = [
+        Page::html("http://b.example/dup", 10, &body(1, 5000)),
+        Page::html("http://b.example/new", 11, &body(2, 5000)),
+        Page::html("http://b.example/dup2", 12, &body(2, 5000)),
+    ];
+    let mut repo = Repository::open(&repo_dir).unwrap();
+    repo.ingest(&write_batch(&spool, &batch_name(1), &a))
+        .unwrap();
+    let path = write_batch(&spool, &batch_name(2), &b);
+    repo.inject_crash(Some(at));
+    let err = repo.ingest(&path).unwrap_err();
+    assert!(!err.is_batch_fault());
+    drop(repo);
+
+    // The restarted process: open recovers what was moved; the caller then retries
+    // everything it still holds (and, not knowing, maybe what was moved too).
+    let mut repo = Repository::open(&repo_dir).unwrap();
+    let moved = at != CrashPoint::AfterPendingMark;
+    assert_eq!(repo.pending().unwrap().is_empty(), moved, "{at:?}");
+    assert_eq!(path.exists(), !moved, "{at:?}");
+    let s = repo.ingest(&path).unwrap();
+    assert_eq!(s.already_stored, moved, "{at:?}");
+    assert_eq!(
+        (s.seq, s.responses, s.revisits, s.index_lines),
+        (2, 1, 2, 3),
+        "{at:?}"
+    );
+    let again = repo.ingest(&path).unwrap();
+    assert!(again.already_stored);
+    assert!(repo.pending().unwrap().is_empty());
+
+    let lines = index_lines(&repo_dir);
+    assert_eq!(lines.len(), 4, "{at:?}: no line indexed twice: {lines:#?}");
+    for p in a.iter().chain(&b) {
+        assert_page(&repo, p);
+    }
+    assert!(snapshot(&repo_dir.join(".tmp"), &[]).is_empty(), "{at:?}");
+    // A later batch still deduplicates against the recovered one.
+    let c = [Page::html("http://c.example/", 20, &body(2, 5000))];
+    let s = repo
+        .ingest(&write_batch(&spool, &batch_name(3), &c))
+        .unwrap();
+    assert_eq!(s.revisits, 1);
+    let got = repo.get("http://c.example/").unwrap().unwrap();
+    assert_eq!(got.original.unwrap().url, "http://b.example/new");
+}
+
+#[test]
+fn crash_after_pending_mark_then_retry() {
+    crash_and_recover(CrashPoint::AfterPendingMark);
+}
+
+#[test]
+fn crash_after_move_then_reopen() {
+    crash_and_recover(CrashPoint::AfterMove);
+}
+
+#[test]
+fn crash_after_revisits_then_reopen() {
+    crash_and_recover(CrashPoint::AfterRevisits);
+}
+
+#[test]
+fn crash_after_index_then_reopen() {
+    crash_and_recover(CrashPoint::AfterIndex);
+}
+
+#[test]
+fn same_batch_twice_and_name_collisions() {
+    let (_t, spool, repo_dir) = dirs();
+    let pages = [Page::html("http://a.example/", 0, &body(1, 100))];
+    let mut repo = Repository::open(&repo_dir).unwrap();
+    let path = write_batch(&spool, &batch_name(1), &pages);
+    let first = repo.ingest(&path).unwrap();
+    let second = repo.ingest(&path).unwrap();
+    assert!(second.already_stored);
+    assert_eq!(second.stored_as, first.stored_as);
+    assert_eq!(index_lines(&repo_dir).len(), 1);
+
+    // A different file under a stored name is not silently dropped.
+    let other = write_batch(&spool, &batch_name(1), &pages);
+    assert!(matches!(
+        repo.ingest(&other),
+        Err(StorageError::NameCollision { .. })
+    ));
+    assert!(other.exists());
+    // Missing files and odd names are typed errors.
+    assert!(matches!(
+        repo.ingest(&spool.join(batch_name(9))),
+        Err(StorageError::BatchNotFound { .. })
+    ));
+    assert!(matches!(
+        repo.ingest(Path::new("/tmp/x.txt")),
+        Err(StorageError::BadBatchName(_))
+    ));
+}
+
+#[test]
+fn many_batches_merge_their_index_files() {
+    let (_t, spool, repo_dir) = dirs();
+    let options = RepositoryOptions {
+        index_fanout: 3,
+        ..RepositoryOptions::default()
+    };
+    let mut repo = Repository::open_with(&repo_dir, options).unwrap();
+    let mut all = Vec::new();
+    for seq in 1..=10u64 {
+        let pages: Vec<Page> = (0..3)
+            .map(|i| {
+                Page::html(
+                    &format!("http://h{i}.example/p{seq}"),
+                    seq * 10 + i,
+                    &body(seq * 100 + i, 300),
+                )
+            })
+            .collect();
+        repo.ingest(&write_batch(&spool, &batch_name(seq), &pages))
+            .unwrap();
+        all.extend(pages);
+    }
+    let files = fs::read_dir(repo_dir.join("index")).unwrap().count();
+    assert_eq!(files, 2, "9 batches in one level-2 file, and the tenth");
+    assert_eq!(index_lines(&repo_dir).len(), 30);
+    for p in &all {
+        assert_page(&repo, p);
+    }
+    assert_eq!(repo.compact_index().unwrap(), 1);
+    let names: Vec<String> = fs::read_dir(repo_dir.join("index"))
+        .unwrap()
+        .map(|e| e.unwrap().file_name().into_string().unwrap())
+        .collect();
+    assert_eq!(names, ["000000000001-000000000010.cdxj"]);
+    for p in &all {
+        assert_page(&repo, p);
+    }
+}
+
+#[test]
+fn the_repository_passes_warcio_check() {
+    support::require_warcio();
+    let (_t, spool, repo_dir) = dirs();
+    let shared = body(5, 13_000);
+    let mut repo = Repository::open(&repo_dir).unwrap();
+    repo.ingest(&write_batch(
+        &spool,
+        &batch_name(1),
+        &[
+            Page::html("http://a.example/", 0, &shared),
+            Page::html("http://a.example/x", 1, &body(6, 2000)),
+        ],
+    ))
+    .unwrap();
+    repo.ingest(&write_batch(
+        &spool,
+        &batch_name(2),
+        &[
+            Page::html("http://b.example/", 10, &shared),
+            Page::html("http://a.example/", 11, &shared),
+        ],
+    ))
+    .unwrap();
+    let files = warc_files(&repo_dir.join("warc"));
+    assert_eq!(files.len(), 3, "two batches and one companion: {files:?}");
+    for f in &files {
+        support::warcio_check(f);
+    }
+    // warcio agrees with every (offset, length) the CDXJ index holds.
+    for line in index_lines(&repo_dir) {
+        let parsed = storage::CdxjLine::parse(&line).unwrap();
+        let listing = support::warcio_index(&repo_dir.join("warc").join(&parsed.filename));
+        let expect_offset = format!("\"offset\": \"{}\"", parsed.offset);
+        let expect_length = format!("\"length\": \"{}\"", parsed.length);
+        assert!(
+            listing.lines().any(|l| l.contains(&expect_offset)
+                && l.contains(&expect_length)
+                && l.contains(&parsed.url)),
+            "{line}\nnot in warcio's index:\n{listing}"
+        );
+    }
+}
