@@ -8,8 +8,10 @@
 //! - [`canon`]: URL canonicalization with the `url` crate ([`canon::canonicalize`])
 //!   and the host-reversed sort keys ([`canon::key`]);
 //! - [`links`]: the two together, as the application and `polycrawl links` run them.
+//! - [`seen`]: the exact URL-seen set ([`seen::SeenSet`]), a sorted buffer merged
+//!   into a prefix-compressed file by a background thread (Polybot section 3.2).
 //!
-//! Not built yet: claiming page batches, the on-disk URL-seen set, the k-way
+//! Not built yet: claiming page batches, the k-way
 //! unshuffle and request files, scope and trap rules, completion tracking,
 //! partitioning and the app service itself; `polycrawl app` says so and exits
 //! non-zero.
@@ -20,5 +22,6 @@
 pub mod canon;
 pub mod extract;
 pub mod links;
+pub mod seen;
 
 pub use links::links_for_file;

@@ -28,7 +28,13 @@ impl Rng {
 /// Keys with long shared prefixes, keys that are prefixes of others, the empty key
 /// and arbitrary bytes (0x00, 0xff).
 fn universe(rng: &mut Rng, n: usize) -> Vec<Vec<u8>> {
-    const STEMS: [&[u8]; 5] = [b"", b"com.acme.www/", b"com.acme.www/a/b/c/", b"org.x/", b"\xff\x00"];
+    const STEMS: [&[u8]; 5] = [
+        b"",
+        b"com.acme.www/",
+        b"com.acme.www/a/b/c/",
+        b"org.x/",
+        b"\xff\x00",
+    ];
     let mut keys: Vec<Vec<u8>> = (0..n)
         .map(|_| {
             let mut k = STEMS[rng.below(STEMS.len())].to_vec();
@@ -48,14 +54,28 @@ type Model = HashMap<Vec<u8>, (Vec<u8>, u64)>;
 /// Checks one batch against the model and records its keys.
 fn check_batch(batch: &NewBatch, model: &Model, reported: &mut HashMap<Vec<u8>, u64>) {
     let keys: Vec<&[u8]> = batch.iter().map(|(k, _)| k).collect();
-    assert!(keys.windows(2).all(|w| w[0] < w[1]), "batch not strictly sorted");
+    assert!(
+        keys.windows(2).all(|w| w[0] < w[1]),
+        "batch not strictly sorted"
+    );
     for (key, payload) in batch.iter() {
         let Some((first, generation)) = model.get(key) else {
             panic!("false positive: {key:?} was never inserted");
         };
-        assert_eq!(payload, &first[..], "payload of {key:?} is not the first one");
-        assert_eq!(batch.generation(), *generation, "{key:?} reported in the wrong merge");
-        assert!(reported.insert(key.to_vec(), batch.generation()).is_none(), "{key:?} reported twice");
+        assert_eq!(
+            payload,
+            &first[..],
+            "payload of {key:?} is not the first one"
+        );
+        assert_eq!(
+            batch.generation(),
+            *generation,
+            "{key:?} reported in the wrong merge"
+        );
+        assert!(
+            reported.insert(key.to_vec(), batch.generation()).is_none(),
+            "{key:?} reported twice"
+        );
     }
 }
 
@@ -72,7 +92,10 @@ fn file_keys(path: &Path) -> Vec<Vec<u8>> {
 #[test]
 fn exact_against_hashmap_model_over_many_merges() {
     let dir = tempfile::tempdir().unwrap();
-    let config = SeenConfig { buffer_bytes: 4096, restart_interval: 4 };
+    let config = SeenConfig {
+        buffer_bytes: 4096,
+        restart_interval: 4,
+    };
     let mut set = SeenSet::open(dir.path(), config).unwrap();
     let mut rng = Rng(7);
     let universe = universe(&mut rng, 4000);
@@ -81,9 +104,12 @@ fn exact_against_hashmap_model_over_many_merges() {
     let mut batches = 0;
     for i in 0..60_000u32 {
         // Skewed choice: a few keys come back very often, most now and then.
-        let key = &universe[rng.below(rng.below(universe.len()) + 1)];
+        let spread = rng.below(universe.len()) + 1;
+        let key = &universe[rng.below(spread)];
         let payload = i.to_le_bytes()[..(i % 5) as usize].to_vec();
-        model.entry(key.clone()).or_insert((payload.clone(), set.pending_generation()));
+        model
+            .entry(key.clone())
+            .or_insert((payload.clone(), set.pending_generation()));
         set.insert(key, &payload).unwrap();
         while let Some(batch) = set.try_recv_new().unwrap() {
             batches += 1;
@@ -98,7 +124,11 @@ fn exact_against_hashmap_model_over_many_merges() {
         check_batch(&batch, &model, &mut reported);
     }
     assert_eq!(set.recv_new().unwrap(), None);
-    assert_eq!(reported.len(), model.len(), "false negatives: keys never reported");
+    assert_eq!(
+        reported.len(),
+        model.len(),
+        "false negatives: keys never reported"
+    );
     let stats = set.stats();
     assert!(stats.merges_done >= 20, "only {} merges", stats.merges_done);
     assert_eq!(stats.merges_done, batches);
@@ -148,7 +178,13 @@ fn release_deletes_old_generations_and_open_at_rolls_back() {
         set.insert(key, b"").unwrap();
         set.flush().unwrap();
     }
-    assert!(matches!(set.release(1), Err(SeenError::ReleaseAhead { requested: 1, delivered: 0 })));
+    assert!(matches!(
+        set.release(1),
+        Err(SeenError::ReleaseAhead {
+            requested: 1,
+            delivered: 0
+        })
+    ));
     while set.try_recv_new().unwrap().is_some() {}
     set.release(2).unwrap();
     let names = |dir: &Path| {
@@ -159,7 +195,10 @@ fn release_deletes_old_generations_and_open_at_rolls_back() {
         n.sort();
         n
     };
-    assert_eq!(names(dir.path()), ["seen-000000000002.pcs", "seen-000000000003.pcs"]);
+    assert_eq!(
+        names(dir.path()),
+        ["seen-000000000002.pcs", "seen-000000000003.pcs"]
+    );
     drop(set);
 
     // The caller published up to generation 2 only: roll back and replay "c".
@@ -174,7 +213,10 @@ fn release_deletes_old_generations_and_open_at_rolls_back() {
     assert_eq!(batches[0].generation(), 3);
 
     let missing = SeenSet::open_at(dir.path(), 1, SeenConfig::default());
-    assert!(matches!(missing, Err(SeenError::MissingGeneration { generation: 1, .. })));
+    assert!(matches!(
+        missing,
+        Err(SeenError::MissingGeneration { generation: 1, .. })
+    ));
 }
 
 #[test]
@@ -183,17 +225,22 @@ fn a_full_buffer_blocks_only_while_the_previous_merge_runs() {
     // A big file first, so that each merge takes a while.
     let mut set = SeenSet::open(dir.path(), SeenConfig::default()).unwrap();
     for i in 0..1_000_000u32 {
-        set.insert(format!("com.big.www/page/{i:08}").as_bytes(), b"").unwrap();
+        set.insert(format!("com.big.www/page/{i:08}").as_bytes(), b"")
+            .unwrap();
     }
     set.close().unwrap();
 
     let limit = 2048;
-    let config = SeenConfig { buffer_bytes: limit, ..SeenConfig::default() };
+    let config = SeenConfig {
+        buffer_bytes: limit,
+        ..SeenConfig::default()
+    };
     let mut set = SeenSet::open(dir.path(), config).unwrap();
     let mut hand_offs = 0;
     for i in 0..20_000u32 {
         let before = set.pending_generation();
-        set.insert(format!("org.small.www/{i}").as_bytes(), b"p").unwrap();
+        set.insert(format!("org.small.www/{i}").as_bytes(), b"p")
+            .unwrap();
         let stats = set.stats();
         assert!(stats.buffered_bytes < limit as u64, "buffer over its limit");
         assert!(stats.merges_in_flight <= 1, "more than one buffer waiting");
