@@ -1,3 +1,25 @@
 //! Shared support for the integration tests in `tests/tests/`: finding the
-//! `polycrawl` binary, starting processes that are killed when the test ends
-//! (even on failure), and temporary directories.
+//! `polycrawl` binary, starting processes that are killed when the test ends (even
+//! on failure), a websim handle, and a small HTTP/1.1 client.
+//!
+//! - [`bin`]: the `polycrawl` binary ([`bin::polycrawl`]), built or rebuilt by
+//!   `cargo build -p ops` on first use so tests never run a stale one.
+//! - [`process`]: [`process::ProcessGuard`], a child process with its stdout read
+//!   line by line and its stderr kept in a file; killed (SIGKILL) and reaped on drop.
+//! - [`websim`]: [`websim::Websim`], a running `polycrawl websim` in a temporary
+//!   directory, with its ready line parsed and readers for its output files and
+//!   request log.
+//! - [`http`]: [`http::Client`], one request per connection, plain or TLS (trusting
+//!   only a given CA), decoding chunked and gzip bodies, with timing.
+//!
+//! Rules every test here keeps: bind and connect only on 127.0.0.0/8, bind port 0,
+//! never a fixed port; every started process is owned by a guard; a started websim
+//! also exits by itself when the test process dies (`--exit-with-parent`).
+//!
+//! This crate must never depend on the crawler's libraries for what it checks:
+//! tests use it as an independent client.
+
+pub mod bin;
+pub mod http;
+pub mod process;
+pub mod websim;

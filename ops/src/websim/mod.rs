@@ -1,13 +1,71 @@
-//! websim, the simulated web (being written).
+//! websim, the simulated web (DESIGN.md section 9): many virtual hosts on loopback
+//! addresses with their own authoritative DNS, deterministic generated pages with a
+//! power-law link structure, robots.txt variants, redirects, 404s, slow, dead and
+//! misbehaving hosts, https with a generated CA, a request log, and a manifest of
+//! exactly what a correct crawl fetches. The crawler's tests, demos and benchmarks
+//! run against it.
+//!
+//! Start it with `polycrawl websim --hosts 2000 --pages 100000 --seed 7` (see
+//! [`cli`] for the flags and the ready line).
+//!
+//! # Determinism
+//! Everything is a pure function of the seed, `--hosts`, `--pages` and the two ports
+//! (URLs carry the port): the same flags give byte-identical pages and output files.
+//! Page content is a function of (seed, host, page), computed on demand, so the web
+//! is never stored: the model holds O(hosts) data only. The one generator is
+//! splitmix64, written out in [`rng`], so no crate upgrade can change the output.
+//!
+//! # Modules
+//! - [`rng`]: the generator. [`hosts`]: names, sizes, roles, addresses.
+//!   [`model`]: the [`model::Web`] and every nameable URL ([`model::Target`]).
+//!   [`paths`]: page paths. [`links`]: the link graph and redirect chains.
+//! - [`text`], [`linkform`], [`html`]: page rendering.
+//! - [`robots`]: robots.txt variants and websim's own RFC 9309 matcher.
+//! - [`manifest`]: the breadth-first oracle; [`outfiles`]: the files it writes.
+//! - [`respond`]: routing rules; [`http`]: the server; [`misbehave`]: the
+//!   misbehaving host; [`log`]: the request log; [`listen`]: binding.
+//! - [`dns`]: the authoritative DNS server; [`tls`]: the CA and rustls configs.
+//! - [`cli`]: flags, start-up, shutdown.
+//!
+//! # Behaviours (each documented with its exact rule in its module)
+//! - Hosts under `.test`/`.example` only, in registered-domain groups, Zipf sizes,
+//!   some sharing an address (virtual hosting), 127.1.0.1 upwards ([`hosts`]).
+//! - Per host: https (http gets a 301 to https), gzip, chunked, slow, dead (name
+//!   resolves, nothing listens), loop ([`hosts`], [`http`], [`respond`]).
+//! - robots.txt: none (404), 403, empty, disallow, allow-override, wildcards, agent
+//!   group, crawl-delay, 503 every time, 301 to another path, disallow-all
+//!   ([`robots`]).
+//! - Links: 404 pages, 301/302 chains of 1-3 hops (some across hosts), the loop
+//!   `/loop/a` <-> `/loop/b`, names that do not resolve (`gone{k}.invalid`,
+//!   `www.nowhere{k}.test`), traps in comments, scripts, styles and textareas,
+//!   nofollow pages ([`links`], [`html`]).
+//! - The misbehaving host `misbehave.websim.test` for downloader tests
+//!   ([`misbehave`]).
+//!
+//! # What websim must never do
+//! Bind, answer or connect outside 127.0.0.0/8; name or resolve a real host (all
+//! names are under reserved TLDs and its DNS answers only its own zone); store
+//! per-page data for the whole web; share code with the crawler's robots parser or
+//! link extractor (the manifest is an independent oracle).
 
+pub mod cli;
 pub mod dns;
+pub mod hosts;
+pub mod html;
+pub mod http;
+pub mod linkform;
+pub mod links;
+pub mod listen;
+pub mod log;
+pub mod manifest;
+pub mod misbehave;
+pub mod model;
+pub mod outfiles;
+pub mod paths;
+pub mod respond;
+pub mod rng;
+pub mod robots;
+pub mod text;
 pub mod tls;
 
-/// Command-line flags of `polycrawl websim`.
-#[derive(Debug, clap::Args)]
-pub struct Args {}
-
-/// Runs websim until interrupted.
-pub fn run(_args: Args) -> anyhow::Result<()> {
-    anyhow::bail!("websim is not built yet")
-}
+pub use cli::{Args, run};

@@ -1,0 +1,363 @@
+//! `polycrawl websim`: flags, start-up and shutdown.
+//!
+//! Start-up: raise `RLIMIT_NOFILE` to the hard limit, generate the web, bind one
+//! http and one https listener on every address that has a live host (same ports
+//! everywhere), write the output files and the CA, start the DNS server and the
+//! request log, print what it serves and finally one machine-readable line:
+//!
+//! ```text
+//! websim ready dns=127.0.0.1:PORT http_port=P https_port=Q out=DIR seeds=FILE manifest=FILE never=FILE unreachable=FILE hosts=FILE log=FILE ca=FILE addresses=FIRST-LAST
+//! ```
+//!
+//! (space-separated `key=value`; paths are absolute and must not contain spaces for a
+//! parser that splits on them). Then it serves until SIGINT or SIGTERM (or, with
+//! `--exit-with-parent`, until its parent process exits), flushes the request log,
+//! prints `websim stopped` and exits 0.
+//!
+//! websim never binds or answers outside 127.0.0.0/8: `--dns-addr` must be a
+//! 127.0.0.0/8 IPv4 address, and every HTTP address is 127.1.0.0 or above.
+
+use std::net::{Ipv4Addr, SocketAddr};
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+use std::time::Duration;
+
+use anyhow::{Context, bail};
+use tokio::signal::unix::{Signal, SignalKind, signal};
+use tokio::task::JoinSet;
+use tokio_rustls::TlsAcceptor;
+
+use super::dns::{DnsServer, Zone};
+use super::hosts::MIN_HOSTS;
+use super::http::{Server, accept_loop};
+use super::listen::{bind_all, raise_nofile_limit};
+use super::log::RequestLog;
+use super::model::{Params, Web};
+use super::outfiles::{self, OutPaths};
+use super::tls::SimCa;
+
+/// TTL of every DNS answer, seconds.
+pub const DNS_TTL: u32 = 300;
+
+/// Command-line flags of `polycrawl websim`.
+#[derive(Debug, Clone, clap::Args)]
+pub struct Args {
+    /// Seed of the generated web: the same seed and flags give the same web.
+    #[arg(long, default_value_t = 1)]
+    pub seed: u64,
+    /// Number of generated hosts (at least 20; the misbehaving host comes on top).
+    #[arg(long, default_value_t = 200)]
+    pub hosts: u32,
+    /// Number of pages over all hosts (at least one per host).
+    #[arg(long, default_value_t = 20_000)]
+    pub pages: u32,
+    /// Where the DNS server listens (UDP and TCP; a 127.0.0.0/8 address, port 0 picks one).
+    #[arg(long, default_value = "127.0.0.1:0")]
+    pub dns_addr: SocketAddr,
+    /// Port of the http listeners on every address (0 picks one free on all).
+    #[arg(long, default_value_t = 0)]
+    pub http_port: u16,
+    /// Port of the https listeners on every address (0 picks one free on all).
+    #[arg(long, default_value_t = 0)]
+    pub https_port: u16,
+    /// Output directory: seeds, manifest, never, unreachable, hosts, log, CA.
+    #[arg(long, default_value = "websim-out")]
+    pub out: PathBuf,
+    /// Write the manifest here instead of OUT/manifest.tsv.
+    #[arg(long)]
+    pub manifest: Option<PathBuf>,
+    /// Write the seeds here instead of OUT/seeds.txt.
+    #[arg(long)]
+    pub seeds: Option<PathBuf>,
+    /// Write the request log here instead of OUT/requests.tsv.
+    #[arg(long)]
+    pub log: Option<PathBuf>,
+    /// First-byte delay of slow hosts, milliseconds.
+    #[arg(long, default_value_t = 2000)]
+    pub slow_ms: u64,
+    /// Tokio worker threads (default: the number of cores).
+    #[arg(long, value_parser = clap::value_parser!(u16).range(1..))]
+    pub threads: Option<u16>,
+    /// Exit (like on SIGTERM) when the parent process exits; test harnesses use it so
+    /// that no websim outlives a killed test.
+    #[arg(long)]
+    pub exit_with_parent: bool,
+}
+
+impl Args {
+    /// Checks values that parse but make no sense.
+    pub fn validate(&self) -> anyhow::Result<()> {
+        if self.hosts < MIN_HOSTS {
+            bail!(
+                "--hosts must be at least {MIN_HOSTS} (every special behaviour needs a host), got {}",
+                self.hosts
+            );
+        }
+        if self.hosts > 1_000_000 {
+            bail!("--hosts must be at most 1000000, got {}", self.hosts);
+        }
+        if self.pages < self.hosts {
+            bail!(
+                "--pages must be at least --hosts ({}), got {}",
+                self.hosts,
+                self.pages
+            );
+        }
+        match self.dns_addr {
+            SocketAddr::V4(a) if a.ip().is_loopback() => {}
+            other => bail!("--dns-addr must be a 127.0.0.0/8 IPv4 address, got {other}"),
+        }
+        if self.http_port != 0 && self.http_port == self.https_port {
+            bail!(
+                "--http-port and --https-port must differ, both are {}",
+                self.http_port
+            );
+        }
+        Ok(())
+    }
+}
+
+/// Runs websim until interrupted.
+pub fn run(args: Args) -> anyhow::Result<()> {
+    args.validate()?;
+    let threads = match args.threads {
+        Some(n) => usize::from(n),
+        None => std::thread::available_parallelism().map_or(1, |n| n.get()),
+    };
+    let runtime = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(threads)
+        .thread_name("websim")
+        .enable_all()
+        .build()
+        .context("starting the tokio runtime")?;
+    let result = runtime.block_on(serve(args));
+    runtime.shutdown_timeout(Duration::from_secs(1));
+    result
+}
+
+fn absolute(p: &Path) -> anyhow::Result<PathBuf> {
+    std::path::absolute(p).with_context(|| format!("resolving {}", p.display()))
+}
+
+fn out_paths(args: &Args) -> anyhow::Result<OutPaths> {
+    std::fs::create_dir_all(&args.out)
+        .with_context(|| format!("creating the output directory {}", args.out.display()))?;
+    let mut paths = OutPaths::in_dir(&absolute(&args.out)?);
+    for (over, slot) in [
+        (&args.manifest, &mut paths.manifest),
+        (&args.seeds, &mut paths.seeds),
+        (&args.log, &mut paths.log),
+    ] {
+        if let Some(p) = over {
+            *slot = absolute(p)?;
+            if let Some(parent) = slot.parent() {
+                std::fs::create_dir_all(parent)
+                    .with_context(|| format!("creating {}", parent.display()))?;
+            }
+        }
+    }
+    Ok(paths)
+}
+
+async fn serve(args: Args) -> anyhow::Result<()> {
+    let nofile = match raise_nofile_limit() {
+        Ok(n) => n,
+        Err(e) => {
+            tracing::warn!(error = %e, "websim: could not raise RLIMIT_NOFILE");
+            1024
+        }
+    };
+    let paths = out_paths(&args)?;
+    let mut params = Params {
+        seed: args.seed,
+        hosts: args.hosts,
+        pages: args.pages,
+        http_port: 0,
+        https_port: 0,
+    };
+    let plan = Web::new(params);
+    // Addresses with at least one host that is not dead get listeners.
+    let mut live: Vec<(u32, Ipv4Addr)> = plan
+        .hosts
+        .iter()
+        .filter(|h| !h.dead)
+        .map(|h| (h.addr_index, h.addr))
+        .collect();
+    live.sort_unstable();
+    live.dedup();
+    let need = 2 * live.len() as u64 + 256;
+    if need > nofile {
+        bail!(
+            "websim needs about {need} file descriptors for {} addresses, but RLIMIT_NOFILE is {nofile}; \
+             use fewer --hosts or raise the hard limit",
+            live.len()
+        );
+    }
+    let addrs: Vec<Ipv4Addr> = live.iter().map(|&(_, a)| a).collect();
+    let (http_port, http_listeners) =
+        bind_all(&addrs, args.http_port).context("binding the http listeners")?;
+    let (https_port, https_listeners) =
+        bind_all(&addrs, args.https_port).context("binding the https listeners")?;
+    params.http_port = http_port;
+    params.https_port = https_port;
+    let web = Arc::new(Web::new(params));
+
+    let summary = outfiles::write_all(&web, &paths).context("writing the manifest files")?;
+    let ca = SimCa::generate().context("generating the CA")?;
+    ca.write_ca_pem(&paths.ca).context("writing the CA")?;
+    let https_names = web.hosts.iter().filter(|h| h.https).map(|h| h.name.clone());
+    let acceptor = TlsAcceptor::from(
+        ca.server_config(https_names)
+            .context("building the TLS config")?,
+    );
+
+    let log = RequestLog::create(&paths.log).context("creating the request log")?;
+    let flusher = log.start_flusher();
+    let mut zone = Zone::new(DNS_TTL);
+    for h in &web.hosts {
+        zone.insert(&h.name, h.addr);
+    }
+    let dns = DnsServer::start(args.dns_addr, Arc::new(zone))
+        .await
+        .with_context(|| format!("starting the DNS server on {}", args.dns_addr))?;
+
+    // Handlers are in place before the ready line, so a SIGTERM right after it is
+    // handled (not the default action).
+    let mut term = signal(SignalKind::terminate()).context("installing the SIGTERM handler")?;
+    let mut int = signal(SignalKind::interrupt()).context("installing the SIGINT handler")?;
+
+    let server = Arc::new(Server {
+        web: Arc::clone(&web),
+        log: Arc::clone(&log),
+        slow: Duration::from_millis(args.slow_ms),
+    });
+    let mut tasks = JoinSet::new();
+    for (&(index, _), l) in live.iter().zip(http_listeners) {
+        tasks.spawn(accept_loop(l, Arc::clone(&server), index, None));
+    }
+    for (&(index, _), l) in live.iter().zip(https_listeners) {
+        tasks.spawn(accept_loop(
+            l,
+            Arc::clone(&server),
+            index,
+            Some(acceptor.clone()),
+        ));
+    }
+
+    let first = addrs.first().copied().unwrap_or(Ipv4Addr::LOCALHOST);
+    let last = addrs.last().copied().unwrap_or(Ipv4Addr::LOCALHOST);
+    let d = |p: &Path| p.display().to_string();
+    println!(
+        "websim: seed {}, {} hosts (+1 misbehaving) on {} addresses {first}-{last}, {} pages",
+        args.seed,
+        args.hosts,
+        web.addrs.len(),
+        args.pages
+    );
+    println!(
+        "websim: dns {}  http port {http_port}  https port {https_port}",
+        dns.local_addr()
+    );
+    println!("websim: seeds     {}", d(&paths.seeds));
+    println!("websim: CA        {}", d(&paths.ca));
+    println!(
+        "websim: manifest  {} ({} fetches, {} pages; {} outcomes; {} never)",
+        d(&paths.manifest),
+        summary.fetched,
+        summary.pages,
+        summary.outcomes,
+        summary.never
+    );
+    println!("websim: hosts     {}", d(&paths.hosts));
+    println!("websim: log       {}", d(&paths.log));
+    println!(
+        "websim ready dns={} http_port={http_port} https_port={https_port} out={} seeds={} manifest={} never={} unreachable={} hosts={} log={} ca={} addresses={first}-{last}",
+        dns.local_addr(),
+        d(&paths.dir),
+        d(&paths.seeds),
+        d(&paths.manifest),
+        d(&paths.never),
+        d(&paths.unreachable),
+        d(&paths.hosts),
+        d(&paths.log),
+        d(&paths.ca),
+    );
+    use std::io::Write as _;
+    std::io::stdout().flush().context("writing to stdout")?;
+
+    let why = wait_for_stop(&mut term, &mut int, args.exit_with_parent).await;
+    tracing::info!(reason = why, "websim: stopping");
+    tasks.abort_all();
+    drop(dns);
+    log.flush().context("flushing the request log")?;
+    drop(flusher);
+    println!("websim stopped ({why})");
+    Ok(())
+}
+
+async fn wait_for_stop(
+    term: &mut Signal,
+    int: &mut Signal,
+    exit_with_parent: bool,
+) -> &'static str {
+    let parent_gone = async {
+        if !exit_with_parent {
+            return std::future::pending().await;
+        }
+        let parent = std::os::unix::process::parent_id();
+        loop {
+            tokio::time::sleep(Duration::from_millis(200)).await;
+            if std::os::unix::process::parent_id() != parent {
+                return;
+            }
+        }
+    };
+    tokio::select! {
+        _ = term.recv() => "SIGTERM",
+        _ = int.recv() => "SIGINT",
+        () = parent_gone => "parent exited",
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use clap::Parser;
+
+    #[derive(Parser)]
+    struct Cli {
+        #[command(flatten)]
+        args: Args,
+    }
+
+    fn parse(argv: &[&str]) -> anyhow::Result<Args> {
+        let cli = Cli::try_parse_from(std::iter::once("websim").chain(argv.iter().copied()))?;
+        cli.args.validate()?;
+        Ok(cli.args)
+    }
+
+    #[test]
+    fn flags_and_validation() {
+        let a = parse(&["--hosts", "2000", "--pages", "100000", "--seed", "7"]).unwrap();
+        assert_eq!(
+            (a.hosts, a.pages, a.seed, a.slow_ms),
+            (2000, 100_000, 7, 2000)
+        );
+        assert!(
+            parse(&["--hosts", "5"])
+                .unwrap_err()
+                .to_string()
+                .contains("at least 20")
+        );
+        assert!(parse(&["--hosts", "50", "--pages", "10"]).is_err());
+        assert!(
+            parse(&["--dns-addr", "10.0.0.1:53"])
+                .unwrap_err()
+                .to_string()
+                .contains("127.0.0.0/8")
+        );
+        assert!(parse(&["--http-port", "8080", "--https-port", "8080"]).is_err());
+        assert!(parse(&["--threads", "0"]).is_err());
+        assert!(parse(&["--bogus"]).is_err());
+    }
+}

@@ -1,0 +1,512 @@
+//! The HTTP/1.1 server, hand-written on tokio and httparse (no framework, because
+//! websim must also misbehave on purpose).
+//!
+//! One accept loop per listener; one task per connection. A connection serves
+//! requests in order (pipelining works: parsed requests are answered one by one)
+//! and is kept alive until the client sends `Connection: close` (or speaks
+//! HTTP/1.0 without `Connection: keep-alive`), sends nothing for [`IDLE_TIMEOUT`],
+//! sends a request websim cannot parse (400 and close), a head over
+//! [`MAX_HEAD`] bytes or with more than 64 header lines (431 and close), or a
+//! request body (`Content-Length` over 1 MiB: 413 and close; any
+//! `Transfer-Encoding`: 400 and close). Smaller request bodies are read and ignored.
+//!
+//! Per host, after routing ([`super::respond`]):
+//! - `gzip` hosts send `Content-Encoding: gzip` (flate2, fast level) when the request's
+//!   `Accept-Encoding` lists `gzip` (or `x-gzip`, or `*`) with a non-zero q, and send
+//!   `Vary: Accept-Encoding` always;
+//! - `chunked` hosts send every body with `Transfer-Encoding: chunked` (4 KiB chunks);
+//!   other responses carry `Content-Length`;
+//! - `slow` hosts send their first byte `--slow-ms` after the request head arrived.
+//!
+//! Hot path: the page is rendered into a per-connection buffer, the response head is
+//! written into a second one followed by the body, and the result goes out in one
+//! write; the buffers live as long as the connection. Memory per connection: a few
+//! buffers of the largest response sent on it (about 30 KB for pages).
+//!
+//! This module never binds (see [`super::listen`]) and never connects anywhere.
+
+use std::io::{self, Write as _};
+use std::net::SocketAddr;
+use std::sync::Arc;
+use std::time::Duration;
+
+use flate2::Compression;
+use flate2::write::GzEncoder;
+use tokio::io::{AsyncRead, AsyncReadExt, AsyncWrite, AsyncWriteExt};
+use tokio::net::TcpListener;
+use tokio_rustls::TlsAcceptor;
+
+use super::html::{Charset, render_page};
+use super::linkform::Scratch;
+use super::log::{self, Record, RequestLog};
+use super::misbehave;
+use super::model::Web;
+use super::respond::{self, Reply, Request, Scheme};
+
+/// A connection that sends no complete request for this long is closed.
+pub const IDLE_TIMEOUT: Duration = Duration::from_secs(60);
+/// Largest request head accepted.
+pub const MAX_HEAD: usize = 64 * 1024;
+/// Largest request body accepted (and ignored).
+pub const MAX_REQUEST_BODY: u64 = 1024 * 1024;
+/// A TLS handshake must finish within this.
+pub const HANDSHAKE_TIMEOUT: Duration = Duration::from_secs(10);
+const CHUNK: usize = 4096;
+
+/// What every connection shares.
+#[derive(Debug)]
+pub struct Server {
+    /// The web.
+    pub web: Arc<Web>,
+    /// The request log.
+    pub log: Arc<RequestLog>,
+    /// First-byte delay of slow hosts.
+    pub slow: Duration,
+}
+
+/// Accepts connections on `listener` (address `addr_index`) forever; with `tls`,
+/// each connection is an https one.
+pub async fn accept_loop(
+    listener: TcpListener,
+    server: Arc<Server>,
+    addr_index: u32,
+    tls: Option<TlsAcceptor>,
+) {
+    let local = match listener.local_addr() {
+        Ok(a) => a,
+        Err(_) => return,
+    };
+    loop {
+        let (tcp, peer) = match listener.accept().await {
+            Ok(x) => x,
+            Err(e) => {
+                // EMFILE and friends: back off instead of spinning.
+                tracing::warn!(%local, error = %e, "websim: accept failed");
+                tokio::time::sleep(Duration::from_millis(50)).await;
+                continue;
+            }
+        };
+        let _ = tcp.set_nodelay(true);
+        let server = Arc::clone(&server);
+        match &tls {
+            None => {
+                tokio::spawn(async move {
+                    connection(tcp, &server, local, peer, addr_index, Scheme::Http).await;
+                });
+            }
+            Some(acceptor) => {
+                let acceptor = acceptor.clone();
+                tokio::spawn(async move {
+                    match tokio::time::timeout(HANDSHAKE_TIMEOUT, acceptor.accept(tcp)).await {
+                        Ok(Ok(stream)) => {
+                            connection(stream, &server, local, peer, addr_index, Scheme::Https)
+                                .await;
+                        }
+                        Ok(Err(e)) => {
+                            tracing::debug!(%local, %peer, error = %e, "websim: tls handshake failed")
+                        }
+                        Err(_) => tracing::debug!(%local, %peer, "websim: tls handshake timed out"),
+                    }
+                });
+            }
+        }
+    }
+}
+
+/// Per-connection buffers, reused for every request.
+#[derive(Default)]
+struct Buffers {
+    input: Vec<u8>,
+    body: Vec<u8>,
+    gz: Vec<u8>,
+    out: Vec<u8>,
+    scratch: Scratch,
+    line: Vec<u8>,
+}
+
+/// The parts of a parsed request head websim keeps.
+struct Head {
+    method: String,
+    target: String,
+    host: Option<String>,
+    user_agent: Option<String>,
+    gzip: bool,
+    close: bool,
+    body_len: u64,
+    chunked_body: bool,
+}
+
+enum Parsed {
+    Head(Head, usize),
+    Partial,
+    Bad(u16),
+}
+
+fn parse(input: &[u8]) -> Parsed {
+    let mut headers = [httparse::EMPTY_HEADER; 64];
+    let mut req = httparse::Request::new(&mut headers);
+    let n = match req.parse(input) {
+        Ok(httparse::Status::Complete(n)) => n,
+        Ok(httparse::Status::Partial) => return Parsed::Partial,
+        Err(httparse::Error::TooManyHeaders) => return Parsed::Bad(431),
+        Err(_) => return Parsed::Bad(400),
+    };
+    let version = req.version.unwrap_or(1);
+    let mut head = Head {
+        method: req.method.unwrap_or("GET").to_owned(),
+        target: req.path.unwrap_or("/").to_owned(),
+        host: None,
+        user_agent: None,
+        gzip: false,
+        close: version == 0,
+        body_len: 0,
+        chunked_body: false,
+    };
+    for h in req.headers.iter() {
+        let value = String::from_utf8_lossy(h.value);
+        let name = h.name;
+        if name.eq_ignore_ascii_case("host") {
+            head.host = Some(value.into_owned());
+        } else if name.eq_ignore_ascii_case("user-agent") {
+            head.user_agent = Some(value.into_owned());
+        } else if name.eq_ignore_ascii_case("accept-encoding") {
+            head.gzip = accepts_gzip(&value);
+        } else if name.eq_ignore_ascii_case("connection") {
+            for token in value.split(',').map(str::trim) {
+                if token.eq_ignore_ascii_case("close") {
+                    head.close = true;
+                } else if token.eq_ignore_ascii_case("keep-alive") && version == 0 {
+                    head.close = false;
+                }
+            }
+        } else if name.eq_ignore_ascii_case("content-length") {
+            match value.trim().parse() {
+                Ok(n) => head.body_len = n,
+                Err(_) => return Parsed::Bad(400),
+            }
+        } else if name.eq_ignore_ascii_case("transfer-encoding") {
+            head.chunked_body = true;
+        }
+    }
+    Parsed::Head(head, n)
+}
+
+/// True if an `Accept-Encoding` value accepts gzip.
+pub fn accepts_gzip(value: &str) -> bool {
+    value.split(',').any(|item| {
+        let mut parts = item.split(';');
+        let coding = parts.next().unwrap_or("").trim();
+        let q_ok = parts.all(|p| {
+            let p = p.trim();
+            match p.strip_prefix("q=").or_else(|| p.strip_prefix("Q=")) {
+                Some(q) => q.trim().parse::<f32>().is_ok_and(|q| q > 0.0),
+                None => true,
+            }
+        });
+        q_ok && (coding.eq_ignore_ascii_case("gzip")
+            || coding.eq_ignore_ascii_case("x-gzip")
+            || coding == "*")
+    })
+}
+
+async fn connection<S>(
+    mut stream: S,
+    server: &Server,
+    local: SocketAddr,
+    peer: SocketAddr,
+    addr_index: u32,
+    scheme: Scheme,
+) where
+    S: AsyncRead + AsyncWrite + Unpin,
+{
+    let mut b = Buffers::default();
+    loop {
+        let (head, used) = loop {
+            match parse(&b.input) {
+                Parsed::Head(head, used) => break (head, used),
+                Parsed::Bad(status) => {
+                    let _ =
+                        error_reply(&mut stream, server, &mut b, local, peer, scheme, status).await;
+                    return;
+                }
+                Parsed::Partial if b.input.len() > MAX_HEAD => {
+                    let _ =
+                        error_reply(&mut stream, server, &mut b, local, peer, scheme, 431).await;
+                    return;
+                }
+                Parsed::Partial => {
+                    b.input.reserve(8192);
+                    match tokio::time::timeout(IDLE_TIMEOUT, stream.read_buf(&mut b.input)).await {
+                        Ok(Ok(0)) | Ok(Err(_)) | Err(_) => return,
+                        Ok(Ok(_)) => {}
+                    }
+                }
+            }
+        };
+        b.input.drain(..used);
+        if head.chunked_body || head.body_len > MAX_REQUEST_BODY {
+            let status = if head.chunked_body { 400 } else { 413 };
+            let _ = error_reply(&mut stream, server, &mut b, local, peer, scheme, status).await;
+            return;
+        }
+        // Skip a (small) request body.
+        let mut skip = head.body_len as usize;
+        while skip > 0 {
+            if b.input.is_empty() {
+                b.input.reserve(8192);
+                match tokio::time::timeout(IDLE_TIMEOUT, stream.read_buf(&mut b.input)).await {
+                    Ok(Ok(0)) | Ok(Err(_)) | Err(_) => return,
+                    Ok(Ok(_)) => {}
+                }
+            }
+            let n = skip.min(b.input.len());
+            b.input.drain(..n);
+            skip -= n;
+        }
+        match respond_one(
+            &mut stream,
+            server,
+            &mut b,
+            &head,
+            local,
+            peer,
+            addr_index,
+            scheme,
+        )
+        .await
+        {
+            Ok(true) if !head.close => {}
+            _ => {
+                let _ = stream.shutdown().await;
+                return;
+            }
+        }
+    }
+}
+
+/// Answers one request; returns whether the connection may stay open.
+#[allow(clippy::too_many_arguments)]
+async fn respond_one<S>(
+    stream: &mut S,
+    server: &Server,
+    b: &mut Buffers,
+    head: &Head,
+    local: SocketAddr,
+    peer: SocketAddr,
+    addr_index: u32,
+    scheme: Scheme,
+) -> io::Result<bool>
+where
+    S: AsyncRead + AsyncWrite + Unpin,
+{
+    let start_us = log::now_us();
+    let started = tokio::time::Instant::now();
+    let web = &*server.web;
+    let req = Request {
+        method: &head.method,
+        target: &head.target,
+        host: head.host.as_deref(),
+        scheme,
+        addr_index,
+    };
+    let (host, reply) = respond::route(web, &req);
+    let head_only = head.method == "HEAD";
+    let mut record = Record {
+        start_us,
+        end_us: 0,
+        scheme: scheme.as_str(),
+        host: head.host.as_deref(),
+        server: local,
+        client: peer,
+        method: &head.method,
+        target: &head.target,
+        status: 0,
+        bytes: 0,
+        user_agent: head.user_agent.as_deref(),
+    };
+    let (status, content_type, location) = match reply {
+        Reply::Misbehave(m) => {
+            let result = misbehave::serve(stream, m, head_only).await;
+            if let Ok((status, bytes)) = result {
+                record.status = status;
+                record.bytes = bytes;
+            }
+            record.end_us = log::now_us();
+            log_record(server, b, &record);
+            return result.map(|_| false);
+        }
+        Reply::Page { host, page } => {
+            let charset = render_page(web, host, page, &mut b.body, &mut b.scratch);
+            let ct = match charset {
+                Charset::Utf8 => "text/html; charset=utf-8",
+                Charset::Legacy => "text/html",
+            };
+            (200, ct, None)
+        }
+        Reply::Fixed {
+            status,
+            content_type,
+            location,
+            body,
+        } => {
+            b.body.clear();
+            b.body.extend_from_slice(body.as_bytes());
+            (status, content_type, location)
+        }
+    };
+    let h = host.map(|h| &web.hosts[h as usize]);
+    let gzip_host = h.is_some_and(|h| h.gzip);
+    let gzip = gzip_host && head.gzip && !b.body.is_empty();
+    let chunked = h.is_some_and(|h| h.chunked);
+    if gzip {
+        b.gz.clear();
+        let mut enc = GzEncoder::new(std::mem::take(&mut b.gz), Compression::fast());
+        enc.write_all(&b.body)?;
+        b.gz = enc.finish()?;
+        std::mem::swap(&mut b.body, &mut b.gz);
+    }
+    let keep = !head.close && status != 400;
+    b.out.clear();
+    let out = &mut b.out;
+    write!(
+        out,
+        "HTTP/1.1 {status} {}\r\nServer: websim\r\nContent-Type: {content_type}\r\n",
+        respond::reason(status)
+    )?;
+    if let Some(loc) = &location {
+        write!(out, "Location: {loc}\r\n")?;
+    }
+    if status == 405 {
+        out.extend_from_slice(b"Allow: GET, HEAD\r\n");
+    }
+    if gzip_host {
+        out.extend_from_slice(b"Vary: Accept-Encoding\r\n");
+    }
+    if gzip {
+        out.extend_from_slice(b"Content-Encoding: gzip\r\n");
+    }
+    if chunked {
+        out.extend_from_slice(b"Transfer-Encoding: chunked\r\n");
+    } else {
+        write!(out, "Content-Length: {}\r\n", b.body.len())?;
+    }
+    out.extend_from_slice(if keep {
+        b"Connection: keep-alive\r\n\r\n"
+    } else {
+        b"Connection: close\r\n\r\n"
+    });
+    let mut sent = 0u64;
+    if !head_only {
+        sent = b.body.len() as u64;
+        if chunked {
+            for chunk in b.body.chunks(CHUNK) {
+                write!(out, "{:x}\r\n", chunk.len())?;
+                out.extend_from_slice(chunk);
+                out.extend_from_slice(b"\r\n");
+            }
+            out.extend_from_slice(b"0\r\n\r\n");
+        } else {
+            out.extend_from_slice(&b.body);
+        }
+    }
+    if h.is_some_and(|h| h.slow) {
+        tokio::time::sleep_until(started + server.slow).await;
+    }
+    let result = async {
+        stream.write_all(&b.out).await?;
+        stream.flush().await
+    }
+    .await;
+    record.status = status;
+    record.bytes = if result.is_ok() { sent } else { 0 };
+    record.end_us = log::now_us();
+    log_record(server, b, &record);
+    result.map(|()| keep)
+}
+
+fn log_record(server: &Server, b: &mut Buffers, record: &Record<'_>) {
+    b.line.clear();
+    log::format_line(&mut b.line, record);
+    server.log.append(&b.line);
+}
+
+/// Sends a small error response (and logs it) before the connection is closed.
+async fn error_reply<S>(
+    stream: &mut S,
+    server: &Server,
+    b: &mut Buffers,
+    local: SocketAddr,
+    peer: SocketAddr,
+    scheme: Scheme,
+    status: u16,
+) -> io::Result<()>
+where
+    S: AsyncWrite + Unpin,
+{
+    let start_us = log::now_us();
+    let body = format!("{status} {}\n", respond::reason(status));
+    let msg = format!(
+        "HTTP/1.1 {status} {}\r\nServer: websim\r\nContent-Type: text/plain\r\nContent-Length: {}\r\nConnection: close\r\n\r\n{body}",
+        respond::reason(status),
+        body.len()
+    );
+    let result = stream.write_all(msg.as_bytes()).await;
+    let _ = stream.shutdown().await;
+    let record = Record {
+        start_us,
+        end_us: log::now_us(),
+        scheme: scheme.as_str(),
+        host: None,
+        server: local,
+        client: peer,
+        method: "-",
+        target: "-",
+        status,
+        bytes: body.len() as u64,
+        user_agent: None,
+    };
+    log_record(server, b, &record);
+    result
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn accept_encoding() {
+        assert!(accepts_gzip("gzip"));
+        assert!(accepts_gzip("deflate, gzip;q=0.5"));
+        assert!(accepts_gzip("br, *"));
+        assert!(!accepts_gzip("gzip;q=0"));
+        assert!(!accepts_gzip("deflate, br"));
+        assert!(!accepts_gzip("identity"));
+    }
+
+    #[test]
+    fn parses_heads() {
+        let raw = b"GET /a?b=1 HTTP/1.1\r\nHost: x.test\r\nAccept-Encoding: gzip\r\nConnection: close\r\n\r\nGET";
+        let Parsed::Head(h, n) = parse(raw) else {
+            panic!()
+        };
+        assert_eq!(
+            (h.method.as_str(), h.target.as_str(), h.host.as_deref()),
+            ("GET", "/a?b=1", Some("x.test"))
+        );
+        assert!(h.gzip && h.close);
+        assert_eq!(&raw[n..], b"GET");
+        assert!(matches!(parse(b"GET / HTTP/1.1\r\nHost"), Parsed::Partial));
+        assert!(matches!(
+            parse(b"\x16\x03\x01garbage\r\n\r\n"),
+            Parsed::Bad(400)
+        ));
+        let Parsed::Head(h, _) = parse(b"GET / HTTP/1.0\r\n\r\n") else {
+            panic!()
+        };
+        assert!(h.close);
+        let Parsed::Head(h, _) = parse(b"GET / HTTP/1.0\r\nConnection: keep-alive\r\n\r\n") else {
+            panic!()
+        };
+        assert!(!h.close);
+    }
+}

@@ -1,0 +1,320 @@
+//! The link graph: what page (h, i) links to, and where redirect chains go.
+//!
+//! Decided here, from (seed, host, page) alone; [`super::html`] only chooses how
+//! each link is *written*. Followable links of page i of host h, in order:
+//! 1. its tree parent `(i-1)/4` (if `i > 0`) and tree children `4i+1 ..= 4i+4`, so
+//!    every page of a host is reachable from `/` (robots and nofollow permitting);
+//! 2. on home pages, the home pages of the next two hosts of a seeded ring of all
+//!    hosts, so almost every host is reachable from any seed;
+//! 3. fillers up to a total of 8-13: 20 % another host by popularity (Zipf; its home
+//!    page 60 %, else a random page), 2.5 % a missing page (404), 1.5 % a redirect
+//!    chain, 1 % the redirect loop (loop hosts only), 0.8 % the `http://` URL of an
+//!    https host's page (301 upgrade), 0.4 % an NXDOMAIN name, the rest another page
+//!    of the same host (biased to low page numbers).
+//!
+//! Page flags: 1 % of non-home pages are `nofollow` (their links are not followed;
+//! they also link a `/hidden/` page that nothing else links), 0.8 % are framesets
+//! (every link is a `<frame>`).
+//!
+//! Unfollowable URLs ([`PageLinks::traps`]): a `/trap/` link inside a comment
+//! (30 %), a script string (30 %), a style block (20 %) and a textarea (5 %), the
+//! stylesheet `/static/site.css` (always) and 0-2 images `/static/img{k}.png`.
+//!
+//! Redirect chains ([`Web::chain`]): 1-3 hops of 301 or 302; each hop after the
+//! first moves to another host by popularity with probability 40 % (hosts that
+//! cannot be fetched are skipped); the end is a page of a fetchable host.
+//!
+//! Everything is O(links) per page; nothing is stored. This module must never look
+//! at how links are written (that is rendering's business) nor link the misbehaving
+//! host: it is reached only by tests that ask for it.
+
+use super::model::{Target, Web};
+use super::rng::{Rng, TAG_LINKS, TAG_REDIRECT};
+
+/// Where an unfollowable URL sits in the page.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum TrapKind {
+    /// Inside `<!-- ... -->`.
+    Comment,
+    /// Inside a JavaScript string in `<script>`.
+    Script,
+    /// Inside a CSS comment in `<style>`.
+    Style,
+    /// Inside `<textarea>` (raw text).
+    Textarea,
+    /// `<link rel="stylesheet" href>`.
+    Stylesheet,
+    /// `<img src>`.
+    Image,
+}
+
+/// The URLs on one page.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct PageLinks {
+    /// Links in followable positions (followed unless `nofollow`).
+    pub follow: Vec<Target>,
+    /// URLs in positions a crawler must not follow.
+    pub traps: Vec<(TrapKind, Target)>,
+    /// `<meta name="robots" content="nofollow">`.
+    pub nofollow: bool,
+    /// A `<frameset>` page: every followable link is a `<frame src>`.
+    pub frameset: bool,
+}
+
+/// A redirect chain (see the module docs).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Chain {
+    /// Number of hops (1-3).
+    pub len: u8,
+    /// Host of each hop.
+    pub hops: [u32; 3],
+    /// Status of each hop (301 or 302).
+    pub codes: [u16; 3],
+    /// Where the last hop points.
+    pub end: Target,
+}
+
+/// Redirect chain keys per origin host: `0..CHAIN_KEYS`.
+pub const CHAIN_KEYS: u32 = 64;
+
+impl Web {
+    /// The links of page `page` of generated host `h`.
+    pub fn page_links(&self, h: u32, page: u32) -> PageLinks {
+        let host = &self.hosts[h as usize];
+        let n = host.pages;
+        let seed = self.params.seed;
+        let mut r = Rng::for_parts(&[seed, TAG_LINKS, u64::from(h), u64::from(page)]);
+        let nofollow = page != 0 && r.chance(10);
+        let frameset = page != 0 && r.chance(8);
+        let mut follow = Vec::with_capacity(16);
+        if page > 0 {
+            follow.push(Target::Page {
+                host: h,
+                page: (page - 1) / 4,
+            });
+        }
+        let first_child = u64::from(page) * 4 + 1;
+        for c in first_child..first_child + 4 {
+            if c < u64::from(n) {
+                follow.push(Target::Page {
+                    host: h,
+                    page: c as u32,
+                });
+            }
+        }
+        if page == 0 {
+            let next = self.ring_next(h);
+            follow.push(Target::Page {
+                host: next,
+                page: 0,
+            });
+            follow.push(Target::Page {
+                host: self.ring_next(next),
+                page: 0,
+            });
+        }
+        let total = r.range(8, 13) as usize;
+        while follow.len() < total {
+            let t = match r.below(1000) {
+                0..200 => {
+                    let other = self.pick_popular(&mut r);
+                    let pages = self.hosts[other as usize].pages;
+                    let p = if r.chance(600) {
+                        0
+                    } else {
+                        r.below(u64::from(pages)) as u32
+                    };
+                    Target::Page {
+                        host: other,
+                        page: p,
+                    }
+                }
+                200..225 => Target::Missing {
+                    host: h,
+                    key: r.below(500) as u32,
+                },
+                225..240 => Target::Redirect {
+                    origin: h,
+                    key: r.below(u64::from(CHAIN_KEYS)) as u32,
+                    step: 0,
+                },
+                240..250 if host.loops => Target::Loop { host: h, b: false },
+                250..258 => {
+                    let s = self.pick_https(&mut r);
+                    let pages = self.hosts[s as usize].pages;
+                    let p = if r.chance(500) {
+                        0
+                    } else {
+                        r.below(u64::from(pages)) as u32
+                    };
+                    Target::Upgrade { host: s, page: p }
+                }
+                258..262 => Target::Nx {
+                    key: r.below(8) as u32,
+                },
+                _ => {
+                    // min of two draws: low page numbers are linked more often.
+                    let a = r.below(u64::from(n));
+                    let b = r.below(u64::from(n));
+                    Target::Page {
+                        host: h,
+                        page: a.min(b) as u32,
+                    }
+                }
+            };
+            follow.push(t);
+        }
+        if nofollow {
+            follow.push(Target::Hidden { host: h, key: page });
+        }
+
+        let mut traps = Vec::with_capacity(6);
+        let kinds = [
+            (TrapKind::Comment, b'c', 300),
+            (TrapKind::Script, b's', 300),
+            (TrapKind::Style, b'y', 200),
+            (TrapKind::Textarea, b't', 50),
+        ];
+        for (kind, letter, per_mille) in kinds {
+            if r.chance(per_mille) {
+                let key = r.below(64) as u32;
+                traps.push((
+                    kind,
+                    Target::Trap {
+                        host: h,
+                        kind: letter,
+                        key,
+                    },
+                ));
+            }
+        }
+        traps.push((TrapKind::Stylesheet, Target::Static { host: h, key: 0 }));
+        for _ in 0..r.below(3) {
+            let key = 1 + r.below(16) as u32;
+            traps.push((TrapKind::Image, Target::Static { host: h, key }));
+        }
+        PageLinks {
+            follow,
+            traps,
+            nofollow,
+            frameset,
+        }
+    }
+
+    /// Redirect chain `key` starting at host `origin` (see the module docs).
+    pub fn chain(&self, origin: u32, key: u32) -> Chain {
+        let seed = self.params.seed;
+        let mut r = Rng::for_parts(&[seed, TAG_REDIRECT, u64::from(origin), u64::from(key)]);
+        let len = r.range(1, 3) as u8;
+        let mut hops = [origin; 3];
+        let mut codes = [301u16; 3];
+        for s in 0..len as usize {
+            if s > 0 {
+                hops[s] = hops[s - 1];
+                if r.chance(400) {
+                    let other = self.pick_popular(&mut r);
+                    if self.reachable(other) {
+                        hops[s] = other;
+                    }
+                }
+            }
+            codes[s] = if r.chance(500) { 301 } else { 302 };
+        }
+        let mut end_host = self.pick_popular(&mut r);
+        if !self.reachable(end_host) {
+            end_host = origin;
+        }
+        let pages = self.hosts[end_host as usize].pages;
+        let end = Target::Page {
+            host: end_host,
+            page: r.below(u64::from(pages)) as u32,
+        };
+        Chain {
+            len,
+            hops,
+            codes,
+            end,
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::websim::model::Params;
+
+    fn web(seed: u64) -> Web {
+        Web::new(Params {
+            seed,
+            hosts: 60,
+            pages: 3000,
+            http_port: 80,
+            https_port: 443,
+        })
+    }
+
+    #[test]
+    fn links_are_deterministic_and_mostly_local() {
+        let (a, b, c) = (web(1), web(1), web(2));
+        let mut same_host = 0;
+        let mut total = 0;
+        let mut differs = false;
+        for h in 0..60 {
+            for p in 0..a.hosts[h as usize].pages.min(50) {
+                let la = a.page_links(h, p);
+                assert_eq!(la, b.page_links(h, p));
+                differs |= c.hosts[h as usize].pages > p && la != c.page_links(h, p);
+                for t in &la.follow {
+                    total += 1;
+                    same_host += usize::from(a.target_host(t) == Some(h));
+                }
+            }
+        }
+        assert!(differs);
+        let share = same_host as f64 / total as f64;
+        assert!((0.8..0.95).contains(&share), "same-host share {share}");
+    }
+
+    #[test]
+    fn tree_reaches_every_page() {
+        let w = web(3);
+        for h in 0..60u32 {
+            let n = w.hosts[h as usize].pages;
+            let mut seen = vec![false; n as usize];
+            let mut stack = vec![0u32];
+            while let Some(p) = stack.pop() {
+                if std::mem::replace(&mut seen[p as usize], true) {
+                    continue;
+                }
+                for t in w.page_links(h, p).follow {
+                    if let Target::Page { host, page } = t {
+                        if host == h {
+                            stack.push(page);
+                        }
+                    }
+                }
+            }
+            assert!(seen.iter().all(|&s| s), "host {h}");
+        }
+    }
+
+    #[test]
+    fn chains_end_on_fetchable_pages() {
+        let w = web(4);
+        for o in 0..60 {
+            if !w.reachable(o) {
+                continue;
+            }
+            for k in 0..CHAIN_KEYS {
+                let c = w.chain(o, k);
+                assert!((1..=3).contains(&c.len));
+                assert_eq!(c.hops[0], o);
+                for s in 0..c.len as usize {
+                    assert!(w.reachable(c.hops[s]));
+                    assert!(matches!(c.codes[s], 301 | 302));
+                }
+                assert!(matches!(c.end, Target::Page { host, .. } if w.reachable(host)));
+            }
+        }
+    }
+}

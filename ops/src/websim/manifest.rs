@@ -1,0 +1,387 @@
+//! The manifest: websim's exact expectation of a correct crawl, computed by a
+//! breadth-first walk over websim's own link graph (a test oracle, independent of
+//! the crawler's link extractor and robots parser).
+//!
+//! The walk ([`bfs`]) starts from the seeds (depth 0, in order) and, for each URL
+//! taken from the queue:
+//! - name does not resolve -> outcome `dns_failure`; host refuses connections ->
+//!   `connect_failure`; host's robots.txt is 5xx -> `too_many_failures`;
+//! - robots.txt (websim's own matcher, [`super::robots`], agent `polycrawl`)
+//!   disallows it -> outcome `robots_excluded`, and it goes to `never.txt`;
+//! - otherwise it is fetched: a row with the status websim gives. A 200 page's
+//!   followable links are queued at depth + 1 (none if the page is nofollow); a 3xx's
+//!   `Location` is queued at depth + 1 as a link; each URL is queued once.
+//!
+//! URLs seen only in unfollowable places (traps, stylesheets, images, links of
+//! nofollow pages) and the robots-excluded ones form `never.txt`, minus anything
+//! fetched. Depth is the shortest link distance from a seed, so it does not depend
+//! on the order in which a crawler works through a level.
+//!
+//! Complexity: O(URLs discovered) time and memory, once at start-up (for
+//! 100,000 pages, about a second and some tens of MB, freed after writing).
+//!
+//! This module must never parse the HTML websim serves nor use the crawler's crates
+//! (robots parser, link extractor, canonicalizer): it walks websim's model directly
+//! and applies websim's own robots matcher to the rules each host serves, so that it
+//! is an oracle independent of any extractor.
+
+use std::collections::{HashMap, HashSet, VecDeque};
+use std::hash::Hash;
+
+use spool::OutcomeReason;
+
+use super::model::{Target, Web};
+use super::robots::{AGENT, Rules};
+
+/// What a correct crawl gets for one URL.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Visit<N> {
+    /// Fetched with `status`; `follow` are queued, `seen` are noted for `never.txt`.
+    Fetch {
+        /// HTTP status websim answers.
+        status: u16,
+        /// Links (or the redirect target) a crawler follows.
+        follow: Vec<N>,
+        /// URLs on the page a crawler must not follow.
+        seen: Vec<N>,
+    },
+    /// Disallowed by robots.txt.
+    Excluded,
+    /// Never fetched for this reason.
+    Unreachable(OutcomeReason),
+}
+
+/// A link graph the walk can run on.
+pub trait Graph {
+    /// A URL.
+    type Node: Copy + Eq + Hash + Ord;
+    /// What fetching `n` gives.
+    fn visit(&self, n: &Self::Node) -> Visit<Self::Node>;
+}
+
+/// One fetched URL.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Fetched<N> {
+    /// The URL.
+    pub node: N,
+    /// Status websim answers.
+    pub status: u16,
+    /// Link distance from the nearest seed.
+    pub depth: u32,
+    /// The URL it was first found on (`None` for seeds).
+    pub parent: Option<N>,
+}
+
+/// One URL that is discovered but ends without a fetch.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Outcome<N> {
+    /// The URL.
+    pub node: N,
+    /// Why.
+    pub reason: OutcomeReason,
+    /// Link distance from the nearest seed.
+    pub depth: u32,
+    /// The URL it was first found on.
+    pub parent: Option<N>,
+}
+
+/// The result of the walk.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Crawl<N> {
+    /// Fetched URLs in breadth-first order.
+    pub fetched: Vec<Fetched<N>>,
+    /// Discovered, not fetched, in breadth-first order.
+    pub outcomes: Vec<Outcome<N>>,
+    /// URLs a correct crawl must never fetch (sorted by node).
+    pub never: Vec<N>,
+}
+
+/// Breadth-first walk from `seeds` (see the module docs).
+pub fn bfs<G: Graph>(g: &G, seeds: &[G::Node]) -> Crawl<G::Node> {
+    let mut queued: HashSet<G::Node> = HashSet::new();
+    let mut queue = VecDeque::new();
+    for s in seeds {
+        if queued.insert(*s) {
+            queue.push_back((*s, 0u32, None));
+        }
+    }
+    let mut crawl = Crawl {
+        fetched: Vec::new(),
+        outcomes: Vec::new(),
+        never: Vec::new(),
+    };
+    let mut never: HashSet<G::Node> = HashSet::new();
+    while let Some((node, depth, parent)) = queue.pop_front() {
+        match g.visit(&node) {
+            Visit::Fetch {
+                status,
+                follow,
+                seen,
+            } => {
+                crawl.fetched.push(Fetched {
+                    node,
+                    status,
+                    depth,
+                    parent,
+                });
+                for f in follow {
+                    if queued.insert(f) {
+                        queue.push_back((f, depth + 1, Some(node)));
+                    }
+                }
+                never.extend(seen);
+            }
+            Visit::Excluded => {
+                never.insert(node);
+                let reason = OutcomeReason::RobotsExcluded;
+                crawl.outcomes.push(Outcome {
+                    node,
+                    reason,
+                    depth,
+                    parent,
+                });
+            }
+            Visit::Unreachable(reason) => {
+                crawl.outcomes.push(Outcome {
+                    node,
+                    reason,
+                    depth,
+                    parent,
+                });
+            }
+        }
+    }
+    for f in &crawl.fetched {
+        never.remove(&f.node);
+    }
+    crawl.never = never.into_iter().collect();
+    crawl.never.sort();
+    crawl
+}
+
+/// websim's web as a [`Graph`], with each host's robots rules parsed once (O(H)).
+#[derive(Debug)]
+pub struct WebGraph<'a> {
+    web: &'a Web,
+    rules: HashMap<u32, Rules>,
+}
+
+impl<'a> WebGraph<'a> {
+    /// Wraps `web`.
+    pub fn new(web: &'a Web) -> Self {
+        let rules = (0..web.hosts.len() as u32)
+            .map(|h| {
+                (
+                    h,
+                    Rules::parse(web.hosts[h as usize].robots.rules_text(), AGENT),
+                )
+            })
+            .collect();
+        WebGraph { web, rules }
+    }
+
+    /// The seeds: home pages of the seed hosts, by popularity.
+    pub fn seeds(&self) -> Vec<Target> {
+        let mut hosts: Vec<u32> = (0..self.web.generated())
+            .filter(|&h| self.web.hosts[h as usize].seed)
+            .collect();
+        hosts.sort_by_key(|&h| self.web.hosts[h as usize].rank);
+        hosts
+            .into_iter()
+            .map(|host| Target::Page { host, page: 0 })
+            .collect()
+    }
+}
+
+impl Graph for WebGraph<'_> {
+    type Node = Target;
+
+    fn visit(&self, t: &Target) -> Visit<Target> {
+        let web = self.web;
+        let Some(h) = web.target_host(t) else {
+            return Visit::Unreachable(OutcomeReason::DnsFailure);
+        };
+        let host = &web.hosts[h as usize];
+        if host.dead {
+            return Visit::Unreachable(OutcomeReason::ConnectFailure);
+        }
+        if host.robots.is_server_error() {
+            return Visit::Unreachable(OutcomeReason::TooManyFailures);
+        }
+        let mut path = String::with_capacity(48);
+        web.write_path(&mut path, t, true);
+        if !self.rules[&h].allowed(&path) {
+            return Visit::Excluded;
+        }
+        let redirect = |status, to| Visit::Fetch {
+            status,
+            follow: vec![to],
+            seen: vec![],
+        };
+        match *t {
+            Target::Page { host, page } => {
+                let links = web.page_links(host, page);
+                let mut seen: Vec<Target> = links.traps.iter().map(|(_, t)| *t).collect();
+                let follow = if links.nofollow {
+                    seen.extend(links.follow);
+                    Vec::new()
+                } else {
+                    links.follow
+                };
+                Visit::Fetch {
+                    status: 200,
+                    follow,
+                    seen,
+                }
+            }
+            Target::Upgrade { host, page } => redirect(301, Target::Page { host, page }),
+            Target::Redirect { origin, key, step } => {
+                let c = web.chain(origin, key);
+                let next = if step + 1 < c.len {
+                    Target::Redirect {
+                        origin,
+                        key,
+                        step: step + 1,
+                    }
+                } else {
+                    c.end
+                };
+                redirect(c.codes[step as usize], next)
+            }
+            Target::Loop { host, b } => redirect(302, Target::Loop { host, b: !b }),
+            Target::Missing { .. } => Visit::Fetch {
+                status: 404,
+                follow: vec![],
+                seen: vec![],
+            },
+            Target::Trap { .. } | Target::Hidden { .. } | Target::Static { .. } => Visit::Fetch {
+                status: 200,
+                follow: vec![],
+                seen: vec![],
+            },
+            Target::Nx { .. } => Visit::Unreachable(OutcomeReason::DnsFailure),
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::websim::model::Params;
+
+    /// A tiny web, checked by hand:
+    /// 0 -> 1, 2, 3, 5, 6;  1 -> 2, 7;  2 is nofollow (links 8, 1);  3 = 301 -> 4;
+    /// 4 -> 0, 9;  5 robots-excluded;  6 NXDOMAIN;  7 = 404;  9 -> (nothing).
+    struct Tiny;
+    impl Graph for Tiny {
+        type Node = u8;
+        fn visit(&self, n: &u8) -> Visit<u8> {
+            let page = |follow: &[u8], seen: &[u8]| Visit::Fetch {
+                status: 200,
+                follow: follow.to_vec(),
+                seen: seen.to_vec(),
+            };
+            match n {
+                0 => page(&[1, 2, 3, 5, 6], &[]),
+                1 => page(&[2, 7], &[]),
+                2 => page(&[], &[8, 1]),
+                3 => Visit::Fetch {
+                    status: 301,
+                    follow: vec![4],
+                    seen: vec![],
+                },
+                4 => page(&[0, 9], &[]),
+                5 => Visit::Excluded,
+                6 => Visit::Unreachable(OutcomeReason::DnsFailure),
+                7 => Visit::Fetch {
+                    status: 404,
+                    follow: vec![],
+                    seen: vec![],
+                },
+                _ => page(&[], &[]),
+            }
+        }
+    }
+
+    #[test]
+    fn tiny_web_by_hand() {
+        let c = bfs(&Tiny, &[0]);
+        let rows: Vec<(u8, u16, u32, Option<u8>)> = c
+            .fetched
+            .iter()
+            .map(|f| (f.node, f.status, f.depth, f.parent))
+            .collect();
+        assert_eq!(
+            rows,
+            vec![
+                (0, 200, 0, None),
+                (1, 200, 1, Some(0)),
+                (2, 200, 1, Some(0)),
+                (3, 301, 1, Some(0)),
+                (7, 404, 2, Some(1)),
+                (4, 200, 2, Some(3)),
+                (9, 200, 3, Some(4)),
+            ]
+        );
+        let outcomes: Vec<(u8, OutcomeReason, u32)> = c
+            .outcomes
+            .iter()
+            .map(|o| (o.node, o.reason, o.depth))
+            .collect();
+        assert_eq!(
+            outcomes,
+            vec![
+                (5, OutcomeReason::RobotsExcluded, 1),
+                (6, OutcomeReason::DnsFailure, 1)
+            ]
+        );
+        assert_eq!(c.never, vec![5, 8]);
+    }
+
+    fn web(seed: u64) -> Web {
+        Web::new(Params {
+            seed,
+            hosts: 40,
+            pages: 800,
+            http_port: 8080,
+            https_port: 8443,
+        })
+    }
+
+    #[test]
+    fn generated_web_has_every_behaviour() {
+        let w = web(3);
+        let g = WebGraph::new(&w);
+        let c = bfs(&g, &g.seeds());
+        let urls: HashSet<String> = c.fetched.iter().map(|f| w.url(&f.node)).collect();
+        assert_eq!(
+            urls.len(),
+            c.fetched.len(),
+            "target -> URL must be injective"
+        );
+        for status in [200, 301, 302, 404] {
+            assert!(c.fetched.iter().any(|f| f.status == status), "no {status}");
+        }
+        for reason in [
+            OutcomeReason::RobotsExcluded,
+            OutcomeReason::DnsFailure,
+            OutcomeReason::ConnectFailure,
+            OutcomeReason::TooManyFailures,
+        ] {
+            assert!(c.outcomes.iter().any(|o| o.reason == reason), "no {reason}");
+        }
+        assert!(c.never.iter().any(|t| matches!(t, Target::Trap { .. })));
+        let pages = c
+            .fetched
+            .iter()
+            .filter(|f| matches!(f.node, Target::Page { .. }))
+            .count();
+        assert!(pages > 500, "only {pages} of 800 pages reachable");
+        // Same seed, same crawl; another seed, another.
+        let w2 = web(3);
+        assert_eq!(bfs(&WebGraph::new(&w2), &g.seeds()), c);
+        let w3 = web(4);
+        let g3 = WebGraph::new(&w3);
+        assert_ne!(bfs(&g3, &g3.seeds()).fetched.len(), 0);
+    }
+}

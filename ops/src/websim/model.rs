@@ -1,0 +1,379 @@
+//! The web itself: hosts, addresses, and every URL websim can name ([`Target`]).
+//!
+//! A [`Web`] is built from [`Params`] and holds only per-host data: the hosts, the
+//! distinct addresses, a name index, the popularity table used to pick link
+//! targets and the ring that links every home page to the next two. That is O(H)
+//! memory; pages and links are computed on demand from (seed, host, page) in
+//! [`super::links`] and rendered in [`super::html`], so the web is never stored.
+//!
+//! [`Target`] is the one name for everything a URL can point at. The map from a
+//! target to its canonical URL ([`Web::url`]) is injective: different targets have
+//! different URLs, which the manifest relies on. URLs carry the port unless it is
+//! the scheme's default (80/443); host names are lower-case; non-ASCII path bytes
+//! are percent-encoded with upper-case hex; no fragment, as the `url` crate prints
+//! them.
+//!
+//! This module never resolves, binds or connects; it is pure computation.
+
+use std::collections::HashMap;
+use std::fmt::Write as _;
+use std::net::Ipv4Addr;
+
+use super::hosts::{self, Host};
+use super::paths::{self, Shape};
+use super::rng::Rng;
+
+/// What a web is generated from.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Params {
+    /// The seed: same seed and params, same web.
+    pub seed: u64,
+    /// Generated hosts (the misbehaving host comes on top).
+    pub hosts: u32,
+    /// Pages over all generated hosts.
+    pub pages: u32,
+    /// Port of every http listener (URLs omit it when it is 80).
+    pub http_port: u16,
+    /// Port of every https listener (URLs omit it when it is 443).
+    pub https_port: u16,
+}
+
+/// Everything a URL on the simulated web can name.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub enum Target {
+    /// Page `page` of host `host`: 200.
+    Page {
+        /// Host index.
+        host: u32,
+        /// Page number (0 = `/`).
+        page: u32,
+    },
+    /// `/missing/p{key}.html`: 404.
+    Missing {
+        /// Host index.
+        host: u32,
+        /// Which missing page.
+        key: u32,
+    },
+    /// Hop `step` of redirect chain `key` starting at host `origin`:
+    /// `/r/{origin}/{key}/{step}` on the hop's host (see [`Web::chain`]).
+    Redirect {
+        /// Host where the chain starts.
+        origin: u32,
+        /// Which chain.
+        key: u32,
+        /// Hop number, 0-based.
+        step: u8,
+    },
+    /// `/loop/a` (`b == false`) or `/loop/b` on a loop host: 302 to the other.
+    Loop {
+        /// Host index.
+        host: u32,
+        /// Which end.
+        b: bool,
+    },
+    /// The `http://` URL of a page of an https host: 301 to the https URL.
+    Upgrade {
+        /// Host index (an https host).
+        host: u32,
+        /// Page number.
+        page: u32,
+    },
+    /// `http://gone{key}.invalid/` or `http://www.nowhere{key}.test/`: NXDOMAIN.
+    Nx {
+        /// Which name.
+        key: u32,
+    },
+    /// `/trap/{kind}{key}.html`: only ever linked where a link must not be
+    /// followed (comments, scripts, styles, textareas).
+    Trap {
+        /// Host index.
+        host: u32,
+        /// `c` comment, `s` script, `y` style, `t` textarea.
+        kind: u8,
+        /// Which trap.
+        key: u32,
+    },
+    /// `/hidden/h{key}.html`: only linked from nofollow page `key`.
+    Hidden {
+        /// Host index.
+        host: u32,
+        /// The nofollow page linking it.
+        key: u32,
+    },
+    /// `/static/site.css` (key 0) or `/static/img{key}.png`: not links.
+    Static {
+        /// Host index.
+        host: u32,
+        /// Which file.
+        key: u32,
+    },
+}
+
+/// A generated web (see the module docs).
+#[derive(Debug, Clone)]
+pub struct Web {
+    /// What it was generated from.
+    pub params: Params,
+    /// Generated hosts, then the misbehaving host (last).
+    pub hosts: Vec<Host>,
+    /// Every distinct address, by `Host::addr_index`.
+    pub addrs: Vec<Ipv4Addr>,
+    by_name: HashMap<String, u32>,
+    /// Host indices by popularity rank.
+    by_rank: Vec<u32>,
+    /// Cumulative Zipf weights over ranks (for picking link targets).
+    cdf: Vec<f64>,
+    /// Indices of the https hosts.
+    https_hosts: Vec<u32>,
+    /// `ring[h]`: the host whose home page follows h's in the ring.
+    ring: Vec<u32>,
+}
+
+impl Web {
+    /// Generates the web for `params` (O(H)); panics if `params` is invalid, which
+    /// the CLI checks first (`hosts >= MIN_HOSTS`, `pages >= hosts`).
+    pub fn new(params: Params) -> Web {
+        assert!(params.hosts >= hosts::MIN_HOSTS && params.pages >= params.hosts);
+        let hosts = hosts::generate(params.seed, params.hosts, params.pages);
+        let n_addrs = hosts.iter().map(|h| h.addr_index + 1).max().unwrap_or(0);
+        let mut addrs = vec![Ipv4Addr::UNSPECIFIED; n_addrs as usize];
+        for h in &hosts {
+            addrs[h.addr_index as usize] = h.addr;
+        }
+        let by_name = hosts
+            .iter()
+            .enumerate()
+            .map(|(i, h)| (h.name.clone(), i as u32))
+            .collect();
+        let generated = params.hosts as usize;
+        let mut by_rank = vec![0u32; generated];
+        for (i, h) in hosts[..generated].iter().enumerate() {
+            by_rank[h.rank as usize] = i as u32;
+        }
+        let mut acc = 0.0;
+        let cdf = (0..generated)
+            .map(|r| {
+                acc += 1.0 / (r as f64 + 1.0);
+                acc
+            })
+            .collect();
+        let https_hosts = (0..generated as u32)
+            .filter(|&i| hosts[i as usize].https)
+            .collect();
+        let mut cycle: Vec<u32> = (0..generated as u32).collect();
+        Rng::for_parts(&[params.seed, 0x7269_6e67]).shuffle(&mut cycle);
+        let mut ring = vec![0u32; generated];
+        for k in 0..generated {
+            ring[cycle[k] as usize] = cycle[(k + 1) % generated];
+        }
+        Web {
+            params,
+            hosts,
+            addrs,
+            by_name,
+            by_rank,
+            cdf,
+            https_hosts,
+            ring,
+        }
+    }
+
+    /// Number of generated hosts (the misbehaving host has index `generated()`).
+    pub fn generated(&self) -> u32 {
+        self.params.hosts
+    }
+
+    /// The host called `name` (lower-case, no port), if websim serves it.
+    pub fn host_by_name(&self, name: &str) -> Option<u32> {
+        self.by_name.get(name).copied()
+    }
+
+    /// The host whose home page h's home page links to (and the one after).
+    pub fn ring_next(&self, h: u32) -> u32 {
+        self.ring[h as usize]
+    }
+
+    /// A generated host drawn by popularity (Zipf over ranks).
+    pub fn pick_popular(&self, r: &mut Rng) -> u32 {
+        let total = *self.cdf.last().unwrap_or(&1.0);
+        let x = r.unit() * total;
+        let rank = self
+            .cdf
+            .partition_point(|&c| c <= x)
+            .min(self.by_rank.len() - 1);
+        self.by_rank[rank]
+    }
+
+    /// A random https host.
+    pub fn pick_https(&self, r: &mut Rng) -> u32 {
+        self.https_hosts[r.below(self.https_hosts.len() as u64) as usize]
+    }
+
+    /// True if a correct crawl can fetch pages from `h` at all (it resolves,
+    /// connects, and robots.txt is not 5xx).
+    pub fn reachable(&self, h: u32) -> bool {
+        let host = &self.hosts[h as usize];
+        !host.dead && !host.misbehave && !host.robots.is_server_error()
+    }
+
+    /// The path shape of page `page` of host `h`.
+    pub fn shape(&self, h: u32, page: u32) -> Shape {
+        paths::shape(self.params.seed, h, page, self.hosts[h as usize].pages)
+    }
+
+    /// Scheme and port of host `h`'s canonical URLs.
+    pub fn scheme_port(&self, h: u32) -> (&'static str, u16) {
+        if self.hosts[h as usize].https {
+            ("https", self.params.https_port)
+        } else {
+            ("http", self.params.http_port)
+        }
+    }
+
+    /// The host a target lives on (`None` for NXDOMAIN names).
+    pub fn target_host(&self, t: &Target) -> Option<u32> {
+        match *t {
+            Target::Page { host, .. }
+            | Target::Missing { host, .. }
+            | Target::Loop { host, .. }
+            | Target::Upgrade { host, .. }
+            | Target::Trap { host, .. }
+            | Target::Hidden { host, .. }
+            | Target::Static { host, .. } => Some(host),
+            Target::Redirect { origin, key, step } => {
+                Some(self.chain(origin, key).hops[step as usize])
+            }
+            Target::Nx { .. } => None,
+        }
+    }
+
+    /// Appends `scheme://host[:port]` of a target (host lower-case).
+    pub fn write_origin(&self, out: &mut String, t: &Target) {
+        let (scheme, port, name): (&str, u16, &str) = match (*t, self.target_host(t)) {
+            (Target::Nx { key }, _) => {
+                let _ = if key % 2 == 0 {
+                    write!(out, "http://gone{key}.invalid")
+                } else {
+                    write!(out, "http://www.nowhere{key}.test")
+                };
+                write_port(out, "http", self.params.http_port);
+                return;
+            }
+            (Target::Upgrade { host, .. }, _) => (
+                "http",
+                self.params.http_port,
+                &self.hosts[host as usize].name,
+            ),
+            (_, Some(h)) => {
+                let (s, p) = self.scheme_port(h);
+                (s, p, &self.hosts[h as usize].name)
+            }
+            (_, None) => unreachable!("only Nx has no host"),
+        };
+        out.push_str(scheme);
+        out.push_str("://");
+        out.push_str(name);
+        write_port(out, scheme, port);
+    }
+
+    /// Appends a target's path and query: `canonical` percent-encodes non-ASCII,
+    /// otherwise it is written raw (UTF-8) as in hrefs.
+    pub fn write_path(&self, out: &mut String, t: &Target, canonical: bool) {
+        let _ = match *t {
+            Target::Page { host, page } | Target::Upgrade { host, page } => {
+                paths::write_path(out, self.shape(host, page), page, canonical);
+                Ok(())
+            }
+            Target::Missing { key, .. } => write!(out, "/missing/p{key}.html"),
+            Target::Redirect { origin, key, step } => write!(out, "/r/{origin}/{key}/{step}"),
+            Target::Loop { b, .. } => write!(out, "/loop/{}", if b { "b" } else { "a" }),
+            Target::Nx { .. } => write!(out, "/"),
+            Target::Trap { kind, key, .. } => write!(out, "/trap/{}{key}.html", kind as char),
+            Target::Hidden { key, .. } => write!(out, "/hidden/h{key}.html"),
+            Target::Static { key: 0, .. } => write!(out, "/static/site.css"),
+            Target::Static { key, .. } => write!(out, "/static/img{key}.png"),
+        };
+    }
+
+    /// The canonical URL of a target.
+    pub fn url(&self, t: &Target) -> String {
+        let mut s = String::with_capacity(64);
+        self.write_origin(&mut s, t);
+        self.write_path(&mut s, t, true);
+        s
+    }
+
+    /// The canonical `https://` or `http://` URL of `path` (canonical) on host `h`.
+    pub fn host_url(&self, h: u32, path: &str) -> String {
+        let (scheme, port) = self.scheme_port(h);
+        let mut s = format!("{scheme}://{}", self.hosts[h as usize].name);
+        write_port(&mut s, scheme, port);
+        s.push_str(path);
+        s
+    }
+}
+
+/// Appends `:port` unless it is the scheme's default.
+pub fn write_port(out: &mut String, scheme: &str, port: u16) {
+    let default = if scheme == "https" { 443 } else { 80 };
+    if port != default {
+        let _ = write!(out, ":{port}");
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    pub(crate) fn small() -> Web {
+        Web::new(Params {
+            seed: 11,
+            hosts: 40,
+            pages: 800,
+            http_port: 8080,
+            https_port: 443,
+        })
+    }
+
+    #[test]
+    fn urls_are_canonical_and_named() {
+        let web = small();
+        for h in 0..web.generated() {
+            let host = &web.hosts[h as usize];
+            assert_eq!(web.host_by_name(&host.name), Some(h));
+            let home = web.url(&Target::Page { host: h, page: 0 });
+            if host.https {
+                assert_eq!(home, format!("https://{}/", host.name));
+            } else {
+                assert_eq!(home, format!("http://{}:8080/", host.name));
+            }
+        }
+        assert_eq!(
+            web.url(&Target::Nx { key: 2 }),
+            "http://gone2.invalid:8080/"
+        );
+    }
+
+    #[test]
+    fn popular_picks_favour_low_ranks() {
+        let web = small();
+        let mut r = Rng::new(1);
+        let mut counts = [0u32; 40];
+        for _ in 0..20_000 {
+            counts[web.hosts[web.pick_popular(&mut r) as usize].rank as usize] += 1;
+        }
+        assert!(counts[0] > counts[10] && counts[10] > 0 && counts[39] > 0);
+    }
+
+    #[test]
+    fn ring_is_one_cycle() {
+        let web = small();
+        let mut h = 0;
+        for _ in 0..web.generated() - 1 {
+            h = web.ring_next(h);
+            assert_ne!(h, 0);
+        }
+        assert_eq!(web.ring_next(h), 0);
+    }
+}

@@ -1,0 +1,196 @@
+//! The files websim writes at start-up (before it prints its ready line), all UTF-8
+//! text, TSV files with one `#`-prefixed header line:
+//!
+//! - `seeds.txt`: one URL per line, the home pages of the seed hosts.
+//! - `manifest.tsv`: `url  status  depth  parent`: every URL a correct crawl fetches,
+//!   breadth-first, with the status websim gives (200, 301, 302, 404). The exact URL
+//!   set a correct crawl must fetch as pages is `awk -F'\t' '$2==200{print $1}'`.
+//!   `parent` is the URL it was first found on (`-` for seeds). robots.txt fetches are
+//!   not rows: `hosts.tsv` says what each host's robots.txt answers.
+//! - `unreachable.tsv`: `url  outcome  depth  parent`: every URL a correct crawl
+//!   discovers and requests but gets no page for, with the outcome (`dns_failure`,
+//!   `connect_failure`, `too_many_failures` for hosts whose robots.txt is 5xx,
+//!   `robots_excluded`), in the spool's outcome vocabulary.
+//! - `never.txt`: one URL per line, sorted: URLs a correct crawl must never request
+//!   from websim (robots-excluded URLs it discovers, trap links, stylesheets and
+//!   images, links only found on nofollow pages).
+//! - `hosts.tsv`: `host  domain  address  scheme  port  pages  rank  robots
+//!   robots_status  crawl_delay  flags`, one line per host including the
+//!   misbehaving one; `flags` is a comma list of `https slow gzip chunked dead loops
+//!   seed misbehave shared` (`shared`: the address serves other hosts too) or `-`.
+//!
+//! Complexity: O(URLs in the manifest); the files are written once.
+
+use std::collections::HashMap;
+use std::fs::File;
+use std::io::{self, BufWriter, Write};
+use std::path::{Path, PathBuf};
+
+use super::manifest::{WebGraph, bfs};
+use super::model::{Target, Web};
+use super::robots::{AGENT, RobotsResponse, Rules};
+
+/// Where each output file goes.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct OutPaths {
+    /// The output directory.
+    pub dir: PathBuf,
+    /// `seeds.txt`.
+    pub seeds: PathBuf,
+    /// `manifest.tsv`.
+    pub manifest: PathBuf,
+    /// `never.txt`.
+    pub never: PathBuf,
+    /// `unreachable.tsv`.
+    pub unreachable: PathBuf,
+    /// `hosts.tsv`.
+    pub hosts: PathBuf,
+    /// The request log (`requests.tsv`).
+    pub log: PathBuf,
+    /// The CA certificate (`ca.pem`).
+    pub ca: PathBuf,
+}
+
+impl OutPaths {
+    /// The default names inside `dir`.
+    pub fn in_dir(dir: &Path) -> OutPaths {
+        OutPaths {
+            dir: dir.to_path_buf(),
+            seeds: dir.join("seeds.txt"),
+            manifest: dir.join("manifest.tsv"),
+            never: dir.join("never.txt"),
+            unreachable: dir.join("unreachable.tsv"),
+            hosts: dir.join("hosts.tsv"),
+            log: dir.join("requests.tsv"),
+            ca: dir.join("ca.pem"),
+        }
+    }
+}
+
+/// Counts for the start-up summary.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Summary {
+    /// Rows in `manifest.tsv`.
+    pub fetched: usize,
+    /// Rows with status 200.
+    pub pages: usize,
+    /// Rows in `unreachable.tsv`.
+    pub outcomes: usize,
+    /// Lines in `never.txt`.
+    pub never: usize,
+}
+
+/// Runs the manifest walk and writes every file but the log and the CA.
+pub fn write_all(web: &Web, paths: &OutPaths) -> io::Result<Summary> {
+    let graph = WebGraph::new(web);
+    let seeds = graph.seeds();
+    let crawl = bfs(&graph, &seeds);
+    let mut urls: HashMap<Target, String> = HashMap::new();
+    let mut url = |t: &Target| -> String { urls.entry(*t).or_insert_with(|| web.url(t)).clone() };
+
+    let mut f = create(&paths.seeds)?;
+    for s in &seeds {
+        writeln!(f, "{}", url(s))?;
+    }
+    f.flush()?;
+
+    let mut f = create(&paths.manifest)?;
+    writeln!(f, "#url\tstatus\tdepth\tparent")?;
+    for row in &crawl.fetched {
+        let parent = row.parent.as_ref().map_or_else(|| "-".to_owned(), &mut url);
+        writeln!(
+            f,
+            "{}\t{}\t{}\t{}",
+            url(&row.node),
+            row.status,
+            row.depth,
+            parent
+        )?;
+    }
+    f.flush()?;
+
+    let mut f = create(&paths.unreachable)?;
+    writeln!(f, "#url\toutcome\tdepth\tparent")?;
+    for o in &crawl.outcomes {
+        let parent = o.parent.as_ref().map_or_else(|| "-".to_owned(), &mut url);
+        writeln!(f, "{}\t{}\t{}\t{}", url(&o.node), o.reason, o.depth, parent)?;
+    }
+    f.flush()?;
+
+    let mut never: Vec<String> = crawl.never.iter().map(&mut url).collect();
+    never.sort();
+    let mut f = create(&paths.never)?;
+    for u in &never {
+        writeln!(f, "{u}")?;
+    }
+    f.flush()?;
+
+    write_hosts(web, &paths.hosts)?;
+    Ok(Summary {
+        fetched: crawl.fetched.len(),
+        pages: crawl.fetched.iter().filter(|r| r.status == 200).count(),
+        outcomes: crawl.outcomes.len(),
+        never: never.len(),
+    })
+}
+
+fn create(path: &Path) -> io::Result<BufWriter<File>> {
+    File::create(path)
+        .map(BufWriter::new)
+        .map_err(|e| io::Error::new(e.kind(), format!("{}: {e}", path.display())))
+}
+
+fn write_hosts(web: &Web, path: &Path) -> io::Result<()> {
+    let mut per_addr = vec![0u32; web.addrs.len()];
+    for h in &web.hosts {
+        per_addr[h.addr_index as usize] += 1;
+    }
+    let mut f = create(path)?;
+    writeln!(
+        f,
+        "#host\tdomain\taddress\tscheme\tport\tpages\trank\trobots\trobots_status\tcrawl_delay\tflags"
+    )?;
+    for (i, h) in web.hosts.iter().enumerate() {
+        let (scheme, port) = web.scheme_port(i as u32);
+        let status = match h.robots.response() {
+            RobotsResponse::Status(s) => s,
+            RobotsResponse::Body(_) => 200,
+            RobotsResponse::Redirect(_) => 301,
+        };
+        let delay = Rules::parse(h.robots.rules_text(), AGENT)
+            .crawl_delay
+            .map_or_else(|| "-".to_owned(), |d| d.to_string());
+        let mut flags: Vec<&str> = Vec::new();
+        for (on, name) in [
+            (h.https, "https"),
+            (h.slow, "slow"),
+            (h.gzip, "gzip"),
+            (h.chunked, "chunked"),
+            (h.dead, "dead"),
+            (h.loops, "loops"),
+            (h.seed, "seed"),
+            (h.misbehave, "misbehave"),
+            (per_addr[h.addr_index as usize] > 1, "shared"),
+        ] {
+            if on {
+                flags.push(name);
+            }
+        }
+        let flags = if flags.is_empty() {
+            "-".to_owned()
+        } else {
+            flags.join(",")
+        };
+        writeln!(
+            f,
+            "{}\t{}\t{}\t{scheme}\t{port}\t{}\t{}\t{}\t{status}\t{delay}\t{flags}",
+            h.name,
+            h.domain,
+            h.addr,
+            h.pages,
+            h.rank,
+            h.robots.name()
+        )?;
+    }
+    f.flush()
+}

@@ -1,0 +1,73 @@
+//! Where the `polycrawl` binary is, and making sure it is built and current.
+//!
+//! `CARGO_BIN_EXE_polycrawl` exists only inside the `ops` package, and a
+//! dev-dependency on `ops` builds only its library. So [`polycrawl`] looks next to
+//! the test's own executable (a test binary lives in `<target>/<profile>/deps/`,
+//! cargo puts `polycrawl` in `<target>/<profile>/`) and, once per test process,
+//! runs `$CARGO build -p ops --bin polycrawl` for that same target directory and
+//! profile first, so a test never runs a stale binary. `cargo test` has released
+//! its build lock when tests run, so this does not deadlock; when nothing changed it
+//! costs well under a second.
+//!
+//! Overrides: `POLYCRAWL_BIN=/path` uses that binary and builds nothing;
+//! `POLYCRAWL_NO_BUILD=1` skips the build (the binary must exist). Without `CARGO`
+//! in the environment (a test binary run by hand) nothing is built either.
+
+use std::path::{Path, PathBuf};
+use std::process::Command;
+use std::sync::OnceLock;
+
+/// The `polycrawl` binary the tests run (built or rebuilt on first call).
+///
+/// # Panics
+/// If the build fails or the binary is missing, with cargo's output or a hint.
+pub fn polycrawl() -> PathBuf {
+    static BIN: OnceLock<PathBuf> = OnceLock::new();
+    BIN.get_or_init(locate_and_build).clone()
+}
+
+fn locate_and_build() -> PathBuf {
+    if let Some(p) = std::env::var_os("POLYCRAWL_BIN") {
+        return PathBuf::from(p);
+    }
+    let exe = std::env::current_exe().expect("the test executable's path");
+    // <target>/<profile>/deps/<test-exe> -> <target>/<profile>/polycrawl
+    let profile_dir = exe
+        .parent()
+        .and_then(Path::parent)
+        .expect("the test executable is in <target>/<profile>/deps");
+    let bin = profile_dir.join("polycrawl");
+    let cargo = std::env::var_os("CARGO");
+    if let (Some(cargo), None) = (cargo, std::env::var_os("POLYCRAWL_NO_BUILD")) {
+        let target_dir = profile_dir.parent().expect("<target>/<profile>");
+        let profile = profile_dir
+            .file_name()
+            .and_then(|n| n.to_str())
+            .unwrap_or("debug");
+        let mut cmd = Command::new(cargo);
+        cmd.args(["build", "-p", "ops", "--bin", "polycrawl", "--target-dir"]);
+        cmd.arg(target_dir);
+        match profile {
+            "release" => {
+                cmd.arg("--release");
+            }
+            "debug" => {}
+            other => {
+                cmd.args(["--profile", other]);
+            }
+        }
+        let out = cmd.output().expect("running cargo build for polycrawl");
+        assert!(
+            out.status.success(),
+            "building polycrawl failed:\n{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+    }
+    assert!(
+        bin.exists(),
+        "{} does not exist: build it with `cargo build --release -p ops` (same target \
+         directory and profile as the tests), or set POLYCRAWL_BIN",
+        bin.display()
+    );
+    bin
+}

@@ -1,0 +1,155 @@
+//! A child process owned by the test: stdout is read line by line on a thread (so
+//! the pipe never fills), stderr goes to a file (shown when something goes wrong),
+//! and dropping the guard kills (SIGKILL) and reaps the process, even when the test
+//! panics.
+
+use std::fs::File;
+use std::io::{self, BufRead, BufReader};
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, ExitStatus, Stdio};
+use std::sync::mpsc::{self, Receiver, RecvTimeoutError};
+use std::sync::{Arc, Mutex, PoisonError};
+use std::time::{Duration, Instant};
+
+use nix::sys::signal::{Signal, kill};
+use nix::unistd::Pid;
+
+/// A running child process, killed on drop.
+#[derive(Debug)]
+pub struct ProcessGuard {
+    name: String,
+    child: Child,
+    lines: Receiver<String>,
+    stdout: Arc<Mutex<Vec<String>>>,
+    stderr_path: PathBuf,
+}
+
+impl ProcessGuard {
+    /// Starts `cmd` with stdout piped and stderr written to `<log_dir>/<name>.stderr`.
+    pub fn spawn(name: &str, mut cmd: Command, log_dir: &Path) -> io::Result<ProcessGuard> {
+        let stderr_path = log_dir.join(format!("{name}.stderr"));
+        let stderr = File::create(&stderr_path)?;
+        cmd.stdin(Stdio::null())
+            .stdout(Stdio::piped())
+            .stderr(stderr);
+        let mut child = cmd.spawn()?;
+        let out = child
+            .stdout
+            .take()
+            .ok_or_else(|| io::Error::other("no stdout pipe"))?;
+        let (tx, lines) = mpsc::channel();
+        let stdout = Arc::new(Mutex::new(Vec::new()));
+        let keep = Arc::clone(&stdout);
+        std::thread::Builder::new()
+            .name(format!("{name}-stdout"))
+            .spawn(move || {
+                for line in BufReader::new(out).lines() {
+                    let Ok(line) = line else { break };
+                    keep.lock()
+                        .unwrap_or_else(PoisonError::into_inner)
+                        .push(line.clone());
+                    let _ = tx.send(line);
+                }
+            })?;
+        Ok(ProcessGuard {
+            name: name.to_owned(),
+            child,
+            lines,
+            stdout,
+            stderr_path,
+        })
+    }
+
+    /// The process id.
+    pub fn pid(&self) -> u32 {
+        self.child.id()
+    }
+
+    /// Waits for the next stdout line for which `pred` holds; on timeout or exit,
+    /// an error with the process's stdout and stderr so far.
+    pub fn wait_for_line(
+        &mut self,
+        pred: impl Fn(&str) -> bool,
+        timeout: Duration,
+    ) -> Result<String, String> {
+        let deadline = Instant::now() + timeout;
+        loop {
+            let left = deadline.saturating_duration_since(Instant::now());
+            match self.lines.recv_timeout(left) {
+                Ok(line) if pred(&line) => return Ok(line),
+                Ok(_) => {}
+                Err(RecvTimeoutError::Timeout) => {
+                    return Err(self.report(&format!("no matching line within {timeout:?}")));
+                }
+                Err(RecvTimeoutError::Disconnected) => {
+                    let status = self.child.wait().ok();
+                    return Err(self.report(&format!("exited ({status:?}) before the line")));
+                }
+            }
+        }
+    }
+
+    /// Every stdout line so far.
+    pub fn stdout(&self) -> Vec<String> {
+        self.stdout
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .clone()
+    }
+
+    /// The stderr so far.
+    pub fn stderr(&self) -> String {
+        std::fs::read_to_string(&self.stderr_path).unwrap_or_default()
+    }
+
+    /// A description of the process for a failure message.
+    pub fn report(&self, what: &str) -> String {
+        format!(
+            "{}: {what}\n--- stdout\n{}\n--- stderr\n{}",
+            self.name,
+            self.stdout().join("\n"),
+            self.stderr()
+        )
+    }
+
+    /// Waits up to `timeout` for the process to exit by itself; `None` if it is still
+    /// running (it is then killed when the guard drops).
+    pub fn wait_exit(&mut self, timeout: Duration) -> io::Result<Option<ExitStatus>> {
+        let deadline = Instant::now() + timeout;
+        loop {
+            if let Some(status) = self.child.try_wait()? {
+                return Ok(Some(status));
+            }
+            if Instant::now() >= deadline {
+                return Ok(None);
+            }
+            std::thread::sleep(Duration::from_millis(20));
+        }
+    }
+
+    /// Sends SIGTERM and waits up to `timeout` for the exit; SIGKILL after that.
+    pub fn terminate(&mut self, timeout: Duration) -> io::Result<ExitStatus> {
+        let pid = Pid::from_raw(self.child.id() as i32);
+        kill(pid, Signal::SIGTERM).map_err(io::Error::from)?;
+        let deadline = Instant::now() + timeout;
+        loop {
+            if let Some(status) = self.child.try_wait()? {
+                return Ok(status);
+            }
+            if Instant::now() >= deadline {
+                self.child.kill()?;
+                return self.child.wait();
+            }
+            std::thread::sleep(Duration::from_millis(20));
+        }
+    }
+}
+
+impl Drop for ProcessGuard {
+    fn drop(&mut self) {
+        if let Ok(None) = self.child.try_wait() {
+            let _ = self.child.kill();
+        }
+        let _ = self.child.wait();
+    }
+}
