@@ -14,11 +14,13 @@
 //! A file of lines sorts bytewise (`LC_ALL=C sort`), so one URL's captures are
 //! adjacent and in time order.
 //!
-//! The JSON writer escapes `"`, `\` and control characters, so a line never holds a
-//! raw newline; the reader takes any flat object of string or number values (so
-//! hand-made or third-party lines with extra fields parse too).
+//! The JSON is written and read with serde_json (escapes included, so a line never
+//! holds a raw newline); the reader takes any object whose fields of interest are
+//! strings or numbers, so hand-made or third-party lines with extra fields parse too.
 
-use std::fmt::Write as _;
+use std::io;
+
+use serde_json::{Map, Value};
 
 /// `mime` of a revisit record's line.
 pub const REVISIT_MIME: &str = "warc/revisit";
@@ -57,7 +59,7 @@ impl CdxjLine {
         out.push_str(&self.key);
         out.push(' ');
         out.push_str(&self.timestamp);
-        out.push_str(" {");
+        out.push(' ');
         let length = self.length.to_string();
         let offset = self.offset.to_string();
         let fields = [
@@ -69,16 +71,12 @@ impl CdxjLine {
             ("offset", &offset),
             ("filename", &self.filename),
         ];
-        for (i, (name, value)) in fields.into_iter().enumerate() {
-            if i > 0 {
-                out.push_str(", ");
-            }
-            out.push('"');
-            out.push_str(name);
-            out.push_str("\": ");
-            json_string(value, out);
-        }
-        out.push_str("}\n");
+        let mut json = Vec::with_capacity(256);
+        let mut ser = serde_json::Serializer::with_formatter(&mut json, SpacedFormatter);
+        // Serializing string pairs into a Vec cannot fail.
+        let _ = serde::Serializer::collect_map(&mut ser, fields);
+        out.push_str(&String::from_utf8_lossy(&json));
+        out.push('\n');
     }
 
     /// Parses one line (without its `\n`).
@@ -91,190 +89,60 @@ impl CdxjLine {
         if timestamp.len() != 14 || !timestamp.bytes().all(|b| b.is_ascii_digit()) {
             return Err(format!("bad timestamp {timestamp:?}"));
         }
-        let mut line = CdxjLine {
+        let fields: Map<String, Value> =
+            serde_json::from_str(json).map_err(|e| format!("bad JSON: {e}"))?;
+        let text = |name: &str| -> Result<Option<String>, String> {
+            match fields.get(name) {
+                None => Ok(None),
+                Some(Value::String(s)) => Ok(Some(s.clone())),
+                Some(Value::Number(n)) => Ok(Some(n.to_string())),
+                Some(other) => Err(format!("{name} is neither a string nor a number: {other}")),
+            }
+        };
+        let number = |name: &str| -> Result<u64, String> {
+            let value = text(name)?.ok_or_else(|| format!("missing {name}"))?;
+            value
+                .parse::<u64>()
+                .map_err(|_| format!("{name} is not a number: {value:?}"))
+        };
+        let dash = |name: &str| -> Result<String, String> {
+            Ok(text(name)?.unwrap_or_else(|| "-".into()))
+        };
+        let url = text("url")?
+            .filter(|u| !u.is_empty())
+            .ok_or("missing url")?;
+        let filename = text("filename")?
+            .filter(|f| !f.is_empty())
+            .ok_or("missing filename")?;
+        Ok(CdxjLine {
             key: key.to_owned(),
             timestamp: timestamp.to_owned(),
-            url: String::new(),
-            mime: "-".into(),
-            status: "-".into(),
-            digest: "-".into(),
-            length: 0,
-            offset: 0,
-            filename: String::new(),
-        };
-        let (mut has_length, mut has_offset) = (false, false);
-        for (name, value) in parse_flat_object(json)? {
-            let number = || {
-                value
-                    .parse::<u64>()
-                    .map_err(|_| format!("{name} is not a number: {value:?}"))
-            };
-            match name.as_str() {
-                "url" => line.url = value.clone(),
-                "mime" => line.mime = value.clone(),
-                "status" => line.status = value.clone(),
-                "digest" => line.digest = value.clone(),
-                "length" => (line.length, has_length) = (number()?, true),
-                "offset" => (line.offset, has_offset) = (number()?, true),
-                "filename" => line.filename = value.clone(),
-                _ => {}
-            }
-        }
-        if line.url.is_empty() || line.filename.is_empty() || !has_length || !has_offset {
-            return Err("missing url, filename, length or offset".into());
-        }
-        Ok(line)
+            url,
+            mime: dash("mime")?,
+            status: dash("status")?,
+            digest: dash("digest")?,
+            length: number("length")?,
+            offset: number("offset")?,
+            filename,
+        })
     }
 }
 
-/// Appends `s` as a JSON string.
-fn json_string(s: &str, out: &mut String) {
-    out.push('"');
-    for c in s.chars() {
-        match c {
-            '"' => out.push_str("\\\""),
-            '\\' => out.push_str("\\\\"),
-            '\n' => out.push_str("\\n"),
-            '\r' => out.push_str("\\r"),
-            '\t' => out.push_str("\\t"),
-            c if (c as u32) < 0x20 || c == '\u{7f}' => {
-                let _ = write!(out, "\\u{:04x}", c as u32);
-            }
-            c => out.push(c),
-        }
-    }
-    out.push('"');
-}
+/// serde_json's compact output with `", "` and `": "` separators, as pywb and
+/// warcio's `cdxj-indexer` write CDXJ.
+struct SpacedFormatter;
 
-/// Parses `{"name": value, ...}` whose values are strings or numbers.
-fn parse_flat_object(s: &str) -> Result<Vec<(String, String)>, String> {
-    let mut p = Parser {
-        chars: s.char_indices().peekable(),
-    };
-    p.expect('{')?;
-    let mut fields = Vec::new();
-    if p.eat('}') {
-        return p.end(fields);
-    }
-    loop {
-        let name = p.string()?;
-        p.expect(':')?;
-        let value = if p.peek() == Some('"') {
-            p.string()?
-        } else {
-            p.number()?
-        };
-        fields.push((name, value));
-        if p.eat('}') {
-            return p.end(fields);
-        }
-        p.expect(',')?;
-    }
-}
-
-struct Parser<'a> {
-    chars: std::iter::Peekable<std::str::CharIndices<'a>>,
-}
-
-impl Parser<'_> {
-    fn skip_ws(&mut self) {
-        while self
-            .chars
-            .next_if(|(_, c)| c.is_ascii_whitespace())
-            .is_some()
-        {}
+impl serde_json::ser::Formatter for SpacedFormatter {
+    fn begin_object_key<W: ?Sized + io::Write>(
+        &mut self,
+        w: &mut W,
+        first: bool,
+    ) -> io::Result<()> {
+        if first { Ok(()) } else { w.write_all(b", ") }
     }
 
-    fn peek(&mut self) -> Option<char> {
-        self.skip_ws();
-        self.chars.peek().map(|&(_, c)| c)
-    }
-
-    fn eat(&mut self, want: char) -> bool {
-        self.skip_ws();
-        self.chars.next_if(|&(_, c)| c == want).is_some()
-    }
-
-    fn expect(&mut self, want: char) -> Result<(), String> {
-        if self.eat(want) {
-            Ok(())
-        } else {
-            Err(format!("expected {want:?} in the JSON"))
-        }
-    }
-
-    fn end<T>(&mut self, value: T) -> Result<T, String> {
-        match self.peek() {
-            None => Ok(value),
-            Some(_) => Err("text after the JSON object".into()),
-        }
-    }
-
-    fn number(&mut self) -> Result<String, String> {
-        let mut out = String::new();
-        while let Some((_, c)) = self
-            .chars
-            .next_if(|(_, c)| c.is_ascii_digit() || "+-.eE".contains(*c))
-        {
-            out.push(c);
-        }
-        if out.is_empty() {
-            return Err("expected a string or a number in the JSON".into());
-        }
-        Ok(out)
-    }
-
-    fn string(&mut self) -> Result<String, String> {
-        self.expect('"')?;
-        let mut out = String::new();
-        loop {
-            let (_, c) = self.chars.next().ok_or("unterminated JSON string")?;
-            match c {
-                '"' => return Ok(out),
-                '\\' => {
-                    let (_, e) = self.chars.next().ok_or("unterminated escape")?;
-                    match e {
-                        '"' | '\\' | '/' => out.push(e),
-                        'b' => out.push('\u{8}'),
-                        'f' => out.push('\u{c}'),
-                        'n' => out.push('\n'),
-                        'r' => out.push('\r'),
-                        't' => out.push('\t'),
-                        'u' => out.push(self.unicode_escape()?),
-                        _ => return Err(format!("bad escape \\{e}")),
-                    }
-                }
-                c if (c as u32) < 0x20 => return Err("raw control character in a string".into()),
-                c => out.push(c),
-            }
-        }
-    }
-
-    fn hex4(&mut self) -> Result<u32, String> {
-        let mut v = 0;
-        for _ in 0..4 {
-            let (_, c) = self.chars.next().ok_or("short \\u escape")?;
-            v = v * 16 + c.to_digit(16).ok_or("bad \\u escape")?;
-        }
-        Ok(v)
-    }
-
-    fn unicode_escape(&mut self) -> Result<char, String> {
-        let hi = self.hex4()?;
-        if (0xD800..0xDC00).contains(&hi) {
-            if !(self.chars.next().map(|x| x.1) == Some('\\')
-                && self.chars.next().map(|x| x.1) == Some('u'))
-            {
-                return Err("lone surrogate".into());
-            }
-            let lo = self.hex4()?;
-            if !(0xDC00..0xE000).contains(&lo) {
-                return Err("bad surrogate pair".into());
-            }
-            let c = 0x10000 + ((hi - 0xD800) << 10) + (lo - 0xDC00);
-            return char::from_u32(c).ok_or_else(|| "bad code point".into());
-        }
-        char::from_u32(hi).ok_or_else(|| "lone surrogate".into())
+    fn begin_object_value<W: ?Sized + io::Write>(&mut self, w: &mut W) -> io::Result<()> {
+        w.write_all(b": ")
     }
 }
 
