@@ -11,17 +11,21 @@
 //! - [`seen`]: the exact URL-seen set ([`seen::SeenSet`]), a sorted buffer merged
 //!   into a prefix-compressed file by a background thread (Polybot section 3.2).
 //!
-//! Not built yet: claiming page batches, the k-way
-//! unshuffle and request files, scope and trap rules, completion tracking,
-//! partitioning and the app service itself; `polycrawl app` says so and exits
-//! non-zero.
+//! - [`service`]: the app service, `polycrawl app` ([`service::run`],
+//!   [`AppConfig`]): claims page batches, scope and trap rules, the k-way unshuffle
+//!   and request files, storage hand-off, completion tracking; its module docs give
+//!   the crash-safety argument.
 //!
-//! Depends only on `spool` (and later `storage`), never on the crawling system's
+//! Not built yet: partitioning into K parts.
+//!
+//! Depends only on `spool` and `storage`, never on the crawling system's
 //! crates (manager, downloader, resolver).
 
 pub mod canon;
 pub mod extract;
 pub mod links;
 pub mod seen;
+pub mod service;
 
 pub use links::links_for_file;
+pub use service::AppConfig;

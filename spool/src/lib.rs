@@ -13,6 +13,8 @@
 //! - [`ids`]: validated application and component ids.
 //! - [`outcome`]: the reasons a URL ends without a page.
 //! - [`protocol`]: the control protocol (messages, framing, handshake) spoken over TCP.
+//! - [`http`]: reading a stored HTTP response (head, de-chunked payload, decoded
+//!   entity body with a size cap), as kept in a WARC response record.
 //!
 //! This crate must never depend on a service crate (manager, downloader, resolver,
 //! application, storage) or on `ops`.
@@ -20,6 +22,7 @@
 pub mod claim;
 pub mod discover;
 pub mod formats;
+pub mod http;
 pub mod ids;
 pub mod layout;
 pub mod name;

@@ -1,0 +1,155 @@
+//! [`AppConfig`]: the `app: (...)` section of the config file, with its defaults.
+//! Validated into the compiled [`Scope`](super::scope::Scope) by [`AppConfig::scope`].
+
+use std::path::PathBuf;
+
+use serde::{Deserialize, Serialize};
+use spool::AppId;
+use spool::name::Priority;
+
+use super::error::AppError;
+use super::scope::Scope;
+use crate::canon::{CanonConfig, DEFAULT_MAX_URL_LEN};
+use crate::seen::{DEFAULT_BUFFER_BYTES, SeenConfig};
+
+/// The breadth-first application's settings. Every field has a default.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct AppConfig {
+    /// The application id: the spool folders `requests/<app>/`, `pages/<app>/`,
+    /// `outcomes/<app>/` (`[a-z0-9_-]{1,32}`). Default `"bfs"`.
+    pub app: String,
+    /// Where the seen set and the progress file live. Default `"state/app"`.
+    pub state_dir: PathBuf,
+    /// The WARC repository page batches are moved into. Default `"repository"`.
+    pub repository_dir: PathBuf,
+    /// A file of seed URLs, one a line (`#` comments and blank lines ignored).
+    /// Seeds can also come from the command line. Default none.
+    pub seeds_file: Option<PathBuf>,
+    /// Host suffixes in scope (`example.com` admits `example.com` and
+    /// `www.example.com`); empty admits every host. Default empty.
+    pub allowed_domains: Vec<String>,
+    /// Longest canonical URL followed, in bytes. Default 2048.
+    pub max_url_len: usize,
+    /// Deepest link followed (seeds are depth 0). Default 64.
+    pub max_depth: u32,
+    /// Most URLs requested per host over the crawl; 0 = unlimited. Default 0.
+    pub max_pages_per_host: u64,
+    /// A URL whose path repeats one segment more than this many times is a trap
+    /// (`/a/b/a/b/a/b/...`); 0 turns the rule off. Default 3.
+    pub max_repeated_segment: u32,
+    /// Regex that finds a calendar-like part of a path; empty turns the rule off.
+    /// Default `/\d{4}/\d{1,2}/\d{1,2}(/|$)` (`/2024/05/17/`).
+    pub calendar_pattern: String,
+    /// A URL whose path goes deeper than this many segments after a calendar match is
+    /// a trap. Default 2.
+    pub calendar_max_depth: u32,
+    /// Regexes: a URL matching any of them is never requested. Default empty.
+    pub deny_patterns: Vec<String>,
+    /// Hosts without a dot (`localhost`) are followed. Default false.
+    pub allow_single_label_hosts: bool,
+    /// The unshuffle deals each batch of new URLs into at most this many piles.
+    /// Default 1000.
+    pub unshuffle_k: usize,
+    /// URLs per published request file. Default 2000.
+    pub urls_per_request_file: usize,
+    /// Priority of the request files, 0 (first) to 99. Default 50.
+    pub request_priority: u8,
+    /// Seen-set buffer size in bytes: a merge starts when it is full. Default 64 MiB.
+    pub seen_buffer_bytes: usize,
+    /// Stop requesting new URLs once this many pages are stored, and finish;
+    /// 0 = unlimited. Default 0.
+    pub max_pages: u64,
+    /// Largest decoded page body read for links, in bytes. Default 8 MiB.
+    pub max_body_bytes: usize,
+    /// Page batches claimed at a time. Default 8.
+    pub batches_per_claim: usize,
+    /// Spool folder scan period, in milliseconds (the notify events only wake up
+    /// early). Default 1000.
+    pub scan_interval_ms: u64,
+    /// Pause between the two idle checks that end the crawl, in milliseconds.
+    /// Default 1000.
+    pub idle_check_ms: u64,
+}
+
+impl Default for AppConfig {
+    fn default() -> Self {
+        Self {
+            app: "bfs".into(),
+            state_dir: "state/app".into(),
+            repository_dir: "repository".into(),
+            seeds_file: None,
+            allowed_domains: Vec::new(),
+            max_url_len: DEFAULT_MAX_URL_LEN,
+            max_depth: 64,
+            max_pages_per_host: 0,
+            max_repeated_segment: 3,
+            calendar_pattern: r"/\d{4}/\d{1,2}/\d{1,2}(/|$)".into(),
+            calendar_max_depth: 2,
+            deny_patterns: Vec::new(),
+            allow_single_label_hosts: false,
+            unshuffle_k: 1000,
+            urls_per_request_file: 2000,
+            request_priority: 50,
+            seen_buffer_bytes: DEFAULT_BUFFER_BYTES,
+            max_pages: 0,
+            max_body_bytes: 8 << 20,
+            batches_per_claim: 8,
+            scan_interval_ms: 1000,
+            idle_check_ms: 1000,
+        }
+    }
+}
+
+impl AppConfig {
+    /// The validated application id.
+    pub fn app_id(&self) -> Result<AppId, AppError> {
+        AppId::new(self.app.clone()).map_err(|e| invalid("app", e.to_string()))
+    }
+
+    /// The request files' priority.
+    pub fn priority(&self) -> Result<Priority, AppError> {
+        Priority::new(self.request_priority).map_err(|e| invalid("request_priority", e.to_string()))
+    }
+
+    /// Canonicalization settings.
+    pub fn canon(&self) -> CanonConfig {
+        CanonConfig {
+            max_len: self.max_url_len,
+            allow_single_label_hosts: self.allow_single_label_hosts,
+        }
+    }
+
+    /// Seen-set settings.
+    pub fn seen(&self) -> SeenConfig {
+        SeenConfig {
+            buffer_bytes: self.seen_buffer_bytes,
+            ..SeenConfig::default()
+        }
+    }
+
+    /// Checks every field; returns the compiled scope rules.
+    pub fn scope(&self) -> Result<Scope, AppError> {
+        self.app_id()?;
+        self.priority()?;
+        for (field, value) in [
+            ("unshuffle_k", self.unshuffle_k),
+            ("urls_per_request_file", self.urls_per_request_file),
+            ("max_url_len", self.max_url_len),
+            ("max_body_bytes", self.max_body_bytes),
+            ("batches_per_claim", self.batches_per_claim),
+        ] {
+            if value == 0 {
+                return Err(invalid(field, "must be at least 1".into()));
+            }
+        }
+        self.seen()
+            .validate()
+            .map_err(|e| invalid("seen_buffer_bytes", e.to_string()))?;
+        Scope::new(self)
+    }
+}
+
+pub(crate) fn invalid(field: &'static str, reason: String) -> AppError {
+    AppError::Config { field, reason }
+}

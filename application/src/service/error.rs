@@ -1,0 +1,58 @@
+//! [`AppError`]: why the application service cannot start or must stop.
+
+use std::path::PathBuf;
+
+use spool::SpoolError;
+use spool::protocol::ProtocolError;
+use storage::StorageError;
+
+use crate::seen::SeenError;
+
+/// Why the application service stopped with an error.
+#[derive(Debug, thiserror::Error)]
+pub enum AppError {
+    /// A config field is out of range or does not parse.
+    #[error("app config: {field}: {reason}")]
+    Config {
+        /// The field.
+        field: &'static str,
+        /// What is wrong.
+        reason: String,
+    },
+    /// The seen set failed (disk, corruption).
+    #[error("seen set: {0}")]
+    Seen(#[from] SeenError),
+    /// A spool operation failed.
+    #[error("spool: {0}")]
+    Spool(#[from] SpoolError),
+    /// The repository failed (not the batch's fault).
+    #[error("storage: {0}")]
+    Storage(#[from] StorageError),
+    /// The progress file or seeds file could not be read or written.
+    #[error("{}: {source}", path.display())]
+    File {
+        /// The file.
+        path: PathBuf,
+        /// The I/O error.
+        source: std::io::Error,
+    },
+    /// The progress file is damaged.
+    #[error("{}: bad line {line:?}", path.display())]
+    BadState {
+        /// The file.
+        path: PathBuf,
+        /// The offending line.
+        line: String,
+    },
+    /// The manager refused us (bad token, version): retrying cannot help.
+    #[error("manager {manager} refused the application: {source}")]
+    Refused {
+        /// The manager's address.
+        manager: String,
+        /// The refusal.
+        source: ProtocolError,
+    },
+    /// The crawl loop thread panicked.
+    #[error("the crawl loop panicked")]
+    Panicked,
+}

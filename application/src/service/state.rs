@@ -1,0 +1,129 @@
+//! The progress file `<state_dir>/progress`: the last published seen-set generation,
+//! whether the seeds are covered, and the counts of the summary. Text, `key=value`
+//! lines; replaced whole with a temp file, fsync and rename
+//! ([`spool::publish::durable_rename`]), so a crash leaves the old or the new one.
+
+use std::collections::BTreeMap;
+use std::fs::{self, File};
+use std::io::Write;
+use std::path::{Path, PathBuf};
+
+use spool::OutcomeReason;
+use spool::publish::durable_rename;
+
+use super::error::AppError;
+
+/// What the application keeps across restarts.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Progress {
+    /// The newest seen-set generation whose new URLs are published (0: none).
+    pub last_published: u64,
+    /// The seeds' URLs are covered by a published generation.
+    pub seeds_done: bool,
+    /// URLs written into published request files.
+    pub urls_requested: u64,
+    /// Response records of the page batches stored in the repository.
+    pub pages_stored: u64,
+    /// Outcomes read, by reason name.
+    pub outcomes: BTreeMap<String, u64>,
+}
+
+impl Progress {
+    /// The file's path in `state_dir`.
+    pub fn path(state_dir: &Path) -> PathBuf {
+        state_dir.join("progress")
+    }
+
+    /// Reads the file; `None` on the first start.
+    pub fn load(state_dir: &Path) -> Result<Option<Self>, AppError> {
+        let path = Self::path(state_dir);
+        let text = match fs::read_to_string(&path) {
+            Ok(t) => t,
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(None),
+            Err(source) => return Err(AppError::File { path, source }),
+        };
+        let mut p = Progress::default();
+        for line in text.lines().filter(|l| !l.is_empty()) {
+            let bad = || AppError::BadState {
+                path: path.clone(),
+                line: line.chars().take(100).collect(),
+            };
+            let (key, value) = line.split_once('=').ok_or_else(bad)?;
+            let n: u64 = value.parse().map_err(|_| bad())?;
+            match key {
+                "last_published" => p.last_published = n,
+                "seeds_done" => p.seeds_done = n != 0,
+                "urls_requested" => p.urls_requested = n,
+                "pages_stored" => p.pages_stored = n,
+                _ => match key.strip_prefix("outcome.") {
+                    Some(reason) => {
+                        p.outcomes.insert(reason.to_owned(), n);
+                    }
+                    None => return Err(bad()),
+                },
+            }
+        }
+        Ok(Some(p))
+    }
+
+    /// Replaces the file durably.
+    pub fn save(&self, state_dir: &Path) -> Result<(), AppError> {
+        let path = Self::path(state_dir);
+        let tmp = state_dir.join("progress.tmp");
+        let io = |source| AppError::File {
+            path: tmp.clone(),
+            source,
+        };
+        let mut text = format!(
+            "last_published={}\nseeds_done={}\nurls_requested={}\npages_stored={}\n",
+            self.last_published,
+            u8::from(self.seeds_done),
+            self.urls_requested,
+            self.pages_stored
+        );
+        for (reason, n) in &self.outcomes {
+            text.push_str(&format!("outcome.{reason}={n}\n"));
+        }
+        let mut file = File::create(&tmp).map_err(io)?;
+        file.write_all(text.as_bytes()).map_err(io)?;
+        durable_rename(file, &tmp, &path)?;
+        Ok(())
+    }
+
+    /// Counts one outcome.
+    pub fn count_outcome(&mut self, reason: OutcomeReason) {
+        *self.outcomes.entry(reason.as_str().to_owned()).or_default() += 1;
+    }
+
+    /// All outcomes.
+    pub fn outcomes_total(&self) -> u64 {
+        self.outcomes.values().sum()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn round_trips_and_rejects_garbage() {
+        let dir = tempfile::tempdir().unwrap();
+        assert_eq!(Progress::load(dir.path()).unwrap(), None);
+        let mut p = Progress {
+            last_published: 7,
+            seeds_done: true,
+            urls_requested: 12,
+            pages_stored: 5,
+            ..Progress::default()
+        };
+        p.count_outcome(OutcomeReason::Timeout);
+        p.count_outcome(OutcomeReason::Timeout);
+        p.save(dir.path()).unwrap();
+        assert_eq!(Progress::load(dir.path()).unwrap(), Some(p));
+        fs::write(Progress::path(dir.path()), "what\n").unwrap();
+        assert!(matches!(
+            Progress::load(dir.path()),
+            Err(AppError::BadState { .. })
+        ));
+    }
+}

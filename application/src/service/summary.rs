@@ -1,0 +1,60 @@
+//! [`Summary`]: the application's own counts, printed as one line at the end.
+
+use std::collections::BTreeMap;
+use std::fmt;
+
+/// Why the crawl loop returned.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum End {
+    /// Everything requested ended as a page or an outcome.
+    Complete,
+    /// `max_pages` pages were stored and the outstanding URLs finished.
+    MaxPages,
+    /// Shut down by a signal (or the caller) after a checkpoint.
+    Shutdown,
+    /// The test crash hook fired (nothing was checkpointed).
+    Crashed,
+}
+
+/// The application's counts.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Summary {
+    /// The application id.
+    pub app: String,
+    /// Why it ended.
+    pub end: End,
+    /// URLs written into request files over the crawl.
+    pub urls_requested: u64,
+    /// Response records stored in the repository over the crawl.
+    pub pages_stored: u64,
+    /// Outcomes read, by reason.
+    pub outcomes: BTreeMap<String, u64>,
+    /// Page batches quarantined in this run.
+    pub batches_quarantined: u64,
+    /// Distinct URLs in the seen set.
+    pub seen_keys: u64,
+}
+
+impl fmt::Display for Summary {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let outcomes: u64 = self.outcomes.values().sum();
+        write!(
+            f,
+            "app {}: {:?}: {} URLs requested, {} pages stored, {} outcomes",
+            self.app, self.end, self.urls_requested, self.pages_stored, outcomes
+        )?;
+        if !self.outcomes.is_empty() {
+            let parts: Vec<String> = self
+                .outcomes
+                .iter()
+                .map(|(r, n)| format!("{r}={n}"))
+                .collect();
+            write!(f, " ({})", parts.join(" "))?;
+        }
+        write!(
+            f,
+            ", {} URLs seen, {} batches quarantined",
+            self.seen_keys, self.batches_quarantined
+        )
+    }
+}

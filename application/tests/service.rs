@@ -1,0 +1,358 @@
+//! The app service end to end without the network: page batches written with
+//! spool's `WarcWriter`, a test-side manager on 127.0.0.1:0 sending `AppProgress`,
+//! and the request files the service publishes read back.
+
+use std::collections::{BTreeMap, BTreeSet};
+use std::io::Write;
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::time::Duration;
+
+use application::service::{self, AppConfig, ControlSettings, CrashHook, End};
+use flate2::Compression;
+use flate2::write::GzEncoder;
+use spool::formats::RequestReader;
+use spool::name::{FileKind, Priority};
+use spool::protocol::{AppProgress, Message, Role, ServerConfig, Token, server_handshake};
+use spool::publish::Publisher;
+use spool::warc::{Capture, RecordId, WarcDate, WarcHeaders, WarcWriter, payload_digest};
+use spool::{AppId, ComponentId, Spool};
+use tokio::net::TcpListener;
+use tokio_util::sync::CancellationToken;
+
+const TOKEN: &str = "test-token";
+
+/// A manager that accepts applications and reports them idle when `idle` is set.
+async fn fake_manager(idle: Arc<AtomicBool>) -> String {
+    let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let addr = listener.local_addr().unwrap().to_string();
+    tokio::spawn(async move {
+        loop {
+            let (stream, _) = listener.accept().await.unwrap();
+            let idle = idle.clone();
+            tokio::spawn(async move {
+                let config = ServerConfig::new(
+                    Role::Manager,
+                    ComponentId::new("manager").unwrap(),
+                    Token::new(TOKEN).unwrap(),
+                );
+                let Ok((conn, _hello)) = server_handshake(stream, &config).await else {
+                    return;
+                };
+                let (mut rd, conn) = conn.into_split();
+                let reader =
+                    tokio::spawn(async move { while let Ok(Some(_)) = rd.recv().await {} });
+                let mut tick = tokio::time::interval(Duration::from_millis(50));
+                loop {
+                    tokio::select! {
+                        _ = tick.tick() => {
+                            if reader.is_finished() { return }
+                            let busy = u64::from(!idle.load(Ordering::SeqCst));
+                            let p = AppProgress {
+                                app: AppId::new("bfs").unwrap(),
+                                request_files_pending: 0,
+                                queued_urls: busy,
+                                in_flight: 0,
+                                pages_total: 0,
+                                outcomes_total: 0,
+                            };
+                            if conn.send(&Message::AppProgress(p)).await.is_err() { return }
+                        }
+                    }
+                }
+            });
+        }
+    });
+    addr
+}
+
+struct Dirs {
+    _tmp: tempfile::TempDir,
+    spool: PathBuf,
+    config: AppConfig,
+}
+
+fn dirs() -> Dirs {
+    let tmp = tempfile::tempdir().unwrap();
+    let spool = tmp.path().join("spool");
+    let config = AppConfig {
+        state_dir: tmp.path().join("state"),
+        repository_dir: tmp.path().join("repo"),
+        allowed_domains: vec!["a.test".into(), "b.test".into()],
+        scan_interval_ms: 50,
+        idle_check_ms: 200,
+        ..AppConfig::default()
+    };
+    Dirs {
+        _tmp: tmp,
+        spool,
+        config,
+    }
+}
+
+fn control(addr: &str) -> ControlSettings {
+    ControlSettings::new(
+        addr,
+        Token::new(TOKEN).unwrap(),
+        ComponentId::new("app-bfs").unwrap(),
+    )
+}
+
+fn response(url: &str, raw: &[u8], w: &mut WarcWriter<Vec<u8>>) {
+    let capture = Capture {
+        target_uri: url,
+        date: WarcDate::now(),
+        ip: None,
+        warcinfo_id: None,
+    };
+    let head = raw.windows(4).position(|w| w == b"\r\n\r\n").unwrap() + 4;
+    let digest = payload_digest(&raw[head..]);
+    let h = WarcHeaders::response(RecordId::random(), &capture, digest).unwrap();
+    w.write_record(&h, raw).unwrap();
+}
+
+fn html(links: &[&str]) -> Vec<u8> {
+    let body: String = links
+        .iter()
+        .map(|l| format!("<a href=\"{l}\">x</a>"))
+        .collect();
+    format!("HTTP/1.1 200 OK\r\nContent-Type: text/html\r\nContent-Length: {}\r\n\r\n<html><body>{body}</body></html>", body.len() + 26).into_bytes()
+}
+
+fn publish_batch(spool: &Path, pages: &[(&str, Vec<u8>)]) {
+    let mut w = WarcWriter::new(Vec::new());
+    for (url, raw) in pages {
+        response(url, raw, &mut w);
+    }
+    let data = w.finish().unwrap();
+    let dir = Spool::new(spool)
+        .pages(&AppId::new("bfs").unwrap())
+        .unwrap();
+    let p = Publisher::new(dir, ComponentId::new("dl-1").unwrap()).unwrap();
+    p.publish(Priority::NORMAL, FileKind::PageBatch, &data)
+        .unwrap();
+}
+
+/// Takes (like the manager) every request file: (url, depth) in stream order.
+fn take_requests(spool: &Path) -> Vec<(String, u32)> {
+    let dir = Spool::new(spool)
+        .requests(&AppId::new("bfs").unwrap())
+        .unwrap();
+    let mut out = Vec::new();
+    for name in dir.list().unwrap() {
+        let path = dir.file_path(&name);
+        let file = std::fs::File::open(&path).unwrap();
+        let mut r = RequestReader::new(std::io::BufReader::new(file)).unwrap();
+        let mut req = Default::default();
+        while r.read_into(&mut req).unwrap() {
+            let spool::formats::Request { url, hints } = &req;
+            out.push((url.clone(), hints.depth.unwrap()));
+        }
+        std::fs::remove_file(path).unwrap();
+    }
+    out
+}
+
+async fn wait_requests(spool: &Path, n: usize) -> Vec<(String, u32)> {
+    let mut got = Vec::new();
+    for _ in 0..200 {
+        got.extend(take_requests(spool));
+        if got.len() >= n {
+            return got;
+        }
+        tokio::time::sleep(Duration::from_millis(25)).await;
+    }
+    panic!("only {} of {n} requests came: {got:?}", got.len());
+}
+
+fn sorted(v: &[(String, u32)]) -> Vec<(String, u32)> {
+    let mut v = v.to_vec();
+    v.sort();
+    v
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn page_batches_become_request_files_and_the_crawl_completes() {
+    let d = dirs();
+    let idle = Arc::new(AtomicBool::new(false));
+    let addr = fake_manager(idle.clone()).await;
+    let app = tokio::spawn(service::run(
+        d.config.clone(),
+        Spool::new(&d.spool),
+        vec!["https://A.test/#frag".into(), "mailto:x@a.test".into()],
+        control(&addr),
+        CancellationToken::new(),
+    ));
+
+    let seeds = wait_requests(&d.spool, 1).await;
+    assert_eq!(seeds, [("https://a.test/".to_owned(), 0)]);
+
+    publish_batch(
+        &d.spool,
+        &[(
+            "https://a.test/",
+            html(&[
+                "/p1",
+                "/p2",
+                "https://b.test/x",
+                "https://c.test/out",
+                "/p1#dup",
+                "mailto:m@a.test",
+            ]),
+        )],
+    );
+    let one = wait_requests(&d.spool, 3).await;
+    assert_eq!(
+        sorted(&one),
+        [
+            ("https://a.test/p1".to_owned(), 1),
+            ("https://a.test/p2".to_owned(), 1),
+            ("https://b.test/x".to_owned(), 1)
+        ]
+    );
+
+    let mut gz = GzEncoder::new(Vec::new(), Compression::default());
+    gz.write_all(b"<html><a href=/p1>again</a><a href=https://a.test/p4>new</a></html>")
+        .unwrap();
+    let gz = gz.finish().unwrap();
+    let mut chunked = b"HTTP/1.1 200 OK\r\nContent-Type: text/html\r\nContent-Encoding: gzip\r\nTransfer-Encoding: chunked\r\n\r\n".to_vec();
+    for c in gz.chunks(10) {
+        chunked.extend(format!("{:x}\r\n", c.len()).as_bytes());
+        chunked.extend(c);
+        chunked.extend(b"\r\n");
+    }
+    chunked.extend(b"0\r\n\r\n");
+    publish_batch(
+        &d.spool,
+        &[
+            (
+                "https://a.test/p1",
+                b"HTTP/1.1 301 Moved\r\nLocation: /p3\r\nContent-Length: 0\r\n\r\n".to_vec(),
+            ),
+            ("https://b.test/x", chunked),
+            ("https://a.test/p2", html(&["/p2", "/"])),
+        ],
+    );
+    let two = wait_requests(&d.spool, 3).await;
+    assert_eq!(
+        sorted(&two),
+        [
+            ("https://a.test/p3".to_owned(), 2),
+            ("https://a.test/p4".to_owned(), 2),
+            ("https://b.test/p1".to_owned(), 2)
+        ]
+    );
+
+    idle.store(true, Ordering::SeqCst);
+    let summary = tokio::time::timeout(Duration::from_secs(20), app)
+        .await
+        .expect("the app ends once the manager is idle")
+        .unwrap()
+        .unwrap();
+    assert_eq!(summary.end, End::Complete);
+    assert_eq!(summary.urls_requested, 7);
+    assert_eq!(summary.pages_stored, 4);
+    assert!(take_requests(&d.spool).is_empty(), "no duplicates");
+    let pages = Spool::new(&d.spool)
+        .pages(&AppId::new("bfs").unwrap())
+        .unwrap();
+    assert!(pages.list().unwrap().is_empty());
+    let claimed: Vec<_> = std::fs::read_dir(pages.claimed_root().join("app-bfs"))
+        .unwrap()
+        .collect();
+    assert!(claimed.is_empty(), "batches moved out of .claimed");
+    let repo = storage::RepositoryReader::open(&d.config.repository_dir).unwrap();
+    let page = repo.get("https://a.test/p2").unwrap().expect("stored");
+    assert_eq!(page.status(), Some(200));
+    println!("{summary}");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_crash_mid_publication_loses_nothing() {
+    let mut d = dirs();
+    d.config.urls_per_request_file = 5;
+    d.config.unshuffle_k = 4;
+    let idle = Arc::new(AtomicBool::new(true));
+    let addr = fake_manager(idle.clone()).await;
+    let links: Vec<String> = (0..30)
+        .map(|i| {
+            format!(
+                "https://{}.test/l{i:02}",
+                if i % 2 == 0 { "a" } else { "b" }
+            )
+        })
+        .collect();
+    let refs: Vec<&str> = links.iter().map(String::as_str).collect();
+    publish_batch(&d.spool, &[("https://a.test/", html(&refs))]);
+    let seeds = vec!["https://a.test/".to_owned()];
+
+    let crashed = service::run_with_hook(
+        d.config.clone(),
+        Spool::new(&d.spool),
+        seeds.clone(),
+        control(&addr),
+        CancellationToken::new(),
+        CrashHook {
+            after_request_files: Some(2),
+        },
+    )
+    .await
+    .unwrap();
+    assert_eq!(crashed.end, End::Crashed);
+    let before = take_requests(&d.spool);
+    assert_eq!(before.len(), 10, "two files of five before the crash");
+    let repo = &d.config.repository_dir;
+    assert!(
+        storage::RepositoryReader::open(repo)
+            .unwrap()
+            .get("https://a.test/")
+            .unwrap()
+            .is_none(),
+        "the batch is not stored before its links are published"
+    );
+
+    let done = tokio::time::timeout(
+        Duration::from_secs(20),
+        service::run(
+            d.config.clone(),
+            Spool::new(&d.spool),
+            seeds,
+            control(&addr),
+            CancellationToken::new(),
+        ),
+    )
+    .await
+    .unwrap()
+    .unwrap();
+    assert_eq!(done.end, End::Complete);
+    let after = take_requests(&d.spool);
+    let all: BTreeSet<String> = before
+        .iter()
+        .chain(&after)
+        .map(|(u, _)| u.clone())
+        .collect();
+    let mut want: BTreeSet<String> = links.iter().cloned().collect();
+    want.insert("https://a.test/".into());
+    assert_eq!(all, want, "every URL requested");
+    let after_set: BTreeSet<&String> = after.iter().map(|(u, _)| u).collect();
+    assert_eq!(after.len(), after_set.len(), "no duplicates within a run");
+    let depths: BTreeMap<&String, u32> = after.iter().map(|(u, d)| (u, *d)).collect();
+    assert_eq!(depths[&"https://a.test/".to_owned()], 0);
+    assert_eq!(depths[&"https://b.test/l01".to_owned()], 1);
+    // Unshuffled into k = 4 piles: a and b alternate in runs of at most 4, where the
+    // sorted batch would be two runs.
+    let switches = after
+        .windows(2)
+        .filter(|w| w[0].0.as_bytes()[8] != w[1].0.as_bytes()[8])
+        .count();
+    assert!(switches >= 6, "{after:?}");
+    assert!(
+        storage::RepositoryReader::open(repo)
+            .unwrap()
+            .get("https://a.test/")
+            .unwrap()
+            .is_some()
+    );
+    assert_eq!(done.pages_stored, 1);
+}

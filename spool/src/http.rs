@@ -1,0 +1,584 @@
+//! Reading a stored HTTP response: the block of a WARC `response` record, which holds
+//! the response exactly as received (still chunked, still content-encoded).
+//!
+//! [`StoredResponse::parse`] splits the head (status, header fields; lookup by name
+//! is case-insensitive) from the raw body. [`StoredResponse::payload`] removes the
+//! chunked transfer coding (RFC 9112 section 7.1: chunk extensions and trailer fields
+//! skipped, bare LF accepted, a cut body kept and marked truncated).
+//! [`StoredResponse::entity_body`] then undoes `Content-Encoding` (gzip, x-gzip, and
+//! deflate both zlib-wrapped and raw, in reverse order of application, `identity`
+//! ignored) and never produces more than the caller's cap: a gzip bomb costs at most
+//! the cap in memory. When the payload was cut, an unexpected end of the compressed
+//! stream is expected: what was decoded so far is kept and marked truncated.
+//!
+//! The rules are the downloader's (`downloader/src/chunked.rs`, `decode.rs`), so the
+//! downloader, the application and the manager's robots reading can share this one
+//! copy. This module must never panic on stored bytes or allocate more than the cap
+//! plus the payload; work is linear in the input.
+
+use std::borrow::Cow;
+use std::io::Read;
+
+use flate2::read::{DeflateDecoder, MultiGzDecoder, ZlibDecoder};
+
+/// Most header fields read from a stored head.
+pub const MAX_FIELDS: usize = 256;
+
+/// Why a stored response cannot be read.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum HttpError {
+    /// The head is not a valid HTTP/1.x response head.
+    #[error("unparsable response head: {0}")]
+    Head(String),
+    /// The head never ends (no empty line).
+    #[error("incomplete response head")]
+    IncompleteHead,
+    /// The chunked framing is broken.
+    #[error("bad chunked body: {0}")]
+    Chunked(&'static str),
+    /// A content coding other than gzip, deflate or identity.
+    #[error("unsupported content coding {0:?}")]
+    Unsupported(String),
+    /// The gzip or deflate stream is corrupt.
+    #[error("corrupt {coding} stream: {message}")]
+    Corrupt {
+        /// `gzip` or `deflate`.
+        coding: &'static str,
+        /// flate2's description of the problem.
+        message: String,
+    },
+}
+
+/// A content coding this module can undo.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Coding {
+    /// `gzip` or `x-gzip`.
+    Gzip,
+    /// `deflate` (zlib-wrapped or raw).
+    Deflate,
+}
+
+/// A body with the flag saying it is incomplete (input cut, or the cap reached).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Body<'a> {
+    /// The bytes.
+    pub bytes: Cow<'a, [u8]>,
+    /// The body is shorter than what the server meant to send.
+    pub truncated: bool,
+}
+
+/// A parsed stored response: the head, and the raw body it borrows.
+#[derive(Debug, Clone)]
+pub struct StoredResponse<'a> {
+    /// The status code (`200`).
+    pub status: u16,
+    /// The minor HTTP version (`1` for HTTP/1.1).
+    pub version: u8,
+    /// Header fields in order: names lower-cased, values as sent.
+    pub headers: Vec<(String, &'a [u8])>,
+    /// The body as stored: still chunked and content-encoded.
+    pub raw_body: &'a [u8],
+}
+
+impl<'a> StoredResponse<'a> {
+    /// Parses `block` (a WARC response record's block).
+    pub fn parse(block: &'a [u8]) -> Result<Self, HttpError> {
+        let mut fields = vec![httparse::EMPTY_HEADER; MAX_FIELDS];
+        let mut resp = httparse::Response::new(&mut fields);
+        let mut config = httparse::ParserConfig::default();
+        config
+            .allow_spaces_after_header_name_in_responses(true)
+            .allow_obsolete_multiline_headers_in_responses(true)
+            .allow_multiple_spaces_in_response_status_delimiters(true);
+        let head_len = match config.parse_response(&mut resp, block) {
+            Ok(httparse::Status::Complete(n)) => n,
+            Ok(httparse::Status::Partial) => return Err(HttpError::IncompleteHead),
+            Err(e) => return Err(HttpError::Head(e.to_string())),
+        };
+        let (Some(version), Some(status)) = (resp.version, resp.code) else {
+            return Err(HttpError::IncompleteHead);
+        };
+        let headers = resp
+            .headers
+            .iter()
+            .map(|h| (h.name.to_ascii_lowercase(), h.value))
+            .collect();
+        Ok(Self {
+            status,
+            version,
+            headers,
+            raw_body: &block[head_len..],
+        })
+    }
+
+    /// The first value of header `name` (any case), as text; `None` when absent or
+    /// not UTF-8.
+    pub fn header(&self, name: &str) -> Option<&'a str> {
+        self.headers
+            .iter()
+            .find(|(n, _)| n.eq_ignore_ascii_case(name))
+            .and_then(|(_, v)| std::str::from_utf8(v).ok())
+            .map(str::trim)
+    }
+
+    /// Every value of header `name` (any case), as text, in order.
+    pub fn header_all<'s>(&'s self, name: &'s str) -> impl Iterator<Item = &'a str> + 's {
+        self.headers
+            .iter()
+            .filter(move |(n, _)| n.eq_ignore_ascii_case(name))
+            .filter_map(|(_, v)| std::str::from_utf8(v).ok())
+    }
+
+    /// `Content-Type`.
+    pub fn content_type(&self) -> Option<&'a str> {
+        self.header("content-type")
+    }
+
+    /// `Location` (unresolved).
+    pub fn location(&self) -> Option<&'a str> {
+        self.header("location")
+    }
+
+    /// A 3xx status.
+    pub fn is_redirect(&self) -> bool {
+        (300..400).contains(&self.status)
+    }
+
+    /// The lower-cased tokens of every comma-separated list in header `name`.
+    pub fn tokens(&self, name: &str) -> Vec<String> {
+        self.header_all(name)
+            .flat_map(|v| v.split(','))
+            .map(|t| t.trim().to_ascii_lowercase())
+            .filter(|t| !t.is_empty())
+            .collect()
+    }
+
+    /// Whether the last transfer coding is `chunked`.
+    pub fn is_chunked(&self) -> bool {
+        self.tokens("transfer-encoding").last().map(String::as_str) == Some("chunked")
+    }
+
+    /// The content codings, in order of application (`Content-Encoding`).
+    pub fn codings(&self) -> Result<Vec<Coding>, HttpError> {
+        codings(&self.tokens("content-encoding"))
+    }
+
+    /// The payload: the body with the chunked coding removed (borrowed when there is
+    /// none). Truncated when the chunked body ends before its last chunk.
+    pub fn payload(&self) -> Result<Body<'a>, HttpError> {
+        if !self.is_chunked() {
+            return Ok(Body {
+                bytes: Cow::Borrowed(self.raw_body),
+                truncated: false,
+            });
+        }
+        let mut out = Vec::with_capacity(self.raw_body.len());
+        let mut decoder = ChunkedDecoder::default();
+        decoder.feed(self.raw_body, &mut out)?;
+        Ok(Body {
+            bytes: Cow::Owned(out),
+            truncated: !decoder.is_done(),
+        })
+    }
+
+    /// The entity body: the payload with its content codings undone, at most `cap`
+    /// bytes.
+    pub fn entity_body(&self, cap: usize) -> Result<Body<'a>, HttpError> {
+        let payload = self.payload()?;
+        decode(payload, &self.codings()?, cap)
+    }
+}
+
+/// The codings named by `Content-Encoding` tokens (lower case), in order of
+/// application; `identity` is dropped.
+pub fn codings(tokens: &[String]) -> Result<Vec<Coding>, HttpError> {
+    tokens
+        .iter()
+        .filter(|t| t.as_str() != "identity")
+        .map(|t| match t.as_str() {
+            "gzip" | "x-gzip" => Ok(Coding::Gzip),
+            "deflate" => Ok(Coding::Deflate),
+            other => Err(HttpError::Unsupported(other.to_owned())),
+        })
+        .collect()
+}
+
+/// Undoes `codings` on `payload` (in reverse order), never producing more than `cap`
+/// bytes. A payload marked truncated may end inside a compressed stream.
+pub fn decode<'a>(
+    payload: Body<'a>,
+    codings: &[Coding],
+    cap: usize,
+) -> Result<Body<'a>, HttpError> {
+    let Body {
+        mut bytes,
+        mut truncated,
+    } = payload;
+    for &coding in codings.iter().rev() {
+        if bytes.is_empty() {
+            break;
+        }
+        let (out, cut) = decode_one(&bytes, coding, cap, truncated)?;
+        bytes = Cow::Owned(out);
+        truncated |= cut;
+    }
+    if bytes.len() > cap {
+        bytes.to_mut().truncate(cap);
+        truncated = true;
+    }
+    Ok(Body { bytes, truncated })
+}
+
+fn decode_one(
+    input: &[u8],
+    coding: Coding,
+    cap: usize,
+    input_truncated: bool,
+) -> Result<(Vec<u8>, bool), HttpError> {
+    let limit = cap as u64 + 1;
+    let mut out = Vec::with_capacity(input.len().saturating_mul(4).min(cap));
+    let (name, result) = match coding {
+        Coding::Gzip => (
+            "gzip",
+            MultiGzDecoder::new(input).take(limit).read_to_end(&mut out),
+        ),
+        Coding::Deflate if is_zlib(input) => (
+            "deflate",
+            ZlibDecoder::new(input).take(limit).read_to_end(&mut out),
+        ),
+        Coding::Deflate => (
+            "deflate",
+            DeflateDecoder::new(input).take(limit).read_to_end(&mut out),
+        ),
+    };
+    let mut truncated = match result {
+        Ok(_) => false,
+        // read_to_end keeps what it read before the error.
+        Err(_) if input_truncated => true,
+        Err(e) => {
+            return Err(HttpError::Corrupt {
+                coding: name,
+                message: e.to_string(),
+            });
+        }
+    };
+    if out.len() > cap {
+        out.truncate(cap);
+        truncated = true;
+    }
+    Ok((out, truncated))
+}
+
+/// A zlib header: compression method 8 and a header checksum divisible by 31.
+fn is_zlib(input: &[u8]) -> bool {
+    match input {
+        [cmf, flg, ..] => cmf & 0x0f == 8 && (u16::from(*cmf) << 8 | u16::from(*flg)) % 31 == 0,
+        _ => false,
+    }
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum State {
+    /// Reading hex digits of a chunk size.
+    Size { value: u64, digits: u8 },
+    /// Skipping a chunk extension up to the end of the line.
+    Ext { value: u64 },
+    /// Saw CR after the size line; expecting LF.
+    SizeLf { value: u64 },
+    /// Copying chunk data.
+    Data { left: u64 },
+    /// Expecting the CR (or bare LF) after chunk data.
+    DataCr,
+    /// Expecting the LF after chunk data.
+    DataLf,
+    /// In the trailer section; `line` counts bytes of the current field line.
+    Trailer { line: u64 },
+    /// The terminating empty line has been read.
+    Done,
+}
+
+/// An incremental decoder for the chunked transfer coding.
+#[derive(Debug)]
+pub struct ChunkedDecoder {
+    state: State,
+}
+
+impl Default for ChunkedDecoder {
+    fn default() -> Self {
+        Self {
+            state: State::Size {
+                value: 0,
+                digits: 0,
+            },
+        }
+    }
+}
+
+impl ChunkedDecoder {
+    /// Whether the whole body, trailers included, has been consumed.
+    pub fn is_done(&self) -> bool {
+        self.state == State::Done
+    }
+
+    /// Consumes bytes of `input`, appending chunk data to `out`. Returns how many
+    /// bytes were consumed: all of them unless the body ended inside `input`.
+    pub fn feed(&mut self, input: &[u8], out: &mut Vec<u8>) -> Result<usize, HttpError> {
+        let bad = HttpError::Chunked;
+        let mut i = 0;
+        while i < input.len() {
+            if let State::Data { left } = self.state {
+                let n = usize::try_from(left)
+                    .unwrap_or(usize::MAX)
+                    .min(input.len() - i);
+                out.extend_from_slice(&input[i..i + n]);
+                i += n;
+                let left = left - n as u64;
+                self.state = if left == 0 {
+                    State::DataCr
+                } else {
+                    State::Data { left }
+                };
+                continue;
+            }
+            let b = input[i];
+            i += 1;
+            self.state = match self.state {
+                State::Size { value, digits } => match b {
+                    b'0'..=b'9' | b'a'..=b'f' | b'A'..=b'F' => {
+                        if digits >= 16 {
+                            return Err(bad("chunk size too large"));
+                        }
+                        let d = (b as char).to_digit(16).unwrap_or(0);
+                        State::Size {
+                            value: value << 4 | u64::from(d),
+                            digits: digits + 1,
+                        }
+                    }
+                    _ if digits == 0 => return Err(bad("chunk size missing")),
+                    b';' | b' ' | b'\t' => State::Ext { value },
+                    b'\r' => State::SizeLf { value },
+                    b'\n' => after_size(value),
+                    _ => return Err(bad("bad byte in chunk size")),
+                },
+                State::Ext { value } => match b {
+                    b'\n' => after_size(value),
+                    _ => State::Ext { value },
+                },
+                State::SizeLf { value } => match b {
+                    b'\n' => after_size(value),
+                    _ => return Err(bad("CR without LF after chunk size")),
+                },
+                State::DataCr => match b {
+                    b'\r' => State::DataLf,
+                    b'\n' => start(),
+                    _ => return Err(bad("chunk data longer than its size")),
+                },
+                State::DataLf => match b {
+                    b'\n' => start(),
+                    _ => return Err(bad("CR without LF after chunk data")),
+                },
+                State::Trailer { line } => match b {
+                    b'\n' if line == 0 => {
+                        self.state = State::Done;
+                        return Ok(i);
+                    }
+                    b'\n' => State::Trailer { line: 0 },
+                    b'\r' => State::Trailer { line },
+                    _ => State::Trailer { line: line + 1 },
+                },
+                State::Data { .. } | State::Done => return Ok(i - 1),
+            };
+        }
+        Ok(i)
+    }
+}
+
+fn start() -> State {
+    State::Size {
+        value: 0,
+        digits: 0,
+    }
+}
+
+fn after_size(value: u64) -> State {
+    if value == 0 {
+        State::Trailer { line: 0 }
+    } else {
+        State::Data { left: value }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::io::Write;
+
+    use flate2::Compression;
+    use flate2::write::{DeflateEncoder, GzEncoder, ZlibEncoder};
+
+    use super::*;
+
+    const HTML: &[u8] = b"<html><body><a href=/x>hello hello hello</a></body></html>";
+
+    fn gzip(data: &[u8]) -> Vec<u8> {
+        let mut e = GzEncoder::new(Vec::new(), Compression::default());
+        e.write_all(data).unwrap();
+        e.finish().unwrap()
+    }
+
+    fn chunked(data: &[u8], piece: usize) -> Vec<u8> {
+        let mut out = Vec::new();
+        for (i, c) in data.chunks(piece).enumerate() {
+            out.extend(format!("{:x};ext{i}=v\r\n", c.len()).as_bytes());
+            out.extend(c);
+            out.extend(b"\r\n");
+        }
+        out.extend(b"0\r\nX-Trailer: t\r\n\r\n");
+        out
+    }
+
+    fn response(head: &str, body: &[u8]) -> Vec<u8> {
+        let mut r = head.replace('\n', "\r\n").into_bytes();
+        r.extend(b"\r\n");
+        r.extend(body);
+        r
+    }
+
+    #[test]
+    fn plain_response_and_case_insensitive_headers() {
+        let block = response(
+            "HTTP/1.1 200 OK\nCONTENT-type: text/html; charset=utf-8\nX-A: 1\n",
+            HTML,
+        );
+        let r = StoredResponse::parse(&block).unwrap();
+        assert_eq!((r.status, r.version), (200, 1));
+        assert_eq!(r.content_type(), Some("text/html; charset=utf-8"));
+        assert_eq!(r.header("x-a"), Some("1"));
+        assert_eq!(r.location(), None);
+        assert!(!r.is_chunked() && !r.is_redirect());
+        let body = r.entity_body(1 << 20).unwrap();
+        assert!(matches!(body.bytes, Cow::Borrowed(_)));
+        assert_eq!((&body.bytes[..], body.truncated), (HTML, false));
+    }
+
+    #[test]
+    fn chunked_with_extensions_and_trailers() {
+        for piece in [1, 5, 64] {
+            let block = response(
+                "HTTP/1.1 200 OK\nTransfer-Encoding: chunked\n",
+                &chunked(HTML, piece),
+            );
+            let r = StoredResponse::parse(&block).unwrap();
+            let payload = r.payload().unwrap();
+            assert_eq!((&payload.bytes[..], payload.truncated), (HTML, false));
+        }
+        // Bare LF, cut body: kept, marked truncated.
+        let block = response(
+            "HTTP/1.1 200 OK\nTransfer-Encoding: chunked\n",
+            b"3\nabc\n5\nde",
+        );
+        let p = StoredResponse::parse(&block).unwrap().payload().unwrap();
+        assert_eq!((&p.bytes[..], p.truncated), (&b"abcde"[..], true));
+    }
+
+    #[test]
+    fn gzip_zlib_raw_deflate_and_layers() {
+        let mut z = ZlibEncoder::new(Vec::new(), Compression::default());
+        z.write_all(HTML).unwrap();
+        let mut d = DeflateEncoder::new(Vec::new(), Compression::default());
+        d.write_all(HTML).unwrap();
+        let cases = [
+            ("gzip", gzip(HTML)),
+            ("x-gzip", gzip(HTML)),
+            ("deflate", z.finish().unwrap()),
+            ("deflate", d.finish().unwrap()),
+            ("gzip, identity, gzip", gzip(&gzip(HTML))),
+        ];
+        for (coding, body) in cases {
+            let block = response(
+                &format!("HTTP/1.1 200 OK\nContent-Encoding: {coding}\n"),
+                &body,
+            );
+            let got = StoredResponse::parse(&block)
+                .unwrap()
+                .entity_body(1 << 20)
+                .unwrap();
+            assert_eq!((&got.bytes[..], got.truncated), (HTML, false), "{coding}");
+        }
+    }
+
+    #[test]
+    fn chunked_and_gzip() {
+        let block = response(
+            "HTTP/1.1 200 OK\nContent-Encoding: gzip\nTransfer-Encoding: chunked\n",
+            &chunked(&gzip(HTML), 7),
+        );
+        let got = StoredResponse::parse(&block)
+            .unwrap()
+            .entity_body(1 << 20)
+            .unwrap();
+        assert_eq!((&got.bytes[..], got.truncated), (HTML, false));
+        // Cut in the middle of the gzip stream: what was decoded is kept.
+        let big: Vec<u8> = (0..20_000u32).flat_map(|i| i.to_le_bytes()).collect();
+        let mut full = chunked(&gzip(&big), 1000);
+        full.truncate(full.len() / 2);
+        let block = response(
+            "HTTP/1.1 200 OK\nContent-Encoding: gzip\nTransfer-Encoding: chunked\n",
+            &full,
+        );
+        let got = StoredResponse::parse(&block)
+            .unwrap()
+            .entity_body(1 << 20)
+            .unwrap();
+        assert!(got.truncated && !got.bytes.is_empty() && big.starts_with(&got.bytes));
+    }
+
+    #[test]
+    fn bomb_stops_at_cap() {
+        let bomb = gzip(&vec![0u8; 8 << 20]);
+        assert!(bomb.len() < 20_000);
+        let block = response("HTTP/1.1 200 OK\nContent-Encoding: gzip\n", &bomb);
+        let got = StoredResponse::parse(&block)
+            .unwrap()
+            .entity_body(4096)
+            .unwrap();
+        assert_eq!((got.bytes.len(), got.truncated), (4096, true));
+    }
+
+    #[test]
+    fn garbage_is_a_typed_error() {
+        assert!(matches!(
+            StoredResponse::parse(b"\x00\x01garbage\r\n\r\n"),
+            Err(HttpError::Head(_))
+        ));
+        assert_eq!(
+            StoredResponse::parse(b"HTTP/1.1 200 OK\r\nA: b\r\n").err(),
+            Some(HttpError::IncompleteHead)
+        );
+        let block = response("HTTP/1.1 200 OK\nTransfer-Encoding: chunked\n", b"zz\r\n");
+        let r = StoredResponse::parse(&block).unwrap();
+        assert!(matches!(r.payload(), Err(HttpError::Chunked(_))));
+        let block = response("HTTP/1.1 200 OK\nContent-Encoding: gzip\n", b"not gzip");
+        let r = StoredResponse::parse(&block).unwrap();
+        assert!(matches!(
+            r.entity_body(100),
+            Err(HttpError::Corrupt { coding: "gzip", .. })
+        ));
+        let block = response("HTTP/1.1 200 OK\nContent-Encoding: br\n", b"x");
+        let r = StoredResponse::parse(&block).unwrap();
+        assert_eq!(
+            r.entity_body(100).err(),
+            Some(HttpError::Unsupported("br".into()))
+        );
+    }
+
+    #[test]
+    fn redirect_location() {
+        let block = response(
+            "HTTP/1.1 301 Moved\nLocation: /next\nContent-Length: 0\n",
+            b"",
+        );
+        let r = StoredResponse::parse(&block).unwrap();
+        assert!(r.is_redirect());
+        assert_eq!(r.location(), Some("/next"));
+    }
+}
