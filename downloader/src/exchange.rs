@@ -35,6 +35,8 @@ const PREALLOCATE_MAX: usize = 1024 * 1024;
 /// The limits one exchange needs.
 #[derive(Debug, Clone, Copy)]
 pub(crate) struct Limits {
+    /// TCP connect plus TLS handshake (used by the fetcher, not the exchange).
+    pub connect_timeout: Duration,
     pub first_byte_timeout: Duration,
     pub max_header_bytes: usize,
     pub max_header_fields: usize,

@@ -26,7 +26,7 @@ use crate::error::{ConfigError, DecodeError, FetchError};
 use crate::exchange::{self, Limits, RawResponse};
 use crate::fetched::{Fetched, Timings};
 use crate::job::{FetchJob, Scheme};
-use crate::limit::ConcurrencyLimit;
+use crate::limit::{ConcurrencyLimit, Permit};
 use crate::pool::{Pool, PoolKey};
 use crate::request;
 use crate::tls;
@@ -112,8 +112,36 @@ impl Fetcher {
         self.inner.pool.idle()
     }
 
-    /// Fetches `job`: one request, one response, no redirects followed.
+    /// Fetches `job`: one request, one response, no redirects followed. Waits for a
+    /// concurrency slot first (after the address check, so a refused address never
+    /// waits).
     pub async fn fetch(&self, job: &FetchJob) -> Result<Fetched, FetchError> {
+        self.fetch_inner(job, None).await
+    }
+
+    /// Waits for a concurrency slot of this fetcher (first come, first served).
+    /// With [`fetch_with_permit`](Self::fetch_with_permit), a caller that queues
+    /// jobs itself decides which job gets the next slot (the service starts jobs in
+    /// the manager's order and knows which ones have not started).
+    pub async fn acquire(&self) -> Permit {
+        self.inner.limit.acquire().await
+    }
+
+    /// [`fetch`](Self::fetch) with a slot already taken by [`acquire`](Self::acquire)
+    /// on this fetcher; the slot is released when the fetch ends.
+    pub async fn fetch_with_permit(
+        &self,
+        job: &FetchJob,
+        permit: Permit,
+    ) -> Result<Fetched, FetchError> {
+        self.fetch_inner(job, Some(permit)).await
+    }
+
+    async fn fetch_inner(
+        &self,
+        job: &FetchJob,
+        permit: Option<Permit>,
+    ) -> Result<Fetched, FetchError> {
         let config = &self.inner.config;
         let ip = job.addr.ip();
         if let Some(class) = address::classify(ip).filter(|_| !config.allow_private) {
@@ -129,7 +157,16 @@ impl Fetcher {
             .total_timeout
             .map_or(config.total_timeout, |t| t.min(config.total_timeout));
         let limits = Limits {
-            first_byte_timeout: config.first_byte_timeout,
+            connect_timeout: job
+                .limits
+                .connect_timeout
+                .map_or(config.connect_timeout, |t| t.min(config.connect_timeout)),
+            first_byte_timeout: job
+                .limits
+                .first_byte_timeout
+                .map_or(config.first_byte_timeout, |t| {
+                    t.min(config.first_byte_timeout)
+                }),
             max_header_bytes: config.max_header_bytes,
             max_header_fields: config.max_header_fields,
             max_body_bytes: job
@@ -139,7 +176,10 @@ impl Fetcher {
         };
 
         let queued_at = Instant::now();
-        let _permit = self.inner.limit.acquire().await;
+        let _permit = match permit {
+            Some(permit) => permit,
+            None => self.inner.limit.acquire().await,
+        };
         let start = Instant::now();
         let transfer = tokio::time::timeout(
             total_timeout,
@@ -207,7 +247,7 @@ impl Fetcher {
             server_name,
             host: job.target.host(),
         });
-        let mut conn = conn::connect(job.addr, tls, self.inner.config.connect_timeout).await?;
+        let mut conn = conn::connect(job.addr, tls, limits.connect_timeout).await?;
         let connect = connect_start.elapsed();
         let response = exchange::exchange(&mut conn, job.addr, request, job.method, limits)
             .await

@@ -235,6 +235,10 @@ fn validate_host(host: &str) -> Result<String, FetchError> {
 pub struct JobLimits {
     /// Body cap for this job (e.g. smaller for robots.txt).
     pub max_body_bytes: Option<usize>,
+    /// Connect (TCP plus TLS) timeout for this job.
+    pub connect_timeout: Option<Duration>,
+    /// First-byte timeout for this job.
+    pub first_byte_timeout: Option<Duration>,
     /// Total timeout for this job.
     pub total_timeout: Option<Duration>,
 }

@@ -1,15 +1,22 @@
-//! The downloader's HTTP/1.1 fetch engine (DESIGN.md section 5): given one
-//! [`FetchJob`] (a URL, the address the manager resolved for it, limits), it opens or
-//! reuses a connection, sends one request and returns the response exactly as
-//! received ([`Fetched`]) with timings, or a typed [`FetchError`] whose
-//! [`class`](FetchError::class) is the crawl outcome to report.
+//! The downloader (DESIGN.md section 5): an HTTP/1.1 fetch engine and the service
+//! around it that `polycrawl downloader` runs.
 //!
-//! The service around it (registration with the manager, job batches, WARC batch
-//! files) is built on top of [`Fetcher`] and is not in this crate yet.
+//! **The engine**: given one [`FetchJob`] (a URL, the address the manager resolved
+//! for it, limits), it opens or reuses a connection, sends one request and returns
+//! the response exactly as received ([`Fetched`]) with timings, or a typed
+//! [`FetchError`] whose [`class`](FetchError::class) is the crawl outcome to report.
+//!
+//! **The service** ([`service`], entry point [`run`]): registers with the crawl
+//! manager over the control protocol, runs the jobs of its `FetchBatch`es on the
+//! engine, writes every page as a WARC `response` + `request` record pair into page
+//! batches published to `pages/<app>/` (robots.txt into `robots/`), and reports
+//! every job (`FetchReports`) and every published batch (`Committed`) back. The
+//! contract with the manager is in the [`service`] docs.
 //!
 //! Main types: [`Fetcher`] (clone-able, used from many tasks, runtime-adjustable
 //! concurrency), [`FetcherConfig`], [`FetchJob`] / [`Target`], [`Fetched`],
-//! [`FetchError`].
+//! [`FetchError`]; [`run`], [`DownloaderConfig`] (the `downloader:` config
+//! section), [`ControlSettings`], [`DownloaderError`].
 //!
 //! What the engine must never do:
 //! - resolve names: it connects to the address in the job, nothing else;
@@ -20,7 +27,7 @@
 //! - turn off certificate verification;
 //! - hold more than the configured caps in memory (head, body, decoded body).
 //!
-//! Modules, bottom up:
+//! Modules of the engine, bottom up:
 //! - [`address`]: the address policy;
 //! - [`job`]: targets and jobs; [`request`]: the request bytes;
 //! - `tls`, `conn`: TLS config, connecting, byte counting;
@@ -31,8 +38,13 @@
 //! - [`fetched`]: the result (raw vs payload vs decoded body: see there);
 //! - [`fetcher`]: [`Fetcher`], tying it together; [`error`]: every error type.
 //!
-//! Depends only on `spool` (for [`spool::OutcomeReason`]), never on another service
-//! crate.
+//! The service, on top: [`service`] (`run` and the reconnect loop), with
+//! `service/config.rs`, `control.rs`, `session.rs` (one manager connection),
+//! `task.rs` (one job), `writer.rs` (the WARC writer thread), `batch.rs` (WARC
+//! files), `metrics.rs`, `error.rs`.
+//!
+//! Depends only on `spool` (outcomes, the control protocol, the WARC codec, spool
+//! publishing), never on another service crate or on `ops`.
 
 pub mod address;
 mod chunked;
@@ -48,6 +60,7 @@ pub mod job;
 pub mod limit;
 mod pool;
 pub mod request;
+pub mod service;
 mod tls;
 
 pub use address::AddressClass;
@@ -58,3 +71,7 @@ pub use fetcher::Fetcher;
 pub use head::ResponseHead;
 pub use job::{FetchJob, JobLimits, Method, Scheme, Target};
 pub use limit::{ConcurrencyLimit, Permit};
+pub use service::config::{DownloaderConfig, InvalidConfig};
+pub use service::control::ControlSettings;
+pub use service::error::{DownloaderError, WriteError};
+pub use service::{SHUTDOWN_GRACE, run};

@@ -112,3 +112,21 @@ async fn lowering_the_limit_lets_running_fetches_finish() {
         t.await.unwrap().unwrap();
     }
 }
+
+#[tokio::test]
+async fn a_permit_taken_by_the_caller_counts_and_is_released() {
+    let server = Server::respond(response("", b"ok")).await;
+    let f = Fetcher::new(FetcherConfig {
+        concurrency: 1,
+        ..config()
+    })
+    .unwrap();
+    let permit = f.acquire().await;
+    assert_eq!(f.in_flight(), 1);
+    let blocked = tokio::time::timeout(Duration::from_millis(50), f.acquire()).await;
+    assert!(blocked.is_err(), "the only slot is taken");
+    let got = f.fetch_with_permit(&server.job("/"), permit).await.unwrap();
+    assert_eq!(&got.payload[..], b"ok");
+    assert_eq!(f.in_flight(), 0, "the slot is released with the fetch");
+    drop(f.acquire().await);
+}

@@ -32,6 +32,27 @@ async fn silent_server_hits_first_byte_timeout() {
 }
 
 #[tokio::test]
+async fn job_limit_lowers_the_first_byte_timeout() {
+    let server = Server::start(|mut s, _| async move {
+        read_request(&mut s).await;
+        tokio::time::sleep(Duration::from_secs(5)).await;
+    })
+    .await;
+    let mut job = server.job("/");
+    job.limits = JobLimits {
+        first_byte_timeout: Some(Duration::from_millis(150)),
+        ..JobLimits::default()
+    };
+    let start = Instant::now();
+    let err = fetcher().fetch(&job).await.unwrap_err();
+    assert!(
+        matches!(err, FetchError::FirstByteTimeout { after } if after == Duration::from_millis(150)),
+        "{err}"
+    );
+    assert!(start.elapsed() < Duration::from_millis(400));
+}
+
+#[tokio::test]
 async fn stall_mid_body_hits_total_timeout() {
     let server = Server::start(|mut s, _| async move {
         read_request(&mut s).await;

@@ -1,0 +1,253 @@
+//! WARC files as the downloader writes them: the record pair of one fetch, an open
+//! page batch (`Batch`), and a robots file (`publish_robots`).
+//!
+//! # Records of one fetch
+//!
+//! A `response` record (block: [`Fetched::raw`](crate::Fetched::raw), the response
+//! exactly as received; `WARC-Payload-Digest`: SHA-1 of
+//! [`Fetched::payload`](crate::Fetched::payload), the body with chunking removed
+//! and content coding kept; `WARC-Truncated` when the body was cut), then its
+//! `request` record (block: the request bytes as sent; `WARC-Concurrent-To`: the
+//! response's record id). Both carry `WARC-Target-URI` (the URL as requested on the
+//! wire: scheme, lower-case host, port unless the default, path and query; no
+//! fragment), `WARC-Date` (when the fetch took its connection slot) and
+//! `WARC-IP-Address` (the address connected to). The writer adds
+//! `WARC-Block-Digest` and `Content-Length`.
+//!
+//! # Page batch
+//!
+//! `pages/<app>/<50-<downloader id>-<seq>.warc.gz>`: a `warcinfo` record (software,
+//! format, user agent, the application as `isPartOf`), then record pairs, one gzip
+//! member per record. It is written in the folder's `.tmp/` through a
+//! [`PendingFile`] and appears in the folder only when `Batch::publish` commits
+//! it (fsync, rename, fsync folder), so a reader never sees a partial batch.
+//!
+//! # Robots file
+//!
+//! `robots/<00-<downloader id>-<seq>.robots>`: one record pair and nothing else
+//! (no warcinfo), gzip members like a batch, published at once.
+//!
+//! This module does blocking file I/O and compression: call it only from the writer
+//! thread ([`crate::service::writer`]). Cost: O(record bytes) per record.
+
+use std::io::Write;
+use std::net::IpAddr;
+use std::path::PathBuf;
+use std::time::Instant;
+
+use bytes::Bytes;
+use spool::name::{FileKind, Priority};
+use spool::protocol::JobId;
+use spool::publish::{PendingFile, Publisher};
+use spool::warc::{
+    Capture, RecordId, Truncated, WarcDate, WarcHeaders, WarcWriter, WriterOptions, payload_digest,
+    warc_fields_block,
+};
+
+use crate::fetched::Truncation;
+use crate::service::error::WriteError;
+
+/// Priority of page batch names (no urgency of their own).
+pub const BATCH_PRIORITY: Priority = Priority::NORMAL;
+/// Priority of robots file names: the manager waits for them.
+pub const ROBOTS_PRIORITY: Priority = Priority::MOST_URGENT;
+
+/// The WARC 1.1 specification, named in every warcinfo record.
+const CONFORMS_TO: &str =
+    "http://iipc.github.io/warc-specifications/specifications/warc-format/warc-1.1/";
+
+/// One fetch as archived: what both records of the pair are made of.
+#[derive(Debug, Clone)]
+pub(crate) struct Exchange {
+    /// `WARC-Target-URI`.
+    pub target_uri: String,
+    /// `WARC-Date`: when the fetch started.
+    pub date: WarcDate,
+    /// `WARC-IP-Address`.
+    pub ip: IpAddr,
+    /// The request bytes as sent.
+    pub request: Bytes,
+    /// The response as received.
+    pub raw: Bytes,
+    /// The body, chunking removed, content coding kept.
+    pub payload: Bytes,
+    /// Why the body is incomplete, if it is.
+    pub truncated: Option<Truncation>,
+}
+
+/// Which session and job a record belongs to (for `Committed`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) struct JobTag {
+    /// The manager connection the job came on.
+    pub session: u64,
+    /// The manager's job id.
+    pub job: JobId,
+}
+
+/// The header fields of a fetch's response and request records.
+fn pair_headers(
+    x: &Exchange,
+    warcinfo_id: Option<RecordId>,
+) -> Result<(WarcHeaders, WarcHeaders), WriteError> {
+    let capture = Capture {
+        target_uri: &x.target_uri,
+        date: x.date,
+        ip: Some(x.ip),
+        warcinfo_id,
+    };
+    let response_id = RecordId::random();
+    let mut response = WarcHeaders::response(response_id, &capture, payload_digest(&x.payload))?;
+    if let Some(t) = x.truncated {
+        response.set_truncated(match t {
+            Truncation::Length => Truncated::Length,
+            Truncation::Disconnect => Truncated::Disconnect,
+        });
+    }
+    let mut request = WarcHeaders::request(RecordId::random(), &capture)?;
+    request.set_concurrent_to(response_id);
+    Ok((response, request))
+}
+
+/// Writes the pair; the headers are built first, so a field error writes nothing.
+fn write_pair<W: Write>(
+    w: &mut WarcWriter<W>,
+    x: &Exchange,
+    warcinfo_id: Option<RecordId>,
+    path: impl FnOnce() -> PathBuf,
+) -> Result<(), WriteError> {
+    let (response, request) = pair_headers(x, warcinfo_id)?;
+    w.write_record(&response, &x.raw)
+        .and_then(|_| w.write_record(&request, &x.request))
+        .map_err(|source| WriteError::Warc {
+            path: path(),
+            source,
+        })?;
+    Ok(())
+}
+
+/// A page batch being written in `.tmp/`.
+#[derive(Debug)]
+pub(crate) struct Batch {
+    writer: WarcWriter<PendingFile>,
+    name: String,
+    tmp: PathBuf,
+    warcinfo_id: RecordId,
+    opened: Instant,
+    jobs: Vec<JobTag>,
+}
+
+/// A batch that was published.
+#[derive(Debug)]
+pub(crate) struct Published {
+    /// The file name in `pages/<app>/`.
+    pub name: String,
+    /// Its size on disk.
+    pub bytes: u64,
+    /// The jobs whose records it holds.
+    pub jobs: Vec<JobTag>,
+}
+
+impl Batch {
+    /// Starts a batch in `publisher`'s folder and writes its warcinfo record.
+    pub(crate) fn open(
+        publisher: &Publisher,
+        gzip_level: u32,
+        user_agent: &str,
+        app: &str,
+    ) -> Result<Self, WriteError> {
+        let pending = publisher.begin(BATCH_PRIORITY, FileKind::PageBatch)?;
+        let name = pending.name().to_string();
+        let tmp = pending.tmp_path().to_owned();
+        let mut writer = WarcWriter::with_options(pending, options(gzip_level));
+        let warcinfo_id = RecordId::random();
+        let headers = WarcHeaders::warcinfo(warcinfo_id, WarcDate::now(), Some(&name))?;
+        let block = warc_fields_block(&[
+            ("software", concat!("polycrawl/", env!("CARGO_PKG_VERSION"))),
+            ("format", "WARC File Format 1.1"),
+            ("conformsTo", CONFORMS_TO),
+            ("isPartOf", app),
+            ("http-header-user-agent", user_agent),
+            ("robots", "classic"),
+        ])?;
+        writer
+            .write_record(&headers, &block)
+            .map_err(|source| WriteError::Warc {
+                path: tmp.clone(),
+                source,
+            })?;
+        Ok(Self {
+            writer,
+            name,
+            tmp,
+            warcinfo_id,
+            opened: Instant::now(),
+            jobs: Vec::new(),
+        })
+    }
+
+    /// Appends one fetch's record pair. A [`WriteError::Field`] leaves the batch
+    /// untouched; any other error leaves it unusable.
+    pub(crate) fn append(&mut self, x: &Exchange, tag: JobTag) -> Result<(), WriteError> {
+        write_pair(&mut self.writer, x, Some(self.warcinfo_id), || {
+            self.tmp.clone()
+        })?;
+        self.jobs.push(tag);
+        Ok(())
+    }
+
+    /// The published name this batch will have.
+    pub(crate) fn name(&self) -> &str {
+        &self.name
+    }
+
+    /// Bytes written so far (compressed).
+    pub(crate) fn bytes(&self) -> u64 {
+        self.writer.position()
+    }
+
+    /// When the batch was started.
+    pub(crate) fn opened(&self) -> Instant {
+        self.opened
+    }
+
+    /// Flushes, fsyncs and renames the batch into its folder.
+    pub(crate) fn publish(self) -> Result<Published, WriteError> {
+        let bytes = self.writer.position();
+        let pending = self.writer.finish().map_err(|e| WriteError::Warc {
+            path: self.tmp,
+            source: e.into(),
+        })?;
+        pending.commit()?;
+        Ok(Published {
+            name: self.name,
+            bytes,
+            jobs: self.jobs,
+        })
+    }
+}
+
+/// Writes a robots file (one record pair) and publishes it; returns its name.
+pub(crate) fn publish_robots(
+    publisher: &Publisher,
+    x: &Exchange,
+    gzip_level: u32,
+) -> Result<String, WriteError> {
+    let mut pending = publisher.begin(ROBOTS_PRIORITY, FileKind::Robots)?;
+    let name = pending.name().to_string();
+    let tmp = pending.tmp_path().to_owned();
+    let mut writer = WarcWriter::with_options(&mut pending, options(gzip_level));
+    write_pair(&mut writer, x, None, || tmp.clone())?;
+    writer.finish().map_err(|e| WriteError::Warc {
+        path: tmp,
+        source: e.into(),
+    })?;
+    pending.commit()?;
+    Ok(name)
+}
+
+fn options(gzip_level: u32) -> WriterOptions {
+    WriterOptions {
+        gzip_level: Some(gzip_level.min(9)),
+        ..WriterOptions::default()
+    }
+}

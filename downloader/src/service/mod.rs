@@ -1,0 +1,231 @@
+//! The downloader service (`polycrawl downloader`): registers with the crawl
+//! manager, runs the fetch jobs it is sent on the [`Fetcher`], writes the pages as
+//! WARC into page batches published to `pages/<app>/` (robots.txt into `robots/`),
+//! and reports every job back.
+//!
+//! # Contract with the manager
+//!
+//! - **Registration**: TCP to `control.manager_addr`, `Hello` with role
+//!   `Downloader`, this downloader's id and the token. A refusal (wrong token,
+//!   other protocol version) ends [`run`] with the manager's reason; a lost or
+//!   unreachable manager is retried with exponential back-off (200 ms doubling to
+//!   10 s, with jitter), because the manager may restart. Heartbeats go out every
+//!   `heartbeat_interval_ms` of the `Welcome` with fetches in flight, the
+//!   concurrency limit, jobs waiting for a slot, fetches done per second and wire
+//!   bytes per second.
+//! - **Jobs**: each job of a `FetchBatch` becomes a task; at most `concurrency`
+//!   fetch at once (the engine's resizable limit; `SetConcurrency` changes it at
+//!   once, lowering never interrupts a running fetch). Every job gets exactly one
+//!   report on the connection it came on:
+//!   - page fetched (any status): its `response` and `request` records are written
+//!     into the open batch of its application, then `Stored` is reported at once
+//!     (with status, wire and body bytes, truncation, timing, the batch's name and
+//!     the `Location` of a 3xx) so the manager can apply politeness; the page is
+//!     durable only once the batch is published, which `Committed { file, jobs }`
+//!     announces right after the rename;
+//!   - robots.txt fetched: a file of its own in `robots/` is published first, then
+//!     `Stored` names it (the manager reads the body from it);
+//!   - no response: `Failed { reason, detail }` at once, the reason from
+//!     [`FetchError::class`](crate::FetchError::class) (`invalid_url` for a URL the
+//!     engine cannot parse, `forbidden_address` for a non-public address unless
+//!     `allow_private`, ...);
+//!   - not run (draining, stopping): `Returned`.
+//! - **Drain { grace_ms }**: new jobs are answered `Returned`; jobs still waiting
+//!   for a slot are returned at once; running ones get `grace_ms` to finish and
+//!   are then stopped and returned; open batches are published and committed;
+//!   then `Bye { Drained }` and [`run`] returns `Ok(())`. Cancelling the shutdown
+//!   token (SIGINT/SIGTERM in `ops`) does the same with [`SHUTDOWN_GRACE`] and
+//!   `Bye { ShuttingDown }`.
+//! - **Connection lost**: the manager treats every job it has no report for, and
+//!   every page it has no `Committed` for, as not done and dispatches it again. So
+//!   the downloader starts each connection fresh: jobs not started are dropped,
+//!   running ones finish and their pages are written and published (the
+//!   application may get them twice), their reports are dropped. Only URLs that
+//!   were in flight can be fetched twice. `Committed` never names a job of an
+//!   earlier connection (job ids are only unique within one manager process).
+//! - `Bye { Replaced }` (another downloader registered with our id) and a spool
+//!   write failure end [`run`] with an error: retrying cannot help.
+//!
+//! # Threads and memory
+//!
+//! Sockets run on the caller's tokio runtime; all file I/O and WARC compression
+//! run on one dedicated writer thread fed by a bounded channel (`writer.rs`, design
+//! in its docs), so writing a batch never blocks the runtime. Memory is bounded by
+//! (concurrency + [`WRITER_QUEUE`]) × `max_body_bytes`, plus one write buffer per
+//! open batch.
+//!
+//! # Modules
+//!
+//! [`config`] (the `downloader:` config section), [`control`] (manager address,
+//! id, back-off), `session.rs` (one manager connection), `task.rs` (one job),
+//! `writer.rs` (the writer thread), `batch.rs` (WARC files: what the records and
+//! files hold), [`metrics`] (counters), [`error`].
+//!
+//! # What this service must never do
+//!
+//! - resolve a crawled name (the manager sends addresses), follow a redirect, or
+//!   connect to a non-public address without `allow_private`;
+//! - make a batch visible before it is complete (only `PendingFile::commit`
+//!   publishes: temp file, fsync, rename, fsync folder);
+//! - send `Committed` for a job before its report, or report a job twice;
+//! - block a tokio worker on disk I/O, or let work pile up unbounded.
+
+mod batch;
+pub mod config;
+pub mod control;
+pub mod error;
+pub mod metrics;
+mod session;
+mod task;
+mod writer;
+
+use std::sync::Arc;
+
+use spool::Spool;
+use spool::protocol::{Connection, Hello, ProtocolError, Role, Welcome, client_handshake};
+use tokio::net::TcpStream;
+use tokio::sync::mpsc;
+use tokio::time::{Instant, sleep, timeout};
+use tokio_util::sync::CancellationToken;
+use tracing::{info, warn};
+
+use crate::fetcher::Fetcher;
+use config::DownloaderConfig;
+use control::{Backoff, ControlSettings};
+use error::DownloaderError;
+use metrics::Metrics;
+use session::{End, Session};
+pub use session::{MAX_QUEUED, SHUTDOWN_GRACE};
+use task::JobEnv;
+pub use writer::QUEUE as WRITER_QUEUE;
+use writer::{Event, WriterHandle, WriterSettings};
+
+/// Runs the downloader until `shutdown` is cancelled or the manager drains it
+/// (`Ok(())` in both cases, after publishing every open batch); `Err` when it
+/// cannot start or must stop (see [`DownloaderError`]).
+pub async fn run(
+    config: &DownloaderConfig,
+    control: ControlSettings,
+    spool: Spool,
+    shutdown: CancellationToken,
+) -> Result<(), DownloaderError> {
+    config.validate()?;
+    let fetcher = Fetcher::new(config.fetcher_config())?;
+    let metrics = Arc::new(Metrics::default());
+    let (events_tx, mut events) = mpsc::unbounded_channel();
+    let settings = WriterSettings {
+        spool,
+        producer: control.id.clone(),
+        gzip_level: config.gzip_level,
+        max_batch_bytes: config.max_batch_bytes,
+        max_batch_age: config.max_batch_age(),
+        user_agent: config.user_agent(),
+    };
+    let writer = WriterHandle::spawn(settings, events_tx.clone(), Arc::clone(&metrics))?;
+    let env = Arc::new(JobEnv {
+        fetcher,
+        writer: writer.sender(),
+        events: events_tx,
+        metrics: Arc::clone(&metrics),
+    });
+    info!(
+        id = %control.id,
+        manager = %control.manager_addr,
+        concurrency = config.concurrency,
+        "downloader: starting"
+    );
+    let served = serve(&env, &control, &mut events, &shutdown).await;
+    let stopped = writer.shutdown().await;
+    // A publish that failed while stopping is reported as an event.
+    let mut late = None;
+    while let Ok(event) = events.try_recv() {
+        if let Event::Failed(e) = event {
+            late.get_or_insert(e);
+        }
+    }
+    let m = metrics.snapshot();
+    info!(
+        pages = m.pages_stored,
+        robots = m.robots_stored,
+        failures = m.failures.iter().sum::<u64>(),
+        returned = m.returned,
+        batches = m.batches_published,
+        "downloader: stopped"
+    );
+    served?;
+    stopped?;
+    late.map_or(Ok(()), |e| Err(e.into()))
+}
+
+/// Registers and serves connections, reconnecting, until the service must stop.
+async fn serve(
+    env: &Arc<JobEnv>,
+    control: &ControlSettings,
+    events: &mut mpsc::UnboundedReceiver<Event>,
+    shutdown: &CancellationToken,
+) -> Result<(), DownloaderError> {
+    let mut backoff = Backoff::new(control.reconnect_min, control.reconnect_max);
+    let mut session_no = 0;
+    loop {
+        let attempt = tokio::select! {
+            () = shutdown.cancelled() => return Ok(()),
+            attempt = connect(control) => attempt,
+        };
+        match attempt {
+            Ok((conn, welcome)) => {
+                session_no += 1;
+                info!(manager = %control.manager_addr, id = %control.id, session = session_no, "downloader: registered with the manager");
+                let started = Instant::now();
+                let session = Session::new(conn, &welcome, session_no, env, events, shutdown);
+                match session.run().await {
+                    End::Drained | End::ShutDown => return Ok(()),
+                    End::Replaced => {
+                        return Err(DownloaderError::Replaced {
+                            id: control.id.to_string(),
+                        });
+                    }
+                    End::Failed(e) => return Err(e.into()),
+                    End::Lost(why) => {
+                        warn!(manager = %control.manager_addr, reason = %why, "downloader: lost the manager connection, reconnecting");
+                    }
+                }
+                if started.elapsed() >= control.reconnect_max {
+                    backoff.reset();
+                }
+            }
+            Err(e) if is_final(&e) => {
+                return Err(DownloaderError::Refused {
+                    manager: control.manager_addr.clone(),
+                    source: e,
+                });
+            }
+            Err(e) => {
+                warn!(manager = %control.manager_addr, error = %e, "downloader: cannot register with the manager, retrying");
+            }
+        }
+        tokio::select! {
+            () = shutdown.cancelled() => return Ok(()),
+            () = sleep(backoff.next_delay()) => {}
+        }
+    }
+}
+
+/// Connects and registers; both steps bounded by the handshake timeout.
+async fn connect(control: &ControlSettings) -> Result<(Connection, Welcome), ProtocolError> {
+    let limit = control.handshake_timeout;
+    let stream = match timeout(limit, TcpStream::connect(control.manager_addr.as_str())).await {
+        Ok(stream) => stream?,
+        Err(_) => return Err(ProtocolError::HandshakeTimeout(limit)),
+    };
+    stream.set_nodelay(true)?;
+    let hello = Hello::new(Role::Downloader, control.id.clone(), control.token.clone());
+    client_handshake(stream, hello, control.limits()).await
+}
+
+/// Handshake failures that reconnecting cannot fix.
+fn is_final(e: &ProtocolError) -> bool {
+    matches!(
+        e,
+        ProtocolError::Refused { .. } | ProtocolError::VersionMismatch { .. }
+    )
+}

@@ -1,0 +1,214 @@
+//! One fetch job, from the manager's [`protocol::FetchJob`] to its report: map it
+//! onto the engine's [`FetchJob`], fetch, then hand the response to the batch
+//! writer (which reports it once its records are written) or report the failure at
+//! once.
+//!
+//! Mapping: the URL goes through [`Target::parse`] (an invalid one is reported
+//! `Failed { invalid_url }` without any network traffic); `addr` is used as is (the
+//! downloader never resolves); every non-zero [`FetchLimits`] value lowers the
+//! config's limit for this job (zero means "the config's"); robots jobs get the
+//! same treatment, so the manager's robots cap applies. `keep_alive` needs nothing:
+//! the engine keeps every connection the server allows, and idle ones expire after
+//! `pool_idle_timeout_ms`.
+//!
+//! This module must never report a job twice (the session keeps one entry per job
+//! and drops any later report), nor write anything but through the writer.
+//! O(response bytes) per job, no copy of the body.
+
+use std::sync::Arc;
+use std::time::{Duration, SystemTime};
+
+use spool::OutcomeReason;
+use spool::protocol::{
+    self, FetchLimits, FetchPurpose, FetchReport, FetchResult, StoredPage, Timing,
+};
+use spool::warc::WarcDate;
+use tokio::sync::mpsc;
+use tracing::debug;
+
+use crate::error::FetchError;
+use crate::fetched::Fetched;
+use crate::fetcher::Fetcher;
+use crate::job::{FetchJob, JobLimits, Method, Target};
+use crate::limit::Permit;
+use crate::service::batch::{Exchange, JobTag};
+use crate::service::metrics::Metrics;
+use crate::service::writer::{Command, Destination, Event, Store};
+
+/// Longest failure detail sent to the manager, in bytes.
+const MAX_DETAIL: usize = 512;
+/// Longest `Location` value reported, in bytes; longer ones are left out.
+const MAX_LOCATION: usize = 4096;
+
+/// What every job task shares.
+#[derive(Debug)]
+pub(crate) struct JobEnv {
+    pub fetcher: Fetcher,
+    pub writer: mpsc::Sender<Command>,
+    pub events: mpsc::UnboundedSender<Event>,
+    pub metrics: Arc<Metrics>,
+}
+
+/// The engine job for a manager job.
+pub(crate) fn engine_job(job: &protocol::FetchJob) -> Result<FetchJob, FetchError> {
+    let target = Target::parse(&job.url)?;
+    Ok(FetchJob {
+        target,
+        addr: job.addr,
+        method: Method::Get,
+        limits: job_limits(&job.limits),
+    })
+}
+
+fn job_limits(l: &FetchLimits) -> JobLimits {
+    let ms = |v: u32| (v > 0).then(|| Duration::from_millis(v.into()));
+    JobLimits {
+        max_body_bytes: (l.max_body_bytes > 0)
+            .then(|| usize::try_from(l.max_body_bytes).unwrap_or(usize::MAX)),
+        connect_timeout: ms(l.connect_timeout_ms),
+        first_byte_timeout: ms(l.first_byte_timeout_ms),
+        total_timeout: ms(l.total_timeout_ms),
+    }
+}
+
+/// Runs one job in the concurrency slot `permit` (released when the fetch ends).
+pub(crate) async fn run(env: Arc<JobEnv>, session: u64, job: protocol::FetchJob, permit: Permit) {
+    let tag = JobTag {
+        session,
+        job: job.job,
+    };
+    let engine = match engine_job(&job) {
+        Ok(engine) => engine,
+        Err(e) => return fail(&env, tag, &job.url, &e),
+    };
+    let date = WarcDate::from_system_time(SystemTime::now());
+    let fetched = match env.fetcher.fetch_with_permit(&engine, permit).await {
+        Ok(fetched) => fetched,
+        Err(e) => return fail(&env, tag, &job.url, &e),
+    };
+    debug!(job = %job.job, url = %job.url, status = fetched.status(), "downloader: fetched");
+    let store = Store {
+        tag,
+        app: job.app,
+        destination: match job.purpose {
+            FetchPurpose::Page => Destination::Page,
+            FetchPurpose::Robots => Destination::Robots,
+        },
+        page: stored_page(&fetched),
+        exchange: Exchange {
+            target_uri: engine.target.to_string(),
+            date,
+            ip: fetched.addr.ip(),
+            request: fetched.request,
+            raw: fetched.raw,
+            payload: fetched.payload,
+            truncated: fetched.truncated,
+        },
+    };
+    if env
+        .writer
+        .send(Command::Store(Box::new(store)))
+        .await
+        .is_err()
+    {
+        // The writer is gone: the service is stopping. Hand the job back.
+        let report = FetchReport {
+            job: tag.job,
+            result: FetchResult::Returned,
+        };
+        let _ = env.events.send(Event::Report {
+            session,
+            report,
+            in_batch: false,
+        });
+    }
+}
+
+/// Reports a failed job at once.
+fn fail(env: &JobEnv, tag: JobTag, url: &str, e: &FetchError) {
+    let reason: OutcomeReason = e.class();
+    env.metrics.failed(reason);
+    debug!(job = %tag.job, url, %reason, error = %e, "downloader: fetch failed");
+    let mut detail = e.to_string();
+    cut(&mut detail, MAX_DETAIL);
+    let report = FetchReport {
+        job: tag.job,
+        result: FetchResult::Failed { reason, detail },
+    };
+    // The receiver is gone only when the service is over.
+    let _ = env.events.send(Event::Report {
+        session: tag.session,
+        report,
+        in_batch: false,
+    });
+}
+
+/// The report of a stored response; the writer fills in `file`.
+pub(crate) fn stored_page(f: &Fetched) -> StoredPage {
+    let status = f.status();
+    let ms = |d: Duration| u32::try_from(d.as_millis()).unwrap_or(u32::MAX);
+    let connect = f.timings.connect.unwrap_or_default();
+    let location = if (300..400).contains(&status) {
+        f.header("location")
+            .filter(|v| v.len() <= MAX_LOCATION)
+            .map(|v| String::from_utf8_lossy(v).into_owned())
+    } else {
+        None
+    };
+    StoredPage {
+        status,
+        wire_bytes: f.bytes_received,
+        body_bytes: f.decoded.as_ref().map_or(f.payload.len(), |d| d.len()) as u64,
+        truncated: f.truncated.is_some() || f.decoded_truncated,
+        timing: Timing {
+            connect_ms: ms(connect),
+            first_byte_ms: ms(connect + f.timings.first_byte),
+            total_ms: ms(f.timings.total),
+        },
+        file: String::new(),
+        location,
+    }
+}
+
+/// Cuts `s` to at most `max` bytes on a char boundary.
+fn cut(s: &mut String, max: usize) {
+    if s.len() > max {
+        let mut end = max;
+        while !s.is_char_boundary(end) {
+            end -= 1;
+        }
+        s.truncate(end);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn limits_of_zero_keep_the_config() {
+        let l = job_limits(&FetchLimits {
+            max_body_bytes: 0,
+            connect_timeout_ms: 0,
+            first_byte_timeout_ms: 250,
+            total_timeout_ms: 0,
+        });
+        assert_eq!(
+            l,
+            JobLimits {
+                first_byte_timeout: Some(Duration::from_millis(250)),
+                ..JobLimits::default()
+            }
+        );
+    }
+
+    #[test]
+    fn cuts_on_char_boundaries() {
+        let mut s = "aé".repeat(300);
+        cut(&mut s, 512);
+        assert!(s.len() <= 512 && s.len() >= 510);
+        let mut short = "ok".to_owned();
+        cut(&mut short, 512);
+        assert_eq!(short, "ok");
+    }
+}

@@ -1,0 +1,14 @@
+//! The downloader service end to end: `downloader::run` (and, for the crash test,
+//! the real `polycrawl downloader` binary) against a test-side manager speaking the
+//! real control protocol and a small web site, both on 127.0.0.1 port 0.
+//!
+//! - `pages`: reports, `Committed`, the WARC files (`warcio check`), robots files,
+//!   failures, the address policy;
+//! - `batches`: rotation by age and by size; SIGKILL mid-batch;
+//! - `control`: `SetConcurrency`, `Drain`, shutdown, reconnects, refusal.
+
+mod batches;
+mod control;
+mod manager;
+mod pages;
+mod site;

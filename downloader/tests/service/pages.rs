@@ -1,0 +1,251 @@
+//! Pages and robots.txt end to end: reports, `Committed`, the published WARC files
+//! (checked by `warcio check` and field by field), failures, the address policy.
+
+use std::collections::HashMap;
+use std::net::SocketAddr;
+use std::time::Duration;
+
+use spool::OutcomeReason;
+use spool::protocol::{FetchResult, JobId, StoredPage};
+use spool::warc::{RecordType, payload_digest};
+
+use crate::manager::{
+    self, APP, TestManager, config, page, published, records, robots, start, warcio_check,
+};
+use crate::site::{self, CHUNKED_BODY, ROBOTS, Site, page_body};
+
+fn stored(result: &FetchResult) -> &StoredPage {
+    match result {
+        FetchResult::Stored(page) => page,
+        other => panic!("expected Stored, got {other:?}"),
+    }
+}
+
+fn failed(result: &FetchResult) -> OutcomeReason {
+    match result {
+        FetchResult::Failed { reason, .. } => *reason,
+        other => panic!("expected Failed, got {other:?}"),
+    }
+}
+
+/// An address nothing listens on (a port just released).
+async fn closed_port() -> SocketAddr {
+    let l = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let addr = l.local_addr().unwrap();
+    drop(l);
+    addr
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn pages_are_stored_reported_and_committed() {
+    let site = Site::start().await;
+    let manager = TestManager::start().await;
+    let mut dl = start(config(), manager.addr());
+    let mut m = manager.accept(dl.spool.path()).await;
+    assert_eq!(m.hello.id.as_str(), "dl-test");
+
+    let dead = closed_port().await;
+    let paths = ["/a", "/b", "/gzip", "/redirect"];
+    let mut jobs: Vec<_> = (1..)
+        .zip(paths)
+        .map(|(id, path)| page(id, &site.url(path), site.addr))
+        .collect();
+    jobs.push(robots(10, &site.url("/robots.txt"), site.addr, 500 * 1024));
+    jobs.push(page(
+        11,
+        &format!("http://dead.test:{}/", dead.port()),
+        dead,
+    ));
+    jobs.push(page(12, "ftp://site.test/file", site.addr));
+    m.fetch(jobs).await;
+    m.reports_for(&[1, 2, 3, 4, 10, 11, 12]).await;
+    m.committed(&[1, 2, 3, 4]).await;
+    let seen = &m.seen;
+
+    // Failures are reported with their class.
+    assert_eq!(failed(seen.result(11)), OutcomeReason::ConnectFailure);
+    assert_eq!(failed(seen.result(12)), OutcomeReason::InvalidUrl);
+
+    // Pages: status, bytes, location, one batch named in the report.
+    let mut expected = HashMap::new();
+    for (id, path) in (1..).zip(paths) {
+        let p = stored(seen.result(id));
+        let wire = site::answer(path).await;
+        assert_eq!(p.wire_bytes, wire.len() as u64, "{path}");
+        assert!(!p.truncated);
+        assert!(p.timing.total_ms < 5000);
+        expected.insert(site.url(path), (id, wire));
+    }
+    assert_eq!(stored(seen.result(1)).status, 200);
+    assert_eq!(
+        stored(seen.result(1)).body_bytes,
+        page_body("/a").len() as u64
+    );
+    assert_eq!(
+        stored(seen.result(2)).body_bytes,
+        page_body("/b").len() as u64
+    );
+    assert_eq!(
+        stored(seen.result(3)).body_bytes,
+        page_body("/gzip").len() as u64
+    );
+    let redirect = stored(seen.result(4));
+    assert_eq!(
+        (redirect.status, redirect.location.as_deref()),
+        (301, Some("/target"))
+    );
+    assert_eq!(stored(seen.result(1)).location, None);
+
+    // Committed: after the file exists, naming exactly the page jobs.
+    assert_eq!(seen.committed.len(), 1, "{:?}", seen.committed);
+    let (file, _, existed) = &seen.committed[0];
+    assert!(existed, "Committed arrived before {file} was published");
+    assert_eq!(
+        seen.committed_jobs(),
+        [JobId(1), JobId(2), JobId(3), JobId(4)]
+    );
+    for id in 1..=4 {
+        assert_eq!(&stored(seen.result(id)).file, file);
+    }
+
+    // The batch: warcio accepts it; warcinfo, then response + request pairs.
+    let files = published(&dl.pages());
+    assert_eq!(files.len(), 1, "{files:?}");
+    assert!(files[0].ends_with(file), "{files:?}");
+    assert!(file.starts_with("50-dl-test-") && file.ends_with(".warc.gz"));
+    warcio_check(&files[0]);
+    let recs = records(&files[0]);
+    assert_eq!(recs.len(), 1 + 2 * paths.len());
+    assert_eq!(recs[0].headers.record_type(), Some(RecordType::Warcinfo));
+    let info_id = recs[0].headers.record_id().unwrap().to_owned();
+    for pair in recs[1..].chunks(2) {
+        let (response, request) = (&pair[0].headers, &pair[1].headers);
+        assert_eq!(response.record_type(), Some(RecordType::Response));
+        assert_eq!(request.record_type(), Some(RecordType::Request));
+        let uri = response.target_uri().unwrap();
+        let (id, wire) = expected
+            .remove(uri)
+            .unwrap_or_else(|| panic!("unexpected {uri}"));
+        assert_eq!(request.target_uri(), Some(uri));
+        assert_eq!(response.get("WARC-IP-Address"), Some("127.0.0.1"));
+        assert_eq!(request.get("WARC-IP-Address"), Some("127.0.0.1"));
+        assert_eq!(response.get("WARC-Warcinfo-ID"), Some(info_id.as_str()));
+        assert_eq!(request.get("WARC-Concurrent-To"), response.record_id());
+        assert_eq!(pair[0].block, wire, "job {id}: the response as received");
+        let head_end = wire.windows(4).position(|w| w == b"\r\n\r\n").unwrap() + 4;
+        let payload = &wire[head_end..];
+        assert_eq!(
+            response.payload_digest(),
+            Some(payload_digest(payload)),
+            "job {id}"
+        );
+        assert!(pair[1].block.starts_with(b"GET "), "job {id}");
+        assert_eq!(response.truncated(), None);
+    }
+    assert!(expected.is_empty());
+
+    // Robots: its own published file, existing when the report arrived.
+    let r = &seen.reports[&JobId(10)];
+    assert!(
+        r.file_existed,
+        "robots report before its file was published"
+    );
+    let robots_file = dl.spool.path().join("robots").join(&stored(&r.result).file);
+    assert!(stored(&r.result).file.starts_with("00-dl-test-"));
+    assert_eq!(
+        published(&dl.spool.path().join("robots")),
+        [robots_file.as_path()]
+    );
+    warcio_check(&robots_file);
+    let recs = records(&robots_file);
+    assert_eq!(recs.len(), 2);
+    assert_eq!(recs[0].headers.record_type(), Some(RecordType::Response));
+    assert!(recs[0].block.ends_with(ROBOTS));
+    assert_eq!(
+        recs[1].headers.get("WARC-Concurrent-To"),
+        recs[0].headers.record_id()
+    );
+
+    // Nothing left behind.
+    assert!(published(&dl.pages().join(".tmp")).is_empty());
+    assert!(dl.spool.path().join("pages").join(APP).is_dir());
+    dl.shutdown.cancel();
+    dl.join().await.unwrap();
+}
+
+/// WARC 1.1 defines the payload as the entity body with the transfer coding
+/// removed (IIPC warc-specifications#22; Heritrix and wget-lua digest it that way),
+/// so a chunked response's digest is over the de-chunked body while its block keeps
+/// the chunks. (`warcio check` digests the chunked bytes and so rejects such
+/// records: webrecorder/warcio#74, #75.)
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn chunked_payload_digest_is_over_the_dechunked_body() {
+    let site = Site::start().await;
+    let manager = TestManager::start().await;
+    let mut dl = start(config(), manager.addr());
+    let mut m = manager.accept(dl.spool.path()).await;
+    m.fetch(vec![page(1, &site.url("/chunked"), site.addr)])
+        .await;
+    m.committed(&[1]).await;
+    let p = stored(m.seen.result(1));
+    assert_eq!(p.body_bytes, CHUNKED_BODY.len() as u64);
+    let file = manager::find_file(dl.spool.path(), &p.file).unwrap();
+    let recs = records(&file);
+    assert_eq!(recs[1].block, site::answer("/chunked").await, "chunks kept");
+    assert_eq!(
+        recs[1].headers.payload_digest(),
+        Some(payload_digest(CHUNKED_BODY))
+    );
+    dl.shutdown.cancel();
+    dl.join().await.unwrap();
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn robots_body_is_capped_at_the_job_limit() {
+    let site = Site::start().await;
+    let manager = TestManager::start().await;
+    let mut dl = start(config(), manager.addr());
+    let mut m = manager.accept(dl.spool.path()).await;
+    m.fetch(vec![robots(1, &site.url("/bytes/5000"), site.addr, 1000)])
+        .await;
+    m.reports_for(&[1]).await;
+    let p = stored(m.seen.result(1));
+    assert!(p.truncated);
+    let file = dl.spool.path().join("robots").join(&p.file);
+    let recs = records(&file);
+    assert_eq!(recs[0].headers.truncated(), Some("length"));
+    let head_end = recs[0]
+        .block
+        .windows(4)
+        .position(|w| w == b"\r\n\r\n")
+        .unwrap()
+        + 4;
+    assert_eq!(recs[0].block.len() - head_end, 1000);
+    dl.shutdown.cancel();
+    dl.join().await.unwrap();
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn loopback_is_forbidden_without_allow_private() {
+    let site = Site::start().await;
+    let manager = TestManager::start().await;
+    let strict = downloader::DownloaderConfig {
+        allow_private: false,
+        ..config()
+    };
+    let mut dl = start(strict, manager.addr());
+    let mut m = manager.accept(dl.spool.path()).await;
+    m.fetch(vec![
+        page(1, &site.url("/a"), site.addr),
+        manager::robots(2, &site.url("/robots.txt"), site.addr, 1000),
+    ])
+    .await;
+    m.reports_for(&[1, 2]).await;
+    assert_eq!(failed(m.seen.result(1)), OutcomeReason::ForbiddenAddress);
+    assert_eq!(failed(m.seen.result(2)), OutcomeReason::ForbiddenAddress);
+    tokio::time::sleep(Duration::from_millis(50)).await;
+    assert_eq!(site.accepted.load(std::sync::atomic::Ordering::SeqCst), 0);
+    dl.shutdown.cancel();
+    dl.join().await.unwrap();
+    assert!(published(&dl.pages()).is_empty());
+}
