@@ -2,13 +2,16 @@
 //! queues of hosts, lazily loaded request files, robots.txt, DNS cache, politeness,
 //! blacklist, speed control, checkpoints and the admin page.
 //!
-//! This crate is the manager's *library*: the scheduling core that decides which URL
-//! goes to a downloader next, with its durable state in RocksDB. The network service
-//! around it (control server, downloader/resolver registry, heartbeats, admin page) is
-//! built on [`frontier::Frontier`]'s event-driven API and is not here yet.
+//! Two layers: the scheduling core that decides which URL goes to a downloader next,
+//! with its durable state in RocksDB ([`frontier`], no I/O but its database and the
+//! spool), and the network service around it ([`service`]: control server,
+//! registry of downloaders/resolvers/applications, heartbeats, dispatch, DNS
+//! batches, admin commands, checkpoints), started by [`run`]. The browser admin
+//! page is not built yet.
 //!
 //! Main types: [`Frontier`] (the facade), [`FrontierConfig`] (its settings),
-//! [`FrontierStats`], [`Blacklist`], [`robots::RobotsPolicy`].
+//! [`FrontierStats`], [`Blacklist`], [`robots::RobotsPolicy`]; [`run`],
+//! [`Settings`], [`ManagerConfig`], [`ManagerError`] for the service.
 //!
 //! Layout:
 //! - [`frontier`]: the `Frontier` facade and its parts (store, hosts, ready and waiting
@@ -18,10 +21,12 @@
 //! - [`blacklist`]: hosts and domain suffixes never fetched;
 //! - `requests`: the request-file queue (claim, validate, stream in chunks);
 //! - `outcomes`: outcome files per application (durable first, then published);
-//! - [`robots`]: the RFC 9309 robots.txt parser and matcher.
+//! - [`robots`]: the RFC 9309 robots.txt parser and matcher;
+//! - [`service`]: the control server around the frontier (tokio).
 //!
 //! Depends only on `spool` among the workspace crates, never on another service
-//! crate; does no network I/O and starts no task or thread.
+//! crate. The frontier does no network I/O and starts no task or thread; all of
+//! that lives in [`service`].
 
 pub mod blacklist;
 pub mod config;
@@ -30,7 +35,9 @@ mod outcomes;
 pub mod politeness;
 mod requests;
 pub mod robots;
+pub mod service;
 
 pub use blacklist::{Blacklist, BlacklistEntry};
 pub use config::FrontierConfig;
 pub use frontier::{Frontier, FrontierError, FrontierStats, HostState, wall_clock_ms};
+pub use service::{ManagerConfig, ManagerError, Settings, bind, run};

@@ -3,10 +3,12 @@
 //! benchmarks.
 //!
 //! - [`config`]: the documented RON config (`polycrawl config --default`).
+//! - [`status`]: `polycrawl status`, a running manager's figures.
 //! - [`websim`]: the simulated web (DESIGN.md section 9).
 //!
 //! `ops` is the only crate that may use `anyhow`; the libraries it wires together
 //! return typed errors.
 
 pub mod config;
+pub mod status;
 pub mod websim;

@@ -21,19 +21,21 @@ struct Cli {
 #[derive(Debug, Subcommand)]
 enum Command {
     /// Start the crawl manager (queues, politeness, robots, DNS cache, admin page).
-    Manager(NotBuilt),
+    Manager(ManagerArgs),
     /// Start a downloader that registers with the manager.
-    Downloader(NotBuilt),
+    Downloader(DownloaderArgs),
     /// Start a DNS resolver that registers with the manager.
-    Resolver(ResolverArgs),
+    Resolver(ServiceArgs),
     /// Start the breadth-first crawling application.
-    App(NotBuilt),
+    App(AppArgs),
+    /// Print a page stored in the repository (WARC headers and HTTP response).
+    Get(GetArgs),
     /// Run the whole system on this machine against real seeds.
     Crawl(NotBuilt),
     /// Run the whole system against the simulated web, with progress.
     Demo(NotBuilt),
     /// Show a running crawl's figures in the terminal.
-    Status(NotBuilt),
+    Status(StatusArgs),
     /// Start websim, the simulated web (many hosts on 127.x.y.z, its own DNS).
     Websim(ops::websim::Args),
     /// Print the documented default config, or check a config file.
@@ -67,12 +69,14 @@ struct RobotsArgs {
     urls: Vec<String>,
 }
 
+/// The flags of every service that registers with the manager.
 #[derive(Debug, clap::Args)]
-struct ResolverArgs {
+struct ServiceArgs {
     /// The config file (RON); without one, the defaults apply.
     #[arg(long, value_name = "FILE")]
     config: Option<PathBuf>,
-    /// This resolver's id, unique among resolvers [default: resolver-<hostname>-<pid>].
+    /// This component's id, unique among its role
+    /// [default: resolver-<hostname>-<pid>, dl-<hostname>-<pid>].
     #[arg(long, value_name = "ID")]
     id: Option<spool::ComponentId>,
     /// The manager's control port, overriding control.manager_addr.
@@ -80,6 +84,85 @@ struct ResolverArgs {
     manager: Option<String>,
     /// The control token, overriding POLYCRAWL_TOKEN and control.token (prefer the
     /// environment variable: arguments are visible to other users).
+    #[arg(long, value_name = "TOKEN")]
+    token: Option<String>,
+}
+
+#[derive(Debug, clap::Args)]
+struct DownloaderArgs {
+    #[command(flatten)]
+    service: ServiceArgs,
+    /// The spool directory, overriding spool.root.
+    #[arg(long, value_name = "DIR")]
+    spool: Option<PathBuf>,
+}
+
+#[derive(Debug, clap::Args)]
+struct AppArgs {
+    #[command(flatten)]
+    service: ServiceArgs,
+    /// The application id, overriding app.app.
+    #[arg(long, value_name = "APP")]
+    app: Option<String>,
+    /// A file of seed URLs, overriding app.seeds_file.
+    #[arg(long, value_name = "FILE")]
+    seeds: Option<PathBuf>,
+    /// The spool directory, overriding spool.root.
+    #[arg(long, value_name = "DIR")]
+    spool: Option<PathBuf>,
+    /// The state directory (seen set, progress), overriding app.state_dir.
+    #[arg(long, value_name = "DIR")]
+    state: Option<PathBuf>,
+    /// The WARC repository, overriding app.repository_dir.
+    #[arg(long, value_name = "DIR")]
+    repo: Option<PathBuf>,
+    /// Stop after this many stored pages, overriding app.max_pages.
+    #[arg(long, value_name = "N")]
+    max_pages: Option<u64>,
+}
+
+#[derive(Debug, clap::Args)]
+struct GetArgs {
+    /// The WARC repository.
+    #[arg(long, value_name = "DIR")]
+    repo: PathBuf,
+    /// The URL to print.
+    #[arg(value_name = "URL")]
+    url: String,
+}
+
+#[derive(Debug, clap::Args)]
+struct ManagerArgs {
+    /// The config file (RON); without one, the defaults apply.
+    #[arg(long, value_name = "FILE")]
+    config: Option<PathBuf>,
+    /// The control port to listen on, overriding control.manager_addr (port 0 picks
+    /// a free one). When listening, stdout gets `manager listening addr=IP:PORT`.
+    #[arg(long, value_name = "HOST:PORT")]
+    listen: Option<String>,
+    /// The state directory (database, checkpoints), overriding manager.state_dir.
+    #[arg(long, value_name = "DIR")]
+    state: Option<PathBuf>,
+    /// The spool directory, overriding spool.root.
+    #[arg(long, value_name = "DIR")]
+    spool: Option<PathBuf>,
+    /// The control token, overriding POLYCRAWL_TOKEN and control.token (prefer the
+    /// environment variable: arguments are visible to other users). The admin token
+    /// comes from POLYCRAWL_ADMIN_TOKEN or manager.admin_token.
+    #[arg(long, value_name = "TOKEN")]
+    token: Option<String>,
+}
+
+#[derive(Debug, clap::Args)]
+struct StatusArgs {
+    /// The config file (RON); without one, the defaults apply.
+    #[arg(long, value_name = "FILE")]
+    config: Option<PathBuf>,
+    /// The manager's control port, overriding control.manager_addr.
+    #[arg(long, value_name = "HOST:PORT")]
+    manager: Option<String>,
+    /// The admin token, overriding POLYCRAWL_ADMIN_TOKEN and manager.admin_token
+    /// (without any, the control token: POLYCRAWL_TOKEN or control.token).
     #[arg(long, value_name = "TOKEN")]
     token: Option<String>,
 }
@@ -119,16 +202,22 @@ fn run(command: Command) -> anyhow::Result<()> {
         anyhow::bail!("`polycrawl {part}` is not built yet ({issue})")
     };
     match command {
-        Command::Manager(_) => not_built("manager", "the crawling-system issue"),
-        Command::Downloader(_) => not_built("downloader", "the crawling-system issue"),
+        Command::Manager(args) => manager_command(args),
+        Command::Downloader(args) => downloader_command(args),
         Command::Resolver(args) => resolver_command(args),
-        Command::App(_) => not_built("app", "the breadth-first application issue"),
+        Command::App(args) => app_command(args),
+        Command::Get(args) => {
+            let repo = storage::RepositoryReader::open(&args.repo)?;
+            let found = storage::print_page(&repo, &args.url, &mut std::io::stdout().lock())?;
+            anyhow::ensure!(found, "{} is not in the repository", args.url);
+            Ok(())
+        }
         Command::Crawl(_) => not_built("crawl", "the breadth-first application issue"),
         Command::Demo(_) => not_built(
             "demo",
             "the breadth-first application issue; `polycrawl websim` runs the simulated web",
         ),
-        Command::Status(_) => not_built("status", "the operations issue"),
+        Command::Status(args) => status_command(args),
         Command::Websim(args) => ops::websim::run(args),
         Command::Robots(args) => {
             let body = std::fs::read(&args.robots)
@@ -163,27 +252,183 @@ fn run(command: Command) -> anyhow::Result<()> {
 
 /// `polycrawl resolver`: flags over the config file, then `resolver::run` until
 /// SIGINT/SIGTERM or a drain.
-fn resolver_command(args: ResolverArgs) -> anyhow::Result<()> {
-    let config = Config::load_or_default(args.config.as_deref())?;
+fn resolver_command(args: ServiceArgs) -> anyhow::Result<()> {
+    let (config, reg) = registration(args)?;
+    let id = reg.id.unwrap_or_else(resolver::ControlSettings::default_id);
+    let mut control = resolver::ControlSettings::new(reg.manager, reg.token, id);
+    control.max_frame = config.control.max_frame_bytes;
+    serve(|shutdown| async move { resolver::run(&config.resolver, control, shutdown).await })
+}
+
+/// `polycrawl downloader`: flags over the config file, then `downloader::run`
+/// until SIGINT/SIGTERM or a drain.
+fn downloader_command(args: DownloaderArgs) -> anyhow::Result<()> {
+    let (mut config, reg) = registration(args.service)?;
+    if let Some(root) = args.spool {
+        config.spool.root = root;
+    }
+    let id = reg
+        .id
+        .unwrap_or_else(downloader::ControlSettings::default_id);
+    let mut control = downloader::ControlSettings::new(reg.manager, reg.token, id);
+    control.max_frame = config.control.max_frame_bytes;
+    let spool = spool::Spool::new(config.spool.root.clone());
+    serve(
+        |shutdown| async move { downloader::run(&config.downloader, control, spool, shutdown).await },
+    )
+}
+
+/// `polycrawl app`: flags over the config file, then `application::service::run`
+/// until the crawl is complete or SIGINT/SIGTERM; prints the one-line summary.
+fn app_command(args: AppArgs) -> anyhow::Result<()> {
+    let (mut config, reg) = registration(args.service)?;
+    let app = &mut config.app;
+    if let Some(v) = args.app {
+        app.app = v;
+    }
+    if let Some(v) = args.seeds {
+        app.seeds_file = Some(v);
+    }
+    if let Some(v) = args.state {
+        app.state_dir = v;
+    }
+    if let Some(v) = args.repo {
+        app.repository_dir = v;
+    }
+    if let Some(v) = args.max_pages {
+        app.max_pages = v;
+    }
+    if let Some(root) = args.spool {
+        config.spool.root = root;
+    }
+    let app_id = config.app.app_id()?;
+    let id = reg
+        .id
+        .unwrap_or_else(|| application::service::ControlSettings::default_id(&app_id));
+    let mut control = application::service::ControlSettings::new(reg.manager, reg.token, id);
+    control.max_frame = config.control.max_frame_bytes;
+    let spool = spool::Spool::new(config.spool.root.clone());
+    serve(|shutdown| async move {
+        let summary =
+            application::service::run(config.app, spool, Vec::new(), control, shutdown).await?;
+        println!("{summary}");
+        Ok::<(), application::service::AppError>(())
+    })
+}
+
+/// `polycrawl manager`: flags over the config file, then `manager::run` until
+/// SIGINT/SIGTERM (downloaders drained) or an admin's shutdown.
+fn manager_command(args: ManagerArgs) -> anyhow::Result<()> {
+    let mut config = Config::load_or_default(args.config.as_deref())?;
+    if let Some(root) = args.spool {
+        config.spool.root = root;
+    }
+    if let Some(state) = args.state {
+        config.manager.state_dir = state;
+    }
+    if let Ok(admin) = std::env::var("POLYCRAWL_ADMIN_TOKEN") {
+        config.manager.admin_token = admin;
+    }
     let token = args
         .token
         .or_else(|| std::env::var("POLYCRAWL_TOKEN").ok())
-        .unwrap_or(config.control.token);
+        .unwrap_or_else(|| config.control.token.clone());
     anyhow::ensure!(
         !token.is_empty(),
         "no control token: set control.token, POLYCRAWL_TOKEN or --token"
     );
     let token = spool::protocol::Token::new(token).context("control token")?;
-    let id = args
-        .id
-        .unwrap_or_else(resolver::ControlSettings::default_id);
-    let manager = args.manager.unwrap_or(config.control.manager_addr);
-    let mut control = resolver::ControlSettings::new(manager, token, id);
-    control.max_frame = config.control.max_frame_bytes;
+    let addr = args
+        .listen
+        .unwrap_or_else(|| config.control.manager_addr.clone());
+    let spool = spool::Spool::new(config.spool.root.clone());
+    let mut settings = manager::Settings::new(config.manager, spool, token);
+    let c = &config.control;
+    settings.heartbeat_interval = std::time::Duration::from_millis(c.heartbeat_interval_ms);
+    settings.heartbeat_timeout = std::time::Duration::from_millis(c.heartbeat_timeout_ms);
+    settings.max_frame = c.max_frame_bytes;
+    serve(|shutdown| async move {
+        let listener = manager::bind(&addr).await?;
+        let local = listener
+            .local_addr()
+            .map_err(|source| manager::ManagerError::Listen { addr, source })?;
+        // The ready line scripts and tests wait for (stdout is line-buffered).
+        println!("manager listening addr={local}");
+        manager::run(listener, settings, shutdown).await
+    })
+}
+
+/// `polycrawl status`: prints a running manager's figures.
+fn status_command(args: StatusArgs) -> anyhow::Result<()> {
+    let config = Config::load_or_default(args.config.as_deref())?;
+    let token = [
+        args.token,
+        std::env::var("POLYCRAWL_ADMIN_TOKEN").ok(),
+        Some(config.manager.admin_token.clone()),
+        std::env::var("POLYCRAWL_TOKEN").ok(),
+        Some(config.control.token.clone()),
+    ]
+    .into_iter()
+    .flatten()
+    .find(|t| !t.is_empty())
+    .context("no token: set --token, POLYCRAWL_ADMIN_TOKEN or manager.admin_token")?;
+    let token = spool::protocol::Token::new(token).context("admin token")?;
+    let addr = args
+        .manager
+        .unwrap_or_else(|| config.control.manager_addr.clone());
+    let runtime = tokio::runtime::Runtime::new()?;
+    let snapshot = runtime.block_on(ops::status::fetch(
+        &addr,
+        token,
+        config.control.max_frame_bytes,
+    ))?;
+    let timeout = config.control.heartbeat_timeout_ms;
+    print!("{}", ops::status::render(&addr, &snapshot, timeout));
+    Ok(())
+}
+
+/// How a service reaches the manager: flags over the environment over the config.
+struct Registration {
+    manager: String,
+    token: spool::protocol::Token,
+    id: Option<spool::ComponentId>,
+}
+
+/// Loads the config and works out the manager address, token and id.
+fn registration(args: ServiceArgs) -> anyhow::Result<(Config, Registration)> {
+    let config = Config::load_or_default(args.config.as_deref())?;
+    let token = args
+        .token
+        .or_else(|| std::env::var("POLYCRAWL_TOKEN").ok())
+        .unwrap_or_else(|| config.control.token.clone());
+    anyhow::ensure!(
+        !token.is_empty(),
+        "no control token: set control.token, POLYCRAWL_TOKEN or --token"
+    );
+    let token = spool::protocol::Token::new(token).context("control token")?;
+    let manager = args
+        .manager
+        .unwrap_or_else(|| config.control.manager_addr.clone());
+    let reg = Registration {
+        manager,
+        token,
+        id: args.id,
+    };
+    Ok((config, reg))
+}
+
+/// Runs a service on a multi-thread runtime until it returns; SIGINT/SIGTERM
+/// cancel the token it is given.
+fn serve<F, Fut, E>(service: F) -> anyhow::Result<()>
+where
+    F: FnOnce(tokio_util::sync::CancellationToken) -> Fut,
+    Fut: std::future::Future<Output = Result<(), E>>,
+    E: std::error::Error + Send + Sync + 'static,
+{
     let shutdown = tokio_util::sync::CancellationToken::new();
     tokio::runtime::Runtime::new()?.block_on(async {
         tokio::spawn(shutdown_on_signal(shutdown.clone()));
-        resolver::run(&config.resolver, control, shutdown).await
+        service(shutdown).await
     })?;
     Ok(())
 }

@@ -159,7 +159,7 @@ impl Frontier {
         self.commit(batch)
     }
 
-    fn load_outcome(
+    pub(super) fn load_outcome(
         &mut self,
         batch: &mut Batch,
         url: &str,
@@ -180,7 +180,7 @@ impl Frontier {
 }
 
 /// The outcome new URLs of an origin get, if it is marked dropped at `now_ms`.
-fn live_drop(record: &OriginRecord, now_ms: u64) -> Option<OutcomeReason> {
+pub(super) fn live_drop(record: &OriginRecord, now_ms: u64) -> Option<OutcomeReason> {
     record
         .dropped_reason
         .filter(|_| now_ms < record.dropped_until_ms)

@@ -13,7 +13,7 @@
 //! | a resolver answered | [`on_dns`](Frontier::on_dns) |
 //! | a fetch report arrived | [`on_report`](Frontier::on_report) (pages, failures, returns) |
 //! | a robots.txt was stored | [`on_robots_fetched`](Frontier::on_robots_fetched) (with the body read from `robots/`) |
-//! | a downloader vanished | [`on_returned`](Frontier::on_returned) for each of its jobs |
+//! | a downloader vanished | [`on_returned`](Frontier::on_returned) for each of its jobs, [`requeue`](Frontier::requeue) for each page it reported but never committed |
 //! | a request file appeared | [`rescan_requests`](Frontier::rescan_requests) (a hint; folders are also listed periodically) |
 //! | an operator acted | [`set_target_rate`](Frontier::set_target_rate), [`blacklist_add`](Frontier::blacklist_add), [`checkpoint`](Frontier::checkpoint) |
 //!
@@ -68,6 +68,7 @@ mod queue;
 mod ready;
 pub(crate) mod records;
 mod report;
+mod requeue;
 mod resolve;
 mod robots_fetch;
 mod schedule;

@@ -16,7 +16,7 @@ use serde::{Deserialize, Serialize};
 pub const DEFAULT_RON: &str = include_str!("default.ron");
 
 /// The whole config file.
-#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields, default)]
 pub struct Config {
     /// The shared spool directory.
@@ -25,6 +25,12 @@ pub struct Config {
     pub control: ControlConfig,
     /// The DNS resolver service (`polycrawl resolver`).
     pub resolver: resolver::Config,
+    /// The downloader service (`polycrawl downloader`).
+    pub downloader: downloader::DownloaderConfig,
+    /// The breadth-first application (`polycrawl app`).
+    pub app: application::AppConfig,
+    /// The crawl manager (`polycrawl manager`).
+    pub manager: manager::ManagerConfig,
 }
 
 /// `spool: (...)`: where the spool is and how consumers discover files.
@@ -194,6 +200,15 @@ impl Config {
         if let Err(e) = self.resolver.validate() {
             return invalid(e.field, e.message);
         }
+        if let Err(e) = self.downloader.validate() {
+            return invalid(e.field, e.message);
+        }
+        if let Err(application::service::AppError::Config { field, reason }) = self.app.scope() {
+            return invalid(field, reason);
+        }
+        if let Err(e) = self.manager.validate() {
+            return invalid(e.field, e.message);
+        }
         Ok(())
     }
 }
@@ -292,6 +307,16 @@ mod tests {
                 "resolver.min_ttl_secs",
             ),
             ("(resolver: (max_concurrent: 0))", "resolver.max_concurrent"),
+            ("(downloader: (gzip_level: 12))", "downloader.gzip_level"),
+            ("(manager: (dns_batch_size: 0))", "manager.dns_batch_size"),
+            (
+                "(manager: (frontier: (max_failures: 0)))",
+                "manager.frontier.max_failures",
+            ),
+            (
+                "(downloader: (user_agent: \"Mozilla/5.0\"))",
+                "downloader.user_agent",
+            ),
             (
                 "(resolver: (name_servers: [\"127.0.0.1:0\"]))",
                 "resolver.name_servers",

@@ -1,0 +1,233 @@
+//! Putting a URL back: a page a downloader reported `Stored` but never announced in a
+//! `Committed` batch is not durable, so when that downloader goes away the service
+//! hands the URL back with [`Frontier::requeue`] and it is fetched again.
+//!
+//! The report already removed the URL from its queue (politeness needs the report at
+//! once), so the URL is queued again as a *new request*: a new request number, at the
+//! tail of its host's queue, written in one batch with the counters (the page counted
+//! at the report is uncounted, so every URL still ends exactly once in
+//! `pages + outcomes`). A URL that can no longer be fetched (its host blacklisted or
+//! dropped meanwhile) ends with that outcome instead, as it would when loaded.
+//!
+//! This module must never touch a host's state beyond what loading does: a known host
+//! just gets a longer queue; a new one starts its way to ready (DNS first).
+
+use std::sync::Arc;
+
+use spool::{AppId, OutcomeReason};
+
+use super::hosts::Host;
+use super::load::live_drop;
+use super::origin::origin_of;
+use super::records::{META_NEXT_HOST, META_NEXT_REQNO, QueueEntry, queue_key};
+use super::store::{Batch, Cf};
+use super::{Frontier, FrontierError};
+
+impl Frontier {
+    /// Queues `url` of `app` again, durably, as a new request at the tail of its
+    /// host's queue: for a page whose report arrived but whose batch was never
+    /// committed (its downloader died). Returns false if the URL ended with an
+    /// outcome instead (invalid, blacklisted, or its host dropped meanwhile).
+    pub fn requeue(&mut self, app: &AppId, url: &str, now_ms: u64) -> Result<bool, FrontierError> {
+        let mut batch = Batch::default();
+        let reqno = self.next_reqno;
+        self.next_reqno += 1;
+        batch.put(Cf::Meta, META_NEXT_REQNO.to_vec(), &self.next_reqno);
+        // Counted as a page at its report; it is counted again when fetched again.
+        let counters = self.counters.app(app);
+        counters.pages = counters.pages.saturating_sub(1);
+        let origin = match origin_of(url) {
+            Ok(origin) => origin,
+            Err(detail) => {
+                let reason = OutcomeReason::InvalidUrl;
+                self.load_outcome(&mut batch, url, app, reason, &detail, now_ms);
+                self.commit(batch)?;
+                return Ok(false);
+            }
+        };
+        if self.blacklist.matches(&origin.name) {
+            let detail = format!("{} is blacklisted", origin.name);
+            let reason = OutcomeReason::Blacklisted;
+            self.load_outcome(&mut batch, url, app, reason, &detail, now_ms);
+            self.commit(batch)?;
+            return Ok(false);
+        }
+        let (id, created) = match self.hosts.id_of(&origin.key) {
+            Some(id) => (id, false),
+            None => {
+                let record = self.origin_record(&origin.key)?;
+                if let Some(reason) = live_drop(&record, now_ms) {
+                    let detail = format!("{} was dropped earlier: {reason}", origin.key);
+                    self.load_outcome(&mut batch, url, app, reason, &detail, now_ms);
+                    self.commit(batch)?;
+                    return Ok(false);
+                }
+                let id = self.next_host_id;
+                self.next_host_id += 1;
+                batch.put(Cf::Meta, META_NEXT_HOST.to_vec(), &self.next_host_id);
+                let mut host = Host::new(
+                    id,
+                    Arc::from(origin.key.as_str()),
+                    Arc::from(origin.name.as_str()),
+                    origin.port,
+                    0,
+                );
+                host.robots = self.robots_from_cache(record.robots.as_ref());
+                self.hosts.insert(host);
+                (id, true)
+            }
+        };
+        let Some(host) = self.hosts.get_mut(id) else {
+            return Ok(false);
+        };
+        let seq = host.tail;
+        if host.queued() == 0 {
+            host.head_reqno = Some(reqno);
+        }
+        host.tail += 1;
+        let entry = QueueEntry {
+            reqno,
+            app: app.clone(),
+            url: url.to_owned(),
+            depth: None,
+            via: None,
+        };
+        batch.put(Cf::Queue, queue_key(id, seq).to_vec(), &entry);
+        self.counters.app(app).queued += 1;
+        self.save_host(id, &mut batch);
+        self.commit(batch)?;
+        if created {
+            // Like a loaded host: on its way to ready once its URL is durable.
+            let mut batch = Batch::default();
+            self.advance(id, now_ms, &mut batch)?;
+            self.commit(batch)?;
+        }
+        tracing::debug!(%app, url, "URL queued again");
+        Ok(true)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::net::{IpAddr, Ipv4Addr};
+
+    use spool::formats::{Hints, RequestHeader, RequestWriter};
+    use spool::name::{FileKind, Priority};
+    use spool::protocol::{
+        FetchJob, FetchPurpose, FetchReport, FetchResult, Resolution, StoredPage, Timing,
+    };
+    use spool::publish::Publisher;
+    use spool::{ComponentId, Spool};
+
+    use crate::{Frontier, FrontierConfig};
+
+    const T0: u64 = 1_700_000_000_000;
+
+    fn config() -> FrontierConfig {
+        FrontierConfig {
+            interval_ms: 0,
+            min_interval_ms: 0,
+            ip_max_in_flight: 0,
+            ip_min_interval_ms: 0,
+            allow_private_addresses: true,
+            ..FrontierConfig::default()
+        }
+    }
+
+    /// Answers DNS and robots.txt (404) until page jobs come out.
+    fn pages(f: &mut Frontier, now: u64) -> Vec<FetchJob> {
+        let mut pages = Vec::new();
+        for _ in 0..4 {
+            for name in f.hosts_needing_dns(now) {
+                let answer = Resolution::Addresses {
+                    addrs: vec![IpAddr::V4(Ipv4Addr::LOCALHOST)],
+                    ttl_secs: 3600,
+                };
+                f.on_dns(&name, &answer, now).unwrap();
+            }
+            for job in f.next_jobs(now, 10).unwrap() {
+                match job.purpose {
+                    FetchPurpose::Robots => {
+                        f.on_robots_fetched(job.job, 404, Some(b""), None, now)
+                            .unwrap();
+                    }
+                    FetchPurpose::Page => pages.push(job),
+                }
+            }
+        }
+        pages
+    }
+
+    fn stored(job: &FetchJob) -> FetchReport {
+        FetchReport {
+            job: job.job,
+            result: FetchResult::Stored(StoredPage {
+                status: 200,
+                wire_bytes: 100,
+                body_bytes: 10,
+                truncated: false,
+                timing: Timing {
+                    connect_ms: 1,
+                    first_byte_ms: 1,
+                    total_ms: 1,
+                },
+                file: "50-dl-00000000000000000001.warc.gz".into(),
+                location: None,
+            }),
+        }
+    }
+
+    #[test]
+    fn a_requeued_url_survives_a_restart_and_is_dispatched_again() {
+        let dir = tempfile::tempdir().unwrap();
+        let spool = Spool::new(dir.path().join("spool"));
+        let db = dir.path().join("db");
+        let app = spool::AppId::new("bfs").unwrap();
+        let publisher = Publisher::new(
+            spool.requests(&app).unwrap(),
+            ComponentId::new("test").unwrap(),
+        )
+        .unwrap();
+        let priority = Priority::NORMAL;
+        let mut w = RequestWriter::new(Vec::new(), RequestHeader { priority }).unwrap();
+        for url in ["http://a.test/1", "http://a.test/2"] {
+            w.write(url, &Hints::default()).unwrap();
+        }
+        let bytes = w.finish().unwrap();
+        publisher
+            .publish(priority, FileKind::Requests, &bytes)
+            .unwrap();
+
+        let mut f = Frontier::open(&db, spool.clone(), config()).unwrap();
+        let first = pages(&mut f, T0);
+        assert_eq!(first.len(), 1, "one request per host in flight");
+        assert_eq!(first[0].url, "http://a.test/1");
+        assert!(f.on_report(&stored(&first[0]), T0).unwrap());
+        assert_eq!(f.app_progress(&app).pages_total, 1);
+        assert_eq!(f.stats().urls_queued, 1);
+
+        // The downloader died before committing the page: put it back.
+        assert!(f.requeue(&app, "http://a.test/1", T0 + 1).unwrap());
+        let progress = f.app_progress(&app);
+        assert_eq!((progress.pages_total, progress.queued_urls), (0, 2));
+        // A URL of a blacklisted host ends with an outcome instead.
+        f.blacklist_add("b.test".parse().unwrap()).unwrap();
+        assert!(!f.requeue(&app, "http://b.test/x", T0 + 1).unwrap());
+        drop(f); // kill -9
+
+        let mut f = Frontier::open(&db, spool, config()).unwrap();
+        let mut fetched = Vec::new();
+        for step in 0..4 {
+            let now = T0 + 10 + step;
+            for job in pages(&mut f, now) {
+                assert!(f.on_report(&stored(&job), now).unwrap());
+                fetched.push(job.url);
+            }
+        }
+        assert_eq!(fetched, ["http://a.test/2", "http://a.test/1"]);
+        let progress = f.app_progress(&app);
+        assert_eq!(progress.pages_total, 2);
+        assert_eq!(progress.outcomes_total, 1);
+        assert!(progress.is_idle());
+    }
+}

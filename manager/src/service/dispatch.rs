@@ -1,0 +1,273 @@
+//! Downloaders: handing out jobs, taking reports and commits, and taking work back
+//! from a downloader that goes away.
+//!
+//! - **Window**: each downloader gets up to `jobs_per_downloader_factor` (2) times
+//!   its concurrency (from its heartbeats; [`ASSUMED_CONCURRENCY`] before the first)
+//!   jobs outstanding, so it never waits for the next batch.
+//! - **Pacing**: every job takes a token of the global [`TokenBucket`]
+//!   (target pages/s); jobs go to the downloader with the most spare room.
+//! - **Durability**: a `Stored` page report removes the URL from the frontier (for
+//!   politeness, at once), but the page is durable only once its batch is
+//!   published, which `Committed` announces. Until then the job stays in the
+//!   downloader's `uncommitted` map; if the downloader goes away first, the URL is
+//!   queued again ([`Frontier::requeue`](crate::Frontier::requeue)). Jobs with no
+//!   report go back with [`Frontier::on_returned`](crate::Frontier::on_returned).
+//!   If the *manager* dies instead, running downloaders still publish their open
+//!   batches (their contract), so nothing is lost either.
+//! - **robots.txt**: a `Stored` robots report names a published file in `robots/`;
+//!   its body goes to the frontier, then the file is deleted (`robots_file.rs`).
+//!
+//! This module must never block on a downloader: sends go through the outbox.
+//! Cost: O(downloaders) per dispatch round plus O(1) per job and report.
+
+use std::collections::{BTreeSet, HashMap};
+
+use spool::protocol::{
+    FetchJob, FetchPurpose, FetchReport, FetchResult, JobId, Message, Role, SpoolArea, StoredPage,
+};
+use spool::{AppId, ComponentId};
+use tokio::time::Instant;
+
+use super::conn::ConnId;
+use super::engine::Engine;
+use super::error::ManagerError;
+use super::registry::Kind;
+use super::robots_file;
+
+/// The concurrency assumed for a downloader before its first heartbeat.
+pub(crate) const ASSUMED_CONCURRENCY: u32 = 16;
+
+/// A job handed to a downloader and not reported yet.
+#[derive(Debug, Clone)]
+pub(crate) struct Assigned {
+    /// Page or robots.txt.
+    pub purpose: FetchPurpose,
+    /// The application of the page.
+    pub app: AppId,
+    /// The URL.
+    pub url: String,
+}
+
+/// The work one downloader holds.
+#[derive(Debug, Default)]
+pub(crate) struct DownloaderWork {
+    /// Jobs sent and not reported.
+    pub outstanding: HashMap<JobId, Assigned>,
+    /// Pages reported `Stored` whose batch is not committed yet: job -> (app, URL).
+    pub uncommitted: HashMap<JobId, (AppId, String)>,
+    /// A `Drain` was sent: no new jobs.
+    pub draining: bool,
+}
+
+impl Engine {
+    /// Jobs a downloader with this concurrency may hold.
+    fn window(&self, concurrency: u32) -> usize {
+        let jobs = f64::from(concurrency) * self.config.jobs_per_downloader_factor;
+        // A small positive number: the cast cannot truncate meaningfully.
+        jobs.ceil() as usize
+    }
+
+    /// Hands out as many jobs as downloaders have room for and the speed allows.
+    pub(crate) fn dispatch(&mut self, now: Instant, wall: u64) -> Result<(), ManagerError> {
+        self.bucket_wake = None;
+        let mut room: Vec<(ConnId, usize)> = Vec::new();
+        for (conn, c) in self.registry.iter() {
+            if let Kind::Downloader(work) = &c.kind {
+                let concurrency = c.peer.load.map_or(ASSUMED_CONCURRENCY, |l| l.concurrency);
+                let free = self
+                    .window(concurrency)
+                    .saturating_sub(work.outstanding.len());
+                if !work.draining && free > 0 {
+                    room.push((conn, free));
+                }
+            }
+        }
+        room.sort_unstable();
+        let total: usize = room.iter().map(|(_, r)| r).sum();
+        if total == 0 {
+            return Ok(());
+        }
+        let allowed = self.bucket.available(now);
+        let want = total.min(allowed);
+        if want == 0 {
+            self.bucket_wake = Some(self.bucket.next_token_at());
+            return Ok(());
+        }
+        let jobs = self.frontier.next_jobs(wall, want)?;
+        if jobs.is_empty() {
+            return Ok(());
+        }
+        self.bucket.take(jobs.len());
+        if jobs.len() == want && want < total {
+            self.bucket_wake = Some(self.bucket.next_token_at());
+        }
+        let mut batches: HashMap<ConnId, Vec<FetchJob>> = HashMap::new();
+        for job in jobs {
+            let Some(slot) = room.iter_mut().max_by_key(|(_, free)| *free) else {
+                break; // Cannot happen: want <= total room.
+            };
+            slot.1 = slot.1.saturating_sub(1);
+            batches.entry(slot.0).or_default().push(job);
+        }
+        for (conn, jobs) in batches {
+            let Some(c) = self.registry.get_mut(conn) else {
+                continue;
+            };
+            if let Kind::Downloader(work) = &mut c.kind {
+                for job in &jobs {
+                    let assigned = Assigned {
+                        purpose: job.purpose,
+                        app: job.app.clone(),
+                        url: job.url.clone(),
+                    };
+                    work.outstanding.insert(job.job, assigned);
+                }
+            }
+            self.metrics.jobs_dispatched += jobs.len() as u64;
+            // On failure the connection is dropped and its jobs come back.
+            self.send(conn, Message::FetchBatch { jobs });
+        }
+        Ok(())
+    }
+
+    /// A downloader reported on some jobs.
+    pub(crate) fn on_reports(
+        &mut self,
+        conn: ConnId,
+        reports: Vec<FetchReport>,
+        wall: u64,
+    ) -> Result<(), ManagerError> {
+        for report in reports {
+            let Some(Kind::Downloader(work)) = self.registry.get_mut(conn).map(|c| &mut c.kind)
+            else {
+                tracing::warn!(job = %report.job, "fetch report from a component that is not a downloader ignored");
+                return Ok(());
+            };
+            let Some(assigned) = work.outstanding.remove(&report.job) else {
+                tracing::debug!(job = %report.job, "report for a job this downloader does not hold ignored");
+                if let FetchResult::Stored(page) = &report.result {
+                    if let Ok(path) = robots_file::path_of(&self.robots_dir, &page.file) {
+                        robots_file::remove(&path);
+                    }
+                }
+                continue;
+            };
+            match (&report.result, assigned.purpose) {
+                (FetchResult::Stored(page), FetchPurpose::Robots) => {
+                    self.metrics.wire_bytes += page.wire_bytes;
+                    self.robots_stored(report.job, page, wall)?;
+                }
+                (FetchResult::Stored(page), FetchPurpose::Page) => {
+                    self.metrics.wire_bytes += page.wire_bytes;
+                    self.metrics.pages_stored += 1;
+                    if self.frontier.on_report(&report, wall)? {
+                        work.uncommitted
+                            .insert(report.job, (assigned.app, assigned.url));
+                    }
+                }
+                (FetchResult::Failed { .. } | FetchResult::Returned, _) => {
+                    self.frontier.on_report(&report, wall)?;
+                }
+            }
+        }
+        Ok(())
+    }
+
+    /// A robots.txt was stored: read its file, tell the frontier, delete the file.
+    fn robots_stored(
+        &mut self,
+        job: JobId,
+        page: &StoredPage,
+        wall: u64,
+    ) -> Result<(), ManagerError> {
+        let max = usize::try_from(self.config.frontier.max_robots_bytes).unwrap_or(usize::MAX);
+        let path = robots_file::path_of(&self.robots_dir, &page.file);
+        let body = path
+            .as_deref()
+            .map_err(ToString::to_string)
+            .and_then(|p| robots_file::read_body(p, max).map_err(|e| e.to_string()));
+        let body = match body {
+            Ok(body) => Some(body),
+            Err(error) => {
+                self.metrics.robots_unreadable += 1;
+                tracing::warn!(%job, error, "robots file unreadable: robots.txt counts as unreachable");
+                None
+            }
+        };
+        self.frontier.on_robots_fetched(
+            job,
+            page.status,
+            body.as_deref(),
+            page.location.as_deref(),
+            wall,
+        )?;
+        if let Ok(path) = path {
+            robots_file::remove(&path);
+        }
+        Ok(())
+    }
+
+    /// A downloader published a page batch: its pages are durable.
+    pub(crate) fn on_committed(&mut self, conn: ConnId, file: &str, jobs: &[JobId]) {
+        let Some(Kind::Downloader(work)) = self.registry.get_mut(conn).map(|c| &mut c.kind) else {
+            return;
+        };
+        let mut apps = BTreeSet::new();
+        for job in jobs {
+            match work.uncommitted.remove(job) {
+                Some((app, _)) => {
+                    apps.insert(app);
+                }
+                None => tracing::debug!(%job, file, "commit of a job not awaiting one ignored"),
+            }
+        }
+        for app in apps {
+            let area = SpoolArea::Pages(app);
+            self.relay(None, &area, file);
+        }
+    }
+
+    /// A downloader is gone: its unreported jobs go back to their queues and its
+    /// uncommitted pages are queued again.
+    pub(crate) fn downloader_lost(
+        &mut self,
+        id: &ComponentId,
+        work: DownloaderWork,
+        why: &str,
+    ) -> Result<(), ManagerError> {
+        let wall = crate::wall_clock_ms();
+        let (returned, requeued) = (work.outstanding.len(), work.uncommitted.len());
+        let mut jobs: Vec<JobId> = work.outstanding.into_keys().collect();
+        jobs.sort_unstable();
+        for job in jobs {
+            self.frontier.on_returned(job, wall)?;
+        }
+        let mut pages: Vec<(JobId, (AppId, String))> = work.uncommitted.into_iter().collect();
+        pages.sort_unstable_by_key(|(job, _)| *job);
+        for (_, (app, url)) in pages {
+            self.frontier.requeue(&app, &url, wall)?;
+        }
+        self.metrics.jobs_reclaimed += returned as u64;
+        self.metrics.pages_requeued += requeued as u64;
+        if returned + requeued > 0 {
+            tracing::warn!(role = %Role::Downloader, %id, why, returned, requeued,
+                "downloader gone: its unfinished jobs go back to the queues");
+        } else {
+            tracing::info!(role = %Role::Downloader, %id, why, "downloader left");
+        }
+        Ok(())
+    }
+
+    /// Pages of `app` reported but not committed yet, over all downloaders.
+    pub(crate) fn uncommitted_of(&self, app: &AppId) -> u64 {
+        self.registry
+            .iter()
+            .filter_map(|(_, c)| match &c.kind {
+                Kind::Downloader(work) => Some(work.uncommitted.values()),
+                _ => None,
+            })
+            .flatten()
+            .filter(|(a, _)| a == app)
+            .count() as u64
+    }
+}

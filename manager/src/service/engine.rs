@@ -1,0 +1,377 @@
+//! [`Engine`]: the one place that owns the [`Frontier`] and every piece of service
+//! state, driven by events from connection tasks and by its own timers.
+//!
+//! The frontier is synchronous (RocksDB) and is only ever called from here, one
+//! event at a time, never under a lock. Each turn of the loop in
+//! [`run`](super::run) handles a burst of events ([`Engine::handle`]) and then
+//! [`Engine::step`]: drop the connections that failed, run the frontier's timers,
+//! dispatch jobs, hand out DNS names, and the periodic work (application progress,
+//! status line, checkpoints). [`Engine::next_wake`] says when the next turn is due
+//! if no event comes first.
+//!
+//! The other files of this module add to `Engine`: `dispatch.rs` (downloaders),
+//! `dns.rs` (resolvers), `apps.rs`, `admin.rs`, `status.rs`, `checkpoint.rs`.
+//!
+//! This module must never await: a frontier call runs on the loop's task and is
+//! short (a RocksDB batch; loading a request-file chunk is the longest).
+
+use std::path::PathBuf;
+use std::time::Duration;
+
+use spool::protocol::{ByeReason, Message, Role};
+use tokio::time::Instant;
+
+use super::checkpoint::Checkpoints;
+use super::config::ManagerConfig;
+use super::conn::{ConnId, Event};
+use super::dns::DnsBatches;
+use super::error::ManagerError;
+use super::metrics::Metrics;
+use super::pacing::TokenBucket;
+use super::registry::{Component, Kind, Registry};
+use super::status::Rate;
+use crate::frontier::{Frontier, wall_clock_ms};
+
+/// The longest the loop sleeps without an event, whatever the timers say.
+const MAX_SLEEP: Duration = Duration::from_secs(1);
+/// The shortest sleep until a frontier timer, so a timer that stays due cannot spin.
+const MIN_FRONTIER_SLEEP: Duration = Duration::from_millis(2);
+/// Extra time after a drain's grace for the last reports and `Bye`s to arrive.
+const DRAIN_MARGIN: Duration = Duration::from_secs(2);
+
+/// A shutdown in progress.
+#[derive(Debug)]
+pub(crate) struct Stopping {
+    /// Stop at this time even if downloaders are still connected.
+    pub deadline: Instant,
+}
+
+/// The service's state around the frontier. See the [module docs](self).
+#[derive(Debug)]
+pub(crate) struct Engine {
+    /// The scheduling core.
+    pub frontier: Frontier,
+    /// The settings.
+    pub config: ManagerConfig,
+    /// `robots/` in the spool.
+    pub robots_dir: PathBuf,
+    /// Connected components.
+    pub registry: Registry,
+    /// The global speed limit.
+    pub bucket: TokenBucket,
+    /// When the bucket has a token for work that waits for one.
+    pub bucket_wake: Option<Instant>,
+    /// Resolve batches.
+    pub dns: DnsBatches,
+    /// Periodic and on-demand checkpoints.
+    pub checkpoints: Checkpoints,
+    /// Counters.
+    pub metrics: Metrics,
+    /// Pages/s over the last minute.
+    pub rate: Rate,
+    /// Whether admin connections may change things (an admin token is configured,
+    /// so the handshake checked it).
+    pub admin_writes: bool,
+    /// Connections to drop at the next step, with why.
+    pub doomed: Vec<(ConnId, String)>,
+    /// Next `AppProgress` round.
+    pub next_progress: Instant,
+    /// Next status line.
+    pub next_status: Instant,
+    /// Set once a shutdown began.
+    pub stopping: Option<Stopping>,
+}
+
+impl Engine {
+    /// The core around an open frontier.
+    pub fn new(
+        frontier: Frontier,
+        config: ManagerConfig,
+        robots_dir: PathBuf,
+        admin_writes: bool,
+    ) -> Self {
+        let now = Instant::now();
+        let rate = frontier.target_rate();
+        Self {
+            registry: Registry::default(),
+            bucket: TokenBucket::new(rate, now),
+            bucket_wake: None,
+            dns: DnsBatches::new(
+                config.dns_batch_size,
+                Duration::from_millis(config.dns_batch_timeout_ms),
+            ),
+            checkpoints: Checkpoints::new(
+                config.state_dir.join("checkpoints"),
+                config.checkpoints_kept,
+                config.checkpoint_interval_ms,
+                now,
+            ),
+            metrics: Metrics::default(),
+            rate: Rate::default(),
+            admin_writes,
+            doomed: Vec::new(),
+            next_progress: now,
+            next_status: now + Duration::from_millis(config.status_interval_ms),
+            stopping: None,
+            frontier,
+            config,
+            robots_dir,
+        }
+    }
+
+    /// Handles one event.
+    pub fn handle(&mut self, event: Event) -> Result<(), ManagerError> {
+        let now = Instant::now();
+        match event {
+            Event::Joined {
+                conn,
+                hello,
+                outbox,
+            } => {
+                let (role, id) = (hello.role, hello.id.clone());
+                if self.stopping.is_some() {
+                    outbox.close(ByeReason::ShuttingDown, "the manager is shutting down");
+                    return Ok(());
+                }
+                if let Some((old, component)) = self.registry.join(conn, hello, outbox, now) {
+                    tracing::warn!(%role, %id, "component registered again: replacing its older connection");
+                    let detail = "another connection registered with this id";
+                    component.peer.outbox.close(ByeReason::Replaced, detail);
+                    self.release(old, component, "replaced")?;
+                }
+                if role == Role::Admin {
+                    tracing::debug!(%role, %id, "component registered");
+                } else {
+                    tracing::info!(%role, %id, "component registered");
+                }
+                if role == Role::Application {
+                    self.send_progress_to(conn);
+                }
+                Ok(())
+            }
+            Event::Received { conn, msg } => {
+                let load = match &msg {
+                    Message::Heartbeat { load } => Some(*load),
+                    _ => None,
+                };
+                self.registry.heard(conn, load, now);
+                if self.registry.get(conn).is_none() {
+                    return Ok(()); // Replaced or dropped meanwhile.
+                }
+                self.on_message(conn, msg)
+            }
+            Event::Left { conn, why } => match self.registry.leave(conn) {
+                Some(component) => self.release(conn, component, &why),
+                None => Ok(()),
+            },
+        }
+    }
+
+    /// One message from a registered component.
+    fn on_message(&mut self, conn: ConnId, msg: Message) -> Result<(), ManagerError> {
+        let wall = wall_clock_ms();
+        match msg {
+            Message::Heartbeat { .. } => Ok(()),
+            Message::FetchReports { reports } => self.on_reports(conn, reports, wall),
+            Message::Committed { file, jobs } => {
+                self.on_committed(conn, &file, &jobs);
+                Ok(())
+            }
+            Message::ResolveAnswers { request, answers } => {
+                if self.registry.get(conn).map(|c| c.peer.role) != Some(Role::Resolver) {
+                    tracing::warn!(%request, "resolve answers from a component that is not a resolver ignored");
+                    return Ok(());
+                }
+                self.on_answers(request, &answers, wall)
+            }
+            Message::Subscribe { app } => {
+                self.on_subscribe(conn, app);
+                Ok(())
+            }
+            Message::Published { area, name } => {
+                self.on_published(conn, area, &name);
+                Ok(())
+            }
+            Message::Admin(command) => self.on_admin(conn, command),
+            Message::Bye { .. } => match self.registry.leave(conn) {
+                Some(component) => self.release(conn, component, "said bye"),
+                None => Ok(()),
+            },
+            other => {
+                let role = self.registry.get(conn).map(|c| c.peer.role);
+                tracing::warn!(?role, kind = other.kind(), "unexpected message ignored");
+                Ok(())
+            }
+        }
+    }
+
+    /// Takes back what an unregistered component held.
+    pub fn release(
+        &mut self,
+        conn: ConnId,
+        component: Component,
+        why: &str,
+    ) -> Result<(), ManagerError> {
+        let (role, id) = (component.peer.role, component.peer.id.clone());
+        match component.kind {
+            Kind::Downloader(work) => self.downloader_lost(&id, work, why)?,
+            Kind::Resolver => self.resolver_lost(conn, &id, why),
+            Kind::Application(_) | Kind::Admin => {
+                tracing::debug!(%role, %id, why, "component left");
+            }
+        }
+        Ok(())
+    }
+
+    /// Sends `msg` to `conn`; a connection that cannot take it is dropped at the
+    /// next step. Returns whether it was queued.
+    pub fn send(&mut self, conn: ConnId, msg: Message) -> bool {
+        let Some(c) = self.registry.get(conn) else {
+            return false;
+        };
+        if c.peer.outbox.send(msg) {
+            return true;
+        }
+        self.doomed
+            .push((conn, "too slow: its outbox is full".to_owned()));
+        false
+    }
+
+    /// The periodic and follow-up work of one loop turn.
+    pub fn step(&mut self) -> Result<(), ManagerError> {
+        self.reap()?;
+        let now = Instant::now();
+        let wall = wall_clock_ms();
+        if self.stopping.is_none() {
+            if self.frontier.next_wakeup().is_some_and(|w| w <= wall) {
+                self.frontier.tick(wall)?;
+            }
+            self.dispatch(now, wall)?;
+            self.dns_step(now, wall);
+        }
+        if now >= self.next_progress {
+            self.send_progress();
+            self.next_progress = now + Duration::from_millis(self.config.progress_interval_ms);
+        }
+        if now >= self.next_status {
+            self.log_status(now);
+            self.next_status = now + Duration::from_millis(self.config.status_interval_ms);
+        }
+        if self.stopping.is_none() && self.checkpoints.due(now) {
+            self.checkpoint_now(now);
+        }
+        self.rate.sample(now, self.metrics.pages_stored);
+        self.reap()
+    }
+
+    /// Drops the connections that failed a send.
+    fn reap(&mut self) -> Result<(), ManagerError> {
+        for (conn, why) in std::mem::take(&mut self.doomed) {
+            if let Some(component) = self.registry.leave(conn) {
+                tracing::warn!(role = %component.peer.role, id = %component.peer.id, why, "dropping component");
+                component
+                    .peer
+                    .outbox
+                    .close(ByeReason::ShuttingDown, why.clone());
+                self.release(conn, component, &why)?;
+            }
+        }
+        Ok(())
+    }
+
+    /// When the loop should run its next step if no event comes.
+    pub fn next_wake(&self) -> Instant {
+        let now = Instant::now();
+        let mut wake = now + MAX_SLEEP;
+        if let Some(stopping) = &self.stopping {
+            return wake.min(stopping.deadline);
+        }
+        if let Some(due) = self.frontier.next_wakeup() {
+            let wall = wall_clock_ms();
+            let delay = Duration::from_millis(due.saturating_sub(wall));
+            wake = wake.min(now + delay.max(MIN_FRONTIER_SLEEP));
+        }
+        for due in [
+            self.bucket_wake,
+            self.dns.next_deadline(),
+            Some(self.next_progress),
+            Some(self.next_status),
+            self.checkpoints.next_due(),
+        ]
+        .into_iter()
+        .flatten()
+        {
+            wake = wake.min(due.max(now + Duration::from_millis(1)));
+        }
+        wake
+    }
+
+    /// Whether a shutdown is under way.
+    pub fn is_stopping(&self) -> bool {
+        self.stopping.is_some()
+    }
+
+    /// Starts a clean shutdown: downloaders (and with `everyone`, resolvers) are
+    /// asked to drain within `grace`; no new work goes out; reports still count.
+    pub fn begin_shutdown(&mut self, grace: Duration, everyone: bool) {
+        if self.stopping.is_some() {
+            return;
+        }
+        tracing::info!(
+            grace_ms = grace.as_millis() as u64,
+            everyone,
+            "manager shutting down: draining downloaders"
+        );
+        self.stopping = Some(Stopping {
+            deadline: Instant::now() + grace + DRAIN_MARGIN,
+        });
+        let grace_ms = u64::try_from(grace.as_millis()).unwrap_or(u64::MAX);
+        for (conn, c) in self.registry.iter_mut() {
+            let drain = match &mut c.kind {
+                Kind::Downloader(work) => {
+                    work.draining = true;
+                    true
+                }
+                Kind::Resolver => everyone,
+                Kind::Application(_) | Kind::Admin => false,
+            };
+            if drain && !c.peer.outbox.send(Message::Drain { grace_ms }) {
+                self.doomed.push((conn, "cannot send Drain".to_owned()));
+            }
+        }
+    }
+
+    /// Whether the shutdown is complete: every downloader drained (or the grace
+    /// ran out).
+    pub fn finished(&self) -> bool {
+        match &self.stopping {
+            None => false,
+            Some(s) => self.registry.count(Role::Downloader) == 0 || Instant::now() >= s.deadline,
+        }
+    }
+
+    /// The end of a clean shutdown: takes back what downloaders still hold, says
+    /// `Bye` to everyone, publishes pending outcomes.
+    pub fn close(&mut self) -> Result<(), ManagerError> {
+        self.reap()?;
+        let conns: Vec<ConnId> = self.registry.iter().map(|(c, _)| c).collect();
+        for conn in conns {
+            if let Some(component) = self.registry.leave(conn) {
+                component
+                    .peer
+                    .outbox
+                    .close(ByeReason::ShuttingDown, "the manager is shutting down");
+                self.release(conn, component, "manager shutting down")?;
+            }
+        }
+        let published = self.frontier.flush_outcomes(wall_clock_ms())?;
+        let stats = self.frontier.stats();
+        tracing::info!(
+            urls_queued = stats.urls_queued,
+            outcomes_published = published,
+            pages_stored = self.metrics.pages_stored,
+            "manager stopped cleanly"
+        );
+        Ok(())
+    }
+}

@@ -1,0 +1,91 @@
+//! [`TokenBucket`]: the global speed limit. Every job handed to a downloader takes
+//! one token; tokens come back at the target rate (pages/s), and at most one second
+//! of them is saved up, so an idle spell never turns into a burst above the target.
+//!
+//! Simple on purpose: the per-downloader concurrency adjustment and the time-of-day
+//! schedule come later. This module must never sleep: the core asks when the next
+//! token is due and wakes itself. O(1) per call.
+
+use std::time::Duration;
+
+use tokio::time::Instant;
+
+/// How many seconds of tokens may be saved up.
+const BURST_SECS: f64 = 1.0;
+
+/// A token bucket refilled at `rate` tokens per second.
+#[derive(Debug)]
+pub(crate) struct TokenBucket {
+    rate: f64,
+    tokens: f64,
+    last: Instant,
+}
+
+impl TokenBucket {
+    /// A full bucket for `rate` jobs per second.
+    pub fn new(rate: f64, now: Instant) -> Self {
+        let mut bucket = Self {
+            rate: 1.0,
+            tokens: 0.0,
+            last: now,
+        };
+        bucket.set_rate(rate);
+        bucket.tokens = bucket.capacity();
+        bucket
+    }
+
+    /// Changes the rate (ignored unless positive and finite).
+    pub fn set_rate(&mut self, rate: f64) {
+        if rate.is_finite() && rate > 0.0 {
+            self.rate = rate;
+            self.tokens = self.tokens.min(self.capacity());
+        }
+    }
+
+    fn capacity(&self) -> f64 {
+        (self.rate * BURST_SECS).max(1.0)
+    }
+
+    /// Whole tokens available at `now`.
+    pub fn available(&mut self, now: Instant) -> usize {
+        let elapsed = now.saturating_duration_since(self.last).as_secs_f64();
+        self.last = now;
+        self.tokens = (self.tokens + elapsed * self.rate).min(self.capacity());
+        // Truncation wanted: only whole tokens can be spent.
+        self.tokens.floor() as usize
+    }
+
+    /// Spends `n` tokens (after [`available`](Self::available) said they exist).
+    pub fn take(&mut self, n: usize) {
+        self.tokens = (self.tokens - n as f64).max(0.0);
+    }
+
+    /// When the next whole token is there.
+    pub fn next_token_at(&self) -> Instant {
+        let missing = (1.0 - self.tokens).max(0.0);
+        self.last + Duration::from_secs_f64(missing / self.rate)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn tokens_come_at_the_rate_with_one_second_of_burst() {
+        let t0 = Instant::now();
+        let mut b = TokenBucket::new(10.0, t0);
+        assert_eq!(b.available(t0), 10);
+        b.take(10);
+        assert_eq!(b.available(t0), 0);
+        assert_eq!(b.next_token_at(), t0 + Duration::from_millis(100));
+        assert_eq!(b.available(t0 + Duration::from_millis(250)), 2);
+        assert_eq!(b.available(t0 + Duration::from_secs(60)), 10, "capped");
+        b.set_rate(0.5);
+        assert_eq!(b.available(t0 + Duration::from_secs(60)), 1, "at least one");
+        b.take(1);
+        assert_eq!(b.next_token_at(), t0 + Duration::from_secs(62));
+        b.set_rate(-1.0);
+        assert_eq!(b.rate, 0.5);
+    }
+}

@@ -1,0 +1,11 @@
+//! Integration tests of the manager service: a real manager (`manager::run` on
+//! 127.0.0.1:0, temp state and spool) and test-side downloaders, resolvers,
+//! applications and admin tools speaking the real control protocol. One test
+//! binary (RocksDB links once).
+
+mod support;
+
+mod admin;
+mod crawl;
+mod failover;
+mod restart;
