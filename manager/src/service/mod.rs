@@ -24,7 +24,7 @@
 //!   token bucket). A `Stored` page is durable only once `Committed`: until then
 //!   the manager remembers it, and if the downloader goes away first the URL is
 //!   queued again; unreported jobs go back to their queues. robots.txt reports
-//!   are read from `robots/` (`robots_file.rs`, [`http_body`]) and the file deleted.
+//!   are read from `robots/` (`robots_file.rs`, with `spool::http`) and the file deleted.
 //! - **Resolvers** (`dns.rs`): names in batches of `dns_batch_size`, round-robin;
 //!   batches unanswered when a resolver goes away or within
 //!   `dns_batch_timeout_ms` are sent again.
@@ -49,7 +49,7 @@
 //!
 //! [`config`] ([`ManagerConfig`]), [`error`], `conn.rs`, `registry.rs`, `engine.rs`,
 //! `dispatch.rs`, `pacing.rs`, `dns.rs`, `apps.rs`, `admin.rs`, `checkpoint.rs`,
-//! `status.rs`, [`metrics`], [`robots_file`], [`http_body`].
+//! `status.rs`, [`metrics`], [`robots_file`].
 //!
 //! # What this service must never do
 //!
@@ -68,7 +68,6 @@ mod dispatch;
 mod dns;
 mod engine;
 pub mod error;
-pub mod http_body;
 pub mod metrics;
 mod pacing;
 mod registry;

@@ -25,7 +25,7 @@ use spool::SpoolDir;
 use spool::name::{FileKind, SpoolName};
 use spool::warc::{DEFAULT_MAX_HEADER, RecordType, WarcReader};
 
-use super::http_body::{BodyError, http_body};
+use spool::http::{HttpError, StoredResponse};
 
 /// Largest WARC block read from a robots file: the raw response, whose body the
 /// downloader already capped (`max_robots_bytes`, compressed or chunked).
@@ -62,7 +62,7 @@ pub enum RobotsFileError {
         /// The file.
         path: PathBuf,
         /// What is wrong with the body.
-        source: BodyError,
+        source: HttpError,
     },
 }
 
@@ -90,10 +90,15 @@ pub fn read_body(path: &Path, max: usize) -> Result<Vec<u8>, RobotsFileError> {
             source,
         })?;
         if record.headers.record_type() == Some(RecordType::Response) {
-            return http_body(&record.block, max).map_err(|source| RobotsFileError::Body {
+            let body_error = |source| RobotsFileError::Body {
                 path: path.to_owned(),
                 source,
-            });
+            };
+            // A body cut by the downloader's cap (or longer than `max`) is kept as
+            // far as it goes: robots.txt parsing reads at most 500 KiB anyway.
+            let response = StoredResponse::parse(&record.block).map_err(body_error)?;
+            let body = response.entity_body(max).map_err(body_error)?;
+            return Ok(body.bytes.into_owned());
         }
     }
     Err(RobotsFileError::NoResponse(path.to_owned()))
