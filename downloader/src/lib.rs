@@ -72,6 +72,6 @@ pub use head::ResponseHead;
 pub use job::{FetchJob, JobLimits, Method, Scheme, Target};
 pub use limit::{ConcurrencyLimit, Permit};
 pub use service::config::{DownloaderConfig, InvalidConfig};
-pub use service::control::ControlSettings;
 pub use service::error::{DownloaderError, WriteError};
 pub use service::{SHUTDOWN_GRACE, run};
+pub use spool::protocol::client::ControlSettings;

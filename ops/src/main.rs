@@ -254,7 +254,9 @@ fn run(command: Command) -> anyhow::Result<()> {
 /// SIGINT/SIGTERM or a drain.
 fn resolver_command(args: ServiceArgs) -> anyhow::Result<()> {
     let (config, reg) = registration(args)?;
-    let id = reg.id.unwrap_or_else(resolver::ControlSettings::default_id);
+    let id = reg
+        .id
+        .unwrap_or_else(|| spool::protocol::client::default_id("resolver"));
     let mut control = resolver::ControlSettings::new(reg.manager, reg.token, id);
     control.max_frame = config.control.max_frame_bytes;
     serve(|shutdown| async move { resolver::run(&config.resolver, control, shutdown).await })
@@ -269,7 +271,7 @@ fn downloader_command(args: DownloaderArgs) -> anyhow::Result<()> {
     }
     let id = reg
         .id
-        .unwrap_or_else(downloader::ControlSettings::default_id);
+        .unwrap_or_else(|| spool::protocol::client::default_id("dl"));
     let mut control = downloader::ControlSettings::new(reg.manager, reg.token, id);
     control.max_frame = config.control.max_frame_bytes;
     let spool = spool::Spool::new(config.spool.root.clone());
@@ -304,7 +306,7 @@ fn app_command(args: AppArgs) -> anyhow::Result<()> {
     let app_id = config.app.app_id()?;
     let id = reg
         .id
-        .unwrap_or_else(|| application::service::ControlSettings::default_id(&app_id));
+        .unwrap_or_else(|| application::service::default_id(&app_id));
     let mut control = application::service::ControlSettings::new(reg.manager, reg.token, id);
     control.max_frame = config.control.max_frame_bytes;
     let spool = spool::Spool::new(config.spool.root.clone());

@@ -54,7 +54,7 @@
 //!
 //! `config.rs` (settings and checks), `lookup.rs` ([`Resolver`]), `answer.rs`
 //! (classification and TTLs), `limit.rs` (resizable concurrency bound, load
-//! counters), `control.rs` (manager address, id, back-off), `service.rs` ([`run`]),
+//! counters), `service.rs` ([`run`]),
 //! `session.rs` (one manager connection), `error.rs`.
 //!
 //! # What this crate must never do
@@ -71,7 +71,6 @@
 
 mod answer;
 mod config;
-mod control;
 mod error;
 mod limit;
 mod lookup;
@@ -79,9 +78,9 @@ mod service;
 mod session;
 
 pub use config::{Config, InvalidConfig, MAX_CONCURRENCY};
-pub use control::ControlSettings;
 pub use error::ResolverError;
 pub use limit::Stats;
 pub use lookup::Resolver;
 pub use service::run;
 pub use session::SHUTDOWN_GRACE;
+pub use spool::protocol::client::ControlSettings;

@@ -11,14 +11,13 @@
 
 use std::sync::Arc;
 
-use spool::protocol::{Connection, Hello, ProtocolError, Role, Welcome, client_handshake};
-use tokio::net::TcpStream;
-use tokio::time::{Instant, sleep, timeout};
+use spool::protocol::Role;
+use spool::protocol::client::{Backoff, ControlSettings, connect, is_final};
+use tokio::time::{Instant, sleep};
 use tokio_util::sync::CancellationToken;
 use tracing::{info, warn};
 
 use crate::config::Config;
-use crate::control::{Backoff, ControlSettings};
 use crate::error::ResolverError;
 use crate::lookup::Resolver;
 use crate::session::{End, Session};
@@ -37,7 +36,7 @@ pub async fn run(
     loop {
         let attempt = tokio::select! {
             () = shutdown.cancelled() => return Ok(()),
-            attempt = connect(&control) => attempt,
+            attempt = connect(&control, Role::Resolver) => attempt,
         };
         match attempt {
             Ok((conn, welcome)) => {
@@ -80,24 +79,4 @@ pub async fn run(
             () = sleep(backoff.next_delay()) => {}
         }
     }
-}
-
-/// Connects and registers; both steps bounded by the handshake timeout.
-async fn connect(control: &ControlSettings) -> Result<(Connection, Welcome), ProtocolError> {
-    let limit = control.handshake_timeout;
-    let stream = match timeout(limit, TcpStream::connect(control.manager_addr.as_str())).await {
-        Ok(stream) => stream?,
-        Err(_) => return Err(ProtocolError::HandshakeTimeout(limit)),
-    };
-    stream.set_nodelay(true)?;
-    let hello = Hello::new(Role::Resolver, control.id.clone(), control.token.clone());
-    client_handshake(stream, hello, control.limits()).await
-}
-
-/// Handshake failures that reconnecting cannot fix.
-fn is_final(e: &ProtocolError) -> bool {
-    matches!(
-        e,
-        ProtocolError::Refused { .. } | ProtocolError::VersionMismatch { .. }
-    )
 }

@@ -66,7 +66,7 @@ use tokio::sync::watch;
 use tokio_util::sync::CancellationToken;
 
 pub use config::AppConfig;
-pub use control::ControlSettings;
+pub use control::{ControlSettings, default_id};
 #[doc(hidden)]
 pub use crawl::CrashHook;
 pub use error::AppError;

@@ -4,9 +4,10 @@
 //! # Records of one fetch
 //!
 //! A `response` record (block: [`Fetched::raw`](crate::Fetched::raw), the response
-//! exactly as received; `WARC-Payload-Digest`: SHA-1 of
-//! [`Fetched::payload`](crate::Fetched::payload), the body with chunking removed
-//! and content coding kept; `WARC-Truncated` when the body was cut), then its
+//! exactly as received; `WARC-Payload-Digest`: SHA-1 of the bytes after the
+//! response head as stored in the block (chunk framing and content coding kept),
+//! as [`spool::warc::payload_digest`] defines it and as storage and `warcio check`
+//! verify it; `WARC-Truncated` when the body was cut), then its
 //! `request` record (block: the request bytes as sent; `WARC-Concurrent-To`: the
 //! response's record id). Both carry `WARC-Target-URI` (the URL as requested on the
 //! wire: scheme, lower-case host, port unless the default, path and query; no
@@ -69,7 +70,7 @@ pub(crate) struct Exchange {
     pub request: Bytes,
     /// The response as received.
     pub raw: Bytes,
-    /// The body, chunking removed, content coding kept.
+    /// The entity as stored: the bytes of `raw` after the response head.
     pub payload: Bytes,
     /// Why the body is incomplete, if it is.
     pub truncated: Option<Truncation>,

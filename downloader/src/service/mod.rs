@@ -56,8 +56,8 @@
 //!
 //! # Modules
 //!
-//! [`config`] (the `downloader:` config section), [`control`] (manager address,
-//! id, back-off), `session.rs` (one manager connection), `task.rs` (one job),
+//! [`config`] (the `downloader:` config section; the manager address, id and
+//! back-off are `spool::protocol::client`), `session.rs` (one manager connection), `task.rs` (one job),
 //! `writer.rs` (the writer thread), `batch.rs` (WARC files: what the records and
 //! files hold), [`metrics`] (counters), [`error`].
 //!
@@ -72,7 +72,6 @@
 
 mod batch;
 pub mod config;
-pub mod control;
 pub mod error;
 pub mod metrics;
 mod session;
@@ -82,16 +81,15 @@ mod writer;
 use std::sync::Arc;
 
 use spool::Spool;
-use spool::protocol::{Connection, Hello, ProtocolError, Role, Welcome, client_handshake};
-use tokio::net::TcpStream;
+use spool::protocol::Role;
+use spool::protocol::client::{Backoff, ControlSettings, connect, is_final};
 use tokio::sync::mpsc;
-use tokio::time::{Instant, sleep, timeout};
+use tokio::time::{Instant, sleep};
 use tokio_util::sync::CancellationToken;
 use tracing::{info, warn};
 
 use crate::fetcher::Fetcher;
 use config::DownloaderConfig;
-use control::{Backoff, ControlSettings};
 use error::DownloaderError;
 use metrics::Metrics;
 use session::{End, Session};
@@ -169,7 +167,7 @@ async fn serve(
     loop {
         let attempt = tokio::select! {
             () = shutdown.cancelled() => return Ok(()),
-            attempt = connect(control) => attempt,
+            attempt = connect(control, Role::Downloader) => attempt,
         };
         match attempt {
             Ok((conn, welcome)) => {
@@ -208,24 +206,4 @@ async fn serve(
             () = sleep(backoff.next_delay()) => {}
         }
     }
-}
-
-/// Connects and registers; both steps bounded by the handshake timeout.
-async fn connect(control: &ControlSettings) -> Result<(Connection, Welcome), ProtocolError> {
-    let limit = control.handshake_timeout;
-    let stream = match timeout(limit, TcpStream::connect(control.manager_addr.as_str())).await {
-        Ok(stream) => stream?,
-        Err(_) => return Err(ProtocolError::HandshakeTimeout(limit)),
-    };
-    stream.set_nodelay(true)?;
-    let hello = Hello::new(Role::Downloader, control.id.clone(), control.token.clone());
-    client_handshake(stream, hello, control.limits()).await
-}
-
-/// Handshake failures that reconnecting cannot fix.
-fn is_final(e: &ProtocolError) -> bool {
-    matches!(
-        e,
-        ProtocolError::Refused { .. } | ProtocolError::VersionMismatch { .. }
-    )
 }

@@ -100,8 +100,10 @@ pub(crate) async fn run(env: Arc<JobEnv>, session: u64, job: protocol::FetchJob,
             date,
             ip: fetched.addr.ip(),
             request: fetched.request,
+            // The entity as stored in the record (chunks kept): the payload the
+            // spool's `payload_digest` contract, storage and `warcio check` digest.
+            payload: fetched.raw.slice(fetched.head_len.min(fetched.raw.len())..),
             raw: fetched.raw,
-            payload: fetched.payload,
             truncated: fetched.truncated,
         },
     };

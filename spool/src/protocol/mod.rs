@@ -4,7 +4,8 @@
 //!
 //! - [`Message`]: the one versioned message enum, and the types it carries
 //!   ([`FetchJob`], [`FetchReport`], [`HostAnswer`], [`AdminCommand`], ...).
-//! - [`client_handshake`] / [`server_handshake`]: open a connection.
+//! - [`client_handshake`] / [`server_handshake`]: open a connection; [`client`]: the
+//!   settings, connect, back-off and default ids every component shares.
 //! - [`Connection`] (or its halves [`ConnReader`] / [`ConnWriter`]): `send` and
 //!   `recv` whole messages.
 //! - [`ProtocolError`]: every failure, with a message an operator understands.
@@ -137,6 +138,7 @@
 
 mod admin;
 mod app;
+pub mod client;
 mod connection;
 mod error;
 mod fetch;

@@ -1,19 +1,23 @@
-//! How the service reaches the manager: [`ControlSettings`] (address, token, id,
-//! limits, reconnect pacing), the default component id `dl-<hostname>-<pid>`, and
-//! the reconnect back-off.
+//! The client side every component shares (resolver, downloader, application,
+//! admin tools): [`ControlSettings`] (where the manager is, the token, this
+//! component's id, limits, reconnect pacing), [`connect`] (TCP connect plus the
+//! handshake, both bounded), the reconnect [`Backoff`], and [`default_id`].
 //!
-//! (The resolver has the same two helpers; services may not depend on each other,
-//! so they live here too until they move into `spool`.)
-//!
-//! This module must never print the token (it is a [`Token`], redacted in `Debug`)
-//! or retry without a pause. Everything here is O(1).
+//! This module must never print the token (a [`Token`] is redacted in `Debug`) or
+//! retry without a pause. Everything here is O(1).
 
 use std::collections::hash_map::RandomState;
 use std::hash::BuildHasher;
 use std::time::Duration;
 
-use spool::ComponentId;
-use spool::protocol::{DEFAULT_HANDSHAKE_TIMEOUT, DEFAULT_MAX_FRAME, Limits, Token};
+use tokio::net::TcpStream;
+use tokio::time::timeout;
+
+use super::{
+    Connection, DEFAULT_HANDSHAKE_TIMEOUT, DEFAULT_MAX_FRAME, Hello, Limits, ProtocolError, Role,
+    Token, Welcome, client_handshake,
+};
+use crate::ids::ComponentId;
 
 /// Where the manager is and how to talk to it.
 #[derive(Debug, Clone)]
@@ -24,8 +28,8 @@ pub struct ControlSettings {
     pub manager_addr: String,
     /// The shared secret presented in the `Hello` (`control.token`).
     pub token: Token,
-    /// This downloader's id, unique among downloaders; also the producer id in the
-    /// names of the spool files it publishes.
+    /// This component's id, unique among components of its role; also its producer
+    /// and consumer id in the spool.
     pub id: ComponentId,
     /// Largest frame sent or accepted, in bytes (`control.max_frame_bytes`).
     pub max_frame: u32,
@@ -59,19 +63,43 @@ impl ControlSettings {
             handshake_timeout: self.handshake_timeout,
         }
     }
-
-    /// `dl-<hostname>-<pid>`, the hostname lower-cased with every character outside
-    /// `[a-z0-9_-]` turned into `-` and cut so the id fits 64 bytes.
-    pub fn default_id() -> ComponentId {
-        let host = std::fs::read_to_string("/proc/sys/kernel/hostname").unwrap_or_default();
-        id_from(host.trim(), std::process::id())
-    }
 }
 
-fn id_from(host: &str, pid: u32) -> ComponentId {
-    const PREFIX: &str = "dl-";
+/// Connects to the manager and registers as `role`; the connect and the handshake
+/// are each bounded by `control.handshake_timeout`.
+pub async fn connect(
+    control: &ControlSettings,
+    role: Role,
+) -> Result<(Connection, Welcome), ProtocolError> {
+    let limit = control.handshake_timeout;
+    let stream = match timeout(limit, TcpStream::connect(control.manager_addr.as_str())).await {
+        Ok(stream) => stream?,
+        Err(_) => return Err(ProtocolError::HandshakeTimeout(limit)),
+    };
+    stream.set_nodelay(true)?;
+    let hello = Hello::new(role, control.id.clone(), control.token.clone());
+    client_handshake(stream, hello, control.limits()).await
+}
+
+/// Handshake failures that reconnecting cannot fix: a refusal (wrong token, bad
+/// Hello) or another protocol version.
+pub fn is_final(e: &ProtocolError) -> bool {
+    matches!(
+        e,
+        ProtocolError::Refused { .. } | ProtocolError::VersionMismatch { .. }
+    )
+}
+
+/// `<prefix>-<hostname>-<pid>`: the hostname lower-cased with every character
+/// outside `[a-z0-9_-]` turned into `-`, cut so the id fits 64 bytes.
+pub fn default_id(prefix: &str) -> ComponentId {
+    let host = std::fs::read_to_string("/proc/sys/kernel/hostname").unwrap_or_default();
+    id_from(prefix, host.trim(), std::process::id())
+}
+
+fn id_from(prefix: &str, host: &str, pid: u32) -> ComponentId {
     let suffix = format!("-{pid}");
-    let room = ComponentId::MAX_LEN - PREFIX.len() - suffix.len();
+    let room = ComponentId::MAX_LEN.saturating_sub(prefix.len() + 1 + suffix.len());
     let mut clean: String = host
         .chars()
         .map(|c| match c.to_ascii_lowercase() {
@@ -83,21 +111,22 @@ fn id_from(host: &str, pid: u32) -> ComponentId {
     if clean.is_empty() {
         clean.push_str("host");
     }
-    // Only [a-z0-9_-] and at most 64 bytes by construction.
-    ComponentId::new(format!("{PREFIX}{clean}{suffix}"))
-        .unwrap_or_else(|_| ComponentId::new("dl").expect("a valid literal id"))
+    ComponentId::new(format!("{prefix}-{clean}{suffix}"))
+        .or_else(|_| ComponentId::new(prefix))
+        .unwrap_or_else(|_| ComponentId::new("component").expect("a valid literal id"))
 }
 
 /// Exponential back-off with jitter between reconnect attempts.
 #[derive(Debug)]
-pub(crate) struct Backoff {
+pub struct Backoff {
     min: Duration,
     max: Duration,
     next: Duration,
 }
 
 impl Backoff {
-    pub(crate) fn new(min: Duration, max: Duration) -> Self {
+    /// Starts at `min` and doubles up to `max`.
+    pub fn new(min: Duration, max: Duration) -> Self {
         let min = min.max(Duration::from_millis(1));
         let max = max.max(min);
         Self {
@@ -108,8 +137,8 @@ impl Backoff {
     }
 
     /// The pause before the next attempt: the current step plus up to 25 % random
-    /// jitter (so many downloaders do not reconnect in step); the step doubles.
-    pub(crate) fn next_delay(&mut self) -> Duration {
+    /// jitter (so many components do not reconnect in step); the step doubles.
+    pub fn next_delay(&mut self) -> Duration {
         let step = self.next;
         self.next = (step * 2).min(self.max);
         let quarter = step.as_millis() as u64 / 4;
@@ -121,7 +150,7 @@ impl Backoff {
     }
 
     /// Back to the shortest pause (after a session that lasted).
-    pub(crate) fn reset(&mut self) {
+    pub fn reset(&mut self) {
         self.next = self.min;
     }
 }
@@ -133,13 +162,13 @@ mod tests {
     #[test]
     fn default_ids_are_valid() {
         assert_eq!(
-            id_from("Crawl01.Example.COM", 42).as_str(),
+            id_from("dl", "Crawl01.Example.COM", 42).as_str(),
             "dl-crawl01-example-com-42"
         );
-        assert_eq!(id_from("", 7).as_str(), "dl-host-7");
-        let long = id_from(&"h".repeat(200), u32::MAX);
+        assert_eq!(id_from("resolver", "", 7).as_str(), "resolver-host-7");
+        let long = id_from("resolver", &"h".repeat(200), u32::MAX);
         assert_eq!(long.as_str().len(), ComponentId::MAX_LEN);
-        ControlSettings::default_id();
+        default_id("dl");
     }
 
     #[test]
