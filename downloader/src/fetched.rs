@@ -12,7 +12,8 @@
 //!
 //! [`Fetched::payload`] is the body with the transfer coding (chunking) removed but
 //! the content coding kept. (`WARC-Payload-Digest` is computed over the entity as
-//! stored in the record, chunks kept, as `spool::warc::payload_digest` defines it.) For a non-chunked body it is a zero-copy slice of `raw`.
+//! stored in the record, chunks kept, as `spool::warc::payload_digest` defines
+//! it.) For a non-chunked body it is a zero-copy slice of `raw`.
 //!
 //! [`Fetched::decoded`] is the payload with Content-Encoding undone (gzip, deflate),
 //! capped at `max_decoded_bytes`; it is what link extraction reads. Without a content

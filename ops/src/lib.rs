@@ -3,6 +3,8 @@
 //! benchmarks.
 //!
 //! - [`config`]: the documented RON config (`polycrawl config --default`).
+//! - [`orchestrate`]: `polycrawl demo` and `polycrawl crawl`, every part a child
+//!   process.
 //! - [`status`]: `polycrawl status`, a running manager's figures.
 //! - [`websim`]: the simulated web (DESIGN.md section 9).
 //!
@@ -10,5 +12,6 @@
 //! return typed errors.
 
 pub mod config;
+pub mod orchestrate;
 pub mod status;
 pub mod websim;

@@ -31,9 +31,9 @@ enum Command {
     /// Print a page stored in the repository (WARC headers and HTTP response).
     Get(GetArgs),
     /// Run the whole system on this machine against real seeds.
-    Crawl(NotBuilt),
+    Crawl(ops::orchestrate::crawl::CrawlArgs),
     /// Run the whole system against the simulated web, with progress.
-    Demo(NotBuilt),
+    Demo(ops::orchestrate::demo::DemoArgs),
     /// Show a running crawl's figures in the terminal.
     Status(StatusArgs),
     /// Start websim, the simulated web (many hosts on 127.x.y.z, its own DNS).
@@ -167,13 +167,6 @@ struct StatusArgs {
     token: Option<String>,
 }
 
-/// Arguments of a part that is not built yet: accepted so the message is clear.
-#[derive(Debug, clap::Args)]
-struct NotBuilt {
-    #[arg(trailing_var_arg = true, allow_hyphen_values = true, hide = true)]
-    _args: Vec<String>,
-}
-
 #[derive(Debug, clap::Args)]
 #[group(required = true, multiple = false)]
 struct ConfigArgs {
@@ -198,9 +191,6 @@ fn main() -> ExitCode {
 }
 
 fn run(command: Command) -> anyhow::Result<()> {
-    let not_built = |part: &str, issue: &str| -> anyhow::Result<()> {
-        anyhow::bail!("`polycrawl {part}` is not built yet ({issue})")
-    };
     match command {
         Command::Manager(args) => manager_command(args),
         Command::Downloader(args) => downloader_command(args),
@@ -212,11 +202,8 @@ fn run(command: Command) -> anyhow::Result<()> {
             anyhow::ensure!(found, "{} is not in the repository", args.url);
             Ok(())
         }
-        Command::Crawl(_) => not_built("crawl", "the breadth-first application issue"),
-        Command::Demo(_) => not_built(
-            "demo",
-            "the breadth-first application issue; `polycrawl websim` runs the simulated web",
-        ),
+        Command::Crawl(args) => orchestrate(|s, rt| ops::orchestrate::crawl::run(args, s, rt)),
+        Command::Demo(args) => orchestrate(|s, rt| ops::orchestrate::demo::run(args, s, rt)),
         Command::Status(args) => status_command(args),
         Command::Websim(args) => ops::websim::run(args),
         Command::Robots(args) => {
@@ -433,6 +420,19 @@ where
         service(shutdown).await
     })?;
     Ok(())
+}
+
+/// Runs `demo` or `crawl` on this thread (they block, watching child processes)
+/// while a runtime's workers serve the signal handler and the status reads:
+/// SIGINT/SIGTERM cancel the token it is given.
+fn orchestrate<F>(run: F) -> anyhow::Result<()>
+where
+    F: FnOnce(tokio_util::sync::CancellationToken, tokio::runtime::Handle) -> anyhow::Result<()>,
+{
+    let shutdown = tokio_util::sync::CancellationToken::new();
+    let runtime = tokio::runtime::Runtime::new()?;
+    runtime.spawn(shutdown_on_signal(shutdown.clone()));
+    run(shutdown, runtime.handle().clone())
 }
 
 /// Cancels `shutdown` on SIGINT (Ctrl-C) or SIGTERM.

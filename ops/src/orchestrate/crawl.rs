@@ -1,0 +1,84 @@
+//! `polycrawl crawl`: the crawling system and the breadth-first application on
+//! this machine, each a separate child process, against real seeds.
+//!
+//! Unlike `polycrawl demo` nothing is relaxed: the config (`--config`, else the
+//! documented defaults) decides the name servers, politeness, connections per host
+//! and IP address, scope (allowed domains) and whether private addresses may be
+//! fetched. Only the directories are set, all under `--out`: `config.ron` (the
+//! effective config), `spool/`, `state/`, `repository/`, `logs/`. The state is kept
+//! between runs, so a crawl started again with the same `--out` resumes.
+
+use std::path::PathBuf;
+
+use anyhow::Context;
+use tokio::runtime::Handle;
+use tokio_util::sync::CancellationToken;
+
+use super::progress::Progress;
+use super::repo_scan::RepoScan;
+use super::summary;
+use super::system::{Layout, Plan, System};
+use crate::config::Config;
+
+/// Flags of `polycrawl crawl`.
+#[derive(Debug, Clone, clap::Args)]
+pub struct CrawlArgs {
+    /// A file of seed URLs, one a line.
+    #[arg(long, value_name = "FILE")]
+    pub seeds: PathBuf,
+    /// Output directory: effective config, spool, state, repository, logs.
+    #[arg(long, value_name = "DIR")]
+    pub out: PathBuf,
+    /// The config file (RON); without one, the defaults apply.
+    #[arg(long, value_name = "FILE")]
+    pub config: Option<PathBuf>,
+    /// Downloader processes.
+    #[arg(long, default_value_t = 1, value_parser = clap::value_parser!(u32).range(1..=64))]
+    pub downloaders: u32,
+    /// Stop after this many stored pages, overriding app.max_pages.
+    #[arg(long, value_name = "N")]
+    pub max_pages: Option<u64>,
+}
+
+/// Runs the crawl until it is complete (or `shutdown`), then prints the summary.
+pub fn run(args: CrawlArgs, shutdown: CancellationToken, rt: Handle) -> anyhow::Result<()> {
+    let mut config = Config::load_or_default(args.config.as_deref())?;
+    let layout = Layout::new(&args.out)?;
+    layout.apply(&mut config);
+    let seeds = std::path::absolute(&args.seeds)
+        .with_context(|| format!("resolving {}", args.seeds.display()))?;
+    anyhow::ensure!(seeds.is_file(), "no seeds file at {}", seeds.display());
+    config.app.seeds_file = Some(seeds.clone());
+    if !config.downloader.allow_private || !config.manager.frontier.allow_private_addresses {
+        tracing::info!("private, loopback and link-local addresses are not fetched (config)");
+    }
+    let plan = Plan {
+        layout: layout.clone(),
+        config,
+        seeds,
+        downloaders: args.downloaders,
+        max_pages: args.max_pages,
+        expected_pages: None,
+    };
+    let mut system = System::start(&plan, &shutdown)?;
+    eprintln!(
+        "crawl: manager at {}; config {}, logs {}",
+        system.manager_addr(),
+        layout.config.display(),
+        layout.logs.display()
+    );
+    let mut progress = Progress::new(None);
+    let result = system.wait(&mut progress, &shutdown, &rt);
+    progress.finish();
+    let unclean = system.stop();
+    let finished = result?;
+    if !unclean.is_empty() {
+        eprintln!("crawl: did not stop cleanly: {}", unclean.join(", "));
+    }
+    let scan = RepoScan::read(&layout.repository)?;
+    print!(
+        "{}",
+        summary::render("polycrawl crawl", &finished, &layout, &scan, None)
+    );
+    Ok(())
+}

@@ -1,0 +1,27 @@
+//! `polycrawl demo` and `polycrawl crawl`: the whole system on one machine, each
+//! part a separate child process of this binary, wired exactly as on many machines
+//! (DESIGN.md section 2): one code path, not a toy mode.
+//!
+//! - [`child`]: [`child::Child`], a started process owned by a guard (SIGTERM,
+//!   grace, SIGKILL, reaped; killed on drop).
+//! - [`system`]: [`system::System`]: generated config, tokens, start order, the
+//!   watch loop and the stop order.
+//! - [`progress`]: live progress (indicatif) from the manager's status.
+//! - [`repo_scan`]: what the repository holds, read back from its WARC files.
+//! - [`websim_check`]: a demo measured against websim's manifest and request log.
+//! - [`summary`]: the one-screen summary.
+//! - [`demo`]: `polycrawl demo` (websim plus the system); [`crawl`]:
+//!   `polycrawl crawl` (the system against real seeds).
+//!
+//! Every child is signalled by its own pid only; the orchestrator never kills by
+//! name. Ctrl-C / SIGTERM cancel the token given to [`demo::run`] / [`crawl::run`],
+//! which then stop every child in order before returning.
+
+pub mod child;
+pub mod crawl;
+pub mod demo;
+pub mod progress;
+pub mod repo_scan;
+pub mod summary;
+pub mod system;
+pub mod websim_check;

@@ -1,0 +1,115 @@
+//! The one-screen summary printed at the end of `polycrawl demo` and
+//! `polycrawl crawl`.
+
+use std::fmt::Write as _;
+
+use super::repo_scan::RepoScan;
+use super::system::{Finished, Layout};
+use super::websim_check::WebsimCheck;
+
+/// The outcome counts of the application's summary line (the part in
+/// parentheses after `N outcomes`), e.g. `dns_failure=3 robots_excluded=9`.
+pub fn outcomes_of(app_summary: &str) -> Option<&str> {
+    let after = &app_summary[app_summary.find(" outcomes (")? + " outcomes (".len()..];
+    Some(&after[..after.find(')')?])
+}
+
+/// The summary as text.
+pub fn render(
+    what: &str,
+    finished: &Finished,
+    layout: &Layout,
+    scan: &RepoScan,
+    check: Option<&WebsimCheck>,
+) -> String {
+    let mut o = String::new();
+    let secs = finished.elapsed.as_secs_f64();
+    let ok = scan.by_status.get(&200).copied().unwrap_or(0);
+    let rate = if secs > 0.0 {
+        scan.responses as f64 / secs
+    } else {
+        0.0
+    };
+    let _ = writeln!(o, "{what}: crawl complete in {secs:.1} s");
+    let _ = writeln!(
+        o,
+        "pages:      {} responses stored, {ok} with status 200; others: {}",
+        scan.responses,
+        scan.other_statuses()
+    );
+    if scan.revisits > 0 {
+        let _ = writeln!(
+            o,
+            "duplicates: {} revisit records (same content as an earlier page)",
+            scan.revisits
+        );
+    }
+    let outcomes = finished
+        .app_summary
+        .as_deref()
+        .map(|s| outcomes_of(s).unwrap_or("none"))
+        .unwrap_or("unknown (no summary line from the application)");
+    let _ = writeln!(o, "errors:     {outcomes}");
+    let _ = writeln!(
+        o,
+        "data:       {:.1} MiB of WARC in {} files",
+        scan.bytes as f64 / (1024.0 * 1024.0),
+        scan.files.len()
+    );
+    let _ = writeln!(o, "speed:      {rate:.1} pages/s");
+    let _ = writeln!(
+        o,
+        "WARCs:      {}",
+        layout
+            .repository
+            .join(storage::repository::WARC_DIR)
+            .display()
+    );
+    if let Some(c) = check {
+        let _ = writeln!(
+            o,
+            "coverage: {}/{} ({:.1} %)",
+            c.fetched,
+            c.expected,
+            c.percent()
+        );
+        for url in &c.missing_sample {
+            let _ = writeln!(o, "  not stored: {url}");
+        }
+        let _ = writeln!(o, "duplicate fetches: {}", c.duplicates.len());
+        for url in c.duplicates.iter().take(5) {
+            let _ = writeln!(o, "  fetched twice: {url}");
+        }
+        let _ = writeln!(o, "robots-disallowed fetches: {}", c.never_fetched.len());
+        for url in c.never_fetched.iter().take(5) {
+            let _ = writeln!(o, "  must never be fetched: {url}");
+        }
+        let _ = writeln!(
+            o,
+            "requests:   {} to websim ({} repeated robots.txt fetches: 5xx retries, http and https origins)",
+            c.requests, c.robots_repeats
+        );
+    }
+    if let Some(s) = &finished.app_summary {
+        let _ = writeln!(o, "app:        {s}");
+    }
+    let _ = writeln!(o, "logs:       {}", layout.logs.display());
+    o
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn outcomes_from_the_app_line() {
+        let line = "app bfs: Complete: 10 URLs requested, 7 pages stored, 3 outcomes (dns_failure=1 robots_excluded=2), 12 URLs seen, 0 batches quarantined";
+        assert_eq!(outcomes_of(line), Some("dns_failure=1 robots_excluded=2"));
+        assert_eq!(
+            outcomes_of(
+                "app bfs: Complete: 1 URLs requested, 1 pages stored, 0 outcomes, 1 URLs seen"
+            ),
+            None
+        );
+    }
+}

@@ -1,0 +1,422 @@
+//! [`System`]: the crawling system and the breadth-first application started as
+//! separate child processes of this binary, wired exactly as on many machines:
+//! every child gets the generated config file, the control token in
+//! `POLYCRAWL_TOKEN` (the manager also gets the admin token in
+//! `POLYCRAWL_ADMIN_TOKEN`) and the manager's address, which it prints when it
+//! listens on a port chosen by the kernel.
+//!
+//! Start order: manager (wait for `manager listening addr=`), resolver,
+//! downloaders, application. The run ends when the application exits 0 (the crawl
+//! is complete or reached `--max-pages`); any other process exiting first is an
+//! error naming it and quoting its log. Stop order: application, then downloaders
+//! and resolver (SIGTERM, so in-flight work is published), then the manager.
+
+use std::path::{Path, PathBuf};
+use std::process::Command;
+use std::time::{Duration, Instant};
+
+use anyhow::Context;
+use spool::protocol::{StatusSnapshot, Token};
+use tokio::runtime::Handle;
+use tokio_util::sync::CancellationToken;
+
+use super::child::{Child, describe};
+use super::progress::Progress;
+use crate::config::Config;
+
+/// How long the manager may take to print its listening line.
+const READY_TIMEOUT: Duration = Duration::from_secs(60);
+/// How long a process gets to finish after SIGTERM before it is killed.
+const STOP_GRACE: Duration = Duration::from_secs(15);
+/// How often the manager's status is read for the progress display.
+const STATUS_EVERY: Duration = Duration::from_millis(500);
+/// How often the children are checked.
+const TICK: Duration = Duration::from_millis(100);
+
+/// Where a run keeps its files, all under one output directory.
+#[derive(Debug, Clone)]
+pub struct Layout {
+    /// The output directory (absolute).
+    pub out: PathBuf,
+    /// The generated config, `<out>/config.ron`.
+    pub config: PathBuf,
+    /// The spool, `<out>/spool`.
+    pub spool: PathBuf,
+    /// The manager's state, `<out>/state/manager`.
+    pub manager_state: PathBuf,
+    /// The application's state, `<out>/state/app`.
+    pub app_state: PathBuf,
+    /// The WARC repository, `<out>/repository`.
+    pub repository: PathBuf,
+    /// Every process's stderr and stdout, `<out>/logs`.
+    pub logs: PathBuf,
+}
+
+impl Layout {
+    /// The layout under `out` (made absolute).
+    pub fn new(out: &Path) -> anyhow::Result<Layout> {
+        let out =
+            std::path::absolute(out).with_context(|| format!("resolving {}", out.display()))?;
+        Ok(Layout {
+            config: out.join("config.ron"),
+            spool: out.join("spool"),
+            manager_state: out.join("state").join("manager"),
+            app_state: out.join("state").join("app"),
+            repository: out.join("repository"),
+            logs: out.join("logs"),
+            out,
+        })
+    }
+
+    /// Creates the folders.
+    pub fn create(&self) -> anyhow::Result<()> {
+        for dir in [
+            &self.spool,
+            &self.manager_state,
+            &self.app_state,
+            &self.repository,
+            &self.logs,
+        ] {
+            std::fs::create_dir_all(dir).with_context(|| format!("creating {}", dir.display()))?;
+        }
+        Ok(())
+    }
+
+    /// Points the config's directories at this layout.
+    pub fn apply(&self, config: &mut Config) {
+        config.spool.root = self.spool.clone();
+        config.manager.state_dir = self.manager_state.clone();
+        config.app.state_dir = self.app_state.clone();
+        config.app.repository_dir = self.repository.clone();
+    }
+}
+
+/// What to start.
+#[derive(Debug, Clone)]
+pub struct Plan {
+    /// Where the files go.
+    pub layout: Layout,
+    /// The config every process reads (written to `layout.config`).
+    pub config: Config,
+    /// The seed URLs.
+    pub seeds: PathBuf,
+    /// Number of downloader processes (at least 1).
+    pub downloaders: u32,
+    /// Stop after this many stored pages.
+    pub max_pages: Option<u64>,
+    /// Pages expected, for the progress bar.
+    pub expected_pages: Option<u64>,
+}
+
+/// How a completed run went.
+#[derive(Debug, Clone)]
+pub struct Finished {
+    /// The application's one-line summary.
+    pub app_summary: Option<String>,
+    /// Time from the manager's start to the application's exit.
+    pub elapsed: Duration,
+    /// The manager's last status snapshot.
+    pub last_status: Option<StatusSnapshot>,
+    /// The manager's address.
+    pub manager_addr: String,
+}
+
+/// The running processes.
+#[derive(Debug)]
+pub struct System {
+    manager: Child,
+    resolver: Child,
+    downloaders: Vec<Child>,
+    app: Option<Child>,
+    manager_addr: String,
+    admin_token: String,
+    max_frame: u32,
+}
+
+/// A random secret: 32 hex digits from the kernel's generator.
+pub fn random_token() -> anyhow::Result<String> {
+    use std::io::Read as _;
+    let mut bytes = [0u8; 16];
+    std::fs::File::open("/dev/urandom")
+        .and_then(|mut f| f.read_exact(&mut bytes))
+        .context("reading /dev/urandom")?;
+    Ok(bytes.iter().map(|b| format!("{b:02x}")).collect())
+}
+
+/// Writes `config` as RON, with a comment saying where it came from.
+pub fn write_config(path: &Path, config: &Config, origin: &str) -> anyhow::Result<()> {
+    let pretty = ron::ser::PrettyConfig::default();
+    let body = ron::ser::to_string_pretty(config, pretty).context("writing the config as RON")?;
+    let text = format!(
+        "// Written by {origin}; every process of the run reads it. Tokens are not\n\
+         // here: they go to the processes in POLYCRAWL_TOKEN / POLYCRAWL_ADMIN_TOKEN.\n{body}\n"
+    );
+    // Check it reads back exactly as the processes will read it.
+    let back = Config::parse(&text, &path.display().to_string())
+        .context("the generated config does not read back")?;
+    anyhow::ensure!(
+        &back == config,
+        "the generated config does not read back unchanged"
+    );
+    std::fs::write(path, text).with_context(|| format!("writing {}", path.display()))
+}
+
+fn base_command(exe: &Path, sub: &str, config: &Path, token: &str) -> Command {
+    let mut cmd = Command::new(exe);
+    cmd.arg(sub).arg("--config").arg(config);
+    cmd.env("POLYCRAWL_TOKEN", token);
+    cmd.env_remove("POLYCRAWL_ADMIN_TOKEN");
+    if std::env::var_os("RUST_LOG").is_none() {
+        cmd.env("RUST_LOG", "info");
+    }
+    cmd
+}
+
+impl System {
+    /// Writes the config and starts every process; returns once they are started
+    /// (the manager listening).
+    pub fn start(plan: &Plan, shutdown: &CancellationToken) -> anyhow::Result<System> {
+        let l = &plan.layout;
+        l.create()?;
+        write_config(&l.config, &plan.config, "polycrawl")?;
+        let exe = std::env::current_exe().context("finding the polycrawl binary")?;
+        let token = random_token()?;
+        let admin_token = random_token()?;
+
+        let mut cmd = base_command(&exe, "manager", &l.config, &token);
+        cmd.args(["--listen", "127.0.0.1:0"])
+            .arg("--state")
+            .arg(&l.manager_state)
+            .arg("--spool")
+            .arg(&l.spool)
+            .env("POLYCRAWL_ADMIN_TOKEN", &admin_token);
+        let mut manager = Child::spawn("manager", cmd, &l.logs)?;
+        let line = manager.wait_line(
+            |l| l.starts_with("manager listening addr="),
+            READY_TIMEOUT,
+            || shutdown.is_cancelled(),
+        )?;
+        let manager_addr = line
+            .trim_start_matches("manager listening addr=")
+            .split_whitespace()
+            .next()
+            .unwrap_or_default()
+            .to_owned();
+
+        let service = |sub: &str| {
+            let mut cmd = base_command(&exe, sub, &l.config, &token);
+            cmd.arg("--manager").arg(&manager_addr);
+            cmd
+        };
+        let mut cmd = service("resolver");
+        cmd.args(["--id", "resolver-1"]);
+        let resolver = Child::spawn("resolver", cmd, &l.logs)?;
+        let mut downloaders = Vec::new();
+        for n in 1..=plan.downloaders.max(1) {
+            let id = format!("dl-{n}");
+            let mut cmd = service("downloader");
+            cmd.arg("--spool").arg(&l.spool).args(["--id", &id]);
+            downloaders.push(Child::spawn(&id, cmd, &l.logs)?);
+        }
+        let mut cmd = service("app");
+        cmd.arg("--spool")
+            .arg(&l.spool)
+            .arg("--state")
+            .arg(&l.app_state)
+            .arg("--repo")
+            .arg(&l.repository)
+            .arg("--seeds")
+            .arg(&plan.seeds);
+        if let Some(n) = plan.max_pages {
+            cmd.arg("--max-pages").arg(n.to_string());
+        }
+        let app = Child::spawn("app", cmd, &l.logs)?;
+        Ok(System {
+            manager,
+            resolver,
+            downloaders,
+            app: Some(app),
+            manager_addr,
+            admin_token,
+            max_frame: plan.config.control.max_frame_bytes,
+        })
+    }
+
+    /// The manager's control address.
+    pub fn manager_addr(&self) -> &str {
+        &self.manager_addr
+    }
+
+    /// Every process, as (name, pid).
+    pub fn pids(&self) -> Vec<(String, u32)> {
+        let mut all = vec![&self.manager, &self.resolver];
+        all.extend(self.downloaders.iter());
+        all.extend(self.app.iter());
+        all.iter().map(|c| (c.name().to_owned(), c.pid())).collect()
+    }
+
+    /// Reads the manager's status (admin role); `None` if it does not answer.
+    pub fn status(&self, rt: &Handle) -> Option<StatusSnapshot> {
+        let token = Token::new(self.admin_token.clone()).ok()?;
+        let fetch = crate::status::fetch(&self.manager_addr, token, self.max_frame);
+        rt.block_on(async { tokio::time::timeout(Duration::from_secs(2), fetch).await })
+            .ok()?
+            .ok()
+    }
+
+    /// Runs until the application exits: shows progress, watches every process.
+    pub fn wait(
+        &mut self,
+        progress: &mut Progress,
+        shutdown: &CancellationToken,
+        rt: &Handle,
+    ) -> anyhow::Result<Finished> {
+        let started = Instant::now();
+        let mut last_status = None;
+        let mut next_status = Instant::now();
+        let mut app_lines = Vec::new();
+        let mut admin_shown = false;
+        loop {
+            anyhow::ensure!(!shutdown.is_cancelled(), "interrupted");
+            for line in self.manager.new_lines() {
+                match admin_address(&line) {
+                    Some(addr) if !admin_shown => {
+                        admin_shown = true;
+                        progress.println(&format!("admin: http://{addr}/"));
+                    }
+                    _ => {}
+                }
+            }
+            let app = self.app.as_mut().context("the application is gone")?;
+            app_lines.extend(app.new_lines());
+            if let Some(status) = app.exited()? {
+                app_lines.extend(app.new_lines());
+                // The reader thread may still hold the last line for a moment.
+                std::thread::sleep(Duration::from_millis(50));
+                app_lines.extend(app.new_lines());
+                anyhow::ensure!(
+                    status.success(),
+                    "the application exited ({status}){}",
+                    app.log_tail(15)
+                );
+                if let Some(s) = self.status(rt) {
+                    progress.update(&s);
+                    last_status = Some(s);
+                }
+                let app_summary = app_lines
+                    .iter()
+                    .rev()
+                    .find(|l| l.starts_with("app "))
+                    .cloned();
+                return Ok(Finished {
+                    app_summary,
+                    elapsed: started.elapsed(),
+                    last_status,
+                    manager_addr: self.manager_addr.clone(),
+                });
+            }
+            let others = std::iter::once(&mut self.manager)
+                .chain(std::iter::once(&mut self.resolver))
+                .chain(self.downloaders.iter_mut());
+            for child in others {
+                if let Some(status) = child.exited()? {
+                    anyhow::bail!(
+                        "{} (pid {}) exited unexpectedly ({}){}",
+                        child.name(),
+                        child.pid(),
+                        describe(Some(status)),
+                        child.log_tail(15)
+                    );
+                }
+            }
+            if Instant::now() >= next_status {
+                next_status = Instant::now() + STATUS_EVERY;
+                if let Some(s) = self.status(rt) {
+                    progress.update(&s);
+                    last_status = Some(s);
+                }
+            }
+            std::thread::sleep(TICK);
+        }
+    }
+
+    /// Stops everything in order (application, then downloaders and resolver, then
+    /// the manager), each with SIGTERM and a grace period, then SIGKILL. Returns the
+    /// processes that did not exit cleanly.
+    pub fn stop(mut self) -> Vec<String> {
+        let mut unclean = Vec::new();
+        let mut note = |c: &Child, s: Option<std::process::ExitStatus>| {
+            if !s.is_some_and(|s| s.success()) {
+                unclean.push(format!("{} ({})", c.name(), describe(s)));
+            }
+        };
+        if let Some(mut app) = self.app.take() {
+            let s = app.stop(STOP_GRACE);
+            note(&app, s);
+        }
+        let deadline = Instant::now() + STOP_GRACE;
+        for c in self.downloaders.iter_mut().chain([&mut self.resolver]) {
+            c.terminate();
+        }
+        for c in self.downloaders.iter_mut().chain([&mut self.resolver]) {
+            let s = c.wait_or_kill(deadline);
+            note(c, s);
+        }
+        let s = self.manager.stop(STOP_GRACE);
+        note(&self.manager, s);
+        unclean
+    }
+}
+
+/// The admin page's address if `line` announces it (`... admin ... addr=IP:PORT`).
+fn admin_address(line: &str) -> Option<&str> {
+    if !line.contains("admin") {
+        return None;
+    }
+    line.split_whitespace()
+        .find_map(|w| w.strip_prefix("addr="))
+        .or_else(|| {
+            line.split_whitespace()
+                .find_map(|w| w.strip_prefix("http://"))
+                .map(|w| w.trim_end_matches('/'))
+        })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn admin_lines() {
+        assert_eq!(
+            admin_address("manager admin listening addr=127.0.0.1:7401"),
+            Some("127.0.0.1:7401")
+        );
+        assert_eq!(
+            admin_address("admin page http://127.0.0.1:9/"),
+            Some("127.0.0.1:9")
+        );
+        assert_eq!(admin_address("manager listening addr=127.0.0.1:1"), None);
+    }
+
+    #[test]
+    fn tokens_are_random_hex() {
+        let a = random_token().unwrap();
+        let b = random_token().unwrap();
+        assert_eq!(a.len(), 32);
+        assert!(a.chars().all(|c| c.is_ascii_hexdigit()));
+        assert_ne!(a, b);
+    }
+
+    #[test]
+    fn generated_config_reads_back() {
+        let dir = tempfile::tempdir().unwrap();
+        let layout = Layout::new(dir.path()).unwrap();
+        let mut config = Config::default();
+        layout.apply(&mut config);
+        config.downloader.extra_ca_file = Some(dir.path().join("ca.pem"));
+        config.resolver.name_servers = vec!["127.0.0.1:5353".parse().unwrap()];
+        write_config(&layout.config, &config, "a test").unwrap();
+        assert_eq!(Config::load(&layout.config).unwrap(), config);
+    }
+}

@@ -1,0 +1,154 @@
+//! `polycrawl demo` end to end: websim, manager, resolver, downloader and the
+//! breadth-first application as separate processes, started by the demo itself.
+//! The crawl must store exactly websim's status-200 pages, fetch no URL twice and
+//! nothing robots.txt (or a trap) forbids, and every WARC file of the repository
+//! must pass `warcio check`.
+//!
+//! The harness builds the `polycrawl` binary first if needed (see `tests::bin`).
+
+use std::path::{Path, PathBuf};
+use std::process::Command;
+use std::time::{Duration, Instant};
+
+use tests::bin;
+use tests::process::ProcessGuard;
+
+/// Ample time for the small web below (it takes well under a minute on 2 cores).
+const DEMO_TIMEOUT: Duration = Duration::from_secs(240);
+
+fn warc_files(dir: &Path, out: &mut Vec<PathBuf>) {
+    for entry in std::fs::read_dir(dir).unwrap_or_else(|e| panic!("{}: {e}", dir.display())) {
+        let path = entry.unwrap().path();
+        if path.is_dir() {
+            warc_files(&path, out);
+        } else if path.to_string_lossy().ends_with(".warc.gz") {
+            out.push(path);
+        }
+    }
+}
+
+/// Runs the demo on a small web and returns its stdout and stderr; panics with both streams
+/// unless it exits 0 in time.
+fn run_demo(dir: &Path, args: &[&str]) -> (Vec<String>, String, Duration) {
+    let out = dir.join("demo-out");
+    let mut cmd = Command::new(bin::polycrawl());
+    cmd.arg("demo").args(args).arg("--out").arg(&out);
+    cmd.env("RUST_LOG", "info");
+    let started = Instant::now();
+    let mut demo = ProcessGuard::spawn("demo", cmd, dir).expect("starting polycrawl demo");
+    let status = demo.wait_exit(DEMO_TIMEOUT).expect("waiting for the demo");
+    let elapsed = started.elapsed();
+    let status = match status {
+        Some(s) => s,
+        None => {
+            // SIGTERM lets the demo stop its children (they are not ours to kill).
+            let _ = demo.terminate(Duration::from_secs(30));
+            panic!(
+                "{}",
+                demo.report(&format!("still running after {DEMO_TIMEOUT:?}"))
+            );
+        }
+    };
+    // The stdout reader thread may lag the exit by a moment.
+    std::thread::sleep(Duration::from_millis(200));
+    assert!(
+        status.success(),
+        "{}",
+        demo.report(&format!("exited {status}"))
+    );
+    (demo.stdout(), demo.stderr(), elapsed)
+}
+
+fn line<'a>(stdout: &'a [String], prefix: &str) -> &'a str {
+    stdout
+        .iter()
+        .find(|l| l.starts_with(prefix))
+        .unwrap_or_else(|| panic!("no `{prefix}` line in\n{}", stdout.join("\n")))
+}
+
+#[test]
+fn demo_crawls_websim_exactly_and_writes_valid_warcs() {
+    let dir = tempfile::tempdir().unwrap();
+    let (stdout, stderr, elapsed) = run_demo(
+        dir.path(),
+        &["--hosts", "50", "--pages", "1500", "--seed", "3"],
+    );
+    let text = stdout.join("\n");
+    eprintln!("demo took {elapsed:?}:\n{text}");
+
+    let coverage = line(&stdout, "coverage: ");
+    let (fetched, expected) = coverage
+        .trim_start_matches("coverage: ")
+        .split_whitespace()
+        .next()
+        .and_then(|f| f.split_once('/'))
+        .unwrap_or_else(|| panic!("bad coverage line {coverage:?}"));
+    assert_eq!(fetched, expected, "{text}");
+    assert!(expected.parse::<u64>().unwrap() > 500, "{text}");
+    assert!(coverage.ends_with("(100.0 %)"), "{text}");
+    assert_eq!(line(&stdout, "duplicate fetches: "), "duplicate fetches: 0");
+    assert_eq!(
+        line(&stdout, "robots-disallowed fetches: "),
+        "robots-disallowed fetches: 0"
+    );
+    assert!(
+        line(&stdout, "app: ").contains("0 batches quarantined"),
+        "{text}"
+    );
+
+    let repo = dir.path().join("demo-out").join("repository");
+    let mut warcs = Vec::new();
+    warc_files(&repo.join("warc"), &mut warcs);
+    assert!(!warcs.is_empty(), "no WARC files in {}", repo.display());
+    let check = Command::new("warcio")
+        .arg("check")
+        .args(&warcs)
+        .output()
+        .expect("running `warcio check` (installed by ops/setup.sh)");
+    assert!(
+        check.status.success(),
+        "warcio check failed on {} files:\n{}{}",
+        warcs.len(),
+        String::from_utf8_lossy(&check.stdout),
+        String::from_utf8_lossy(&check.stderr)
+    );
+
+    // Every child was stopped and reaped: none of the pids the demo announced
+    // (`processes websim=PID manager=PID ...`) is left.
+    let procs = stderr
+        .lines()
+        .find_map(|l| l.split_once("processes ").map(|(_, p)| p.to_owned()))
+        .unwrap_or_else(|| panic!("no `processes` line in\n{stderr}"));
+    let pids: Vec<(&str, u32)> = procs
+        .split_whitespace()
+        .filter_map(|w| w.split_once('='))
+        .map(|(n, p)| (n, p.parse().expect("pid")))
+        .collect();
+    for name in ["websim", "manager", "resolver", "dl-1", "app"] {
+        assert!(
+            pids.iter().any(|(n, _)| *n == name),
+            "{name} missing: {procs}"
+        );
+    }
+    for (name, pid) in pids {
+        assert!(
+            !Path::new(&format!("/proc/{pid}")).exists(),
+            "{name} (pid {pid}) is still there after the demo"
+        );
+    }
+}
+
+#[test]
+fn demo_refuses_a_foreign_output_directory() {
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::write(dir.path().join("precious.txt"), "keep me").unwrap();
+    let out = Command::new(bin::polycrawl())
+        .args(["demo", "--hosts", "20", "--pages", "40", "--out"])
+        .arg(dir.path())
+        .output()
+        .expect("running polycrawl demo");
+    assert!(!out.status.success());
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(err.contains("not an earlier demo's output"), "{err}");
+    assert!(dir.path().join("precious.txt").exists());
+}
