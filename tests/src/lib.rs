@@ -11,6 +11,13 @@
 //!   request log.
 //! - [`http`]: [`http::Client`], one request per connection, plain or TLS (trusting
 //!   only a given CA), decoding chunked and gzip bodies, with timing.
+//! - [`system`]: [`system::System`], the crawling system as separate processes
+//!   (manager, resolvers, downloaders) wired to a websim, with kill -9 and restart,
+//!   request-file publishing and the manager's admin port.
+//! - [`requestlog`]: checks over websim's request log (URL counts, robots.txt
+//!   fetches, per-origin and per-IP overlap, gaps and start spacing).
+//! - [`spoolout`]: [`spoolout::Returned`], the pages and outcomes the system handed
+//!   back in the spool.
 //!
 //! Rules every test here keeps: bind and connect only on 127.0.0.0/8, bind port 0,
 //! never a fixed port; every started process is owned by a guard; a started websim
@@ -22,4 +29,7 @@
 pub mod bin;
 pub mod http;
 pub mod process;
+pub mod requestlog;
+pub mod spoolout;
+pub mod system;
 pub mod websim;

@@ -60,6 +60,11 @@ impl ProcessGuard {
         })
     }
 
+    /// The name given to [`ProcessGuard::spawn`].
+    pub fn name(&self) -> &str {
+        &self.name
+    }
+
     /// The process id.
     pub fn pid(&self) -> u32 {
         self.child.id()

@@ -1,0 +1,439 @@
+//! The crawling system as separate processes, wired to a running websim: a
+//! `polycrawl manager`, resolvers and downloaders, each owned by a
+//! [`ProcessGuard`] (so killed on drop), sharing one config file, spool and state
+//! directory in a temporary directory.
+//!
+//! - [`Knobs`]: the few settings tests vary; [`Knobs::config`] renders the whole
+//!   RON config (websim's DNS for the resolver, its CA and private addresses for the
+//!   downloader, short timers everywhere).
+//! - [`System`]: start / kill -9 / restart the manager (a restart listens on the
+//!   same port, so connected components find it again), start and kill downloaders
+//!   and resolvers, publish request files, talk to the manager's admin port
+//!   ([`System::status`], [`System::admin`]), and collect ERROR log lines.
+//!
+//! Readiness: the manager prints `manager listening addr=IP:PORT` on stdout;
+//! downloaders and resolvers print nothing, so [`System::wait_components`] asks the
+//! manager's status until they are listed.
+
+use std::collections::HashMap;
+use std::io::Write;
+use std::net::SocketAddr;
+use std::path::{Path, PathBuf};
+use std::process::Command;
+use std::time::{Duration, Instant};
+
+use spool::formats::{Hints, RequestHeader, RequestWriter};
+use spool::name::{FileKind, Priority};
+use spool::protocol::{
+    AdminCommand, AdminReply, ByeReason, DEFAULT_HANDSHAKE_TIMEOUT, Hello, Limits, Message, Role,
+    StatusSnapshot, Token, client_handshake,
+};
+use spool::publish::Publisher;
+use spool::{AppId, ComponentId, Spool};
+
+use crate::bin;
+use crate::process::ProcessGuard;
+use crate::websim::Websim;
+
+/// How long the manager may take to print its ready line.
+pub const MANAGER_READY: Duration = Duration::from_secs(30);
+
+/// The settings tests vary; everything else is fixed by [`Knobs::config`].
+#[derive(Debug, Clone)]
+pub struct Knobs {
+    /// `manager.frontier.interval_ms` (also `min_interval_ms`).
+    pub interval_ms: u64,
+    /// `manager.frontier.ip_max_in_flight`.
+    pub ip_max_in_flight: u32,
+    /// `manager.frontier.ip_min_interval_ms`.
+    pub ip_min_interval_ms: u64,
+    /// `manager.frontier.max_crawl_delay_ms`.
+    pub max_crawl_delay_ms: u64,
+    /// `manager.frontier.target_pages_per_sec`.
+    pub target_pages_per_sec: f64,
+    /// `manager.frontier.max_failures`.
+    pub max_failures: u32,
+    /// `downloader.concurrency`.
+    pub downloader_concurrency: u32,
+    /// `manager.jobs_per_downloader_factor`.
+    pub jobs_per_downloader_factor: f64,
+}
+
+impl Default for Knobs {
+    fn default() -> Self {
+        Knobs {
+            interval_ms: 100,
+            ip_max_in_flight: 2,
+            ip_min_interval_ms: 50,
+            max_crawl_delay_ms: 1000,
+            target_pages_per_sec: 1000.0,
+            max_failures: 3,
+            downloader_concurrency: 32,
+            jobs_per_downloader_factor: 2.0,
+        }
+    }
+}
+
+impl Knobs {
+    /// The RON config for a system crawling `ws`, with `admin_token`.
+    pub fn config(&self, ws: &Websim, admin_token: &str) -> String {
+        let ca = ws.path("ca").display().to_string();
+        format!(
+            r#"(
+    spool: (scan_interval_ms: 200),
+    control: (heartbeat_interval_ms: 500, heartbeat_timeout_ms: 3000),
+    resolver: (name_servers: [{dns:?}], timeout_ms: 1000, attempts: 2),
+    downloader: (
+        allow_private: true,
+        extra_ca_file: Some({ca:?}),
+        concurrency: {conc},
+        max_batch_age_ms: 300,
+        connect_timeout_ms: 2000,
+        first_byte_timeout_ms: 5000,
+        total_timeout_ms: 10000,
+    ),
+    manager: (
+        admin_token: {admin_token:?},
+        status_interval_ms: 2000,
+        progress_interval_ms: 500,
+        jobs_per_downloader_factor: {factor:?},
+        frontier: (
+            target_pages_per_sec: {rate:?},
+            interval_ms: {interval},
+            min_interval_ms: {interval},
+            max_crawl_delay_ms: {delay},
+            ip_max_in_flight: {ipn},
+            ip_min_interval_ms: {ipd},
+            backoff_ms: [200, 500],
+            max_failures: {fails},
+            max_url_attempts: 2,
+            allow_private_addresses: true,
+            request_scan_interval_ms: 200,
+            outcome_max_age_ms: 300,
+            connect_timeout_ms: 2000,
+            first_byte_timeout_ms: 5000,
+            total_timeout_ms: 10000,
+            dns_retry_ms: 5000,
+        ),
+    ),
+)
+"#,
+            dns = ws.dns.to_string(),
+            conc = self.downloader_concurrency,
+            factor = self.jobs_per_downloader_factor,
+            rate = self.target_pages_per_sec,
+            interval = self.interval_ms,
+            delay = self.max_crawl_delay_ms,
+            ipn = self.ip_max_in_flight,
+            ipd = self.ip_min_interval_ms,
+            fails = self.max_failures,
+        )
+    }
+
+    /// Jobs the manager may have handed to `downloaders` downloaders at once: the
+    /// most URLs a manager crash can leave "in flight" (fetched, maybe not reported).
+    pub fn jobs_bound(&self, downloaders: usize) -> usize {
+        (downloaders as f64 * self.downloader_concurrency as f64 * self.jobs_per_downloader_factor)
+            .ceil() as usize
+    }
+}
+
+/// A crawling system of separate processes.
+#[derive(Debug)]
+pub struct System {
+    dir: tempfile::TempDir,
+    /// The config file every process reads.
+    pub config: PathBuf,
+    /// The spool root.
+    pub spool: PathBuf,
+    /// The manager's state directory.
+    pub state: PathBuf,
+    token: String,
+    admin_token: String,
+    manager: Option<ProcessGuard>,
+    managers_started: usize,
+    /// The manager's control address (kept across restarts).
+    pub addr: Option<SocketAddr>,
+    resolvers: Vec<ProcessGuard>,
+    downloaders: HashMap<String, ProcessGuard>,
+    /// stderr of processes already killed, by name.
+    dead_logs: Vec<(String, String)>,
+}
+
+impl System {
+    /// Writes the config for `ws`; starts nothing.
+    pub fn new(ws: &Websim, knobs: &Knobs) -> System {
+        let dir = tempfile::tempdir().expect("a temporary directory");
+        let admin_token = "admin-secret-for-tests".to_owned();
+        let config = dir.path().join("config.ron");
+        std::fs::write(&config, knobs.config(ws, &admin_token)).expect("writing the config");
+        let spool = dir.path().join("spool");
+        let state = dir.path().join("state");
+        std::fs::create_dir_all(&spool).expect("spool dir");
+        System {
+            config,
+            spool,
+            state,
+            token: "control-token-for-tests".to_owned(),
+            admin_token,
+            manager: None,
+            managers_started: 0,
+            addr: None,
+            resolvers: Vec::new(),
+            downloaders: HashMap::new(),
+            dead_logs: Vec::new(),
+            dir,
+        }
+    }
+
+    /// The temporary directory (config, spool, state, `*.stderr`).
+    pub fn dir(&self) -> &Path {
+        self.dir.path()
+    }
+
+    fn command(&self, sub: &str) -> Command {
+        let mut cmd = Command::new(bin::polycrawl());
+        cmd.arg(sub).arg("--config").arg(&self.config);
+        cmd.env("POLYCRAWL_TOKEN", &self.token)
+            .env_remove("POLYCRAWL_ADMIN_TOKEN")
+            .env("NO_COLOR", "1")
+            .env("RUST_LOG", "info");
+        cmd
+    }
+
+    /// Starts the manager (on the previous port after a kill) and waits for its
+    /// ready line.
+    ///
+    /// # Panics
+    /// If it does not start, with its output.
+    pub fn start_manager(&mut self) -> SocketAddr {
+        assert!(self.manager.is_none(), "the manager is already running");
+        self.managers_started += 1;
+        let listen = self
+            .addr
+            .map_or_else(|| "127.0.0.1:0".to_owned(), |a| a.to_string());
+        let mut cmd = self.command("manager");
+        cmd.args(["--listen", &listen])
+            .arg("--state")
+            .arg(&self.state)
+            .arg("--spool")
+            .arg(&self.spool);
+        let name = format!("manager-{}", self.managers_started);
+        let mut p = ProcessGuard::spawn(&name, cmd, self.dir.path()).expect("starting manager");
+        let line = p
+            .wait_for_line(|l| l.starts_with("manager listening "), MANAGER_READY)
+            .unwrap_or_else(|report| panic!("{report}"));
+        let addr: SocketAddr = crate::websim::parse_ready(&line)
+            .get("addr")
+            .and_then(|a| a.parse().ok())
+            .unwrap_or_else(|| panic!("no addr= in {line:?}"));
+        self.addr = Some(addr);
+        self.manager = Some(p);
+        addr
+    }
+
+    /// kill -9 of the manager; its state and spool stay.
+    pub fn kill_manager(&mut self) {
+        let p = self.manager.take().expect("the manager is running");
+        self.bury(p);
+    }
+
+    fn bury(&mut self, p: ProcessGuard) {
+        let (name, stderr) = (p.name().to_owned(), p.stderr());
+        drop(p); // SIGKILL and reap.
+        self.dead_logs.push((name, stderr));
+    }
+
+    fn manager_arg(&self) -> String {
+        self.addr.expect("the manager was started").to_string()
+    }
+
+    /// Starts a resolver registered with the manager.
+    pub fn start_resolver(&mut self) {
+        let n = self.resolvers.len() + 1;
+        let mut cmd = self.command("resolver");
+        cmd.args([
+            "--manager",
+            &self.manager_arg(),
+            "--id",
+            &format!("res-{n}"),
+        ]);
+        let p = ProcessGuard::spawn(&format!("resolver-{n}"), cmd, self.dir.path())
+            .expect("starting resolver");
+        self.resolvers.push(p);
+    }
+
+    /// Starts downloader `id` writing to the spool.
+    pub fn start_downloader(&mut self, id: &str) {
+        assert!(!self.downloaders.contains_key(id), "{id} is running");
+        let mut cmd = self.command("downloader");
+        cmd.args(["--manager", &self.manager_arg(), "--id", id])
+            .arg("--spool")
+            .arg(&self.spool);
+        let p = ProcessGuard::spawn(id, cmd, self.dir.path()).expect("starting downloader");
+        self.downloaders.insert(id.to_owned(), p);
+    }
+
+    /// kill -9 of downloader `id`.
+    pub fn kill_downloader(&mut self, id: &str) {
+        let p = self.downloaders.remove(id).expect("the downloader runs");
+        self.bury(p);
+    }
+
+    /// Waits until the manager lists `downloaders` downloaders and `resolvers`
+    /// resolvers.
+    ///
+    /// # Panics
+    /// After `timeout`, with the processes' output.
+    pub fn wait_components(&mut self, downloaders: usize, resolvers: usize, timeout: Duration) {
+        let deadline = Instant::now() + timeout;
+        loop {
+            if let Ok(s) = self.try_status() {
+                let count = |r: Role| s.components.iter().filter(|c| c.role == r).count();
+                if count(Role::Downloader) >= downloaders && count(Role::Resolver) >= resolvers {
+                    return;
+                }
+            }
+            assert!(
+                Instant::now() < deadline,
+                "components did not register within {timeout:?}\n{}",
+                self.reports()
+            );
+            std::thread::sleep(Duration::from_millis(100));
+        }
+    }
+
+    /// Publishes a request file of `urls` for `app` (spool's writer and publisher).
+    pub fn publish_requests(&mut self, app: &str, priority: u8, urls: &[String]) -> PathBuf {
+        let app = AppId::new(app).expect("app id");
+        let dir = Spool::new(&self.spool)
+            .requests(&app)
+            .expect("requests dir");
+        let publisher =
+            Publisher::new(dir, ComponentId::new("tester").expect("id")).expect("publisher");
+        let header = RequestHeader {
+            priority: Priority::new(priority).expect("priority"),
+        };
+        let mut file = publisher
+            .begin(header.priority, FileKind::Requests)
+            .expect("begin");
+        let mut writer = RequestWriter::new(Vec::new(), header).expect("writer");
+        for u in urls {
+            writer.write(u, &Hints::default()).expect("a valid URL");
+        }
+        file.write_all(&writer.finish().expect("finish"))
+            .expect("write");
+        file.commit().expect("publish")
+    }
+
+    /// Sends one admin command (with the admin token) and returns the answer.
+    pub fn admin(&self, cmd: AdminCommand) -> Result<AdminReply, String> {
+        let addr = self.manager_arg();
+        let token = Token::new(self.admin_token.clone()).expect("token");
+        let rt = tokio::runtime::Builder::new_current_thread()
+            .enable_all()
+            .build()
+            .expect("runtime");
+        rt.block_on(async move {
+            let stream = tokio::net::TcpStream::connect(&addr)
+                .await
+                .map_err(|e| format!("connect {addr}: {e}"))?;
+            let limits = Limits {
+                max_frame: 16 << 20,
+                handshake_timeout: DEFAULT_HANDSHAKE_TIMEOUT,
+            };
+            let id = ComponentId::new("test-admin").expect("id");
+            let (mut conn, _) =
+                client_handshake(stream, Hello::new(Role::Admin, id, token), limits)
+                    .await
+                    .map_err(|e| format!("handshake: {e}"))?;
+            conn.send(&Message::Admin(cmd))
+                .await
+                .map_err(|e| e.to_string())?;
+            let answer = async {
+                loop {
+                    match conn.recv().await {
+                        Ok(Some(Message::AdminReply(r))) => return Ok(r),
+                        Ok(Some(_)) => continue,
+                        Ok(None) => return Err("closed without answering".to_owned()),
+                        Err(e) => return Err(e.to_string()),
+                    }
+                }
+            };
+            let r = tokio::time::timeout(Duration::from_secs(10), answer)
+                .await
+                .map_err(|_| "no answer within 10 s".to_owned())??;
+            let _ = conn.close(ByeReason::ShuttingDown, "test done").await;
+            Ok(r)
+        })
+    }
+
+    /// The manager's status snapshot, or why there is none.
+    pub fn try_status(&self) -> Result<StatusSnapshot, String> {
+        match self.admin(AdminCommand::Status)? {
+            AdminReply::Status(s) => Ok(s),
+            other => Err(format!("unexpected answer {other:?}")),
+        }
+    }
+
+    /// The manager's status snapshot.
+    ///
+    /// # Panics
+    /// If the manager does not answer.
+    pub fn status(&self) -> StatusSnapshot {
+        self.try_status().unwrap_or_else(|e| panic!("status: {e}"))
+    }
+
+    /// Adds a blacklist entry through the admin port.
+    ///
+    /// # Panics
+    /// If the manager refuses.
+    pub fn blacklist_add(&self, entry: &str) {
+        match self.admin(AdminCommand::BlacklistAdd {
+            entry: entry.to_owned(),
+        }) {
+            Ok(AdminReply::Done { .. }) => {}
+            other => panic!("blacklisting {entry}: {other:?}"),
+        }
+    }
+
+    /// Every running and killed process's stdout and stderr, for a failure message.
+    pub fn reports(&self) -> String {
+        let mut out = String::new();
+        for p in self.manager.iter().chain(&self.resolvers) {
+            out.push_str(&tail(&p.report("running"), 60));
+        }
+        for p in self.downloaders.values() {
+            out.push_str(&tail(&p.report("running"), 60));
+        }
+        for (name, err) in &self.dead_logs {
+            out.push_str(&format!("{name} (killed)\n{}\n", tail(err, 30)));
+        }
+        out
+    }
+
+    /// Log lines at ERROR level of every process so far, as `name: line`.
+    pub fn error_lines(&self) -> Vec<String> {
+        let mut logs: Vec<(String, String)> = self.dead_logs.clone();
+        let running = self.manager.iter().chain(&self.resolvers);
+        for p in running.chain(self.downloaders.values()) {
+            logs.push((p.name().to_owned(), p.stderr()));
+        }
+        logs.iter()
+            .flat_map(|(name, err)| {
+                err.lines()
+                    .filter(|l| l.contains(" ERROR "))
+                    .map(move |l| format!("{name}: {l}"))
+            })
+            .collect()
+    }
+}
+
+/// The last `n` lines of `text`.
+fn tail(text: &str, n: usize) -> String {
+    let lines: Vec<&str> = text.lines().collect();
+    let from = lines.len().saturating_sub(n);
+    let mut s = lines[from..].join("\n");
+    s.push('\n');
+    s
+}
