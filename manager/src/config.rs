@@ -85,6 +85,11 @@ pub struct FrontierConfig {
     /// Default false: such URLs end with `forbidden_address`. Tests and demos against
     /// servers on this machine turn it on.
     pub allow_private_addresses: bool,
+    /// Hosts (`www.example.com`) and domains (`.example.com` or `*.example.com`)
+    /// never contacted: their URLs end with the `blacklisted` outcome. Applied at
+    /// every start on top of the entries added at run time (which are persisted);
+    /// to lift one of these, remove it here. Default empty.
+    pub blacklist: Vec<String>,
 
     /// URLs read from RocksDB into a ready host's in-memory buffer at once. Default 16.
     pub pop_batch: usize,
@@ -140,6 +145,7 @@ impl Default for FrontierConfig {
             robots_max_redirects: 5,
             dns_retry_ms: 60_000,
             allow_private_addresses: false,
+            blacklist: Vec::new(),
             pop_batch: 16,
             load_chunk_urls: 10_000,
             max_load_chunks_per_call: 8,
@@ -163,6 +169,16 @@ impl FrontierConfig {
             |field: &'static str, why: &'static str| Err(FrontierError::Config { field, why });
         if self.robots_agent.trim().is_empty() {
             return bad("robots_agent", "must not be empty");
+        }
+        if self
+            .blacklist
+            .iter()
+            .any(|e| e.parse::<crate::blacklist::BlacklistEntry>().is_err())
+        {
+            return bad(
+                "blacklist",
+                "entries must be host.name, .domain or *.domain",
+            );
         }
         if ComponentId::new(self.component_id.as_str()).is_err() {
             return bad("component_id", "must be 1 to 64 characters of [a-z0-9_-]");

@@ -186,6 +186,10 @@ impl Frontier {
                 Err(e) => tracing::warn!(error = %e, "stored blacklist entry skipped"),
             }
         }
+        // Entries from the config file (checked by `validate`) apply at every start.
+        for entry in config.blacklist.iter().filter_map(|e| e.parse().ok()) {
+            blacklist.insert(entry);
+        }
         let requests = RequestFiles::open(
             spool.clone(),
             component.clone(),

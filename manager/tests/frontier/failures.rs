@@ -33,6 +33,37 @@ fn zero_interval() -> FrontierConfig {
 }
 
 #[test]
+fn blacklist_entries_from_the_config_apply_from_the_start() {
+    let w = World::new();
+    let config = FrontierConfig {
+        blacklist: vec!["spam.test".into(), ".bad.test".into()],
+        ..zero_interval()
+    };
+    let mut f = w.open(&config);
+    let list = [
+        "http://spam.test/1",
+        "http://deep.bad.test/2",
+        "http://good.test/3",
+    ]
+    .map(String::from);
+    w.publish("bfs", 10, &list);
+    let pages = pages_now(&mut f, T0);
+    let got: Vec<&str> = pages.iter().map(|j| j.url.as_str()).collect();
+    assert_eq!(got, ["http://good.test/3"]);
+    f.flush_outcomes(T0).unwrap();
+    assert_eq!(
+        w.outcome_urls("bfs", OutcomeReason::Blacklisted),
+        ["http://deep.bad.test/2", "http://spam.test/1"]
+    );
+    let bad = FrontierConfig {
+        blacklist: vec!["not a host".into()],
+        ..zero_interval()
+    };
+    let err = bad.validate().unwrap_err().to_string();
+    assert!(err.contains("blacklist"), "{err}");
+}
+
+#[test]
 fn blacklisted_hosts_and_domains_are_dropped_with_outcomes() {
     let w = World::new();
     let mut f = w.open(&zero_interval());
