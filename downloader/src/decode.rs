@@ -8,34 +8,23 @@
 //! application; `identity` is ignored; anything else is [`DecodeError::Unsupported`].
 //! When the raw body was cut (body cap or disconnect), an unexpected end of the
 //! compressed stream is expected: what was decoded so far is kept and marked cut.
+//!
+//! The decoding itself is `spool::http::decode`, the one implementation the
+//! application and the manager use too; this module adapts it to the engine's
+//! `Bytes` (no copy when nothing is encoded) and [`DecodeError`].
 
-use std::io::Read;
+use std::borrow::Cow;
 
 use bytes::Bytes;
-use flate2::read::{DeflateDecoder, MultiGzDecoder, ZlibDecoder};
+use spool::http::{self, Body, HttpError};
 
 use crate::error::DecodeError;
 
-/// A content coding we can undo.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub(crate) enum Coding {
-    /// `gzip` or `x-gzip`.
-    Gzip,
-    /// `deflate` (zlib or raw).
-    Deflate,
-}
+pub(crate) use spool::http::Coding;
 
 /// The codings named by `Content-Encoding` tokens, in order of application.
 pub(crate) fn codings(tokens: &[String]) -> Result<Vec<Coding>, DecodeError> {
-    tokens
-        .iter()
-        .filter(|t| t.as_str() != "identity")
-        .map(|t| match t.as_str() {
-            "gzip" | "x-gzip" => Ok(Coding::Gzip),
-            "deflate" => Ok(Coding::Deflate),
-            other => Err(DecodeError::Unsupported(other.to_owned())),
-        })
-        .collect()
+    http::codings(tokens).map_err(DecodeError::from)
 }
 
 /// The decoded body and whether it was cut short (cap reached, or input cut).
@@ -53,68 +42,33 @@ pub(crate) fn decode(
     cap: usize,
     input_truncated: bool,
 ) -> Result<Decoded, DecodeError> {
-    let mut body = payload;
-    let mut truncated = false;
-    for &coding in codings.iter().rev() {
-        if body.is_empty() {
-            break;
-        }
-        let (out, cut) = decode_one(&body, coding, cap, input_truncated || truncated)?;
-        body = out;
-        truncated |= cut;
-    }
-    if body.len() > cap {
-        body.truncate(cap);
-        truncated = true;
-    }
-    Ok(Decoded { body, truncated })
+    let input = Body {
+        bytes: Cow::Borrowed(&payload[..]),
+        truncated: input_truncated,
+    };
+    let out = http::decode(input, codings, cap)?;
+    let body = match out.bytes {
+        // Nothing was decoded: a view of the payload, no copy.
+        Cow::Borrowed(view) => payload.slice_ref(view),
+        Cow::Owned(decoded) => Bytes::from(decoded),
+    };
+    Ok(Decoded {
+        body,
+        truncated: out.truncated,
+    })
 }
 
-fn decode_one(
-    input: &[u8],
-    coding: Coding,
-    cap: usize,
-    input_truncated: bool,
-) -> Result<(Bytes, bool), DecodeError> {
-    let limit = cap as u64 + 1;
-    let mut out = Vec::with_capacity(input.len().saturating_mul(4).min(cap));
-    let (name, result) = match coding {
-        Coding::Gzip => (
-            "gzip",
-            MultiGzDecoder::new(input).take(limit).read_to_end(&mut out),
-        ),
-        Coding::Deflate if is_zlib(input) => (
-            "deflate",
-            ZlibDecoder::new(input).take(limit).read_to_end(&mut out),
-        ),
-        Coding::Deflate => (
-            "deflate",
-            DeflateDecoder::new(input).take(limit).read_to_end(&mut out),
-        ),
-    };
-    let mut truncated = match result {
-        Ok(_) => false,
-        // read_to_end keeps what it read before the error.
-        Err(_) if input_truncated => true,
-        Err(e) => {
-            return Err(DecodeError::Corrupt {
-                coding: name,
-                message: e.to_string(),
-            });
+impl From<HttpError> for DecodeError {
+    fn from(e: HttpError) -> Self {
+        match e {
+            HttpError::Unsupported(coding) => DecodeError::Unsupported(coding),
+            HttpError::Corrupt { coding, message } => DecodeError::Corrupt { coding, message },
+            // Not produced by decoding; kept total rather than panicking.
+            other => DecodeError::Corrupt {
+                coding: "http",
+                message: other.to_string(),
+            },
         }
-    };
-    if out.len() > cap {
-        out.truncate(cap);
-        truncated = true;
-    }
-    Ok((Bytes::from(out), truncated))
-}
-
-/// A zlib header: compression method 8 and a header checksum divisible by 31.
-fn is_zlib(input: &[u8]) -> bool {
-    match input {
-        [cmf, flg, ..] => cmf & 0x0f == 8 && (u16::from(*cmf) << 8 | u16::from(*flg)) % 31 == 0,
-        _ => false,
     }
 }
 
