@@ -7,6 +7,17 @@ here="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
 "$here/setup.sh"
 source "$here/env.sh"
 cd "$here/.."
+
+if [ -n "${CI:-}" ]; then
+    # CI builds a fresh clone at a path of its own, so this run's workspace
+    # artifacts can never be reused: skip incremental state, and delete the test
+    # executables this run links (hundreds of MB each, RocksDB inside) when it
+    # ends, so the shared target dir does not grow by gigabytes per run. The
+    # dependencies (RocksDB above all) stay cached.
+    export CARGO_INCREMENTAL=0
+    stamp="$(mktemp)"
+    trap 'find "$CARGO_TARGET_DIR/release/deps" -maxdepth 1 -type f -perm -u+x ! -name "*.*" -newer "$stamp" -delete 2>/dev/null; rm -f "$stamp"' EXIT
+fi
 cargo fmt --all --check
 cargo clippy --release --locked --workspace --all-targets -- -D warnings
 cargo nextest run --release --locked --workspace --no-fail-fast "$@"
