@@ -18,6 +18,8 @@
 //!   fetches, per-origin and per-IP overlap, gaps and start spacing).
 //! - [`spoolout`]: [`spoolout::Returned`], the pages and outcomes the system handed
 //!   back in the spool.
+//! - [`repository`]: [`repository::RepoScan`], the responses an application stored
+//!   in its WARC repository.
 //!
 //! Rules every test here keeps: bind and connect only on 127.0.0.0/8, bind port 0,
 //! never a fixed port; every started process is owned by a guard; a started websim
@@ -29,6 +31,7 @@
 pub mod bin;
 pub mod http;
 pub mod process;
+pub mod repository;
 pub mod requestlog;
 pub mod spoolout;
 pub mod system;

@@ -186,6 +186,12 @@ impl System {
         }
     }
 
+    /// The control token every process of this system presents (for a process a
+    /// test starts itself, e.g. an application).
+    pub fn token(&self) -> &str {
+        &self.token
+    }
+
     /// The temporary directory (config, spool, state, `*.stderr`).
     pub fn dir(&self) -> &Path {
         self.dir.path()

@@ -1,0 +1,95 @@
+//! What an application's WARC repository holds (`<repo>/warc/**/*.warc.gz`), read
+//! with `spool`'s WARC reader: `response` records by HTTP status and the URLs
+//! stored with status 200.
+//!
+//! Batches are moved into the repository with a rename, so a file seen here is
+//! complete; files being written live in `<repo>/.tmp/` and are never read.
+
+use std::collections::{BTreeMap, HashSet};
+use std::fs::File;
+use std::io::BufReader;
+use std::path::{Path, PathBuf};
+
+use spool::warc::{Record, RecordType, WarcReader};
+
+/// The response records of a repository.
+#[derive(Debug, Clone, Default)]
+pub struct RepoScan {
+    /// `.warc.gz` files read.
+    pub files: usize,
+    /// Response records in all (a URL stored twice counts twice).
+    pub responses: usize,
+    /// Response records by HTTP status (0: no readable status line).
+    pub by_status: BTreeMap<u16, usize>,
+    /// `WARC-Target-URI`s of the responses with status 200.
+    pub ok_urls: HashSet<String>,
+}
+
+impl RepoScan {
+    /// Reads every WARC file under `<repo>/warc` (none yet: an empty scan).
+    ///
+    /// # Errors
+    /// A file that cannot be listed, opened or parsed, with its path.
+    pub fn read(repo: &Path) -> Result<RepoScan, String> {
+        let mut files = Vec::new();
+        collect(&repo.join("warc"), &mut files)?;
+        files.sort();
+        let mut scan = RepoScan {
+            files: files.len(),
+            ..RepoScan::default()
+        };
+        for path in files {
+            let file = File::open(&path).map_err(|e| format!("{}: {e}", path.display()))?;
+            let mut reader = WarcReader::new(BufReader::new(file));
+            let mut rec = Record::default();
+            while reader
+                .read_into(&mut rec)
+                .map_err(|e| format!("{}: {e}", path.display()))?
+            {
+                if rec.headers.record_type() != Some(RecordType::Response) {
+                    continue;
+                }
+                scan.responses += 1;
+                let status = http_status(&rec.block).unwrap_or(0);
+                *scan.by_status.entry(status).or_default() += 1;
+                if status == 200 {
+                    if let Some(uri) = rec.headers.target_uri() {
+                        scan.ok_urls.insert(uri.to_owned());
+                    }
+                }
+            }
+        }
+        Ok(scan)
+    }
+}
+
+/// The status code of an HTTP response block (`HTTP/1.1 200 OK\r\n...`).
+pub fn http_status(block: &[u8]) -> Option<u16> {
+    let end = block
+        .iter()
+        .position(|&b| b == b'\n')
+        .unwrap_or(block.len());
+    let line = std::str::from_utf8(&block[..end]).ok()?;
+    let mut words = line.split_whitespace();
+    if !words.next()?.starts_with("HTTP/") {
+        return None;
+    }
+    words.next()?.parse().ok()
+}
+
+fn collect(dir: &Path, out: &mut Vec<PathBuf>) -> Result<(), String> {
+    let entries = match std::fs::read_dir(dir) {
+        Ok(e) => e,
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(()),
+        Err(e) => return Err(format!("{}: {e}", dir.display())),
+    };
+    for entry in entries {
+        let path = entry.map_err(|e| format!("{}: {e}", dir.display()))?.path();
+        if path.is_dir() {
+            collect(&path, out)?;
+        } else if path.to_string_lossy().ends_with(".warc.gz") {
+            out.push(path);
+        }
+    }
+    Ok(())
+}
