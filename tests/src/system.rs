@@ -35,6 +35,10 @@ use crate::bin;
 use crate::process::ProcessGuard;
 use crate::websim::Websim;
 
+/// The downloaders' `max_batch_age_ms`: a page is durable (its batch published)
+/// at most about this long after it was fetched.
+pub const BATCH_AGE_MS: u64 = 300;
+
 /// How long the manager may take to print its ready line.
 pub const MANAGER_READY: Duration = Duration::from_secs(30);
 
@@ -87,7 +91,7 @@ impl Knobs {
         allow_private: true,
         extra_ca_file: Some({ca:?}),
         concurrency: {conc},
-        max_batch_age_ms: 300,
+        max_batch_age_ms: {batch_age},
         connect_timeout_ms: 2000,
         first_byte_timeout_ms: 5000,
         total_timeout_ms: 10000,
@@ -127,6 +131,7 @@ impl Knobs {
             ipn = self.ip_max_in_flight,
             ipd = self.ip_min_interval_ms,
             fails = self.max_failures,
+            batch_age = BATCH_AGE_MS,
         )
     }
 
