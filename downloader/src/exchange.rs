@@ -18,9 +18,9 @@ use std::net::SocketAddr;
 use std::time::{Duration, Instant};
 
 use bytes::{Buf, Bytes, BytesMut};
+use spool::http::ChunkedDecoder;
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 
-use crate::chunked::ChunkedDecoder;
 use crate::conn::Conn;
 use crate::error::FetchError;
 use crate::fetched::Truncation;
@@ -226,7 +226,9 @@ async fn read_body(
             let mut fed = head_len;
             loop {
                 let upto = buf.len().min(limit);
-                fed += decoder.feed(&buf[fed..upto], &mut payload)?;
+                fed += decoder
+                    .feed(&buf[fed..upto], &mut payload)
+                    .map_err(|e| FetchError::bad(e.to_string()))?;
                 if decoder.is_done() {
                     alone = buf.len() == fed;
                     buf.truncate(fed);

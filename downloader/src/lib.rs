@@ -31,7 +31,7 @@
 //! - [`address`]: the address policy;
 //! - [`job`]: targets and jobs; [`request`]: the request bytes;
 //! - `tls`, `conn`: TLS config, connecting, byte counting;
-//! - [`head`]: head parsing and body framing; `chunked`: the chunked decoder;
+//! - [`head`]: head parsing and body framing; the chunked decoder is `spool::http::ChunkedDecoder`;
 //!   `exchange`: one request/response on a connection, with the caps;
 //! - `decode`: gzip/deflate with a decoded-size cap;
 //! - `pool`: the keep-alive pool; [`limit`]: the resizable concurrency limit;
@@ -47,7 +47,6 @@
 //! publishing), never on another service crate or on `ops`.
 
 pub mod address;
-mod chunked;
 pub mod config;
 mod conn;
 mod decode;

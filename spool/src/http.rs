@@ -16,6 +16,7 @@
 //! copy. This module must never panic on stored bytes or allocate more than the cap
 //! plus the payload; work is linear in the input.
 
+use bytes::BufMut;
 use std::borrow::Cow;
 use std::io::Read;
 
@@ -322,7 +323,9 @@ impl ChunkedDecoder {
 
     /// Consumes bytes of `input`, appending chunk data to `out`. Returns how many
     /// bytes were consumed: all of them unless the body ended inside `input`.
-    pub fn feed(&mut self, input: &[u8], out: &mut Vec<u8>) -> Result<usize, HttpError> {
+    /// `out` is any growable buffer (`Vec<u8>` here, `BytesMut` in the downloader,
+    /// which feeds the body as it arrives from the socket).
+    pub fn feed(&mut self, input: &[u8], out: &mut impl BufMut) -> Result<usize, HttpError> {
         let bad = HttpError::Chunked;
         let mut i = 0;
         while i < input.len() {
@@ -330,7 +333,7 @@ impl ChunkedDecoder {
                 let n = usize::try_from(left)
                     .unwrap_or(usize::MAX)
                     .min(input.len() - i);
-                out.extend_from_slice(&input[i..i + n]);
+                out.put_slice(&input[i..i + n]);
                 i += n;
                 let left = left - n as u64;
                 self.state = if left == 0 {
@@ -580,5 +583,65 @@ mod tests {
         let r = StoredResponse::parse(&block).unwrap();
         assert!(r.is_redirect());
         assert_eq!(r.location(), Some("/next"));
+    }
+
+    // The incremental decoder fed in pieces, as the downloader feeds it from the
+    // socket (moved here with the decoder from downloader/src/chunked.rs).
+    const CHUNKED_BODY: &[u8] = b"5;name=value\r\nhello\r\n7\r\n, world\r\nA ; x\r\n0123456789\r\n0\r\nX-Trailer: t\r\nY: u\r\n\r\nEXTRA";
+
+    fn decode_in_pieces(input: &[u8], piece: usize) -> (Vec<u8>, usize, bool) {
+        let mut d = ChunkedDecoder::default();
+        let mut out = bytes::BytesMut::new();
+        let mut used = 0;
+        for part in input.chunks(piece) {
+            let n = d.feed(part, &mut out).unwrap();
+            used += n;
+            if n < part.len() {
+                break;
+            }
+        }
+        (out.to_vec(), used, d.is_done())
+    }
+
+    #[test]
+    fn decodes_with_extensions_and_trailers_at_any_split() {
+        for piece in [1, 2, 3, 7, 64, CHUNKED_BODY.len()] {
+            let (out, used, done) = decode_in_pieces(CHUNKED_BODY, piece);
+            assert_eq!(out, b"hello, world0123456789", "piece {piece}");
+            assert!(done);
+            assert_eq!(used, CHUNKED_BODY.len() - "EXTRA".len(), "piece {piece}");
+        }
+    }
+
+    #[test]
+    fn bare_lf_and_no_trailers() {
+        let (out, used, done) = decode_in_pieces(b"3\nabc\n0\n\n", 4);
+        assert_eq!((out.as_slice(), used, done), (&b"abc"[..], 9, true));
+    }
+
+    #[test]
+    fn incomplete_is_not_done() {
+        let (out, _, done) = decode_in_pieces(b"5\r\nhel", 100);
+        assert_eq!((out.as_slice(), done), (&b"hel"[..], false));
+        let (_, _, done) = decode_in_pieces(b"0\r\nX: y\r\n", 100);
+        assert!(!done);
+    }
+
+    #[test]
+    fn chunked_decoder_rejects_garbage() {
+        for bad in [
+            &b"zz\r\n"[..],
+            b"\r\n",
+            b"3\r\nabcd\r\n",
+            b"3\rx",
+            b"11111111111111111\r\n",
+        ] {
+            let mut d = ChunkedDecoder::default();
+            assert!(
+                d.feed(bad, &mut bytes::BytesMut::new()).is_err(),
+                "{:?}",
+                String::from_utf8_lossy(bad)
+            );
+        }
     }
 }
