@@ -7,15 +7,17 @@
 //! cargo bench -p manager --bench dispatch -- 200000 20000
 //! ```
 
-use std::net::IpAddr;
 use std::time::Instant;
 
 use manager::{Frontier, FrontierConfig};
 use spool::formats::{Hints, RequestHeader, RequestWriter};
 use spool::name::{FileKind, Priority};
-use spool::protocol::{FetchPurpose, FetchReport, FetchResult, Resolution, StoredPage, Timing};
+use spool::protocol::{FetchPurpose, Resolution};
 use spool::publish::Publisher;
 use spool::{AppId, ComponentId, Spool};
+
+mod support;
+use support::{cores, cpu_model, ip_of, proc_status, stored};
 
 const URLS_PER_FILE: usize = 10_000;
 
@@ -144,62 +146,4 @@ fn publish(spool: &Spool, urls: usize, hosts: usize) {
             .publish(priority, FileKind::Requests, &w.finish().expect("finish"))
             .expect("publish");
     }
-}
-
-fn ip_of(name: &str) -> IpAddr {
-    let n: u32 = name
-        .trim_start_matches('h')
-        .split('.')
-        .next()
-        .and_then(|d| d.parse().ok())
-        .unwrap_or(0);
-    IpAddr::from((10u32 << 24 | n).to_be_bytes())
-}
-
-fn stored(job: spool::protocol::JobId) -> FetchReport {
-    FetchReport {
-        job,
-        result: FetchResult::Stored(StoredPage {
-            status: 200,
-            wire_bytes: 1_000,
-            body_bytes: 800,
-            truncated: false,
-            timing: Timing {
-                connect_ms: 1,
-                first_byte_ms: 2,
-                total_ms: 3,
-            },
-            file: "10-bench-00000000000000000001.warc.gz".into(),
-            location: None,
-        }),
-    }
-}
-
-fn cpu_model() -> String {
-    std::fs::read_to_string("/proc/cpuinfo")
-        .ok()
-        .and_then(|s| {
-            s.lines()
-                .find(|l| l.starts_with("model name"))
-                .and_then(|l| l.split(':').nth(1))
-                .map(|m| m.trim().to_owned())
-        })
-        .unwrap_or_else(|| "unknown CPU".into())
-}
-
-fn cores() -> usize {
-    std::thread::available_parallelism().map_or(1, |n| n.get())
-}
-
-/// A `kB` line of /proc/self/status (`VmHWM` is the peak resident set size).
-fn proc_status(key: &str) -> String {
-    std::fs::read_to_string("/proc/self/status")
-        .ok()
-        .and_then(|s| {
-            s.lines()
-                .find(|l| l.starts_with(key))
-                .and_then(|l| l.split(':').nth(1))
-                .map(|v| v.trim().to_owned())
-        })
-        .unwrap_or_else(|| "unknown".into())
 }

@@ -14,15 +14,17 @@
 //! cargo bench -p manager --bench lazy_load -- 20000 20000 1000   # N JOBS URLS_PER_FILE
 //! ```
 
-use std::net::IpAddr;
 use std::time::Instant;
 
 use manager::{Frontier, FrontierConfig};
 use spool::formats::{Hints, RequestHeader, RequestWriter};
 use spool::name::{FileKind, Priority};
-use spool::protocol::{FetchPurpose, FetchReport, FetchResult, Resolution, StoredPage, Timing};
+use spool::protocol::{FetchPurpose, Resolution};
 use spool::publish::Publisher;
 use spool::{AppId, ComponentId, Spool};
+
+mod support;
+use support::{cores, cpu_model, ip_of, proc_status, stored};
 
 /// Distinct hosts over the whole request stream: URL `i` goes to host `i % HOSTS`,
 /// so each file spreads its URLs over 2,000 hosts and every host recurs every 50
@@ -177,63 +179,4 @@ fn dir_bytes(path: &std::path::Path) -> u64 {
             Err(_) => 0,
         })
         .sum()
-}
-
-/// Host `hN` gets its own address 10.x.y.z, so the per-IP limit never binds.
-fn ip_of(name: &str) -> IpAddr {
-    let n: u32 = name
-        .trim_start_matches('h')
-        .split('.')
-        .next()
-        .and_then(|d| d.parse().ok())
-        .unwrap_or(0);
-    IpAddr::from((10u32 << 24 | n).to_be_bytes())
-}
-
-fn stored(job: spool::protocol::JobId) -> FetchReport {
-    FetchReport {
-        job,
-        result: FetchResult::Stored(StoredPage {
-            status: 200,
-            wire_bytes: 1_000,
-            body_bytes: 800,
-            truncated: false,
-            timing: Timing {
-                connect_ms: 1,
-                first_byte_ms: 2,
-                total_ms: 3,
-            },
-            file: "10-bench-00000000000000000001.warc.gz".into(),
-            location: None,
-        }),
-    }
-}
-
-fn cpu_model() -> String {
-    std::fs::read_to_string("/proc/cpuinfo")
-        .ok()
-        .and_then(|s| {
-            s.lines()
-                .find(|l| l.starts_with("model name"))
-                .and_then(|l| l.split(':').nth(1))
-                .map(|m| m.trim().to_owned())
-        })
-        .unwrap_or_else(|| "unknown CPU".into())
-}
-
-fn cores() -> usize {
-    std::thread::available_parallelism().map_or(1, |n| n.get())
-}
-
-/// A `kB` line of /proc/self/status (`VmHWM` is the peak resident set size).
-fn proc_status(key: &str) -> String {
-    std::fs::read_to_string("/proc/self/status")
-        .ok()
-        .and_then(|s| {
-            s.lines()
-                .find(|l| l.starts_with(key))
-                .and_then(|l| l.split(':').nth(1))
-                .map(|v| v.trim().to_owned())
-        })
-        .unwrap_or_else(|| "unknown".into())
 }

@@ -1,0 +1,65 @@
+//! Helpers the manager benchmarks share: simulated addresses and reports, and the
+//! machine and memory figures every benchmark prints.
+
+use std::net::IpAddr;
+
+use spool::protocol::{FetchReport, FetchResult, StoredPage, Timing};
+
+/// Host `hN` gets its own address 10.x.y.z, so the per-IP limit never binds.
+pub fn ip_of(name: &str) -> IpAddr {
+    let n: u32 = name
+        .trim_start_matches('h')
+        .split('.')
+        .next()
+        .and_then(|d| d.parse().ok())
+        .unwrap_or(0);
+    IpAddr::from((10u32 << 24 | n).to_be_bytes())
+}
+
+pub fn stored(job: spool::protocol::JobId) -> FetchReport {
+    FetchReport {
+        job,
+        result: FetchResult::Stored(StoredPage {
+            status: 200,
+            wire_bytes: 1_000,
+            body_bytes: 800,
+            truncated: false,
+            timing: Timing {
+                connect_ms: 1,
+                first_byte_ms: 2,
+                total_ms: 3,
+            },
+            file: "10-bench-00000000000000000001.warc.gz".into(),
+            location: None,
+        }),
+    }
+}
+
+pub fn cpu_model() -> String {
+    std::fs::read_to_string("/proc/cpuinfo")
+        .ok()
+        .and_then(|s| {
+            s.lines()
+                .find(|l| l.starts_with("model name"))
+                .and_then(|l| l.split(':').nth(1))
+                .map(|m| m.trim().to_owned())
+        })
+        .unwrap_or_else(|| "unknown CPU".into())
+}
+
+pub fn cores() -> usize {
+    std::thread::available_parallelism().map_or(1, |n| n.get())
+}
+
+/// A `kB` line of /proc/self/status (`VmHWM` is the peak resident set size).
+pub fn proc_status(key: &str) -> String {
+    std::fs::read_to_string("/proc/self/status")
+        .ok()
+        .and_then(|s| {
+            s.lines()
+                .find(|l| l.starts_with(key))
+                .and_then(|l| l.split(':').nth(1))
+                .map(|v| v.trim().to_owned())
+        })
+        .unwrap_or_else(|| "unknown".into())
+}
