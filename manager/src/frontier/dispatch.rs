@@ -15,6 +15,7 @@ use std::net::{IpAddr, SocketAddr};
 use spool::OutcomeReason;
 use spool::protocol::{FetchJob, FetchLimits, FetchPurpose, JobId};
 
+use super::borrowed::Busy;
 use super::hosts::{HostId, HostState};
 use super::origin::Origin;
 use super::ready::ReadyKey;
@@ -79,6 +80,19 @@ impl Frontier {
             self.advance(id, now_ms, batch)?;
             return Ok(None);
         }
+        // The origin this job contacts must be free: a robots.txt redirect hop to
+        // another origin waits for that origin; any job waits for a hop to its own.
+        let busy = match host.chase.origin.clone().filter(|_| key.is_robots()) {
+            Some(target) => self.origin_busy(&target, now_ms),
+            None => self.borrowed.busy(&host.origin, now_ms),
+        };
+        if let Some(busy) = busy {
+            self.defer(id, busy, now_ms, batch)?;
+            return Ok(None);
+        }
+        let Some(host) = self.hosts.get(id) else {
+            return Ok(None);
+        };
         let ip = if key.is_robots() {
             host.chase.addr.unwrap_or(host_ip)
         } else {
@@ -113,6 +127,7 @@ impl Frontier {
         let port = host.chase.port.unwrap_or(host.port);
         // Robots jobs are stored under robots/, but carry the app of the URL waiting.
         let app = host.buffer.front().map(|(_, e)| e.app.clone());
+        let borrowed = host.chase.origin.clone();
         host.in_flight = Some((job, ip));
         let keep_alive = host.queued() > 0 && self.keep_alive(id);
         self.hosts.set_state(id, HostState::FetchingRobots);
@@ -123,8 +138,12 @@ impl Frontier {
                 host: id,
                 purpose: FetchPurpose::Robots,
                 app: None,
+                borrowed: borrowed.clone(),
             },
         );
+        if let Some(origin) = borrowed {
+            self.borrowed.start(origin);
+        }
         Ok(FetchJob {
             job,
             app: app.unwrap_or_else(|| spool::AppId::new("manager").expect("valid id")),
@@ -179,6 +198,7 @@ impl Frontier {
                     host: id,
                     purpose: FetchPurpose::Page,
                     app: Some(app.clone()),
+                    borrowed: None,
                 },
             );
             return Ok(Some(FetchJob {
@@ -191,6 +211,43 @@ impl Frontier {
                 limits: self.limits(self.config.max_page_bytes),
             }));
         }
+    }
+
+    /// Why `origin` (not host `id`'s own) may not be contacted now: a host of that
+    /// origin with a request in flight or resting, or a hop to it.
+    fn origin_busy(&self, origin: &str, now_ms: u64) -> Option<Busy> {
+        if let Some(other) = self.hosts.id_of(origin).and_then(|o| self.hosts.get(o)) {
+            if other.in_flight.is_some() {
+                return Some(Busy::InFlight);
+            }
+            if other.next_allowed_ms > now_ms {
+                return Some(Busy::Until(other.next_allowed_ms));
+            }
+        }
+        self.borrowed.busy(origin, now_ms)
+    }
+
+    /// Host `id` must wait for an origin it contacts: it rests until that origin is
+    /// free (for one of its own intervals when the origin's request is in flight).
+    fn defer(
+        &mut self,
+        id: HostId,
+        busy: Busy,
+        now_ms: u64,
+        batch: &mut Batch,
+    ) -> Result<(), FrontierError> {
+        let Some(host) = self.hosts.get(id) else {
+            return Ok(());
+        };
+        let retry_ms = match busy {
+            Busy::Until(until) => until,
+            Busy::InFlight => now_ms.saturating_add(self.interval_of(host).max(1)),
+        };
+        if let Some(host) = self.hosts.get_mut(id) {
+            host.next_allowed_ms = host.next_allowed_ms.max(retry_ms);
+        }
+        self.hosts.set_state(id, HostState::Waiting);
+        self.advance(id, now_ms, batch)
     }
 
     fn new_job_id(&mut self) -> JobId {

@@ -106,6 +106,9 @@ pub(crate) struct RobotsChase {
     pub addr: Option<IpAddr>,
     /// The port of `url`, when `url` is set.
     pub port: Option<u16>,
+    /// The origin key of `url` when it differs from the host's own origin: the hop
+    /// contacts that origin on the host's behalf (see `borrowed`).
+    pub origin: Option<Arc<str>>,
 }
 
 /// One host (origin) the frontier works on.

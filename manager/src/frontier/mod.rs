@@ -57,6 +57,7 @@
 //! IP slots for recent hosts. Every heap operation is O(log hosts); a dispatch is
 //! O(log hosts) plus one RocksDB seek per `pop_batch` URLs; a report is one batch.
 
+mod borrowed;
 mod dispatch;
 mod dns;
 mod error;
@@ -78,6 +79,7 @@ mod waiting;
 
 use std::collections::HashMap;
 use std::path::Path;
+use std::sync::Arc;
 use std::time::{SystemTime, UNIX_EPOCH};
 
 use spool::protocol::{FetchPurpose, JobId};
@@ -93,6 +95,7 @@ pub use hosts::{HostId, HostState};
 pub use records::AppCounters;
 pub use stats::FrontierStats;
 
+use borrowed::BorrowedOrigins;
 use dns::Dns;
 use hosts::Hosts;
 use ip::IpTable;
@@ -124,6 +127,9 @@ struct JobInfo {
     purpose: FetchPurpose,
     /// The application of a page job.
     app: Option<AppId>,
+    /// The origin a robots.txt redirect hop contacts on the host's behalf (see
+    /// [`borrowed`]), when it is not the host's own.
+    borrowed: Option<Arc<str>>,
 }
 
 // The service moves the frontier into its task (behind a mutex if shared).
@@ -141,6 +147,7 @@ pub struct Frontier {
     ready: ReadyHeap,
     waiting: TimerHeap<HostId>,
     ips: IpTable,
+    borrowed: BorrowedOrigins,
     dns: Dns,
     blacklist: Blacklist,
     requests: RequestFiles,
@@ -210,6 +217,7 @@ impl Frontier {
             hosts: Hosts::default(),
             ready: ReadyHeap::default(),
             waiting: TimerHeap::default(),
+            borrowed: BorrowedOrigins::default(),
             dns: Dns::default(),
             blacklist,
             requests,

@@ -106,6 +106,16 @@ impl Frontier {
             return None;
         }
         let info = self.jobs.remove(&job)?;
+        if let Some(origin) = info.borrowed {
+            // The hop's target rests its own interval (the host's, if it is not known).
+            let rester = self.hosts.id_of(&origin).unwrap_or(info.host);
+            let interval = self
+                .hosts
+                .get(rester)
+                .map_or(self.config.interval_ms, |h| self.interval_of(h));
+            self.borrowed
+                .finish(origin, now_ms.saturating_add(interval));
+        }
         let host = self.hosts.get_mut(info.host)?;
         let (_, ip) = host.in_flight.take()?;
         // Neither in a heap nor in flight until `advance` places it.

@@ -11,7 +11,8 @@
 //!   are followed across hosts too; `http://a/robots.txt -> https://a/robots.txt` and
 //!   `a -> www.a` are the common cases). Too many hops, a missing or unparseable
 //!   `Location`, or a target that does not resolve: robots.txt is unavailable, i.e.
-//!   allow all (as RFC 9309 lets us).
+//!   allow all (as RFC 9309 lets us). A hop to another origin is paced by that
+//!   origin's politeness, not only the host's (see `borrowed`).
 //! - 4xx (but 429): allow all, cached.
 //! - 5xx, 429, a network failure, or a 2xx whose body the service could not read:
 //!   unreachable. Nothing of the host is fetched (complete disallow), the host backs
@@ -101,12 +102,15 @@ impl Frontier {
         };
         let other_name =
             (origin.name != *host.name).then(|| Arc::<str>::from(origin.name.as_str()));
+        let other_origin =
+            (origin.key != *host.origin).then(|| Arc::<str>::from(origin.key.as_str()));
         host.chase = RobotsChase {
             url: Some(url.to_string()),
             redirects: host.chase.redirects + 1,
             name: other_name,
             addr: None,
             port: Some(origin.port),
+            origin: other_origin,
         };
         // The next hop is another request, possibly to the same server: rest first.
         let interval = self.interval_of(self.hosts.get(id).expect("checked above"));

@@ -39,6 +39,7 @@ impl Frontier {
             self.unpark(key, id);
         }
         self.dns.expire(now_ms);
+        self.borrowed.expire(now_ms);
         self.commit(batch)?;
         self.load_if_needed(now_ms)?;
         self.outcomes.flush(&self.store, now_ms, false)?;

@@ -284,3 +284,56 @@ fn unknown_and_misrouted_reports_are_refused() {
             .unwrap()
     );
 }
+
+#[test]
+fn a_redirect_hop_to_another_origin_keeps_that_origins_politeness() {
+    let w = World::new();
+    let mut f = w.open(&test_config()); // interval 1,000 ms
+    w.publish(
+        "bfs",
+        10,
+        &["http://h.test/a", "https://h.test/b", "https://h.test/c"].map(String::from),
+    );
+    let jobs = start(&mut f, T0);
+    let robots = |url: &str| {
+        jobs.iter()
+            .find(|j| j.url == url)
+            .unwrap_or_else(|| panic!("no job for {url} in {jobs:?}"))
+            .job
+    };
+    let (plain, secure) = (
+        robots("http://h.test/robots.txt"),
+        robots("https://h.test/robots.txt"),
+    );
+    f.on_robots_fetched(secure, 404, Some(b""), None, T0 + 10)
+        .unwrap();
+    let loc = "https://h.test/robots.txt";
+    f.on_robots_fetched(plain, 301, Some(b""), Some(loc), T0 + 20)
+        .unwrap();
+    // The https origin's first page goes first (its rest ends at +1010) ...
+    let jobs = f.next_jobs(T0 + 1_015, 10).unwrap();
+    assert_eq!(
+        jobs.iter().map(|j| j.url.as_str()).collect::<Vec<_>>(),
+        ["https://h.test/b"]
+    );
+    // ... and the hop, due at +1020 on the http origin's own schedule, waits while
+    // the https request is in flight and while that origin rests.
+    assert!(f.next_jobs(T0 + 1_025, 10).unwrap().is_empty());
+    f.on_report(&stored(&jobs[0], 200, 5), T0 + 1_030).unwrap();
+    assert!(f.next_jobs(T0 + 1_500, 10).unwrap().is_empty());
+    assert!(f.next_jobs(T0 + 2_029, 10).unwrap().is_empty());
+    let hop = f.next_jobs(T0 + 2_030, 10).unwrap();
+    assert_eq!(
+        hop.iter().map(|j| j.url.as_str()).collect::<Vec<_>>(),
+        [loc],
+        "the hop once the https origin has rested"
+    );
+    // The https origin then rests after the hop before its next page.
+    f.on_robots_fetched(hop[0].job, 404, Some(b""), None, T0 + 2_040)
+        .unwrap();
+    assert!(f.next_jobs(T0 + 2_500, 10).unwrap().is_empty());
+    let jobs = f.next_jobs(T0 + 3_040, 10).unwrap();
+    let mut got: Vec<&str> = jobs.iter().map(|j| j.url.as_str()).collect();
+    got.sort_unstable();
+    assert_eq!(got, ["http://h.test/a", "https://h.test/c"]);
+}
