@@ -87,6 +87,7 @@ fn main() {
         seed: 1,
         hosts: HOSTS,
         pages: PAGES,
+        size_skew: 1.0,
         http_port: 8080,
         https_port: 8443,
     });
@@ -146,6 +147,7 @@ fn main() {
                     seed: 1,
                     hosts: HOSTS,
                     pages: PAGES,
+                    size_skew: 1.0,
                     http_port: port,
                     https_port: 1,
                 }));

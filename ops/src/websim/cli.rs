@@ -51,6 +51,11 @@ pub struct Args {
     /// Number of pages over all hosts (at least one per host).
     #[arg(long, default_value_t = 20_000)]
     pub pages: u32,
+    /// Exponent of the Zipf law host sizes follow (host of popularity rank r gets a
+    /// share proportional to 1/r^S): 1 is the web's usual skew, 0 gives every host
+    /// the same number of pages (a crawl then is not bounded by one huge host).
+    #[arg(long, value_name = "S", default_value_t = 1.0)]
+    pub size_skew: f64,
     /// Where the DNS server listens (UDP and TCP; a 127.0.0.0/8 address, port 0 picks one).
     #[arg(long, default_value = "127.0.0.1:0")]
     pub dns_addr: SocketAddr,
@@ -101,6 +106,12 @@ impl Args {
                 "--pages must be at least --hosts ({}), got {}",
                 self.hosts,
                 self.pages
+            );
+        }
+        if !(0.0..=3.0).contains(&self.size_skew) {
+            bail!(
+                "--size-skew must be between 0 and 3, got {}",
+                self.size_skew
             );
         }
         match self.dns_addr {
@@ -172,6 +183,7 @@ async fn serve(args: Args) -> anyhow::Result<()> {
         seed: args.seed,
         hosts: args.hosts,
         pages: args.pages,
+        size_skew: args.size_skew,
         http_port: 0,
         https_port: 0,
     };

@@ -6,8 +6,9 @@
 //!   (`www.acme17.test`, `shop.acme17.test`, `acme17.test`), so domain-suffix
 //!   blacklists have something to bite. The misbehaving host is
 //!   [`MISBEHAVE_HOST`], added after the `--hosts` generated ones.
-//! - **Sizes** follow Zipf (exponent 1) over a seeded popularity rank; every host has
-//!   at least one page and the sizes add up to `--pages` exactly.
+//! - **Sizes** follow Zipf (exponent `--size-skew`, default 1) over a seeded
+//!   popularity rank; every host has at least one page and the sizes add up to
+//!   `--pages` exactly.
 //! - **Roles**: the `max(3, H/10)` most popular hosts are never dead, slow or
 //!   robots-5xx. The 16 next most popular get one required role each (dead,
 //!   robots 5xx, disallow-all, agent group, crawl-delay, robots redirect,
@@ -110,7 +111,7 @@ pub fn address(k: u32) -> Ipv4Addr {
 
 /// Generates the `n_hosts` hosts of a web of `n_pages` pages, then the misbehaving
 /// host. Requires `n_hosts >= MIN_HOSTS` and `n_pages >= n_hosts`.
-pub fn generate(seed: u64, n_hosts: u32, n_pages: u32) -> Vec<Host> {
+pub fn generate(seed: u64, n_hosts: u32, n_pages: u32, skew: f64) -> Vec<Host> {
     let h = n_hosts as usize;
     let mut rng = Rng::for_parts(&[seed, TAG_HOSTS]);
     let mut hosts = names(&mut rng, h);
@@ -118,7 +119,7 @@ pub fn generate(seed: u64, n_hosts: u32, n_pages: u32) -> Vec<Host> {
     // Popularity ranks and Zipf sizes.
     let mut order: Vec<usize> = (0..h).collect();
     rng.shuffle(&mut order);
-    let sizes = zipf_sizes(n_hosts, n_pages);
+    let sizes = zipf_sizes(n_hosts, n_pages, skew);
     for (rank, &i) in order.iter().enumerate() {
         hosts[i].rank = rank as u32;
         hosts[i].pages = sizes[rank];
@@ -188,12 +189,12 @@ fn names(rng: &mut Rng, h: usize) -> Vec<Host> {
     hosts
 }
 
-/// Sizes by rank: 1 each, plus `pages - hosts` shared by Zipf weights 1/(r+1) with
-/// largest remainders, so the total is exact.
-fn zipf_sizes(n_hosts: u32, n_pages: u32) -> Vec<u32> {
+/// Sizes by rank: 1 each, plus `pages - hosts` shared by Zipf weights 1/(r+1)^skew
+/// with largest remainders, so the total is exact.
+fn zipf_sizes(n_hosts: u32, n_pages: u32, skew: f64) -> Vec<u32> {
     let h = n_hosts as usize;
     let extra = u64::from(n_pages - n_hosts);
-    let weights: Vec<f64> = (0..h).map(|r| 1.0 / (r as f64 + 1.0)).collect();
+    let weights: Vec<f64> = (0..h).map(|r| (r as f64 + 1.0).powf(-skew)).collect();
     let total: f64 = weights.iter().sum();
     let mut sizes = Vec::with_capacity(h);
     let mut rema = Vec::with_capacity(h);
@@ -310,17 +311,27 @@ mod tests {
 
     #[test]
     fn sizes_add_up_and_follow_rank() {
-        let s = zipf_sizes(200, 20_000);
+        let s = zipf_sizes(200, 20_000, 1.0);
         assert_eq!(s.iter().map(|&x| u64::from(x)).sum::<u64>(), 20_000);
         assert!(s.iter().all(|&x| x >= 1));
         assert!(s[0] > s[10] && s[10] > s[199]);
     }
 
     #[test]
+    fn skew_zero_gives_equal_sizes_and_skew_flattens() {
+        let flat = zipf_sizes(500, 20_000, 0.0);
+        assert!(flat.iter().all(|&x| x == 40), "{flat:?}");
+        let mild = zipf_sizes(500, 20_000, 0.5);
+        let usual = zipf_sizes(500, 20_000, 1.0);
+        assert_eq!(mild.iter().map(|&x| u64::from(x)).sum::<u64>(), 20_000);
+        assert!(mild[0] < usual[0] && mild[0] > flat[0]);
+    }
+
+    #[test]
     fn hosts_are_deterministic_unique_and_reserved() {
-        let a = generate(7, 200, 20_000);
-        assert_eq!(a, generate(7, 200, 20_000));
-        assert_ne!(a, generate(8, 200, 20_000));
+        let a = generate(7, 200, 20_000, 1.0);
+        assert_eq!(a, generate(7, 200, 20_000, 1.0));
+        assert_ne!(a, generate(8, 200, 20_000, 1.0));
         assert_eq!(a.len(), 201);
         let names: HashSet<&str> = a.iter().map(|h| h.name.as_str()).collect();
         assert_eq!(names.len(), a.len());

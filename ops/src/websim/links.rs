@@ -248,6 +248,7 @@ mod tests {
             seed,
             hosts: 60,
             pages: 3000,
+            size_skew: 1.0,
             http_port: 80,
             https_port: 443,
         })

@@ -24,7 +24,7 @@ use super::paths::{self, Shape};
 use super::rng::Rng;
 
 /// What a web is generated from.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, Copy, PartialEq)]
 pub struct Params {
     /// The seed: same seed and params, same web.
     pub seed: u64,
@@ -32,6 +32,8 @@ pub struct Params {
     pub hosts: u32,
     /// Pages over all generated hosts.
     pub pages: u32,
+    /// Zipf exponent of host sizes (1: the web's usual skew; 0: equal sizes).
+    pub size_skew: f64,
     /// Port of every http listener (URLs omit it when it is 80).
     pub http_port: u16,
     /// Port of every https listener (URLs omit it when it is 443).
@@ -135,7 +137,7 @@ impl Web {
     /// the CLI checks first (`hosts >= MIN_HOSTS`, `pages >= hosts`).
     pub fn new(params: Params) -> Web {
         assert!(params.hosts >= hosts::MIN_HOSTS && params.pages >= params.hosts);
-        let hosts = hosts::generate(params.seed, params.hosts, params.pages);
+        let hosts = hosts::generate(params.seed, params.hosts, params.pages, params.size_skew);
         let n_addrs = hosts.iter().map(|h| h.addr_index + 1).max().unwrap_or(0);
         let mut addrs = vec![Ipv4Addr::UNSPECIFIED; n_addrs as usize];
         for h in &hosts {
@@ -331,6 +333,7 @@ mod tests {
             seed: 11,
             hosts: 40,
             pages: 800,
+            size_skew: 1.0,
             http_port: 8080,
             https_port: 443,
         })

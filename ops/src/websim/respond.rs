@@ -359,6 +359,7 @@ mod tests {
             seed: 2,
             hosts: 40,
             pages: 800,
+            size_skew: 1.0,
             http_port: 8080,
             https_port: 8443,
         })
