@@ -7,6 +7,10 @@
 //! (SIGTERM), waits, then kills it (SIGKILL); dropping the guard kills (SIGKILL) and
 //! reaps a child still running, so no process outlives the orchestrator on an error
 //! or a panic. Processes are only ever signalled by their own pid.
+//!
+//! [`Child::cpu`] is the CPU time (user + system) the process used: read from
+//! `/proc/<pid>/stat` before every reaping attempt, so the last reading of a process
+//! that exited is its final figure (a zombie keeps its times until it is reaped).
 
 use std::fs::File;
 use std::io::{BufRead, BufReader, Write};
@@ -22,6 +26,10 @@ use nix::unistd::Pid;
 /// How often a stopping child is checked for its exit.
 const POLL: Duration = Duration::from_millis(20);
 
+/// Units of the times in `/proc/<pid>/stat`: the kernel reports them in USER_HZ,
+/// which is 100 on every Linux architecture (`getconf CLK_TCK`).
+const USER_HZ: u64 = 100;
+
 /// A running child process, killed and reaped on drop.
 #[derive(Debug)]
 pub struct Child {
@@ -30,6 +38,7 @@ pub struct Child {
     lines: Receiver<String>,
     log: PathBuf,
     status: Option<ExitStatus>,
+    cpu: Duration,
 }
 
 impl Child {
@@ -66,6 +75,7 @@ impl Child {
             lines,
             log,
             status: None,
+            cpu: Duration::ZERO,
         })
     }
 
@@ -132,9 +142,29 @@ impl Child {
         }
     }
 
+    /// CPU time (user + system) used so far; once it has exited, in total.
+    pub fn cpu(&mut self) -> Duration {
+        if self.status.is_none() {
+            self.sample_cpu();
+        }
+        self.cpu
+    }
+
+    /// Reads its CPU time from `/proc` (kept as is if the process is gone).
+    fn sample_cpu(&mut self) {
+        let path = format!("/proc/{}/stat", self.child.id());
+        if let Some(ticks) = std::fs::read_to_string(path)
+            .ok()
+            .and_then(|stat| cpu_ticks(&stat))
+        {
+            self.cpu = Duration::from_millis(ticks * 1000 / USER_HZ);
+        }
+    }
+
     /// Its exit status if it has exited (the process is reaped then).
     pub fn exited(&mut self) -> anyhow::Result<Option<ExitStatus>> {
         if self.status.is_none() {
+            self.sample_cpu();
             self.status = self
                 .child
                 .try_wait()
@@ -160,6 +190,7 @@ impl Child {
                 _ => {
                     tracing::warn!(process = %self.name, pid = self.pid(), "did not stop in time: killing it");
                     let _ = self.child.kill();
+                    self.sample_cpu();
                     self.status = self.child.wait().ok();
                     return self.status;
                 }
@@ -194,10 +225,46 @@ impl Drop for Child {
     }
 }
 
+/// utime + stime (fields 14 and 15) of a `/proc/<pid>/stat` line, in ticks. The
+/// command name (field 2) is in parentheses and may hold spaces: fields are counted
+/// after its closing parenthesis.
+fn cpu_ticks(stat: &str) -> Option<u64> {
+    let rest = &stat[stat.rfind(')')? + 1..];
+    let mut fields = rest.split_ascii_whitespace().skip(11); // field 3 is the first
+    let utime: u64 = fields.next()?.parse().ok()?;
+    let stime: u64 = fields.next()?.parse().ok()?;
+    Some(utime + stime)
+}
+
 /// An exit status in words.
 pub fn describe(status: Option<ExitStatus>) -> String {
     match status {
         Some(s) => s.to_string(),
         None => "status unknown".to_owned(),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn cpu_fields_are_counted_after_the_command_name() {
+        let stat = "4242 (dl 1 (x)) S 1 4242 4242 0 -1 4194560 100 0 0 0 250 30 0 0 20 0 1 0";
+        assert_eq!(cpu_ticks(stat), Some(280));
+        assert_eq!(cpu_ticks("4242 (x) S 1"), None);
+    }
+
+    #[test]
+    fn a_busy_child_reports_its_cpu_time_after_exit() {
+        let logs = tempfile::tempdir().unwrap();
+        let mut cmd = Command::new("sh");
+        cmd.args(["-c", "i=0; while [ $i -lt 300000 ]; do i=$((i+1)); done"]);
+        let mut child = Child::spawn("busy", cmd, logs.path()).unwrap();
+        let status = child.wait_or_kill(Instant::now() + Duration::from_secs(60));
+        assert!(status.is_some_and(|s| s.success()));
+        let cpu = child.cpu();
+        assert!(cpu >= Duration::from_millis(50), "{cpu:?}");
+        assert_eq!(child.cpu(), cpu, "the figure stays once reaped");
     }
 }

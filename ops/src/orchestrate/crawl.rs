@@ -70,15 +70,26 @@ pub fn run(args: CrawlArgs, shutdown: CancellationToken, rt: Handle) -> anyhow::
     let mut progress = Progress::new(None);
     let result = system.wait(&mut progress, &shutdown, &rt);
     progress.finish();
-    let unclean = system.stop();
+    let stopped = system.stop();
     let finished = result?;
-    if !unclean.is_empty() {
-        eprintln!("crawl: did not stop cleanly: {}", unclean.join(", "));
+    if !stopped.unclean.is_empty() {
+        eprintln!(
+            "crawl: did not stop cleanly: {}",
+            stopped.unclean.join(", ")
+        );
     }
     let scan = RepoScan::read(&layout.repository)?;
     print!(
         "{}",
-        summary::render("polycrawl crawl", &finished, &layout, &scan, None)
+        summary::render(
+            "polycrawl crawl",
+            &finished,
+            &layout,
+            &scan,
+            None,
+            &stopped.cpu,
+            None
+        )
     );
     Ok(())
 }

@@ -235,11 +235,11 @@ pub fn run(args: DemoArgs, shutdown: CancellationToken, rt: Handle) -> anyhow::R
     let mut progress = Progress::new(plan.expected_pages);
     let result = system.wait(&mut progress, &shutdown, &rt);
     progress.finish();
-    let unclean = system.stop();
+    let stopped = system.stop();
     let websim_status = websim.stop(WEBSIM_GRACE);
     let finished = result?;
-    if !unclean.is_empty() {
-        eprintln!("demo: did not stop cleanly: {}", unclean.join(", "));
+    if !stopped.unclean.is_empty() {
+        eprintln!("demo: did not stop cleanly: {}", stopped.unclean.join(", "));
     }
     if !websim_status.is_some_and(|s| s.success()) {
         eprintln!("demo: websim did not stop cleanly; its request log may be incomplete");
@@ -249,7 +249,15 @@ pub fn run(args: DemoArgs, shutdown: CancellationToken, rt: Handle) -> anyhow::R
     let check = WebsimCheck::run(&scan.ok_urls, &ready.manifest, &ready.never, &ready.log)?;
     print!(
         "{}",
-        summary::render("polycrawl demo", &finished, &layout, &scan, Some(&check))
+        summary::render(
+            "polycrawl demo",
+            &finished,
+            &layout,
+            &scan,
+            Some(&check),
+            &stopped.cpu,
+            Some(websim.cpu()),
+        )
     );
     anyhow::ensure!(
         check.perfect(),

@@ -121,6 +121,15 @@ pub struct Finished {
     pub manager_addr: String,
 }
 
+/// How the processes ended.
+#[derive(Debug, Clone)]
+pub struct Stopped {
+    /// The processes that did not exit cleanly, with how they ended.
+    pub unclean: Vec<String>,
+    /// CPU time (user + system) of each process over its life, by name.
+    pub cpu: Vec<(String, Duration)>,
+}
+
 /// The running processes.
 #[derive(Debug)]
 pub struct System {
@@ -342,17 +351,19 @@ impl System {
 
     /// Stops everything in order (application, then downloaders and resolver, then
     /// the manager), each with SIGTERM and a grace period, then SIGKILL. Returns the
-    /// processes that did not exit cleanly.
-    pub fn stop(mut self) -> Vec<String> {
+    /// processes that did not exit cleanly and the CPU time each one used.
+    pub fn stop(mut self) -> Stopped {
         let mut unclean = Vec::new();
         let mut note = |c: &Child, s: Option<std::process::ExitStatus>| {
             if !s.is_some_and(|s| s.success()) {
                 unclean.push(format!("{} ({})", c.name(), describe(s)));
             }
         };
+        let mut app_cpu = None;
         if let Some(mut app) = self.app.take() {
             let s = app.stop(STOP_GRACE);
             note(&app, s);
+            app_cpu = Some((app.name().to_owned(), app.cpu()));
         }
         let deadline = Instant::now() + STOP_GRACE;
         for c in self.downloaders.iter_mut().chain([&mut self.resolver]) {
@@ -364,7 +375,13 @@ impl System {
         }
         let s = self.manager.stop(STOP_GRACE);
         note(&self.manager, s);
-        unclean
+        let mut cpu = vec![(self.manager.name().to_owned(), self.manager.cpu())];
+        cpu.push((self.resolver.name().to_owned(), self.resolver.cpu()));
+        for c in &mut self.downloaders {
+            cpu.push((c.name().to_owned(), c.cpu()));
+        }
+        cpu.extend(app_cpu);
+        Stopped { unclean, cpu }
     }
 }
 
