@@ -86,7 +86,14 @@ pub struct Pace {
     pub min_gap_us: Option<i64>,
     /// Smallest `start(next) - start(previous)`, in µs.
     pub min_start_spacing_us: Option<i64>,
+    /// Smallest `start(i + SPAN) - start(i)`, in µs: the rate over [`SPAN`]
+    /// consecutive starts, which the jitter of one request cannot shorten by more
+    /// than that one request's delay; `None` for fewer than `SPAN + 1` requests.
+    pub min_span_us: Option<i64>,
 }
+
+/// Starts per window of [`Pace::min_span_us`].
+pub const SPAN: usize = 10;
 
 /// The figures of every group of `log` under `key`.
 pub fn pace_by<K: Ord>(log: &[LogLine], key: impl Fn(&LogLine) -> K) -> BTreeMap<K, Pace> {
@@ -117,6 +124,10 @@ fn pace(spans: &[(u64, u64)]) -> Pace {
         let spacing = w[1].0 as i64 - w[0].0 as i64;
         p.min_gap_us = Some(p.min_gap_us.map_or(gap, |g| g.min(gap)));
         p.min_start_spacing_us = Some(p.min_start_spacing_us.map_or(spacing, |s| s.min(spacing)));
+    }
+    for w in spans.windows(SPAN + 1) {
+        let span = w[SPAN].0 as i64 - w[0].0 as i64;
+        p.min_span_us = Some(p.min_span_us.map_or(span, |s| s.min(span)));
     }
     // Sweep: +1 at a start, -1 after an end; a start at the very time of an end
     // counts as overlapping (ends sort after starts at equal times).
@@ -186,6 +197,9 @@ mod tests {
         assert_eq!(p.max_in_flight, 2);
         assert_eq!(p.min_gap_us, Some(-5));
         assert_eq!(p.min_start_spacing_us, Some(5));
+        assert_eq!(p.min_span_us, None);
+        let even: Vec<(u64, u64)> = (0..12).map(|i| (i * 100, i * 100 + 10)).collect();
+        assert_eq!(pace(&even).min_span_us, Some(1_000));
         let single = pace(&[(3, 4)]);
         assert_eq!((single.max_in_flight, single.min_gap_us), (1, None));
         // Touching intervals count as overlapping.
