@@ -356,3 +356,70 @@ async fn a_crash_mid_publication_loses_nothing() {
     );
     assert_eq!(done.pages_stored, 1);
 }
+
+/// Done-when 4 of the application issue: the request stream the app emits spreads
+/// a host's URLs over the whole stream instead of keeping them together (as sorting
+/// by host-reversed key, or the page's own link order, would).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_emitted_request_stream_is_unshuffled() {
+    const HOSTS: usize = 8;
+    const PER_HOST: usize = 40;
+    let mut d = dirs();
+    d.config.allowed_domains = vec!["test".into()];
+    d.config.urls_per_request_file = 50;
+    let idle = Arc::new(AtomicBool::new(false));
+    let addr = fake_manager(idle.clone()).await;
+    let stop = CancellationToken::new();
+    let app = tokio::spawn(service::run(
+        d.config.clone(),
+        Spool::new(&d.spool),
+        vec!["https://hub.test/".into()],
+        control(&addr),
+        stop.clone(),
+    ));
+    wait_requests(&d.spool, 1).await;
+    // The page lists its links host by host: all of h0's, then all of h1's...
+    let links: Vec<String> = (0..HOSTS)
+        .flat_map(|h| (0..PER_HOST).map(move |p| format!("https://h{h}.test/p{p:02}")))
+        .collect();
+    let refs: Vec<&str> = links.iter().map(String::as_str).collect();
+    publish_batch(&d.spool, &[("https://hub.test/", html(&refs))]);
+    let stream: Vec<String> = wait_requests(&d.spool, HOSTS * PER_HOST)
+        .await
+        .into_iter()
+        .map(|(url, _)| url)
+        .collect();
+    assert_eq!(stream.len(), HOSTS * PER_HOST);
+    let host = |u: &str| u.split('/').nth(2).unwrap_or("").to_owned();
+    let adjacent = stream
+        .windows(2)
+        .filter(|w| host(&w[0]) == host(&w[1]))
+        .count();
+    let n = stream.len();
+    let mut report = Vec::new();
+    for h in 0..HOSTS {
+        let name = format!("h{h}.test");
+        let pos: Vec<usize> = (0..n).filter(|&i| host(&stream[i]) == name).collect();
+        assert_eq!(pos.len(), PER_HOST, "{name}");
+        let min_gap = pos.windows(2).map(|w| w[1] - w[0]).min().unwrap();
+        report.push(format!(
+            "{name} at {}..{} (min gap {min_gap})",
+            pos[0],
+            pos[PER_HOST - 1]
+        ));
+        assert!(
+            pos[0] < n / 4 && pos[PER_HOST - 1] >= n * 3 / 4,
+            "{name}'s URLs are not spread over the stream: positions {pos:?}"
+        );
+        assert!(min_gap >= HOSTS - 1, "{name}: positions {pos:?}");
+    }
+    println!(
+        "request stream of {n} URLs over {HOSTS} hosts: {adjacent} adjacent same-host pairs \
+         (sorted or page order: {}); {}",
+        n - HOSTS,
+        report.join(", ")
+    );
+    assert_eq!(adjacent, 0, "stream: {stream:?}");
+    stop.cancel();
+    let _ = tokio::time::timeout(Duration::from_secs(20), app).await;
+}
