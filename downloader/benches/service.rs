@@ -237,8 +237,9 @@ struct LogTail {
 
 impl LogTail {
     /// Requests logged since the last call, and the connections they came on
-    /// (distinct server and client socket pairs). The log is flushed every 100 ms.
-    fn take(&mut self) -> (usize, usize) {
+    /// (distinct server and client socket pairs), all and https ones. The log is
+    /// flushed every 100 ms.
+    fn take(&mut self) -> Served {
         std::thread::sleep(Duration::from_millis(300));
         let mut text = String::new();
         if let Ok(mut f) = std::fs::File::open(&self.path) {
@@ -251,14 +252,25 @@ impl LogTail {
         let mut connections = HashSet::new();
         let mut requests = 0;
         for line in text[..whole].lines() {
-            let mut f = line.split('\t');
-            if let (Some(server), Some(client)) = (f.nth(4), f.next()) {
-                connections.insert((server.to_owned(), client.to_owned()));
+            let f: Vec<&str> = line.split('\t').collect();
+            if let (Some(scheme), Some(server), Some(client)) = (f.get(2), f.get(4), f.get(5)) {
+                connections.insert((*scheme == "https", *server, *client));
             }
             requests += 1;
         }
-        (requests, connections.len())
+        Served {
+            requests,
+            connections: connections.len(),
+            https_connections: connections.iter().filter(|c| c.0).count(),
+        }
     }
+}
+
+/// What websim's request log says about one run.
+struct Served {
+    requests: usize,
+    connections: usize,
+    https_connections: usize,
 }
 
 /// What the runs fetch.
@@ -300,8 +312,8 @@ struct Figures {
     wire_bytes: u64,
     body_bytes: u64,
     https: usize,
-    /// From websim's log: requests served and connections.
-    served: Option<(usize, usize)>,
+    /// From websim's log.
+    served: Option<Served>,
     load: String,
 }
 
@@ -373,11 +385,14 @@ impl Figures {
             cores(self.cpu_all),
             cores(self.cpu_sim.unwrap_or_default()),
         );
-        if let Some((requests, connections)) = self.served {
+        if let Some(s) = &self.served {
             println!(
-                "    websim served {requests} requests on {connections} connections \
-                 ({:.1} requests per connection)",
-                requests as f64 / connections.max(1) as f64
+                "    websim served {} requests on {} connections ({} https; {:.1} requests \
+                 per connection)",
+                s.requests,
+                s.connections,
+                s.https_connections,
+                s.requests as f64 / s.connections.max(1) as f64
             );
         }
     }
