@@ -1,32 +1,63 @@
 //! One downloader service end to end: pages per second and CPU milliseconds per
-//! page, with jobs injected by a test-side manager (the real control protocol on
-//! 127.0.0.1) and pages served by an in-process keep-alive HTTP server (13 KB HTML
-//! pages of word soup, which gzip shrinks about as much as real HTML). Every page
-//! goes through the whole service: job queue, fetch, WARC record pair, gzip, batch
-//! file, publish (fsync, rename), `FetchReports` and `Committed`. Politeness plays
-//! no part (that is the manager's job): every URL is on one host.
+//! page, with jobs injected by a bench-side manager (the real control protocol on
+//! 127.0.0.1). Every page goes through the whole service: job queue, fetch, WARC
+//! record pair, gzip, batch file, publish (fsync, rename), `FetchReports` and
+//! `Committed`. Politeness plays no part (that is the manager's job): the bench
+//! sends jobs as fast as the downloader takes them, so the downloader's own
+//! concurrency is the only limit.
 //!
-//! `cargo bench -p downloader --bench service [-- PAGES [CONCURRENCY...]]`
-//! (defaults: 30000 pages, concurrency 64 and 256). Bounded: a few seconds per run.
+//! Two sources of pages:
+//! - in-process (default): one keep-alive HTTP server on one host, 13 KB HTML pages
+//!   of word soup (which gzip shrinks about as much as real HTML), on a one-thread
+//!   runtime shared with the manager.
+//!   `cargo bench -p downloader --bench service [-- [--runs R] [PAGES [CONCURRENCY...]]]`
+//!   (defaults: 30000 pages, concurrency 64 and 256). A few seconds per run.
+//! - websim (`--websim`): `polycrawl websim` in its own process (2,000 hosts,
+//!   100,000 pages, seed 7, `--slow-ms 5`, one websim thread by default), and one
+//!   job for every URL of its manifest (about 125,000: 200s, 301/302 redirects,
+//!   404s; http and https with websim's CA as extra CA file; gzip and chunked
+//!   hosts), in manifest (breadth-first) order, with the address from `hosts.tsv`.
+//!   `cargo bench -p downloader --bench service -- --websim [--hosts H] [--pages N]
+//!   [--seed S] [--slow-ms MS] [--websim-threads T] [--websim-out DIR] [--runs R]
+//!   [CONCURRENCY...]` (`--websim-out`: keep websim's files, the request log among
+//!   them, in DIR)
+//!   (defaults: concurrency 64 and 256). It needs the `polycrawl` binary next to
+//!   the bench's directory (`cargo build --release -p ops --bin polycrawl`, same
+//!   target dir) or `POLYCRAWL_BIN`. About 10-30 s per run.
+//!
+//! Each mode first runs 2,000 jobs at concurrency 64 as a warm-up; then `--runs`
+//! rounds over the concurrency levels (interleaved, so machine noise spreads over
+//! all levels), each run with a fresh downloader and spool, and with more than one
+//! round a summary (median, min, max per level).
 //!
 //! Figures printed per run:
-//! - pages/s: pages reported `Stored` (records written) per wall second, from the
-//!   first `FetchBatch` to the last report; CPU is counted over the same span. The
-//!   last batch is committed up to `max_batch_age_ms` (2 s) later: durability
-//!   lags by at most that, throughput does not;
+//! - pages/s: pages reported `Stored` (records written, any HTTP status) per wall
+//!   second, from the first `FetchBatch` to the last report; CPU is counted over
+//!   the same span. The last batch is committed up to `max_batch_age_ms` (2 s)
+//!   later: durability lags by at most that, throughput does not;
 //! - CPU ms/page of the downloader alone: user + system time of its threads (its
 //!   tokio workers, named `dl-*`, and the `warc-writer` thread), from
 //!   `/proc/self/task/*/stat` (USER_HZ ticks, 10 ms resolution, summed over
 //!   seconds);
 //! - CPU ms/page of the whole process (`getrusage(RUSAGE_SELF)`): downloader plus
-//!   the in-process HTTP server and manager.
+//!   the manager (and the in-process HTTP server in that mode);
+//! - websim mode: websim's CPU ms/page (`/proc/<pid>/stat`, all its threads, not
+//!   part of the above), the status mix, statuses that differ from the manifest,
+//!   failures by reason (with one detail each), jobs returned, wire and body bytes,
+//!   the https share, cores busy (CPU time over wall time: downloader, its WARC
+//!   writer thread, whole process, websim), and from websim's request log the
+//!   requests it served and the connections they came on (distinct client sockets);
+//! - the load average (`/proc/loadavg`) when the run started.
 
+use std::collections::{BTreeMap, HashSet};
+use std::io::{Read, Seek, SeekFrom};
 use std::net::{Ipv4Addr, SocketAddr};
+use std::path::PathBuf;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use downloader::{ControlSettings, DownloaderConfig};
-use nix::sys::resource::{UsageWho, getrusage};
+use nix::sys::resource::{Resource, UsageWho, getrlimit, getrusage, setrlimit};
 use spool::protocol::{
     FetchJob, FetchLimits, FetchPurpose, FetchResult, JobId, Message, Role, ServerConfig, Token,
     server_handshake,
@@ -37,10 +68,16 @@ use tokio::net::TcpListener;
 use tokio::sync::Semaphore;
 use tokio_util::sync::CancellationToken;
 
+mod websim;
+
+use websim::{SimUrl, Websim};
+
 const PAGE_BYTES: usize = 13 * 1024;
 const TOKEN: &str = "bench-token";
 /// Jobs per `FetchBatch`.
 const BATCH: usize = 500;
+/// Jobs of the warm-up run.
+const WARM_UP: usize = 2000;
 
 /// A 13 KB HTML page of pseudo-random words.
 fn page() -> Vec<u8> {
@@ -111,9 +148,25 @@ async fn server() -> SocketAddr {
     addr
 }
 
+/// The name and user + system CPU time of one `/proc/.../stat` line.
+fn stat_cpu(stat: &str) -> Option<(&str, Duration)> {
+    let (open, close) = (stat.find('(')?, stat.rfind(')')?);
+    let fields: Vec<&str> = stat[close + 1..].split_whitespace().collect();
+    // After "(comm)": state is field 3, utime 14, stime 15.
+    let get = |i: usize| {
+        fields
+            .get(i)
+            .and_then(|f| f.parse::<u64>().ok())
+            .unwrap_or(0)
+    };
+    let ticks = get(11) + get(12);
+    // USER_HZ = 100 on Linux.
+    Some((&stat[open + 1..close], Duration::from_millis(ticks * 10)))
+}
+
 /// CPU time of this process's threads whose name starts with one of `prefixes`.
 fn thread_cpu(prefixes: &[&str]) -> Duration {
-    let mut ticks = 0u64;
+    let mut cpu = Duration::ZERO;
     for task in std::fs::read_dir("/proc/self/task")
         .into_iter()
         .flatten()
@@ -122,24 +175,21 @@ fn thread_cpu(prefixes: &[&str]) -> Duration {
         let Ok(stat) = std::fs::read_to_string(task.path().join("stat")) else {
             continue;
         };
-        let (Some(open), Some(close)) = (stat.find('('), stat.rfind(')')) else {
-            continue;
-        };
-        let name = &stat[open + 1..close];
-        if !prefixes.iter().any(|p| name.starts_with(p)) {
-            continue;
+        if let Some((name, t)) = stat_cpu(&stat)
+            && prefixes.iter().any(|p| name.starts_with(p))
+        {
+            cpu += t;
         }
-        let fields: Vec<&str> = stat[close + 1..].split_whitespace().collect();
-        // After "(comm)": state is field 3, utime 14, stime 15.
-        let get = |i: usize| {
-            fields
-                .get(i)
-                .and_then(|f| f.parse::<u64>().ok())
-                .unwrap_or(0)
-        };
-        ticks += get(11) + get(12);
     }
-    Duration::from_millis(ticks * 10) // USER_HZ = 100 on Linux
+    cpu
+}
+
+/// CPU time of another process (all its threads).
+fn pid_cpu(pid: u32) -> Duration {
+    std::fs::read_to_string(format!("/proc/{pid}/stat"))
+        .ok()
+        .and_then(|s| stat_cpu(&s).map(|(_, t)| t))
+        .unwrap_or_default()
 }
 
 fn process_cpu() -> Duration {
@@ -163,14 +213,205 @@ fn machine() -> String {
     format!("{model}, {cores} cores")
 }
 
-/// One run: `pages` jobs at `concurrency`, with a fresh downloader and spool;
-/// prints its figures.
-fn run(pages: usize, concurrency: u32, site: SocketAddr, site_rt: &tokio::runtime::Runtime) {
+/// The 1, 5 and 15 minute load averages.
+fn loadavg() -> String {
+    let s = std::fs::read_to_string("/proc/loadavg").unwrap_or_default();
+    s.split_whitespace().take(3).collect::<Vec<_>>().join(" ")
+}
+
+/// Raises the soft file-descriptor limit to the hard one: thousands of hosts mean
+/// thousands of pooled connections.
+fn raise_nofile_limit() {
+    if let Ok((soft, hard)) = getrlimit(Resource::RLIMIT_NOFILE)
+        && soft < hard
+    {
+        let _ = setrlimit(Resource::RLIMIT_NOFILE, hard, hard);
+    }
+}
+
+/// websim's request log, read run by run.
+struct LogTail {
+    path: PathBuf,
+    offset: u64,
+}
+
+impl LogTail {
+    /// Requests logged since the last call, and the connections they came on
+    /// (distinct server and client socket pairs), all and https ones. The log is
+    /// flushed every 100 ms.
+    fn take(&mut self) -> Served {
+        std::thread::sleep(Duration::from_millis(300));
+        let mut text = String::new();
+        if let Ok(mut f) = std::fs::File::open(&self.path) {
+            let _ = f.seek(SeekFrom::Start(self.offset));
+            let _ = f.read_to_string(&mut text);
+        }
+        // Only whole lines; a partial last one is read next time.
+        let whole = text.rfind('\n').map_or(0, |i| i + 1);
+        self.offset += whole as u64;
+        let mut connections = HashSet::new();
+        let mut requests = 0;
+        for line in text[..whole].lines() {
+            let f: Vec<&str> = line.split('\t').collect();
+            if let (Some(scheme), Some(server), Some(client)) = (f.get(2), f.get(4), f.get(5)) {
+                connections.insert((*scheme == "https", *server, *client));
+            }
+            requests += 1;
+        }
+        Served {
+            requests,
+            connections: connections.len(),
+            https_connections: connections.iter().filter(|c| c.0).count(),
+        }
+    }
+}
+
+/// What websim's request log says about one run.
+struct Served {
+    requests: usize,
+    connections: usize,
+    https_connections: usize,
+}
+
+/// What the runs fetch.
+struct Workload {
+    /// Printed at the start of each result line.
+    label: &'static str,
+    /// Job `i` fetches `urls[i]`; a run takes the first N.
+    urls: Arc<Vec<SimUrl>>,
+    extra_ca_file: Option<PathBuf>,
+    /// websim's pid (its CPU is counted apart) and request log.
+    sim: Option<(u32, LogTail)>,
+    /// Every job must be stored with the expected status (in-process mode): anything
+    /// else panics instead of being counted.
+    strict: bool,
+}
+
+/// The figures of one run.
+#[derive(Default)]
+struct Figures {
+    concurrency: u32,
+    jobs: usize,
+    stored: usize,
+    /// First `FetchBatch` to the last report.
+    elapsed: Duration,
+    /// First `FetchBatch` to the last `Committed`.
+    durable: Duration,
+    cpu_dl: Duration,
+    /// Of `cpu_dl`: the WARC writer thread.
+    cpu_writer: Duration,
+    cpu_all: Duration,
+    cpu_sim: Option<Duration>,
+    batches: usize,
+    statuses: BTreeMap<u16, usize>,
+    /// Stored with a status other than the manifest's.
+    unexpected: usize,
+    /// Failures by reason, with the first detail.
+    failures: BTreeMap<String, (usize, String)>,
+    returned: usize,
+    wire_bytes: u64,
+    body_bytes: u64,
+    https: usize,
+    /// From websim's log.
+    served: Option<Served>,
+    load: String,
+}
+
+impl Figures {
+    fn pages_per_s(&self) -> f64 {
+        self.stored as f64 / self.elapsed.as_secs_f64()
+    }
+
+    fn per_page(&self, cpu: Duration) -> f64 {
+        cpu.as_secs_f64() * 1000.0 / self.stored.max(1) as f64
+    }
+
+    fn print(&self, label: &str) {
+        let sim = self.cpu_sim.map_or(String::new(), |c| {
+            format!("  websim {:.3} CPU-ms/page", self.per_page(c))
+        });
+        println!(
+            "{label} concurrency={:<4} {:>7.0} pages/s  downloader {:.3} CPU-ms/page  \
+             whole process {:.3} CPU-ms/page{sim}  ({} pages reported in {:.2} s, all \
+             committed after {:.2} s, {} batches; load {})",
+            self.concurrency,
+            self.pages_per_s(),
+            self.per_page(self.cpu_dl),
+            self.per_page(self.cpu_all),
+            self.stored,
+            self.elapsed.as_secs_f64(),
+            self.durable.as_secs_f64(),
+            self.batches,
+            self.load,
+        );
+        if self.cpu_sim.is_none() {
+            return;
+        }
+        let statuses: Vec<String> = self
+            .statuses
+            .iter()
+            .map(|(s, n)| format!("{s}:{n}"))
+            .collect();
+        let failures: Vec<String> = self
+            .failures
+            .iter()
+            .map(|(r, (n, detail))| format!("{r}:{n} ({detail})"))
+            .collect();
+        let mb = |b: u64| b as f64 / 1e6;
+        println!(
+            "    {} jobs, status {} ({} differ from the manifest), failures {}, returned {}; \
+             wire {:.1} MB ({:.0} B/page), body {:.1} MB; https {} ({:.1} %)",
+            self.jobs,
+            statuses.join(" "),
+            self.unexpected,
+            if failures.is_empty() {
+                "none".to_owned()
+            } else {
+                failures.join(", ")
+            },
+            self.returned,
+            mb(self.wire_bytes),
+            self.wire_bytes as f64 / self.stored.max(1) as f64,
+            mb(self.body_bytes),
+            self.https,
+            100.0 * self.https as f64 / self.jobs.max(1) as f64,
+        );
+        let cores = |cpu: Duration| cpu.as_secs_f64() / self.elapsed.as_secs_f64();
+        println!(
+            "    cores busy: downloader {:.2} (its WARC writer thread {:.2}), whole process \
+             {:.2}, websim {:.2}",
+            cores(self.cpu_dl),
+            cores(self.cpu_writer),
+            cores(self.cpu_all),
+            cores(self.cpu_sim.unwrap_or_default()),
+        );
+        if let Some(s) = &self.served {
+            println!(
+                "    websim served {} requests on {} connections ({} https; {:.1} requests \
+                 per connection)",
+                s.requests,
+                s.connections,
+                s.https_connections,
+                s.requests as f64 / s.connections.max(1) as f64
+            );
+        }
+    }
+}
+
+/// One run: the first `jobs` URLs of `work` at `concurrency`, with a fresh
+/// downloader and spool.
+fn run(
+    work: &mut Workload,
+    jobs: usize,
+    concurrency: u32,
+    site_rt: &tokio::runtime::Runtime,
+) -> Figures {
     let spool = tempfile::tempdir().unwrap();
     let listener = site_rt
         .block_on(TcpListener::bind((Ipv4Addr::LOCALHOST, 0)))
         .unwrap();
     let manager_addr = listener.local_addr().unwrap();
+    let load = loadavg();
 
     // The downloader, on a runtime of its own (as `polycrawl downloader` runs it).
     let dl_rt = tokio::runtime::Builder::new_multi_thread()
@@ -180,6 +421,7 @@ fn run(pages: usize, concurrency: u32, site: SocketAddr, site_rt: &tokio::runtim
         .unwrap();
     let config = DownloaderConfig {
         allow_private: true,
+        extra_ca_file: work.extra_ca_file.clone(),
         concurrency,
         pool_max_idle_per_key: 4096,
         pool_max_idle: 4096,
@@ -195,8 +437,11 @@ fn run(pages: usize, concurrency: u32, site: SocketAddr, site_rt: &tokio::runtim
     let root = spool::Spool::new(spool.path());
     let service = dl_rt.spawn(async move { downloader::run(&config, control, root, stop).await });
 
+    let urls = Arc::clone(&work.urls);
+    let strict = work.strict;
+    let sim_pid = work.sim.as_ref().map(|(pid, _)| *pid);
     // The manager: a window of jobs in flight, topped up as reports come back.
-    let (elapsed, durable, cpu_dl, cpu_all, batches) = site_rt.block_on(async move {
+    let mut fig = site_rt.block_on(async move {
         let (stream, _) = listener.accept().await.unwrap();
         let server = ServerConfig::new(
             Role::Manager,
@@ -207,30 +452,37 @@ fn run(pages: usize, concurrency: u32, site: SocketAddr, site_rt: &tokio::runtim
         let (mut reader, writer) = conn.into_split();
         let window = Arc::new(Semaphore::new(4 * concurrency as usize + BATCH));
         let app = AppId::new("bench").unwrap();
-        let url = format!("http://bench.test:{}/page", site.port());
         let limits = FetchLimits {
             max_body_bytes: 0,
             connect_timeout_ms: 0,
             first_byte_timeout_ms: 0,
             total_timeout_ms: 0,
         };
-        let (dl0, all0, start) = (
+        let mut fig = Figures {
+            concurrency,
+            jobs,
+            https: urls[..jobs].iter().filter(|u| u.https).count(),
+            ..Figures::default()
+        };
+        let (dl0, writer0, all0, sim0, start) = (
             thread_cpu(&["dl-", "warc-writer"]),
+            thread_cpu(&["warc-writer"]),
             process_cpu(),
+            sim_pid.map(pid_cpu),
             Instant::now(),
         );
         let sender = {
-            let window = window.clone();
+            let (window, urls) = (window.clone(), Arc::clone(&urls));
             tokio::spawn(async move {
-                for first in (0..pages).step_by(BATCH) {
-                    let n = BATCH.min(pages - first);
+                for first in (0..jobs).step_by(BATCH) {
+                    let n = BATCH.min(jobs - first);
                     window.acquire_many(n as u32).await.unwrap().forget();
                     let jobs = (first..first + n)
                         .map(|i| FetchJob {
                             job: JobId(i as u64),
                             app: app.clone(),
-                            url: url.clone(),
-                            addr: site,
+                            url: urls[i].url.clone(),
+                            addr: urls[i].addr,
                             purpose: FetchPurpose::Page,
                             keep_alive: true,
                             limits,
@@ -241,76 +493,260 @@ fn run(pages: usize, concurrency: u32, site: SocketAddr, site_rt: &tokio::runtim
                 writer
             })
         };
-        let (mut stored, mut committed, mut batches) = (0, 0, 0);
-        let mut reported = None;
-        while committed < pages {
+        let (mut reported, mut committed) = (0, 0);
+        while reported < jobs || committed < fig.stored {
             match reader.recv().await.unwrap().expect("the downloader stays") {
                 Message::FetchReports { reports } => {
                     for r in &reports {
+                        let want = &urls[r.job.0 as usize];
                         match &r.result {
-                            FetchResult::Stored(_) => stored += 1,
-                            other => panic!("job {}: {other:?}", r.job),
+                            FetchResult::Stored(page) if !strict || page.status == want.status => {
+                                fig.stored += 1;
+                                *fig.statuses.entry(page.status).or_default() += 1;
+                                fig.unexpected += usize::from(page.status != want.status);
+                                fig.wire_bytes += page.wire_bytes;
+                                fig.body_bytes += page.body_bytes;
+                            }
+                            FetchResult::Failed { reason, detail } if !strict => {
+                                let e = fig
+                                    .failures
+                                    .entry(reason.to_string())
+                                    .or_insert_with(|| (0, format!("{}: {detail}", want.url)));
+                                e.0 += 1;
+                            }
+                            FetchResult::Returned if !strict => fig.returned += 1,
+                            other => panic!("job {} ({}): {other:?}", r.job, want.url),
                         }
                     }
+                    reported += reports.len();
                     window.add_permits(reports.len());
-                    if stored == pages {
-                        reported = Some((
-                            start.elapsed(),
-                            thread_cpu(&["dl-", "warc-writer"]) - dl0,
-                            process_cpu() - all0,
-                        ));
+                    if reported == jobs {
+                        fig.elapsed = start.elapsed();
+                        fig.cpu_dl = thread_cpu(&["dl-", "warc-writer"]) - dl0;
+                        fig.cpu_writer = thread_cpu(&["warc-writer"]) - writer0;
+                        fig.cpu_all = process_cpu() - all0;
+                        fig.cpu_sim = sim_pid.zip(sim0).map(|(pid, c0)| pid_cpu(pid) - c0);
                     }
                 }
                 Message::Committed { jobs, .. } => {
                     committed += jobs.len();
-                    batches += 1;
+                    fig.batches += 1;
                 }
                 _ => {}
             }
         }
-        let durable = start.elapsed();
-        assert_eq!(stored, pages);
+        fig.durable = start.elapsed();
         drop(sender.await.unwrap());
-        let (elapsed, cpu_dl, cpu_all) = reported.expect("every page reported");
-        (elapsed, durable, cpu_dl, cpu_all, batches)
+        fig
     });
     shutdown.cancel();
     dl_rt.block_on(service).unwrap().unwrap();
-    let rate = pages as f64 / elapsed.as_secs_f64();
-    let per_page = |cpu: Duration| cpu.as_secs_f64() * 1000.0 / pages as f64;
+    fig.load = load;
+    fig.served = work.sim.as_mut().map(|(_, log)| log.take());
+    fig
+}
+
+/// Runs the warm-up, then `runs` rounds over `levels`, printing every run and,
+/// with more than one round, a summary.
+fn measure(
+    work: &mut Workload,
+    jobs: usize,
+    levels: &[u32],
+    runs: usize,
+    rt: &tokio::runtime::Runtime,
+) {
+    run(work, WARM_UP.min(jobs), 64, rt);
+    let mut all: BTreeMap<u32, Vec<Figures>> = BTreeMap::new();
+    for _ in 0..runs {
+        for &concurrency in levels {
+            let fig = run(work, jobs, concurrency, rt);
+            fig.print(work.label);
+            all.entry(concurrency).or_default().push(fig);
+        }
+    }
+    if runs < 2 {
+        return;
+    }
     println!(
-        "service/keep-alive/13KB concurrency={concurrency:<4} {rate:>7.0} pages/s  \
-         downloader {:.3} CPU-ms/page  whole process {:.3} CPU-ms/page  \
-         ({pages} pages reported in {:.2} s, all committed after {:.2} s, {batches} batches)",
-        per_page(cpu_dl),
-        per_page(cpu_all),
-        elapsed.as_secs_f64(),
-        durable.as_secs_f64(),
+        "summary over {runs} runs: median (min-max); load average now {}",
+        loadavg()
     );
+    println!(
+        "| concurrency | pages/s | downloader CPU-ms/page | whole process CPU-ms/page |{}",
+        if work.sim.is_some() {
+            " websim CPU-ms/page |"
+        } else {
+            ""
+        }
+    );
+    for (concurrency, figs) in &all {
+        let stat = |f: &dyn Fn(&Figures) -> f64, digits: usize| {
+            let mut v: Vec<f64> = figs.iter().map(f).collect();
+            v.sort_by(f64::total_cmp);
+            format!(
+                "{:.digits$} ({:.digits$}-{:.digits$})",
+                v[v.len() / 2],
+                v[0],
+                v[v.len() - 1]
+            )
+        };
+        let sim = if work.sim.is_some() {
+            format!(
+                " {} |",
+                stat(&|f| f.per_page(f.cpu_sim.unwrap_or_default()), 3)
+            )
+        } else {
+            String::new()
+        };
+        println!(
+            "| {concurrency} | {} | {} | {} |{sim}",
+            stat(&|f| f.pages_per_s(), 0),
+            stat(&|f| f.per_page(f.cpu_dl), 3),
+            stat(&|f| f.per_page(f.cpu_all), 3),
+        );
+    }
+}
+
+const USAGE: &str = "usage: service [--runs R] [PAGES [CONCURRENCY...]]\n       \
+    service --websim [--hosts H] [--pages N] [--seed S] [--slow-ms MS] \
+    [--websim-threads T] [--websim-out DIR] [--runs R] [CONCURRENCY...]";
+
+struct Opts {
+    websim: Option<websim::Args>,
+    runs: usize,
+    numbers: Vec<usize>,
+}
+
+fn parse_args() -> Result<Opts, String> {
+    let mut opts = Opts {
+        websim: None,
+        runs: 1,
+        numbers: Vec::new(),
+    };
+    let mut sim = websim::Args::default();
+    let mut args = std::env::args().skip(1);
+    while let Some(arg) = args.next() {
+        let mut value = |name: &str| -> Result<u64, String> {
+            let v = args.next().ok_or(format!("{name} needs a value"))?;
+            v.parse().map_err(|_| format!("{name} {v}: not a number"))
+        };
+        let narrow = |name: &str, v: u64| -> Result<u32, String> {
+            u32::try_from(v).map_err(|_| format!("{name} {v}: too large"))
+        };
+        match arg.as_str() {
+            "--bench" => {} // added by `cargo bench`
+            "--websim" => opts.websim = Some(websim::Args::default()),
+            "--runs" => opts.runs = value("--runs")?.max(1) as usize,
+            "--hosts" => sim.hosts = narrow("--hosts", value("--hosts")?)?,
+            "--pages" => sim.pages = narrow("--pages", value("--pages")?)?,
+            "--seed" => sim.seed = value("--seed")?,
+            "--slow-ms" => sim.slow_ms = value("--slow-ms")?,
+            "--websim-out" => {
+                sim.out = Some(args.next().ok_or("--websim-out needs a value")?.into());
+            }
+            "--websim-threads" => {
+                let t = value("--websim-threads")?;
+                sim.threads = u16::try_from(t.max(1)).map_err(|_| "--websim-threads: too large")?;
+            }
+            other => match other.parse() {
+                Ok(n) => opts.numbers.push(n),
+                Err(_) => return Err(format!("unknown argument {other:?}")),
+            },
+        }
+    }
+    if let Some(s) = opts.websim.as_mut() {
+        *s = sim;
+    }
+    Ok(opts)
 }
 
 fn main() {
-    let mut args = std::env::args()
-        .skip(1)
-        .filter_map(|a| a.parse::<usize>().ok());
-    let pages = args.next().unwrap_or(30_000);
-    let levels: Vec<u32> = args.map(|c| c as u32).collect();
-    let levels = if levels.is_empty() {
-        vec![64, 256]
-    } else {
-        levels
-    };
-    println!("machine: {}", machine());
-    // The site and the manager share one runtime with one worker thread.
+    let opts = parse_args().unwrap_or_else(|e| {
+        eprintln!("service bench: {e}\n{USAGE}");
+        std::process::exit(2)
+    });
+    raise_nofile_limit();
+    println!("machine: {}; load average {}", machine(), loadavg());
+    // The manager (and the in-process site) run on one runtime with one worker thread.
     let site_rt = tokio::runtime::Builder::new_multi_thread()
         .worker_threads(1)
         .thread_name("site")
         .enable_all()
         .build()
         .unwrap();
-    let site = site_rt.block_on(server());
-    run(2000, 64, site, &site_rt); // warm-up
-    for concurrency in levels {
-        run(pages, concurrency, site, &site_rt);
+    let levels_or_default = |levels: Vec<u32>| {
+        if levels.is_empty() {
+            vec![64, 256]
+        } else {
+            levels
+        }
+    };
+    match opts.websim {
+        None => {
+            let mut numbers = opts.numbers.into_iter();
+            let pages = numbers.next().unwrap_or(30_000);
+            let levels = levels_or_default(numbers.map(|c| c as u32).collect());
+            let site = site_rt.block_on(server());
+            let url = format!("http://bench.test:{}/page", site.port());
+            let page = SimUrl {
+                url,
+                addr: site,
+                status: 200,
+                https: false,
+            };
+            let mut work = Workload {
+                label: "service/keep-alive/13KB",
+                urls: Arc::new(vec![page; pages.max(WARM_UP)]),
+                extra_ca_file: None,
+                sim: None,
+                strict: true,
+            };
+            measure(&mut work, pages, &levels, opts.runs, &site_rt);
+        }
+        Some(args) => {
+            let levels = levels_or_default(opts.numbers.iter().map(|&c| c as u32).collect());
+            let bin = websim::polycrawl_bin().unwrap_or_else(|e| {
+                eprintln!("service bench --websim: {e}");
+                std::process::exit(1)
+            });
+            println!(
+                "websim: {} --hosts {} --pages {} --seed {} --slow-ms {} --threads {}",
+                bin.display(),
+                args.hosts,
+                args.pages,
+                args.seed,
+                args.slow_ms,
+                args.threads
+            );
+            let sim = Websim::start(&bin, &args);
+            let urls = sim.urls();
+            let https = urls.iter().filter(|u| u.https).count();
+            let mut statuses: BTreeMap<u16, usize> = BTreeMap::new();
+            for u in &urls {
+                *statuses.entry(u.status).or_default() += 1;
+            }
+            println!(
+                "websim: pid {}, manifest {} URLs ({https} https), status {:?}",
+                sim.pid(),
+                urls.len(),
+                statuses
+            );
+            let jobs = urls.len();
+            let mut work = Workload {
+                label: "service/websim",
+                urls: Arc::new(urls),
+                extra_ca_file: Some(sim.path("ca")),
+                sim: Some((
+                    sim.pid(),
+                    LogTail {
+                        path: sim.path("log"),
+                        offset: 0,
+                    },
+                )),
+                strict: false,
+            };
+            measure(&mut work, jobs, &levels, opts.runs, &site_rt);
+            drop(sim); // kills websim
+        }
     }
 }
