@@ -121,7 +121,11 @@ impl Engine {
             },
             AdminCommand::Checkpoint => match self.checkpoints.take(&self.frontier) {
                 Ok(dir) => Ok(AdminReply::Checkpointed {
-                    path: dir.display().to_string(),
+                    // Absolute, so the answer means the same wherever it is read.
+                    path: std::path::absolute(&dir)
+                        .unwrap_or(dir)
+                        .display()
+                        .to_string(),
                 }),
                 Err(e) => failed(e.to_string()),
             },

@@ -64,7 +64,7 @@ pub enum AdminReply {
     },
     /// The answer to [`AdminCommand::Checkpoint`]: it was written.
     Checkpointed {
-        /// The checkpoint's folder, on the manager's machine.
+        /// The checkpoint's folder (absolute), on the manager's machine.
         path: String,
     },
 }
