@@ -3,7 +3,8 @@
 # already there. Safe to run any number of times; both README commands call it.
 #
 #   apt:   build-essential pkg-config libclang-dev (RocksDB's bindgen build),
-#          dnsutils (dig, used by the DNS tests)
+#          dnsutils (dig, used by the DNS tests), chromium (the admin page's
+#          browser test drives it headless)
 #   cargo: cargo-nextest (the test runner)
 #   pip:   warcio (the WARC checker the storage tests run)
 set -euo pipefail
@@ -23,7 +24,7 @@ if ! command -v cargo >/dev/null 2>&1; then
 fi
 
 apt_missing=()
-for pkg in build-essential pkg-config libclang-dev dnsutils; do
+for pkg in build-essential pkg-config libclang-dev dnsutils chromium; do
     dpkg-query -W -f='${Status}' "$pkg" 2>/dev/null | grep -q "install ok installed" || apt_missing+=("$pkg")
 done
 if [ ${#apt_missing[@]} -gt 0 ]; then

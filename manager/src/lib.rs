@@ -6,8 +6,8 @@
 //! with its durable state in RocksDB ([`frontier`], no I/O but its database and the
 //! spool), and the network service around it ([`service`]: control server,
 //! registry of downloaders/resolvers/applications, heartbeats, dispatch, DNS
-//! batches, admin commands, checkpoints), started by [`run`]. The browser admin
-//! page is not built yet.
+//! batches, admin commands, checkpoints, the admin page and its JSON API), started
+//! by [`run`] or [`run_with_admin`].
 //!
 //! Main types: [`Frontier`] (the facade), [`FrontierConfig`] (its settings),
 //! [`FrontierStats`], [`Blacklist`], [`robots::RobotsPolicy`]; [`run`],
@@ -40,4 +40,4 @@ pub mod service;
 pub use blacklist::{Blacklist, BlacklistEntry};
 pub use config::FrontierConfig;
 pub use frontier::{Frontier, FrontierError, FrontierStats, HostState, wall_clock_ms};
-pub use service::{ManagerConfig, ManagerError, Settings, bind, run};
+pub use service::{ManagerConfig, ManagerError, Settings, bind, run, run_with_admin};

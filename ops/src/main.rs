@@ -140,6 +140,11 @@ struct ManagerArgs {
     /// a free one). When listening, stdout gets `manager listening addr=IP:PORT`.
     #[arg(long, value_name = "HOST:PORT")]
     listen: Option<String>,
+    /// Where the admin page and its JSON API listen, overriding manager.admin_http
+    /// ("" turns them off; port 0 picks a free one). When listening, stdout gets
+    /// `manager admin listening addr=IP:PORT` after the control port's line.
+    #[arg(long, value_name = "IP:PORT")]
+    admin_listen: Option<String>,
     /// The state directory (database, checkpoints), overriding manager.state_dir.
     #[arg(long, value_name = "DIR")]
     state: Option<PathBuf>,
@@ -318,6 +323,14 @@ fn manager_command(args: ManagerArgs) -> anyhow::Result<()> {
     if let Ok(admin) = std::env::var("POLYCRAWL_ADMIN_TOKEN") {
         config.manager.admin_token = admin;
     }
+    if let Some(admin_http) = args.admin_listen {
+        config.manager.admin_http = admin_http;
+    }
+    config
+        .manager
+        .validate()
+        .context("the manager's config with the flags applied")?;
+    let admin_addr = config.manager.admin_http.clone();
     let token = args
         .token
         .or_else(|| std::env::var("POLYCRAWL_TOKEN").ok())
@@ -341,9 +354,22 @@ fn manager_command(args: ManagerArgs) -> anyhow::Result<()> {
         let local = listener
             .local_addr()
             .map_err(|source| manager::ManagerError::Listen { addr, source })?;
-        // The ready line scripts and tests wait for (stdout is line-buffered).
+        let admin = match admin_addr.as_str() {
+            "" => None,
+            addr => Some(manager::bind(addr).await?),
+        };
+        // The ready lines scripts and tests wait for (stdout is line-buffered).
         println!("manager listening addr={local}");
-        manager::run(listener, settings, shutdown).await
+        if let Some(admin) = &admin {
+            let local = admin
+                .local_addr()
+                .map_err(|source| manager::ManagerError::Listen {
+                    addr: admin_addr.clone(),
+                    source,
+                })?;
+            println!("manager admin listening addr={local}");
+        }
+        manager::run_with_admin(listener, admin, settings, shutdown).await
     })
 }
 
@@ -371,8 +397,7 @@ fn status_command(args: StatusArgs) -> anyhow::Result<()> {
         token,
         config.control.max_frame_bytes,
     ))?;
-    let timeout = config.control.heartbeat_timeout_ms;
-    print!("{}", ops::status::render(&addr, &snapshot, timeout));
+    print!("{}", ops::status::render(&addr, &snapshot));
     Ok(())
 }
 

@@ -1,5 +1,6 @@
 //! `polycrawl status`: asks a running manager for its figures over the control port
-//! (role `Admin`, [`AdminCommand::Status`]) and prints them for a person.
+//! (role `Admin`, [`AdminCommand::Status`]) and prints them for a person: the same
+//! figures as the admin page (`GET /api/stats` is the same snapshot as JSON).
 //!
 //! This module must never change anything in the crawl: it only sends `Status`.
 
@@ -10,7 +11,7 @@ use anyhow::Context;
 use spool::ComponentId;
 use spool::protocol::{
     AdminCommand, AdminReply, ByeReason, ComponentStatus, DEFAULT_HANDSHAKE_TIMEOUT, Hello, Limits,
-    Message, Role, StatusSnapshot, Token, client_handshake,
+    Message, ReasonCount, Role, Speed, StatusSnapshot, Token, client_handshake,
 };
 use tokio::net::TcpStream;
 
@@ -48,48 +49,123 @@ pub async fn fetch(addr: &str, token: Token, max_frame: u32) -> anyhow::Result<S
         .context("the manager did not answer in time")??;
     let _ = conn.close(ByeReason::ShuttingDown, "status read").await;
     match reply {
-        AdminReply::Status(snapshot) => Ok(snapshot),
+        AdminReply::Status(snapshot) => Ok(*snapshot),
         AdminReply::Failed { detail } => anyhow::bail!("the manager refused: {detail}"),
-        AdminReply::Done { detail } => anyhow::bail!("unexpected answer: {detail}"),
+        other => anyhow::bail!("unexpected answer: {other:?}"),
     }
 }
 
-/// The snapshot as text, one figure per line; a component is `ok` if heard from
-/// within `heartbeat_timeout_ms`, else `silent`.
-pub fn render(addr: &str, s: &StatusSnapshot, heartbeat_timeout_ms: u64) -> String {
+/// The snapshot as text for a person: the figures of the admin page, one group
+/// per line (counts that are all zero say `none`).
+pub fn render(addr: &str, s: &StatusSnapshot) -> String {
     let mut out = String::new();
     let mib = s.bytes_total as f64 / (1024.0 * 1024.0);
-    let _ = writeln!(out, "manager        {addr}");
+    let _ = writeln!(out, "manager        {addr}, up {}", duration(s.uptime_ms));
     let _ = writeln!(
         out,
-        "speed          {:.1} pages/s (target {} pages/s)",
-        s.pages_per_sec, s.target_pages_per_sec
+        "speed          {:.1} pages/s now, {:.1} last minute, {:.1} last hour (target {} pages/s)",
+        s.pages_per_sec_now, s.pages_per_sec, s.pages_per_sec_hour, s.target_pages_per_sec
+    );
+    let _ = writeln!(out, "last hour      {}", sparkline(&s.speed_chart));
+    let _ = writeln!(
+        out,
+        "pages          {} stored, {mib:.1} MiB received ({} bytes), {} robots.txt fetched",
+        s.pages_total, s.bytes_total, s.robots_fetched
     );
     let _ = writeln!(
         out,
-        "pages          {} stored, {mib:.1} MiB received",
-        s.pages_total
+        "queues         {} URLs queued, {} in flight, {} names to resolve",
+        s.queued_urls, s.in_flight, s.dns_pending
     );
-    let _ = writeln!(out, "queued URLs    {}", s.queued_urls);
     let _ = writeln!(
         out,
-        "hosts          {} ready, {} waiting",
-        s.hosts_ready, s.hosts_waiting
+        "request files  {} pending, {} loaded",
+        s.request_files_pending, s.request_files_loaded
     );
-    let _ = writeln!(out, "request files  {} pending", s.request_files_pending);
+    let h = &s.hosts;
+    let _ = writeln!(
+        out,
+        "hosts          {} resolving, {} robots.txt, {} ready, {} parked, {} fetching, \
+         {} waiting, {} backed off, {} dead",
+        h.resolving, h.robots, h.ready, h.parked, h.fetching, h.waiting, h.backed_off, h.dead
+    );
+    let responses: u64 = s.http_status.iter().map(|c| c.count).sum();
+    let codes: Vec<String> = s
+        .http_status
+        .iter()
+        .map(|c| {
+            let pct = 100.0 * c.count as f64 / responses.max(1) as f64;
+            format!("{} {} ({pct:.1} %)", c.code, c.count)
+        })
+        .collect();
+    let _ = writeln!(out, "HTTP status    {}", or_none(&codes));
+    let _ = writeln!(out, "fetch errors   {}", reasons(&s.fetch_errors));
+    let _ = writeln!(out, "outcomes       {}", reasons(&s.outcomes));
     let _ = writeln!(out, "components     {}", s.components.len());
     for c in &s.components {
-        let _ = writeln!(out, "  {}", component_line(c, heartbeat_timeout_ms));
+        let _ = writeln!(out, "  {}", component_line(c));
     }
     out
 }
 
-fn component_line(c: &ComponentStatus, heartbeat_timeout_ms: u64) -> String {
-    let health = if c.last_heard_ms < heartbeat_timeout_ms {
-        "ok"
+fn or_none(items: &[String]) -> String {
+    if items.is_empty() {
+        "none".to_owned()
     } else {
-        "silent"
-    };
+        items.join(", ")
+    }
+}
+
+/// The non-zero counts as `reason count, ...`.
+fn reasons(counts: &[ReasonCount]) -> String {
+    let items: Vec<String> = counts
+        .iter()
+        .filter(|r| r.count > 0)
+        .map(|r| format!("{} {}", r.reason, r.count))
+        .collect();
+    or_none(&items)
+}
+
+/// `1 h 2 min 3 s`.
+fn duration(ms: u64) -> String {
+    let s = ms / 1000;
+    let (h, m) = (s / 3600, s % 3600 / 60);
+    match (h, m) {
+        (0, 0) => format!("{} s", s % 60),
+        (0, _) => format!("{m} min {} s", s % 60),
+        _ => format!("{h} h {m} min {} s", s % 60),
+    }
+}
+
+/// The chart as one character per minute (the mean of its steps), scaled to the
+/// largest; empty before the first complete step.
+fn sparkline(chart: &[f32]) -> String {
+    const BARS: [char; 8] = ['▁', '▂', '▃', '▄', '▅', '▆', '▇', '█'];
+    let per_char = (60 / Speed::CHART_STEP_SECS).max(1) as usize;
+    let minutes: Vec<f32> = chart
+        .chunks(per_char)
+        .map(|c| c.iter().sum::<f32>() / c.len() as f32)
+        .collect();
+    let max = minutes.iter().copied().fold(0.0f32, f32::max);
+    if minutes.is_empty() {
+        return "(no complete minute yet)".to_owned();
+    }
+    let line: String = minutes
+        .iter()
+        .map(|v| {
+            let i = if max > 0.0 {
+                (v / max * 7.0).round() as usize
+            } else {
+                0
+            };
+            BARS[i.min(7)]
+        })
+        .collect();
+    format!("{line} (max {max:.1} pages/s, one mark per minute)")
+}
+
+fn component_line(c: &ComponentStatus) -> String {
+    let health = if c.healthy { "ok" } else { "late" };
     let heard = c.last_heard_ms as f64 / 1000.0;
     let l = &c.load;
     let work = match c.role {
@@ -113,23 +189,53 @@ fn component_line(c: &ComponentStatus, heartbeat_timeout_ms: u64) -> String {
 
 #[cfg(test)]
 mod tests {
-    use spool::Spool;
-    use spool::protocol::Load;
+    use spool::protocol::{HostCounts, Load, StatusCount};
+    use spool::{OutcomeReason, Spool};
     use tokio_util::sync::CancellationToken;
 
     use super::*;
 
     #[test]
     fn render_shows_figures_and_health() {
+        let reason = |reason, count| ReasonCount { reason, count };
+        let mut chart = vec![0.0; 12];
+        chart.extend([12.0; 6]);
         let snapshot = StatusSnapshot {
-            pages_per_sec: 12.34,
+            pages_per_sec_now: 12.34,
+            pages_per_sec: 11.0,
+            pages_per_sec_hour: 2.5,
+            speed_chart: chart,
             target_pages_per_sec: 100.0,
             pages_total: 1234,
             bytes_total: 3 * 1024 * 1024,
+            robots_fetched: 56,
+            http_status: vec![
+                StatusCount {
+                    code: 200,
+                    count: 3,
+                },
+                StatusCount {
+                    code: 404,
+                    count: 1,
+                },
+            ],
+            fetch_errors: vec![
+                reason(OutcomeReason::Timeout, 2),
+                reason(OutcomeReason::DnsFailure, 0),
+            ],
+            outcomes: vec![reason(OutcomeReason::RobotsExcluded, 0)],
             queued_urls: 5678,
-            hosts_ready: 12,
-            hosts_waiting: 34,
+            in_flight: 9,
+            dns_pending: 4,
+            hosts: HostCounts {
+                ready: 12,
+                waiting: 34,
+                dead: 1,
+                ..HostCounts::default()
+            },
             request_files_pending: 3,
+            request_files_loaded: 7,
+            uptime_ms: 3_723_000,
             components: vec![
                 ComponentStatus {
                     role: Role::Downloader,
@@ -140,22 +246,29 @@ mod tests {
                         ..Load::default()
                     },
                     last_heard_ms: 400,
+                    healthy: true,
                 },
                 ComponentStatus {
                     role: Role::Resolver,
                     id: ComponentId::new("res-1").unwrap(),
                     load: Load::default(),
-                    last_heard_ms: 20_000,
+                    last_heard_ms: 6_000,
+                    healthy: false,
                 },
             ],
         };
-        let text = render("127.0.0.1:7400", &snapshot, 10_000);
+        let text = render("127.0.0.1:7400", &snapshot);
         for want in [
-            "12.3 pages/s (target 100 pages/s)",
-            "1234 stored, 3.0 MiB received",
-            "queued URLs    5678",
-            "12 ready, 34 waiting",
-            "3 pending",
+            "up 1 h 2 min 3 s",
+            "12.3 pages/s now, 11.0 last minute, 2.5 last hour (target 100 pages/s)",
+            "▁▁█ (max 12.0 pages/s, one mark per minute)",
+            "1234 stored, 3.0 MiB received (3145728 bytes), 56 robots.txt fetched",
+            "5678 URLs queued, 9 in flight, 4 names to resolve",
+            "request files  3 pending, 7 loaded",
+            "12 ready, 0 parked, 0 fetching, 34 waiting, 0 backed off, 1 dead",
+            "HTTP status    200 3 (75.0 %), 404 1 (25.0 %)",
+            "fetch errors   timeout 2\n",
+            "outcomes       none\n",
             "in flight 10/500",
         ] {
             assert!(text.contains(want), "{want:?} missing from\n{text}");
@@ -169,7 +282,7 @@ mod tests {
         assert!(
             lines
                 .iter()
-                .any(|l| l.contains("res-1") && l.contains("silent"))
+                .any(|l| l.contains("res-1") && l.contains(" late "))
         );
     }
 

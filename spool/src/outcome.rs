@@ -11,7 +11,11 @@ use std::str::FromStr;
 use serde::{Deserialize, Serialize};
 
 /// The reason a URL ended without a page.
+///
+/// Serde names are the [`as_str`](Self::as_str) names (JSON of the admin API);
+/// postcard encodes the variant index, never the name.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
 pub enum OutcomeReason {
     /// robots.txt of the host disallows the URL for our user agent.
     RobotsExcluded,

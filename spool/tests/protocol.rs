@@ -8,10 +8,10 @@ use std::time::Duration;
 use spool::outcome::OutcomeReason;
 use spool::protocol::{
     AdminCommand, AdminReply, AppProgress, ByeReason, ComponentStatus, Connection, FetchJob,
-    FetchLimits, FetchPurpose, FetchReport, FetchResult, Hello, HostAnswer, JobId, Limits, Load,
-    Message, NegativeKind, PROTOCOL_VERSION, ProtocolError, RefusalCode, RequestId, Resolution,
-    Role, ServerConfig, SpoolArea, StatusSnapshot, StoredPage, Timing, Token, Welcome,
-    client_handshake, preamble, server_handshake,
+    FetchLimits, FetchPurpose, FetchReport, FetchResult, Hello, HostAnswer, HostCounts, JobId,
+    Limits, Load, Message, NegativeKind, PROTOCOL_VERSION, ProtocolError, ReasonCount, RefusalCode,
+    RequestId, Resolution, Role, ServerConfig, SpoolArea, StatusCount, StatusSnapshot, StoredPage,
+    Timing, Token, Welcome, client_handshake, preamble, server_handshake,
 };
 use spool::{AppId, ComponentId};
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
@@ -277,22 +277,58 @@ fn samples() -> Vec<Message> {
         Message::AdminReply(AdminReply::Failed {
             detail: "no".into(),
         }),
-        Message::AdminReply(AdminReply::Status(StatusSnapshot {
+        Message::Admin(AdminCommand::Blacklist),
+        Message::AdminReply(AdminReply::Status(Box::new(StatusSnapshot {
+            pages_per_sec_now: 0.5,
             pages_per_sec: 1.0,
+            pages_per_sec_hour: 0.25,
+            speed_chart: vec![2.0],
             target_pages_per_sec: 2.0,
             pages_total: 3,
             bytes_total: 4,
+            robots_fetched: 9,
+            http_status: vec![StatusCount {
+                code: 404,
+                count: 10,
+            }],
+            fetch_errors: vec![ReasonCount {
+                reason: OutcomeReason::Timeout,
+                count: 11,
+            }],
+            outcomes: vec![ReasonCount {
+                reason: OutcomeReason::Blacklisted,
+                count: 12,
+            }],
             queued_urls: 5,
-            hosts_ready: 6,
-            hosts_waiting: 7,
+            in_flight: 13,
+            dns_pending: 14,
+            hosts: HostCounts {
+                resolving: 1,
+                robots: 2,
+                ready: 6,
+                parked: 3,
+                fetching: 4,
+                waiting: 7,
+                backed_off: 5,
+                dead: 8,
+            },
             request_files_pending: 8,
+            request_files_loaded: 15,
+            uptime_ms: 1000,
             components: vec![ComponentStatus {
                 role: Role::Downloader,
                 id: cid("dl-1"),
                 load: load(),
                 last_heard_ms: 150,
+                healthy: true,
             }],
-        })),
+        }))),
+        Message::AdminReply(AdminReply::Blacklist {
+            entries: vec!["*.spam.test".into()],
+        }),
+        Message::AdminReply(AdminReply::Checkpointed {
+            path: "/c/1".into(),
+        }),
         Message::Committed {
             file: "50-dl-1-00000000000000000001.warc.gz".into(),
             jobs: vec![JobId(7), JobId(300)],
@@ -341,9 +377,9 @@ fn every_variant_round_trips_through_bytes() {
 
 #[test]
 fn golden_preamble() {
-    assert_eq!(hex(&preamble(PROTOCOL_VERSION)), "50 43 52 4c 00 01 00 00");
+    assert_eq!(hex(&preamble(PROTOCOL_VERSION)), "50 43 52 4c 00 02 00 00");
     assert_eq!(hex(&preamble(0x0203)), "50 43 52 4c 02 03 00 00");
-    assert_eq!(PROTOCOL_VERSION, 1);
+    assert_eq!(PROTOCOL_VERSION, 2);
 }
 
 /// The encoding of every sample, pinned. If this fails you changed the wire
@@ -367,7 +403,10 @@ fn golden_message_bytes() {
         "0d 02 0a 2e 73 70 61 6d 2e 74 65 73 74",
         "0d 05 88 27",
         "0e 01 02 6e 6f",
-        "0e 02 00 00 80 3f 00 00 00 40 03 04 05 06 07 08 01 01 04 64 6c 2d 31 78 f4 03 03 00 00 26 42 80 89 7a 96 01",
+        "0d 06",
+        "0e 02 00 00 00 3f 00 00 80 3f 00 00 80 3e 01 00 00 00 40 00 00 00 40 03 04 09 01 94 03 0a 01 04 0b 01 01 0c 05 0d 0e 01 02 06 03 04 07 05 08 08 0f e8 07 01 01 04 64 6c 2d 31 78 f4 03 03 00 00 26 42 80 89 7a 96 01 01",
+        "0e 03 01 0b 2a 2e 73 70 61 6d 2e 74 65 73 74",
+        "0e 04 04 2f 63 2f 31",
         "0f 24 35 30 2d 64 6c 2d 31 2d 30 30 30 30 30 30 30 30 30 30 30 30 30 30 30 30 30 30 30 31 2e 77 61 72 63 2e 67 7a 02 07 ac 02",
     ];
     let got: Vec<String> = samples()
@@ -422,8 +461,8 @@ fn decoding_rejects_garbage_and_trailing_bytes() {
 // ---------------------------------------------------------------- golden wire
 
 /// The module docs' example, byte for byte: a downloader's opening.
-const HELLO_DL1: &str = "50 43 52 4c 00 01 00 00 \
-     00 00 00 1f 00 01 04 64 6c 2d 31 01 06 73 33 63 72 65 74 \
+const HELLO_DL1: &str = "50 43 52 4c 00 02 00 00 \
+     00 00 00 1f 00 01 04 64 6c 2d 31 02 06 73 33 63 72 65 74 \
      0f 70 6f 6c 79 63 72 61 77 6c 20 30 2e 31 2e 30";
 
 #[tokio::test]
@@ -438,7 +477,7 @@ async fn golden_handshake_and_frames_on_the_wire() {
         server.read_exact(&mut opening).await.unwrap();
         assert_eq!(hex(&opening), hex(&unhex(HELLO_DL1)));
         // Accept: preamble, status 00, Welcome frame, then SetConcurrency { 300 }.
-        let welcome = "50 43 52 4c 00 01 00 00 00 00 00 00 0b 01 00 03 6d 67 72 01 d0 0f 90 4e";
+        let welcome = "50 43 52 4c 00 02 00 00 00 00 00 00 0b 01 00 03 6d 67 72 02 d0 0f 90 4e";
         server.write_all(&unhex(welcome)).await.unwrap();
         server
             .write_all(&unhex("00 00 00 03 05 ac 02"))
@@ -478,7 +517,7 @@ async fn golden_refusal_bytes() {
     let (served, reply) = tokio::join!(server_handshake(server, &config), raw_client);
     assert!(matches!(served, Err(ProtocolError::BadToken { .. })));
     let text = "wrong token for downloader dl-1";
-    let expected = format!("50 43 52 4c 00 01 00 00 03 00 1f {}", hex(text.as_bytes()));
+    let expected = format!("50 43 52 4c 00 02 00 00 03 00 1f {}", hex(text.as_bytes()));
     assert_eq!(hex(&reply), expected);
 }
 
@@ -617,12 +656,12 @@ async fn admin_role_needs_the_admin_token() {
 
 #[tokio::test]
 async fn other_protocol_version_is_refused_on_both_sides() {
-    let v2 = Hello {
-        version: 2,
+    let v3 = Hello {
+        version: 3,
         ..hello("s3cret")
     };
-    let (server, client) = handshake(server_config(), v2, Limits::default()).await;
-    let text = "protocol version mismatch: peer speaks v2, this manager speaks v1";
+    let (server, client) = handshake(server_config(), v3, Limits::default()).await;
+    let text = "protocol version mismatch: peer speaks v3, this manager speaks v2";
     assert_eq!(server.err().unwrap().to_string(), text);
     match client.err().unwrap() {
         e @ ProtocolError::Refused { code, .. } => {

@@ -9,6 +9,9 @@
 //! its build lock when tests run, so this does not deadlock; when nothing changed it
 //! costs well under a second.
 //!
+//! [`artifacts_dir`] is where tests leave files for people to look at
+//! (`<target>/test-artifacts/`, e.g. the admin page's screenshot).
+//!
 //! Overrides: `POLYCRAWL_BIN=/path` uses that binary and builds nothing;
 //! `POLYCRAWL_NO_BUILD=1` skips the build (the binary must exist). Without `CARGO`
 //! in the environment (a test binary run by hand) nothing is built either.
@@ -70,4 +73,21 @@ fn locate_and_build() -> PathBuf {
         bin.display()
     );
     bin
+}
+
+/// `<target>/test-artifacts/` (created): files a test leaves for people to look at.
+/// The target dir is the one the test executable was built in
+/// (`<target>/<profile>/deps/<test-exe>`).
+///
+/// # Panics
+/// If the folder cannot be created.
+pub fn artifacts_dir() -> PathBuf {
+    let exe = std::env::current_exe().expect("the test executable's path");
+    let target = exe
+        .ancestors()
+        .nth(3)
+        .expect("the test executable is in <target>/<profile>/deps");
+    let dir = target.join("test-artifacts");
+    std::fs::create_dir_all(&dir).unwrap_or_else(|e| panic!("{}: {e}", dir.display()));
+    dir
 }

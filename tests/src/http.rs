@@ -139,6 +139,22 @@ impl Client {
         target: &str,
         extra: &[(&str, &str)],
     ) -> io::Result<Response> {
+        self.send(addr, https, method, host, target, extra, b"")
+            .await
+    }
+
+    /// Any method with a body (sent with its `Content-Length` unless empty).
+    #[allow(clippy::too_many_arguments)]
+    pub async fn send(
+        &self,
+        addr: SocketAddr,
+        https: bool,
+        method: &str,
+        host: &str,
+        target: &str,
+        extra: &[(&str, &str)],
+        body: &[u8],
+    ) -> io::Result<Response> {
         let mut head = format!(
             "{method} {target} HTTP/1.1\r\nHost: {host}\r\nUser-Agent: {}\r\nConnection: close\r\n",
             self.user_agent
@@ -146,7 +162,12 @@ impl Client {
         for (k, v) in extra {
             head.push_str(&format!("{k}: {v}\r\n"));
         }
+        if !body.is_empty() {
+            head.push_str(&format!("Content-Length: {}\r\n", body.len()));
+        }
         head.push_str("\r\n");
+        let mut head = head.into_bytes();
+        head.extend_from_slice(body);
         let fut = async {
             let tcp = TcpStream::connect(addr).await?;
             tcp.set_nodelay(true)?;
@@ -160,9 +181,9 @@ impl Client {
                 let stream = TlsConnector::from(Arc::clone(tls))
                     .connect(name, tcp)
                     .await?;
-                exchange(stream, head.as_bytes(), method == "HEAD").await
+                exchange(stream, &head, method == "HEAD").await
             } else {
-                exchange(tcp, head.as_bytes(), method == "HEAD").await
+                exchange(tcp, &head, method == "HEAD").await
             }
         };
         tokio::time::timeout(TIMEOUT, fut).await.map_err(|_| {

@@ -20,6 +20,8 @@
 //!   back in the spool.
 //! - [`repository`]: [`repository::RepoScan`], the responses an application stored
 //!   in its WARC repository.
+//! - [`browser`]: [`browser::Browser`], a headless Chromium driven over the Chrome
+//!   DevTools Protocol (load, evaluate, type, click, screenshot), for the admin page.
 //!
 //! Rules every test here keeps: bind and connect only on 127.0.0.0/8, bind port 0,
 //! never a fixed port; every started process is owned by a guard; a started websim
@@ -29,6 +31,7 @@
 //! tests use it as an independent client.
 
 pub mod bin;
+pub mod browser;
 pub mod http;
 pub mod process;
 pub mod repository;

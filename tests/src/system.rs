@@ -7,13 +7,15 @@
 //!   RON config (websim's DNS for the resolver, its CA and private addresses for the
 //!   downloader, short timers everywhere).
 //! - [`System`]: start / kill -9 / restart the manager (a restart listens on the
-//!   same port, so connected components find it again), start and kill downloaders
-//!   and resolvers, publish request files, talk to the manager's admin port
-//!   ([`System::status`], [`System::admin`]), and collect ERROR log lines.
+//!   same ports, so connected components and browsers find it again), start and
+//!   kill downloaders and resolvers, publish request files, talk to the manager's
+//!   admin port ([`System::status`], [`System::admin`]) and its admin page's JSON
+//!   API ([`System::api`]), and collect ERROR log lines.
 //!
-//! Readiness: the manager prints `manager listening addr=IP:PORT` on stdout;
-//! downloaders and resolvers print nothing, so [`System::wait_components`] asks the
-//! manager's status until they are listed.
+//! Readiness: the manager prints `manager listening addr=IP:PORT` and then
+//! `manager admin listening addr=IP:PORT` on stdout; downloaders and resolvers
+//! print nothing, so [`System::wait_components`] asks the manager's status until
+//! they are listed.
 
 use std::collections::HashMap;
 use std::io::Write;
@@ -32,6 +34,7 @@ use spool::publish::Publisher;
 use spool::{AppId, ComponentId, Spool};
 
 use crate::bin;
+use crate::http::{Client, Response};
 use crate::process::ProcessGuard;
 use crate::websim::Websim;
 
@@ -159,6 +162,8 @@ pub struct System {
     managers_started: usize,
     /// The manager's control address (kept across restarts).
     pub addr: Option<SocketAddr>,
+    /// The manager's admin page address (kept across restarts).
+    pub admin_addr: Option<SocketAddr>,
     resolvers: Vec<ProcessGuard>,
     downloaders: HashMap<String, ProcessGuard>,
     /// stderr of processes already killed, by name.
@@ -184,6 +189,7 @@ impl System {
             manager: None,
             managers_started: 0,
             addr: None,
+            admin_addr: None,
             resolvers: Vec::new(),
             downloaders: HashMap::new(),
             dead_logs: Vec::new(),
@@ -195,6 +201,11 @@ impl System {
     /// test starts itself, e.g. an application).
     pub fn token(&self) -> &str {
         &self.token
+    }
+
+    /// The admin token the manager was given.
+    pub fn admin_token(&self) -> &str {
+        &self.admin_token
     }
 
     /// The temporary directory (config, spool, state, `*.stderr`).
@@ -212,19 +223,21 @@ impl System {
         cmd
     }
 
-    /// Starts the manager (on the previous port after a kill) and waits for its
-    /// ready line.
+    /// Starts the manager (on the previous ports after a kill) and waits for its
+    /// ready lines.
     ///
     /// # Panics
     /// If it does not start, with its output.
     pub fn start_manager(&mut self) -> SocketAddr {
         assert!(self.manager.is_none(), "the manager is already running");
         self.managers_started += 1;
-        let listen = self
-            .addr
-            .map_or_else(|| "127.0.0.1:0".to_owned(), |a| a.to_string());
+        let port_or_zero =
+            |a: Option<SocketAddr>| a.map_or_else(|| "127.0.0.1:0".to_owned(), |a| a.to_string());
+        let listen = port_or_zero(self.addr);
+        let admin_listen = port_or_zero(self.admin_addr);
         let mut cmd = self.command("manager");
         cmd.args(["--listen", &listen])
+            .args(["--admin-listen", &admin_listen])
             .arg("--state")
             .arg(&self.state)
             .arg("--spool")
@@ -238,9 +251,69 @@ impl System {
             .get("addr")
             .and_then(|a| a.parse().ok())
             .unwrap_or_else(|| panic!("no addr= in {line:?}"));
+        let line = p
+            .wait_for_line(|l| l.starts_with("manager admin listening "), MANAGER_READY)
+            .unwrap_or_else(|report| panic!("{report}"));
+        let admin: SocketAddr = crate::websim::parse_ready(&line)
+            .get("addr")
+            .and_then(|a| a.parse().ok())
+            .unwrap_or_else(|| panic!("no addr= in {line:?}"));
         self.addr = Some(addr);
+        self.admin_addr = Some(admin);
         self.manager = Some(p);
         addr
+    }
+
+    /// Waits up to `timeout` for the manager to exit by itself (after an admin's
+    /// shutdown) and returns how it exited; it is no longer running afterwards.
+    ///
+    /// # Panics
+    /// If it is still running after `timeout`, with the processes' output.
+    pub fn wait_manager_exit(&mut self, timeout: Duration) -> std::process::ExitStatus {
+        let mut p = self.manager.take().expect("the manager is running");
+        let status = p.wait_exit(timeout).expect("waiting for the manager");
+        let report = p.report("running");
+        self.bury(p);
+        status.unwrap_or_else(|| panic!("the manager did not exit within {timeout:?}\n{report}"))
+    }
+
+    /// Forgets resolvers and downloaders that exited (after a drain), killing any
+    /// still running, so they can be started again under the same ids.
+    pub fn bury_components(&mut self) {
+        let resolvers = std::mem::take(&mut self.resolvers);
+        let downloaders = std::mem::take(&mut self.downloaders);
+        for p in resolvers.into_iter().chain(downloaders.into_values()) {
+            self.bury(p);
+        }
+    }
+
+    /// One request to the admin page's API: `method` `path` with a JSON `body`
+    /// (empty: none), with the admin token if `with_token`.
+    ///
+    /// # Panics
+    /// If the manager's admin page was never started or does not answer.
+    pub fn api(&self, method: &str, path: &str, body: &str, with_token: bool) -> Response {
+        let addr = self.admin_addr.expect("the manager was started");
+        let bearer = format!("Bearer {}", self.admin_token);
+        let mut headers = vec![("Content-Type", "application/json")];
+        if with_token {
+            headers.push(("Authorization", bearer.as_str()));
+        }
+        let rt = tokio::runtime::Builder::new_current_thread()
+            .enable_all()
+            .build()
+            .expect("runtime");
+        let host = addr.to_string();
+        rt.block_on(Client::plain().send(
+            addr,
+            false,
+            method,
+            &host,
+            path,
+            &headers,
+            body.as_bytes(),
+        ))
+        .unwrap_or_else(|e| panic!("{method} {path}: {e}"))
     }
 
     /// kill -9 of the manager; its state and spool stay.
@@ -382,7 +455,7 @@ impl System {
     /// The manager's status snapshot, or why there is none.
     pub fn try_status(&self) -> Result<StatusSnapshot, String> {
         match self.admin(AdminCommand::Status)? {
-            AdminReply::Status(s) => Ok(s),
+            AdminReply::Status(s) => Ok(*s),
             other => Err(format!("unexpected answer {other:?}")),
         }
     }

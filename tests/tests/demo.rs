@@ -2,7 +2,7 @@
 //! breadth-first application as separate processes, started by the demo itself.
 //! The crawl must store exactly websim's status-200 pages, fetch no URL twice and
 //! nothing robots.txt (or a trap) forbids, and every WARC file of the repository
-//! must pass `warcio check`.
+//! must pass `warcio check`. The demo announces its admin page (`admin: http://ADDR/`).
 //!
 //! The harness builds the `polycrawl` binary first if needed (see `tests::bin`).
 
@@ -95,6 +95,20 @@ fn demo_crawls_websim_exactly_and_writes_valid_warcs() {
         line(&stdout, "app: ").contains("0 batches quarantined"),
         "{text}"
     );
+    // The admin page was announced on a loopback port, its token kept for the owner.
+    let admin = line(&stdout, "admin: http://");
+    let addr = admin
+        .trim_start_matches("admin: http://")
+        .trim_end_matches('/');
+    let addr: std::net::SocketAddr = addr.parse().unwrap_or_else(|e| panic!("{admin:?}: {e}"));
+    assert!(addr.ip().is_loopback() && addr.port() != 0, "{admin}");
+    let token = dir.path().join("demo-out").join("admin-token");
+    let mode = std::os::unix::fs::PermissionsExt::mode(
+        &std::fs::metadata(&token)
+            .expect("admin-token")
+            .permissions(),
+    );
+    assert_eq!(mode & 0o777, 0o600, "{}", token.display());
 
     let repo = dir.path().join("demo-out").join("repository");
     let mut warcs = Vec::new();

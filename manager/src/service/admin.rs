@@ -1,24 +1,29 @@
-//! Operator commands over the control port (`polycrawl status`, scripts): each
-//! `Admin` message gets one `AdminReply`.
+//! Operator commands, from the control port (`polycrawl status`, scripts: each
+//! `Admin` message gets one `AdminReply`) and from the admin web server (each API
+//! request is one command, answered through its [`WebAsk`]). Both go through
+//! [`Engine::execute_admin`], so they can never disagree.
 //!
-//! `Status` is always allowed. Everything that changes the crawl (speed, blacklist,
-//! checkpoint, shutdown) needs the admin token: when `manager.admin_token` is set,
-//! the handshake already checked it for every admin connection; when it is not set,
+//! `Status` and `Blacklist` are always allowed. Everything that changes the crawl
+//! (speed, blacklist, checkpoint, shutdown) needs the admin token: when
+//! `manager.admin_token` is set, the handshake already checked it for every admin
+//! connection and the web server checks it for every mutation; when it is not set,
 //! admin connections come in with the control token and are refused every
-//! mutation, with a reply that says why.
+//! mutation, with a reply that says why (the web server refuses them itself).
 //!
 //! This module must never take a command from a component that is not an admin
-//! connection. Cost: `Status` is one frontier stats snapshot.
+//! connection. Cost: `Status` is one frontier stats snapshot; `Blacklist` copies the
+//! entries.
 
 use std::time::Duration;
 
-use spool::protocol::{AdminCommand, AdminReply, Message, Role, StatusSnapshot};
+use spool::protocol::{AdminCommand, AdminReply, Message, Role};
 use tokio::time::Instant;
 
 use super::conn::ConnId;
 use super::engine::Engine;
 use super::error::ManagerError;
-use crate::{BlacklistEntry, HostState};
+use super::web::WebAsk;
+use crate::BlacklistEntry;
 
 impl Engine {
     /// An admin command from `conn`.
@@ -34,30 +39,46 @@ impl Engine {
             );
             return Ok(());
         }
+        let reply = self.execute_admin(command)?;
+        self.send(conn, Message::AdminReply(reply));
+        Ok(())
+    }
+
+    /// An admin command from the web server (which checked the token).
+    pub(crate) fn on_web(&mut self, ask: WebAsk) -> Result<(), ManagerError> {
+        let reply = self.execute_admin(ask.command)?;
+        // The browser may have given up meanwhile: nothing to do then.
+        let _ = ask.reply.send(reply);
+        Ok(())
+    }
+
+    /// Carries out `command` (a shutdown begins here) and returns the answer.
+    pub(crate) fn execute_admin(
+        &mut self,
+        command: AdminCommand,
+    ) -> Result<AdminReply, ManagerError> {
         let reply = self.admin_reply(&command)?;
         match &reply {
             AdminReply::Failed { detail } => {
                 tracing::warn!(?command, detail, "admin command refused")
             }
             AdminReply::Done { detail } => tracing::info!(?command, detail, "admin command done"),
-            AdminReply::Status(_) => {}
-        }
-        self.send(conn, Message::AdminReply(reply));
-        if let AdminCommand::Shutdown { grace_ms } = command {
-            if self.admin_writes {
-                self.begin_shutdown(Duration::from_millis(grace_ms), true);
+            AdminReply::Checkpointed { path } => {
+                tracing::info!(path, "checkpoint written on an admin's request")
             }
+            AdminReply::Status(_) | AdminReply::Blacklist { .. } => {}
         }
-        Ok(())
+        if let (AdminCommand::Shutdown { grace_ms }, AdminReply::Done { .. }) = (&command, &reply) {
+            self.begin_shutdown(Duration::from_millis(*grace_ms), true);
+        }
+        Ok(reply)
     }
 
     fn admin_reply(&mut self, command: &AdminCommand) -> Result<AdminReply, ManagerError> {
         let done = |detail: String| Ok(AdminReply::Done { detail });
         let failed = |detail: String| Ok(AdminReply::Failed { detail });
-        if let AdminCommand::Status = command {
-            return Ok(AdminReply::Status(self.snapshot(Instant::now())));
-        }
-        if !self.admin_writes {
+        let mutation = !matches!(command, AdminCommand::Status | AdminCommand::Blacklist);
+        if mutation && !self.admin_writes {
             return failed(
                 "no admin token is configured (manager.admin_token): \
                  admin connections may only read the status"
@@ -65,7 +86,12 @@ impl Engine {
             );
         }
         match command {
-            AdminCommand::Status => Ok(AdminReply::Status(self.snapshot(Instant::now()))),
+            AdminCommand::Status => Ok(AdminReply::Status(Box::new(self.snapshot(Instant::now())))),
+            AdminCommand::Blacklist => {
+                let entries = self.frontier.blacklist().entries();
+                let entries = entries.iter().map(ToString::to_string).collect();
+                Ok(AdminReply::Blacklist { entries })
+            }
             AdminCommand::SetSpeed { pages_per_sec } => {
                 let rate = f64::from(*pages_per_sec);
                 if !(rate.is_finite() && rate > 0.0) {
@@ -94,34 +120,18 @@ impl Engine {
                 }
             },
             AdminCommand::Checkpoint => match self.checkpoints.take(&self.frontier) {
-                Ok(dir) => done(format!("checkpoint written to {}", dir.display())),
+                Ok(dir) => Ok(AdminReply::Checkpointed {
+                    // Absolute, so the answer means the same wherever it is read.
+                    path: std::path::absolute(&dir)
+                        .unwrap_or(dir)
+                        .display()
+                        .to_string(),
+                }),
                 Err(e) => failed(e.to_string()),
             },
             AdminCommand::Shutdown { grace_ms } => done(format!(
                 "draining every component within {grace_ms} ms, then shutting down"
             )),
-        }
-    }
-
-    /// The crawl's figures for `AdminReply::Status`.
-    pub(crate) fn snapshot(&self, now: Instant) -> StatusSnapshot {
-        let stats = self.frontier.stats();
-        let in_flight_hosts = stats
-            .hosts_by_state
-            .iter()
-            .find(|(s, _)| *s == HostState::InFlight)
-            .map_or(0, |(_, n)| *n);
-        let waiting = stats.hosts.saturating_sub(stats.ready + in_flight_hosts);
-        StatusSnapshot {
-            pages_per_sec: self.rate.per_sec(now) as f32,
-            target_pages_per_sec: self.frontier.target_rate() as f32,
-            pages_total: stats.apps.iter().map(|a| a.pages_total).sum(),
-            bytes_total: self.metrics.wire_bytes,
-            queued_urls: stats.urls_queued,
-            hosts_ready: stats.ready as u64,
-            hosts_waiting: waiting as u64,
-            request_files_pending: stats.request_files_pending,
-            components: self.registry.statuses(now),
         }
     }
 }

@@ -26,6 +26,11 @@ pub struct ManagerConfig {
     /// set, admin connections use the control token and may only read the status.
     /// Default empty.
     pub admin_token: String,
+    /// Where the admin page and its JSON API listen, as `IP:PORT` (port 0 picks a
+    /// free one); empty turns them off. Loopback by default: on any other address
+    /// everyone who reaches it reads the figures (changes still need the admin
+    /// token). Default `127.0.0.1:7401`.
+    pub admin_http: String,
     /// Host names per `ResolveBatch`. Small batches keep one slow name from holding
     /// many answers back. Default 64.
     pub dns_batch_size: usize,
@@ -56,6 +61,7 @@ impl Default for ManagerConfig {
         Self {
             state_dir: PathBuf::from("state"),
             admin_token: String::new(),
+            admin_http: "127.0.0.1:7401".to_owned(),
             dns_batch_size: 64,
             dns_batch_timeout_ms: 30_000,
             jobs_per_downloader_factor: 2.0,
@@ -93,6 +99,12 @@ impl ManagerConfig {
         }
         if self.admin_token.len() > spool::protocol::Token::MAX_LEN {
             return invalid("manager.admin_token", "must be at most 256 bytes");
+        }
+        if !self.admin_http.is_empty() && self.admin_http.parse::<std::net::SocketAddr>().is_err() {
+            return invalid(
+                "manager.admin_http",
+                "must be IP:PORT (e.g. 127.0.0.1:7401), or empty to turn the admin page off",
+            );
         }
         if !(1..=10_000).contains(&self.dns_batch_size) {
             return invalid("manager.dns_batch_size", "must be 1 to 10000");
@@ -160,6 +172,16 @@ mod tests {
             bad.validate().unwrap_err().field,
             "manager.frontier.backoff_ms"
         );
+        let bad = ManagerConfig {
+            admin_http: "localhost:7401".into(),
+            ..ManagerConfig::default()
+        };
+        assert_eq!(bad.validate().unwrap_err().field, "manager.admin_http");
+        let off = ManagerConfig {
+            admin_http: String::new(),
+            ..ManagerConfig::default()
+        };
+        off.validate().unwrap();
         let mut bad = ManagerConfig::default();
         bad.frontier.max_failures = 0;
         assert_eq!(

@@ -24,13 +24,15 @@ use tokio::net::TcpStream;
 use tokio::sync::mpsc;
 use tokio::time::{MissedTickBehavior, interval, timeout};
 
+use super::web::WebAsk;
+
 /// A connection's number, unique within one run of the manager.
 pub(crate) type ConnId = u64;
 
 /// Messages queued for one connection before it counts as too slow.
 const OUTBOX: usize = 4096;
 
-/// What connection tasks tell the core.
+/// What connection tasks (and the admin web server) tell the core.
 #[derive(Debug)]
 pub(crate) enum Event {
     /// A peer completed the handshake.
@@ -56,6 +58,8 @@ pub(crate) enum Event {
         /// Why, for the log.
         why: String,
     },
+    /// An admin command from the web server, to be answered through it.
+    Web(WebAsk),
 }
 
 /// What the core asks a connection's writer to do.

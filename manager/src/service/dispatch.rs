@@ -160,12 +160,17 @@ impl Engine {
                 (FetchResult::Stored(page), FetchPurpose::Page) => {
                     self.metrics.wire_bytes += page.wire_bytes;
                     self.metrics.pages_stored += 1;
+                    self.tally.response(page.status);
                     if self.frontier.on_report(&report, wall)? {
                         work.uncommitted
                             .insert(report.job, (assigned.app, assigned.url));
                     }
                 }
-                (FetchResult::Failed { .. } | FetchResult::Returned, _) => {
+                (FetchResult::Failed { reason, .. }, _) => {
+                    self.tally.error(*reason);
+                    self.frontier.on_report(&report, wall)?;
+                }
+                (FetchResult::Returned, _) => {
                     self.frontier.on_report(&report, wall)?;
                 }
             }

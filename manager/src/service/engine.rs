@@ -10,7 +10,8 @@
 //! if no event comes first.
 //!
 //! The other files of this module add to `Engine`: `dispatch.rs` (downloaders),
-//! `dns.rs` (resolvers), `apps.rs`, `admin.rs`, `status.rs`, `checkpoint.rs`.
+//! `dns.rs` (resolvers), `apps.rs`, `admin.rs` (control-port and web admin
+//! commands), `status.rs`, `checkpoint.rs`.
 //!
 //! This module must never await: a frontier call runs on the loop's task and is
 //! short (a RocksDB batch; loading a request-file chunk is the longest).
@@ -26,10 +27,10 @@ use super::config::ManagerConfig;
 use super::conn::{ConnId, Event};
 use super::dns::DnsBatches;
 use super::error::ManagerError;
-use super::metrics::Metrics;
+use super::history::SpeedHistory;
+use super::metrics::{FetchTally, Metrics};
 use super::pacing::TokenBucket;
 use super::registry::{Component, Kind, Registry};
-use super::status::Rate;
 use crate::frontier::{Frontier, wall_clock_ms};
 
 /// The longest the loop sleeps without an event, whatever the timers say.
@@ -67,8 +68,14 @@ pub(crate) struct Engine {
     pub checkpoints: Checkpoints,
     /// Counters.
     pub metrics: Metrics,
-    /// Pages/s over the last minute.
-    pub rate: Rate,
+    /// Page responses per status code, failed attempts per reason.
+    pub tally: FetchTally,
+    /// Pages/s now, over the last minute and hour.
+    pub rate: SpeedHistory,
+    /// When the engine started.
+    pub started: Instant,
+    /// Silence after which a component is dropped (`control.heartbeat_timeout_ms`).
+    pub heartbeat_timeout: Duration,
     /// Whether admin connections may change things (an admin token is configured,
     /// so the handshake checked it).
     pub admin_writes: bool,
@@ -89,6 +96,7 @@ impl Engine {
         config: ManagerConfig,
         robots_dir: PathBuf,
         admin_writes: bool,
+        heartbeat_timeout: Duration,
     ) -> Self {
         let now = Instant::now();
         let rate = frontier.target_rate();
@@ -107,7 +115,10 @@ impl Engine {
                 now,
             ),
             metrics: Metrics::default(),
-            rate: Rate::default(),
+            tally: FetchTally::default(),
+            rate: SpeedHistory::new(now),
+            started: now,
+            heartbeat_timeout,
             admin_writes,
             doomed: Vec::new(),
             next_progress: now,
@@ -164,6 +175,7 @@ impl Engine {
                 Some(component) => self.release(conn, component, &why),
                 None => Ok(()),
             },
+            Event::Web(ask) => self.on_web(ask),
         }
     }
 

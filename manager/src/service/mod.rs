@@ -33,6 +33,10 @@
 //!   `Published` about `requests/` makes the frontier look for request files now.
 //! - **Admin** (`admin.rs`): `Status` for anyone; speed, blacklist, checkpoint and
 //!   shutdown need the admin token (`manager.admin_token`).
+//! - **Admin page** (`web/`): [`run_with_admin`] also serves the admin page and its
+//!   JSON API on a second listener (`manager.admin_http`); each request becomes one
+//!   admin command in the same event queue, answered by the same code as the
+//!   control port's.
 //!
 //! # Durability and shutdown
 //!
@@ -49,7 +53,8 @@
 //!
 //! [`config`] ([`ManagerConfig`]), [`error`], `conn.rs`, `registry.rs`, `engine.rs`,
 //! `dispatch.rs`, `pacing.rs`, `dns.rs`, `apps.rs`, `admin.rs`, `checkpoint.rs`,
-//! `status.rs`, [`metrics`], [`robots_file`].
+//! `status.rs`, `history.rs` (pages/s figures), [`metrics`], [`robots_file`],
+//! `web/` (the admin page and API).
 //!
 //! # What this service must never do
 //!
@@ -68,11 +73,13 @@ mod dispatch;
 mod dns;
 mod engine;
 pub mod error;
+mod history;
 pub mod metrics;
 mod pacing;
 mod registry;
 pub mod robots_file;
 mod status;
+mod web;
 
 use std::sync::Arc;
 use std::time::Duration;
@@ -151,9 +158,21 @@ pub async fn bind(addr: &str) -> Result<TcpListener, ManagerError> {
 /// Runs the manager on `listener` until `shutdown` is cancelled or an admin asks
 /// for a shutdown (then drains downloaders and returns `Ok(())`), or until the
 /// frontier fails (`Err`). Dropping the future is a crash: nothing is lost, the
-/// next run on the same state directory takes over.
+/// next run on the same state directory takes over. No admin page: see
+/// [`run_with_admin`].
 pub async fn run(
     listener: TcpListener,
+    settings: Settings,
+    shutdown: CancellationToken,
+) -> Result<(), ManagerError> {
+    run_with_admin(listener, None, settings, shutdown).await
+}
+
+/// [`run`], also serving the admin page and its JSON API on `admin` (bound with
+/// [`bind`] to `manager.admin_http`) while the manager runs.
+pub async fn run_with_admin(
+    listener: TcpListener,
+    admin: Option<TcpListener>,
     settings: Settings,
     shutdown: CancellationToken,
 ) -> Result<(), ManagerError> {
@@ -192,6 +211,10 @@ pub async fn run(
             message: e.to_string(),
         })?;
     let admin_writes = admin_token.is_some();
+    let web_settings = web::WebSettings {
+        admin_token: admin_token.clone(),
+        grace_ms: config.shutdown_grace_ms,
+    };
     let mut server = ServerConfig::new(Role::Manager, id, token);
     server.admin_token = admin_token;
     server.limits = Limits {
@@ -210,8 +233,28 @@ pub async fn run(
     if let Ok(addr) = listener.local_addr() {
         tracing::info!(%addr, state = %state.display(), "manager: control port open");
     }
-    let mut engine = Engine::new(frontier, config, robots_dir.path().to_owned(), admin_writes);
+    let mut engine = Engine::new(
+        frontier,
+        config,
+        robots_dir.path().to_owned(),
+        admin_writes,
+        heartbeat_timeout,
+    );
     let (events_tx, mut events) = mpsc::channel::<Event>(EVENT_QUEUE);
+    // Not a child of `shutdown`: the page keeps answering while the manager drains.
+    let web_stop = CancellationToken::new();
+    let web_task = admin.map(|listener| {
+        if let Ok(addr) = listener.local_addr() {
+            if addr.ip().is_loopback() {
+                tracing::info!(%addr, "manager: admin page at http://{addr}/");
+            } else {
+                tracing::warn!(%addr, "manager: admin page at http://{addr}/ on a non-loopback \
+                    address: anyone who reaches it reads the figures (changes need the token)");
+            }
+        }
+        let serve = web::serve(listener, web_settings, events_tx.clone(), web_stop.clone());
+        tokio::spawn(serve)
+    });
     let mut conns = JoinSet::new();
     let mut next_conn: ConnId = 1;
     let result: Result<(), ManagerError> = loop {
@@ -264,9 +307,16 @@ pub async fn run(
         Ok(()) => engine.close(),
         Err(e) => Err(e),
     };
+
     // Connection tasks blocked on the event queue see it closed and end; the others
     // get a moment to send the Bye the core queued.
     drop(events);
+    // The web server answers what it is answering (a shutdown's own answer), then
+    // stops; requests that were queued for the core get a 503.
+    web_stop.cancel();
+    if let Some(task) = web_task {
+        let _ = task.await;
+    }
     let _ = tokio::time::timeout(FAREWELL, async {
         while conns.join_next().await.is_some() {}
     })

@@ -12,6 +12,7 @@
 //! iterations are over the components (tens, not millions).
 
 use std::collections::{BTreeSet, HashMap};
+use std::time::Duration;
 
 use spool::protocol::{ComponentStatus, Hello, Load, Role};
 use spool::{AppId, ComponentId};
@@ -158,20 +159,22 @@ impl Registry {
     }
 
     /// Every component as the admin status shows it (admin connections, which
-    /// come and go with each command, left out), sorted by role and id.
-    pub fn statuses(&self, now: Instant) -> Vec<ComponentStatus> {
+    /// come and go with each command, left out), sorted by role and id; healthy if
+    /// heard from within half of `heartbeat_timeout`.
+    pub fn statuses(&self, now: Instant, heartbeat_timeout: Duration) -> Vec<ComponentStatus> {
         let mut all: Vec<ComponentStatus> = self
             .by_conn
             .values()
             .filter(|c| c.peer.role != Role::Admin)
-            .map(|c| ComponentStatus {
-                role: c.peer.role,
-                id: c.peer.id.clone(),
-                load: c.peer.load.unwrap_or_default(),
-                last_heard_ms: u64::try_from(
-                    now.saturating_duration_since(c.peer.last_heard).as_millis(),
-                )
-                .unwrap_or(u64::MAX),
+            .map(|c| {
+                let silent = now.saturating_duration_since(c.peer.last_heard);
+                ComponentStatus {
+                    role: c.peer.role,
+                    id: c.peer.id.clone(),
+                    load: c.peer.load.unwrap_or_default(),
+                    last_heard_ms: u64::try_from(silent.as_millis()).unwrap_or(u64::MAX),
+                    healthy: silent <= heartbeat_timeout / 2,
+                }
             })
             .collect();
         all.sort_by(|a, b| (a.role.as_str(), &a.id).cmp(&(b.role.as_str(), &b.id)));

@@ -1,60 +1,17 @@
-//! The status line (one INFO line every `status_interval_ms`: speed, queues, hosts,
-//! request files, components, memory) and the speed figure it shares with the admin
-//! status ([`Rate`]: pages per second over the last minute).
+//! The crawl's figures: the status line (one INFO line every `status_interval_ms`:
+//! speed, queues, hosts, request files, components, memory) and the admin status
+//! ([`Engine::snapshot`], what `polycrawl status`, `GET /api/stats` and the admin
+//! page show). The speed figures come from [`SpeedHistory`](super::history).
 //!
 //! This module must never log per URL or per host: one line per interval. Cost:
-//! one frontier stats snapshot and one read of `/proc/self/status` per line.
+//! one frontier stats snapshot and one read of `/proc/self/status` per line; one
+//! frontier stats snapshot per admin status.
 
-use std::collections::VecDeque;
-use std::time::Duration;
-
-use spool::protocol::Role;
+use spool::protocol::{HostCounts, ReasonCount, Role, StatusSnapshot};
 use tokio::time::Instant;
 
 use super::engine::Engine;
-
-/// The window of [`Rate`].
-const WINDOW: Duration = Duration::from_secs(60);
-/// Samples closer together than this are merged.
-const MIN_SAMPLE_GAP: Duration = Duration::from_millis(250);
-
-/// A counter's rate over the last minute, from samples of its value.
-#[derive(Debug, Default)]
-pub(crate) struct Rate {
-    samples: VecDeque<(Instant, u64)>,
-}
-
-impl Rate {
-    /// Records the counter's value at `now`.
-    pub fn sample(&mut self, now: Instant, value: u64) {
-        if let Some((last, v)) = self.samples.back_mut() {
-            if now.saturating_duration_since(*last) < MIN_SAMPLE_GAP {
-                *v = value;
-                return;
-            }
-        }
-        self.samples.push_back((now, value));
-        while self
-            .samples
-            .front()
-            .is_some_and(|(t, _)| now.saturating_duration_since(*t) > WINDOW)
-        {
-            self.samples.pop_front();
-        }
-    }
-
-    /// Increase per second between the oldest sample of the window and the newest.
-    pub fn per_sec(&self, now: Instant) -> f64 {
-        let (Some((t0, v0)), Some((_, v1))) = (self.samples.front(), self.samples.back()) else {
-            return 0.0;
-        };
-        let secs = now.saturating_duration_since(*t0).as_secs_f64();
-        if secs < 0.5 {
-            return 0.0;
-        }
-        v1.saturating_sub(*v0) as f64 / secs
-    }
-}
+use crate::HostState;
 
 /// The process's resident memory in bytes (Linux), if known.
 pub(crate) fn rss_bytes() -> Option<u64> {
@@ -65,6 +22,59 @@ pub(crate) fn rss_bytes() -> Option<u64> {
 }
 
 impl Engine {
+    /// The crawl's figures for `AdminReply::Status`.
+    pub(crate) fn snapshot(&self, now: Instant) -> StatusSnapshot {
+        let stats = self.frontier.stats();
+        let count = |states: &[HostState]| -> u64 {
+            stats
+                .hosts_by_state
+                .iter()
+                .filter(|(s, _)| states.contains(s))
+                .map(|(_, n)| *n as u64)
+                .sum()
+        };
+        let hosts = HostCounts {
+            resolving: count(&[HostState::NeedsDns, HostState::Resolving]),
+            robots: count(&[HostState::NeedsRobots, HostState::FetchingRobots]),
+            ready: count(&[HostState::Ready]),
+            parked: count(&[HostState::Parked]),
+            fetching: count(&[HostState::InFlight]),
+            waiting: count(&[HostState::Waiting]),
+            backed_off: count(&[HostState::BackedOff]),
+            dead: stats.hosts_dead,
+        };
+        let outcomes = stats
+            .outcomes_by_reason
+            .iter()
+            .map(|(reason, count)| ReasonCount {
+                reason: *reason,
+                count: *count,
+            })
+            .collect();
+        let millis = |d: std::time::Duration| u64::try_from(d.as_millis()).unwrap_or(u64::MAX);
+        StatusSnapshot {
+            pages_per_sec_now: self.rate.now_per_sec(now) as f32,
+            pages_per_sec: self.rate.per_sec(now) as f32,
+            pages_per_sec_hour: self.rate.hour_per_sec(now) as f32,
+            speed_chart: self.rate.chart(now),
+            target_pages_per_sec: self.frontier.target_rate() as f32,
+            pages_total: stats.apps.iter().map(|a| a.pages_total).sum(),
+            bytes_total: self.metrics.wire_bytes,
+            robots_fetched: stats.robots_fetched,
+            http_status: self.tally.status_counts(),
+            fetch_errors: self.tally.error_counts(),
+            outcomes,
+            queued_urls: stats.urls_queued,
+            in_flight: stats.in_flight as u64,
+            dns_pending: (stats.dns_to_ask + self.dns.backlog_len()) as u64,
+            hosts,
+            request_files_pending: stats.request_files_pending,
+            request_files_loaded: stats.request_files_loaded,
+            uptime_ms: millis(now.saturating_duration_since(self.started)),
+            components: self.registry.statuses(now, self.heartbeat_timeout),
+        }
+    }
+
     /// Logs the status line.
     pub(crate) fn log_status(&self, now: Instant) {
         let stats = self.frontier.stats();
@@ -96,16 +106,7 @@ mod tests {
     use super::*;
 
     #[test]
-    fn rate_is_the_increase_over_the_window() {
-        let t0 = Instant::now();
-        let mut r = Rate::default();
-        assert_eq!(r.per_sec(t0), 0.0);
-        r.sample(t0, 0);
-        r.sample(t0 + Duration::from_secs(10), 50);
-        assert_eq!(r.per_sec(t0 + Duration::from_secs(10)), 5.0);
-        // Old samples leave the window.
-        r.sample(t0 + Duration::from_secs(100), 50);
-        assert_eq!(r.per_sec(t0 + Duration::from_secs(100)), 0.0);
+    fn resident_memory_is_known() {
         assert!(rss_bytes().is_some_and(|b| b > 0));
     }
 }

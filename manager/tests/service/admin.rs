@@ -48,6 +48,10 @@ async fn admin_commands_need_the_admin_token() {
         entry: "spam.test".into(),
     };
     assert!(done(admin(&h, ADMIN_TOKEN, add).await.unwrap()).contains("1 entries"));
+    match admin(&h, ADMIN_TOKEN, AdminCommand::Blacklist).await {
+        Ok(AdminReply::Blacklist { entries }) => assert_eq!(entries, ["spam.test"]),
+        other => panic!("expected the blacklist, got {other:?}"),
+    }
     let remove = AdminCommand::BlacklistRemove {
         entry: "spam.test".into(),
     };
@@ -60,11 +64,19 @@ async fn admin_commands_need_the_admin_token() {
         AdminReply::Failed { .. }
     ));
 
-    done(
-        admin(&h, ADMIN_TOKEN, AdminCommand::Checkpoint)
-            .await
-            .unwrap(),
-    );
+    match admin(&h, ADMIN_TOKEN, AdminCommand::Checkpoint).await {
+        Ok(AdminReply::Checkpointed { path }) => {
+            assert_eq!(
+                path,
+                h.config
+                    .state_dir
+                    .join("checkpoints/1")
+                    .display()
+                    .to_string()
+            );
+        }
+        other => panic!("expected Checkpointed, got {other:?}"),
+    }
     assert!(h.config.state_dir.join("checkpoints/1/CURRENT").exists());
 
     let shutdown = AdminCommand::Shutdown { grace_ms: 100 };
@@ -78,6 +90,8 @@ async fn without_an_admin_token_admins_may_only_read() {
     let mut h = Harness::start(|c| c.admin_token = String::new()).await;
     let reply = admin(&h, TOKEN, AdminCommand::Status).await.unwrap();
     assert!(matches!(reply, AdminReply::Status(_)), "{reply:?}");
+    let reply = admin(&h, TOKEN, AdminCommand::Blacklist).await.unwrap();
+    assert!(matches!(reply, AdminReply::Blacklist { .. }), "{reply:?}");
     let speed = AdminCommand::SetSpeed { pages_per_sec: 5.0 };
     match admin(&h, TOKEN, speed).await.unwrap() {
         AdminReply::Failed { detail } => assert!(detail.contains("admin_token"), "{detail}"),

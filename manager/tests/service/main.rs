@@ -9,3 +9,4 @@ mod admin;
 mod crawl;
 mod failover;
 mod restart;
+mod web;

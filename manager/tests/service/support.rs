@@ -1,7 +1,8 @@
-//! Test support: a real manager (`manager::run` in-process on 127.0.0.1:0 with a
-//! temp state directory and spool), and test-side components speaking the real
-//! protocol: a downloader that writes real robots files, a resolver, an
-//! application and an admin client.
+//! Test support: a real manager (`manager::run_with_admin` in-process on
+//! 127.0.0.1:0, its admin page on another port 0, with a temp state directory and
+//! spool), and test-side components speaking the real protocol: a downloader that
+//! writes real robots files, a resolver, an application, an admin client, and a
+//! small HTTP client for the admin page ([`web`]).
 
 use std::net::{IpAddr, Ipv4Addr, SocketAddr};
 use std::path::PathBuf;
@@ -70,6 +71,8 @@ pub struct Harness {
     pub spool: Spool,
     pub config: ManagerConfig,
     pub addr: SocketAddr,
+    /// The admin page's address.
+    pub web: SocketAddr,
     pub shutdown: CancellationToken,
     pub task: Option<JoinHandle<Result<(), ManagerError>>>,
 }
@@ -86,6 +89,7 @@ impl Harness {
             spool,
             config,
             addr: SocketAddr::from(([127, 0, 0, 1], 0)),
+            web: SocketAddr::from(([127, 0, 0, 1], 0)),
             shutdown: CancellationToken::new(),
             task: None,
         };
@@ -96,6 +100,8 @@ impl Harness {
     async fn launch(&mut self) {
         let listener = manager::bind("127.0.0.1:0").await.unwrap();
         self.addr = listener.local_addr().unwrap();
+        let web = manager::bind("127.0.0.1:0").await.unwrap();
+        self.web = web.local_addr().unwrap();
         let mut settings = Settings::new(
             self.config.clone(),
             self.spool.clone(),
@@ -105,7 +111,8 @@ impl Harness {
         settings.heartbeat_timeout = Duration::from_millis(1_500);
         self.shutdown = CancellationToken::new();
         let shutdown = self.shutdown.clone();
-        self.task = Some(tokio::spawn(manager::run(listener, settings, shutdown)));
+        let run = manager::run_with_admin(listener, Some(web), settings, shutdown);
+        self.task = Some(tokio::spawn(run));
     }
 
     /// kill -9: drops the running manager mid-crawl, then starts a new one on the
@@ -504,4 +511,66 @@ pub fn urls(hosts: &[&str], per_host: usize) -> Vec<String> {
         }
     }
     out
+}
+
+/// An answer of the admin page's server.
+#[derive(Debug)]
+pub struct WebAnswer {
+    pub status: u16,
+    pub head: String,
+    pub body: String,
+}
+
+impl WebAnswer {
+    /// The body as JSON.
+    pub fn json(&self) -> serde_json::Value {
+        serde_json::from_str(&self.body).unwrap_or_else(|e| panic!("{e}: {}", self.body))
+    }
+}
+
+/// One HTTP request to the admin page's server at `addr` (`Connection: close`, as
+/// the server answers), with `extra` header lines (`Host: addr` unless one is
+/// given) and `body`.
+pub async fn web(
+    addr: SocketAddr,
+    method: &str,
+    target: &str,
+    extra: &[(&str, &str)],
+    body: &str,
+) -> WebAnswer {
+    use tokio::io::{AsyncReadExt, AsyncWriteExt};
+    let mut request = format!(
+        "{method} {target} HTTP/1.1\r\nContent-Length: {}\r\n",
+        body.len()
+    );
+    if !extra
+        .iter()
+        .any(|(name, _)| name.eq_ignore_ascii_case("host"))
+    {
+        request.push_str(&format!("Host: {addr}\r\n"));
+    }
+    for (name, value) in extra {
+        request.push_str(&format!("{name}: {value}\r\n"));
+    }
+    request.push_str("\r\n");
+    request.push_str(body);
+    let exchange = async {
+        let mut stream = TcpStream::connect(addr).await.unwrap();
+        stream.write_all(request.as_bytes()).await.unwrap();
+        let mut raw = Vec::new();
+        stream.read_to_end(&mut raw).await.unwrap();
+        raw
+    };
+    let raw = String::from_utf8(within("an admin page answer", exchange).await).unwrap();
+    let (head, body) = raw.split_once("\r\n\r\n").expect("a whole response");
+    let status = head
+        .split(' ')
+        .nth(1)
+        .and_then(|s| s.parse().ok())
+        .expect("a status line");
+    WebAnswer {
+        status,
+        head: head.to_owned(),
+        body: body.to_owned(),
+    }
 }

@@ -5,7 +5,9 @@
 //! documented defaults) decides the name servers, politeness, connections per host
 //! and IP address, scope (allowed domains) and whether private addresses may be
 //! fetched. Only the directories are set, all under `--out`: `config.ron` (the
-//! effective config), `spool/`, `state/`, `repository/`, `logs/`. The state is kept
+//! effective config), `admin-token`, `spool/`, `state/`, `repository/`, `logs/`.
+//! The admin page listens on `manager.admin_http` (printed at the start as
+//! `admin: http://ADDR/`). The state is kept
 //! between runs, so a crawl started again with the same `--out` resumes.
 
 use std::path::PathBuf;
@@ -61,6 +63,7 @@ pub fn run(args: CrawlArgs, shutdown: CancellationToken, rt: Handle) -> anyhow::
         expected_pages: None,
     };
     let mut system = System::start(&plan, &shutdown)?;
+    system.announce_admin(&layout);
     eprintln!(
         "crawl: manager at {}; config {}, logs {}",
         system.manager_addr(),

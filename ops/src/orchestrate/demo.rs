@@ -10,8 +10,9 @@
 //! exclusion, one request in flight per host and the per-IP limits stay on: the
 //! demo runs the same code as a crawl of the web.
 //!
-//! `--out` (default `demo-out`) holds `config.ron`, `websim/`, `spool/`, `state/`,
-//! `repository/` and `logs/`. A directory left by an earlier demo (it has
+//! `--out` (default `demo-out`) holds `config.ron`, `admin-token`, `websim/`,
+//! `spool/`, `state/`, `repository/` and `logs/`. The admin page listens on a free
+//! loopback port, printed at the start as `admin: http://ADDR/`. A directory left by an earlier demo (it has
 //! `config.ron`) is emptied of those first; any other non-empty directory is
 //! refused.
 
@@ -37,8 +38,9 @@ const WEBSIM_READY: Duration = Duration::from_secs(120);
 /// How long websim gets to flush its request log after SIGTERM.
 const WEBSIM_GRACE: Duration = Duration::from_secs(10);
 /// What an earlier demo leaves in `--out`, removed before a new one.
-const OWNED: [&str; 6] = [
+const OWNED: [&str; 7] = [
     "config.ron",
+    "admin-token",
     "websim",
     "spool",
     "state",
@@ -124,6 +126,8 @@ fn demo_config(layout: &Layout, ready: &Ready, args: &DemoArgs) -> Config {
     m.status_interval_ms = 5000;
     m.progress_interval_ms = 500;
     m.shutdown_grace_ms = 5000;
+    // A free port: several demos may run on one machine.
+    m.admin_http = "127.0.0.1:0".to_owned();
     let f = &mut m.frontier;
     f.allow_private_addresses = true;
     f.target_pages_per_sec = 1000.0;
@@ -219,6 +223,7 @@ pub fn run(args: DemoArgs, shutdown: CancellationToken, rt: Handle) -> anyhow::R
     };
 
     let mut system = System::start(&plan, &shutdown)?;
+    system.announce_admin(&layout);
     let pids: Vec<String> = std::iter::once(format!("websim={}", websim.pid()))
         .chain(system.pids().into_iter().map(|(n, p)| format!("{n}={p}")))
         .collect();

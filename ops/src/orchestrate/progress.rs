@@ -71,8 +71,12 @@ impl Progress {
         }
         self.bar.set_position(pages);
         let msg = format!(
-            "{:.1} pages/s | queued {} URLs | hosts {} ready, {} waiting",
-            s.pages_per_sec, s.queued_urls, s.hosts_ready, s.hosts_waiting
+            "{:.1} pages/s | queued {} URLs | hosts {} ready, {} waiting, {} in all",
+            s.pages_per_sec,
+            s.queued_urls,
+            s.hosts.ready,
+            s.hosts.waiting + s.hosts.backed_off,
+            s.hosts.total()
         );
         if !self.terminal && self.last_plain.elapsed() >= PLAIN_EVERY {
             self.last_plain = Instant::now();

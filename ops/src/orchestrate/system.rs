@@ -5,8 +5,10 @@
 //! `POLYCRAWL_ADMIN_TOKEN`) and the manager's address, which it prints when it
 //! listens on a port chosen by the kernel.
 //!
-//! Start order: manager (wait for `manager listening addr=`), resolver,
-//! downloaders, application. The run ends when the application exits 0 (the crawl
+//! Start order: manager (wait for `manager listening addr=` and, when the admin
+//! page is on, `manager admin listening addr=`), resolver, downloaders,
+//! application. The admin token is random per run and written to
+//! `<out>/admin-token` (mode 0600) for the operator to paste into the admin page. The run ends when the application exits 0 (the crawl
 //! is complete or reached `--max-pages`); any other process exiting first is an
 //! error naming it and quoting its log. Stop order: application, then downloaders
 //! and resolver (SIGTERM, so in-flight work is published), then the manager.
@@ -50,6 +52,8 @@ pub struct Layout {
     pub repository: PathBuf,
     /// Every process's stderr and stdout, `<out>/logs`.
     pub logs: PathBuf,
+    /// The run's admin token (readable by the owner only), `<out>/admin-token`.
+    pub admin_token: PathBuf,
 }
 
 impl Layout {
@@ -64,6 +68,7 @@ impl Layout {
             app_state: out.join("state").join("app"),
             repository: out.join("repository"),
             logs: out.join("logs"),
+            admin_token: out.join("admin-token"),
             out,
         })
     }
@@ -130,6 +135,20 @@ pub struct Stopped {
     pub cpu: Vec<(String, Duration)>,
 }
 
+/// Writes `token` to `path`, readable and writable by the owner only.
+fn write_secret(path: &Path, token: &str) -> anyhow::Result<()> {
+    use std::io::Write as _;
+    use std::os::unix::fs::OpenOptionsExt as _;
+    let mut file = std::fs::OpenOptions::new()
+        .write(true)
+        .create(true)
+        .truncate(true)
+        .mode(0o600)
+        .open(path)
+        .with_context(|| format!("creating {}", path.display()))?;
+    writeln!(file, "{token}").with_context(|| format!("writing {}", path.display()))
+}
+
 /// The running processes.
 #[derive(Debug)]
 pub struct System {
@@ -138,6 +157,7 @@ pub struct System {
     downloaders: Vec<Child>,
     app: Option<Child>,
     manager_addr: String,
+    admin_addr: Option<String>,
     admin_token: String,
     max_frame: u32,
 }
@@ -191,6 +211,7 @@ impl System {
         let exe = std::env::current_exe().context("finding the polycrawl binary")?;
         let token = random_token()?;
         let admin_token = random_token()?;
+        write_secret(&l.admin_token, &admin_token)?;
 
         let mut cmd = base_command(&exe, "manager", &l.config, &token);
         cmd.args(["--listen", "127.0.0.1:0"])
@@ -211,6 +232,16 @@ impl System {
             .next()
             .unwrap_or_default()
             .to_owned();
+        let admin_addr = if plan.config.manager.admin_http.is_empty() {
+            None
+        } else {
+            let line = manager.wait_line(
+                |l| admin_address(l).is_some(),
+                READY_TIMEOUT,
+                || shutdown.is_cancelled(),
+            )?;
+            admin_address(&line).map(str::to_owned)
+        };
 
         let service = |sub: &str| {
             let mut cmd = base_command(&exe, sub, &l.config, &token);
@@ -246,6 +277,7 @@ impl System {
             downloaders,
             app: Some(app),
             manager_addr,
+            admin_addr,
             admin_token,
             max_frame: plan.config.control.max_frame_bytes,
         })
@@ -254,6 +286,23 @@ impl System {
     /// The manager's control address.
     pub fn manager_addr(&self) -> &str {
         &self.manager_addr
+    }
+
+    /// The admin page's address, if it is on.
+    pub fn admin_addr(&self) -> Option<&str> {
+        self.admin_addr.as_deref()
+    }
+
+    /// Prints `admin: http://ADDR/` on stdout (where to point a browser) and where
+    /// the admin token is on stderr; nothing when the admin page is off.
+    pub fn announce_admin(&self, layout: &Layout) {
+        if let Some(addr) = &self.admin_addr {
+            println!("admin: http://{addr}/");
+            eprintln!(
+                "admin page: the admin token is in {}",
+                layout.admin_token.display()
+            );
+        }
     }
 
     /// Every process, as (name, pid).
@@ -284,18 +333,8 @@ impl System {
         let mut last_status = None;
         let mut next_status = Instant::now();
         let mut app_lines = Vec::new();
-        let mut admin_shown = false;
         loop {
             anyhow::ensure!(!shutdown.is_cancelled(), "interrupted");
-            for line in self.manager.new_lines() {
-                match admin_address(&line) {
-                    Some(addr) if !admin_shown => {
-                        admin_shown = true;
-                        progress.println(&format!("admin: http://{addr}/"));
-                    }
-                    _ => {}
-                }
-            }
             let app = self.app.as_mut().context("the application is gone")?;
             app_lines.extend(app.new_lines());
             if let Some(status) = app.exited()? {
@@ -385,18 +424,12 @@ impl System {
     }
 }
 
-/// The admin page's address if `line` announces it (`... admin ... addr=IP:PORT`).
+/// The admin page's address if `line` is the manager's
+/// `manager admin listening addr=IP:PORT`.
 fn admin_address(line: &str) -> Option<&str> {
-    if !line.contains("admin") {
-        return None;
-    }
-    line.split_whitespace()
-        .find_map(|w| w.strip_prefix("addr="))
-        .or_else(|| {
-            line.split_whitespace()
-                .find_map(|w| w.strip_prefix("http://"))
-                .map(|w| w.trim_end_matches('/'))
-        })
+    line.strip_prefix("manager admin listening addr=")?
+        .split_whitespace()
+        .next()
 }
 
 #[cfg(test)]
@@ -409,11 +442,18 @@ mod tests {
             admin_address("manager admin listening addr=127.0.0.1:7401"),
             Some("127.0.0.1:7401")
         );
-        assert_eq!(
-            admin_address("admin page http://127.0.0.1:9/"),
-            Some("127.0.0.1:9")
-        );
         assert_eq!(admin_address("manager listening addr=127.0.0.1:1"), None);
+    }
+
+    #[test]
+    fn secrets_are_for_the_owner_only() {
+        use std::os::unix::fs::PermissionsExt as _;
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("admin-token");
+        write_secret(&path, "abc").unwrap();
+        let mode = std::fs::metadata(&path).unwrap().permissions().mode();
+        assert_eq!(mode & 0o777, 0o600);
+        assert_eq!(std::fs::read_to_string(&path).unwrap(), "abc\n");
     }
 
     #[test]

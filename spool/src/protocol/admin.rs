@@ -1,11 +1,14 @@
 //! Operator commands over the control port (`polycrawl status` and scripts). The
 //! browser admin page is HTTP and served by the manager; these are its scriptable
-//! twin.
+//! twin: every route of the manager's JSON API is one [`AdminCommand`], and
+//! `GET /api/stats` is a [`StatusSnapshot`] as JSON (field names as here; enum
+//! values by their lower-case names, e.g. `"robots_excluded"`, `"downloader"`).
 
 use serde::{Deserialize, Serialize};
 
 use super::message::{Load, Role};
 use crate::ids::ComponentId;
+use crate::outcome::OutcomeReason;
 
 /// An operator command, admin -> manager. Answered by one
 /// [`AdminReply`](super::Message::AdminReply).
@@ -35,6 +38,8 @@ pub enum AdminCommand {
         /// How long components may take to finish in-flight work.
         grace_ms: u64,
     },
+    /// List the blacklist ([`AdminReply::Blacklist`]); allowed without the admin token.
+    Blacklist,
 }
 
 /// The manager's answer to an [`AdminCommand`].
@@ -50,31 +55,131 @@ pub enum AdminReply {
         /// Why, for the operator.
         detail: String,
     },
-    /// The answer to [`AdminCommand::Status`].
-    Status(StatusSnapshot),
+    /// The answer to [`AdminCommand::Status`] (boxed: the other answers are small).
+    Status(Box<StatusSnapshot>),
+    /// The answer to [`AdminCommand::Blacklist`].
+    Blacklist {
+        /// Every entry in its text form (`host.name` or `*.domain`), sorted.
+        entries: Vec<String>,
+    },
+    /// The answer to [`AdminCommand::Checkpoint`]: it was written.
+    Checkpointed {
+        /// The checkpoint's folder (absolute), on the manager's machine.
+        path: String,
+    },
 }
 
-/// The crawl's state in a few numbers (the admin page shows more).
+/// The crawl's figures: what the admin page, `GET /api/stats` and `polycrawl status`
+/// show. Totals marked *persistent* count since the crawl state was created; the
+/// others count this manager process's life.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct StatusSnapshot {
-    /// Pages per second over the last minute.
+    /// Pages per second over the last few seconds ([`Speed::NOW_SECS`]).
+    pub pages_per_sec_now: f32,
+    /// Pages per second over the last minute (less if the manager is younger).
     pub pages_per_sec: f32,
+    /// Pages per second over the last hour (less if the manager is younger).
+    pub pages_per_sec_hour: f32,
+    /// Pages per second in each [`Speed::CHART_STEP_SECS`] step of the last hour,
+    /// oldest first, complete steps only (at most [`Speed::CHART_STEPS`]).
+    pub speed_chart: Vec<f32>,
     /// The current speed target, in pages per second.
     pub target_pages_per_sec: f32,
-    /// Pages stored since the crawl state was created.
+    /// Pages stored (persistent).
     pub pages_total: u64,
-    /// Response bytes received since the crawl state was created.
+    /// Response bytes received, pages and robots.txt, as read from the socket.
     pub bytes_total: u64,
-    /// URLs waiting in host queues.
+    /// robots.txt verdicts obtained (persistent).
+    pub robots_fetched: u64,
+    /// Stored page responses per HTTP status code, ascending by code.
+    pub http_status: Vec<StatusCount>,
+    /// Fetch attempts that produced no response, per reason (every reason listed).
+    pub fetch_errors: Vec<ReasonCount>,
+    /// URLs that ended without a page, per reason (persistent; every reason listed).
+    pub outcomes: Vec<ReasonCount>,
+    /// URLs waiting in host queues, in flight included.
     pub queued_urls: u64,
-    /// Hosts ready to be contacted.
-    pub hosts_ready: u64,
-    /// Hosts waiting for their politeness interval, DNS or robots.txt.
-    pub hosts_waiting: u64,
-    /// Request files published and not yet loaded.
+    /// Fetch jobs handed to downloaders and not yet reported.
+    pub in_flight: u64,
+    /// Host names waiting to be sent to a resolver (names sent count as hosts
+    /// `resolving`).
+    pub dns_pending: u64,
+    /// Hosts by state.
+    pub hosts: HostCounts,
+    /// Request files published and not yet completely loaded.
     pub request_files_pending: u64,
-    /// Every connected component.
+    /// Request files completely loaded (persistent).
+    pub request_files_loaded: u64,
+    /// How long the manager process has been running, in milliseconds.
+    pub uptime_ms: u64,
+    /// Every connected component (admin connections left out).
     pub components: Vec<ComponentStatus>,
+}
+
+/// The sizes behind the speed figures of [`StatusSnapshot`].
+#[derive(Debug)]
+pub struct Speed;
+
+impl Speed {
+    /// The window of `pages_per_sec_now`, in seconds.
+    pub const NOW_SECS: u64 = 5;
+    /// The width of one step of `speed_chart`, in seconds.
+    pub const CHART_STEP_SECS: u64 = 10;
+    /// The number of steps of `speed_chart`: one hour.
+    pub const CHART_STEPS: usize = 360;
+}
+
+/// Responses with one HTTP status code.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+pub struct StatusCount {
+    /// The status code.
+    pub code: u16,
+    /// How many.
+    pub count: u64,
+}
+
+/// URLs or attempts that ended for one reason.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ReasonCount {
+    /// The reason.
+    pub reason: OutcomeReason,
+    /// How many.
+    pub count: u64,
+}
+
+/// Hosts the manager holds in memory, by where they are on their way to a fetch,
+/// and hosts given up on.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct HostCounts {
+    /// Waiting for their name to be resolved.
+    pub resolving: u64,
+    /// Waiting for a fresh robots.txt (queued for it or fetching it).
+    pub robots: u64,
+    /// Ready to be dispatched.
+    pub ready: u64,
+    /// Ready, but their IP address is at its limit.
+    pub parked: u64,
+    /// A page fetch in flight.
+    pub fetching: u64,
+    /// Resting for their politeness interval.
+    pub waiting: u64,
+    /// Resting after failures (growing back-off).
+    pub backed_off: u64,
+    /// Declared dead after too many failures (persistent; not in memory).
+    pub dead: u64,
+}
+
+impl HostCounts {
+    /// Hosts in memory (every state but `dead`).
+    pub fn total(&self) -> u64 {
+        self.resolving
+            + self.robots
+            + self.ready
+            + self.parked
+            + self.fetching
+            + self.waiting
+            + self.backed_off
+    }
 }
 
 /// One connected component, as the manager sees it.
@@ -84,8 +189,12 @@ pub struct ComponentStatus {
     pub role: Role,
     /// Its id.
     pub id: ComponentId,
-    /// Its last reported load.
+    /// Its last reported load: `concurrency`, `in_flight` and `done_per_sec` (its
+    /// rate) are what the admin page shows.
     pub load: Load,
     /// Milliseconds since anything was heard from it.
     pub last_heard_ms: u64,
+    /// Heard from within half the heartbeat timeout (a component silent for the
+    /// whole timeout is dropped).
+    pub healthy: bool,
 }

@@ -166,7 +166,11 @@ impl Message {
 }
 
 /// What a component is; sent in [`Hello`] and [`Welcome`].
+///
+/// Serde names are the [`as_str`](Self::as_str) names (JSON of the admin API);
+/// postcard encodes the variant index, never the name.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
 pub enum Role {
     /// The crawl manager (the control server).
     Manager,

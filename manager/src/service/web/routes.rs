@@ -1,0 +1,406 @@
+//! The admin API's routes, its token check and how engine answers become HTTP
+//! answers. Pure functions of a [`Request`], so every rule is tested without a
+//! socket.
+//!
+//! | method and path | command | token |
+//! |---|---|---|
+//! | `GET /` | the page | no |
+//! | `GET /api/stats` | [`AdminCommand::Status`] | no |
+//! | `GET /api/blacklist` | [`AdminCommand::Blacklist`] | no |
+//! | `POST /api/blacklist` `{"entry": E}` | [`AdminCommand::BlacklistAdd`] | yes |
+//! | `DELETE /api/blacklist` `{"entry": E}` | [`AdminCommand::BlacklistRemove`] | yes |
+//! | `POST /api/speed` `{"pages_per_sec": R}` | [`AdminCommand::SetSpeed`] | yes |
+//! | `POST /api/checkpoint` | [`AdminCommand::Checkpoint`] | yes |
+//! | `POST /api/shutdown` `{"grace_ms": G}` (optional) | [`AdminCommand::Shutdown`] | yes |
+//!
+//! Parameters come from a JSON object body or, without a body, from the query
+//! string (`?entry=.example.com`). The token is `Authorization: Bearer TOKEN`,
+//! compared in constant time; without an admin token configured every mutation is
+//! refused (403). When the server listens on loopback, a `Host` that is not an IP
+//! address or `localhost` is refused (403), so a page on another site cannot reach
+//! the API through DNS rebinding.
+//!
+//! This module must never change anything itself: it only turns requests into
+//! commands and replies into responses.
+
+use std::net::IpAddr;
+
+use serde_json::{Map, Value, json};
+use spool::protocol::{AdminCommand, AdminReply, Token};
+
+use super::http::{Request, Response};
+
+/// What a request asks for.
+#[derive(Debug, Clone, PartialEq)]
+pub(crate) enum Route {
+    /// The admin page.
+    Page,
+    /// A command for the engine; `mutation` ones need the token.
+    Ask {
+        /// The command.
+        command: AdminCommand,
+        /// Whether it changes the crawl.
+        mutation: bool,
+    },
+}
+
+/// The route of `req`, or the response refusing it (404, 405, 400).
+pub(crate) fn route(req: &Request, default_grace_ms: u64) -> Result<Route, Response> {
+    let get = matches!(req.method.as_str(), "GET" | "HEAD");
+    let method = req.method.as_str();
+    let read = |command| {
+        Ok(Route::Ask {
+            command,
+            mutation: false,
+        })
+    };
+    let write = |command| {
+        Ok(Route::Ask {
+            command,
+            mutation: true,
+        })
+    };
+    match req.path.as_str() {
+        "/" | "/index.html" if get => Ok(Route::Page),
+        "/" | "/index.html" => Err(not_allowed("GET, HEAD")),
+        "/api/stats" if get => read(AdminCommand::Status),
+        "/api/stats" => Err(not_allowed("GET, HEAD")),
+        "/api/blacklist" if get => read(AdminCommand::Blacklist),
+        "/api/blacklist" if method == "POST" => write(AdminCommand::BlacklistAdd {
+            entry: Params::of(req)?.string("entry")?,
+        }),
+        "/api/blacklist" if method == "DELETE" => write(AdminCommand::BlacklistRemove {
+            entry: Params::of(req)?.string("entry")?,
+        }),
+        "/api/blacklist" => Err(not_allowed("GET, HEAD, POST, DELETE")),
+        "/api/speed" if method == "POST" => {
+            let rate = Params::of(req)?.number("pages_per_sec")?;
+            write(AdminCommand::SetSpeed {
+                // The protocol carries f32; the range check is the engine's.
+                pages_per_sec: rate as f32,
+            })
+        }
+        "/api/checkpoint" if method == "POST" => write(AdminCommand::Checkpoint),
+        "/api/shutdown" if method == "POST" => {
+            let params = Params::of(req)?;
+            let grace_ms = match params.get("grace_ms") {
+                None => default_grace_ms,
+                Some(_) => params.integer("grace_ms")?,
+            };
+            write(AdminCommand::Shutdown { grace_ms })
+        }
+        "/api/speed" | "/api/checkpoint" | "/api/shutdown" => Err(not_allowed("POST")),
+        other => Err(Response::error(404, &format!("no such page: {other}"))),
+    }
+}
+
+fn not_allowed(allow: &'static str) -> Response {
+    Response::error(405, &format!("method not allowed here (allowed: {allow})"))
+        .with("Allow", allow)
+}
+
+/// A request's parameters: its JSON object body, or its query string.
+#[derive(Debug)]
+struct Params(Map<String, Value>);
+
+impl Params {
+    fn of(req: &Request) -> Result<Params, Response> {
+        if req.body.iter().all(u8::is_ascii_whitespace) {
+            let map = url::form_urlencoded::parse(req.query.as_bytes())
+                .map(|(k, v)| (k.into_owned(), Value::String(v.into_owned())))
+                .collect();
+            return Ok(Params(map));
+        }
+        match serde_json::from_slice(&req.body) {
+            Ok(Value::Object(map)) => Ok(Params(map)),
+            Ok(_) => Err(Response::error(400, "the body must be a JSON object")),
+            Err(e) => Err(Response::error(400, &format!("the body is not JSON: {e}"))),
+        }
+    }
+
+    fn get(&self, name: &str) -> Option<&Value> {
+        self.0.get(name)
+    }
+
+    fn missing(name: &str) -> Response {
+        Response::error(400, &format!("missing parameter {name:?}"))
+    }
+
+    fn string(&self, name: &str) -> Result<String, Response> {
+        match self.get(name) {
+            Some(Value::String(s)) => Ok(s.clone()),
+            Some(_) => Err(Response::error(400, &format!("{name:?} must be a string"))),
+            None => Err(Self::missing(name)),
+        }
+    }
+
+    fn number(&self, name: &str) -> Result<f64, Response> {
+        let bad = || Response::error(400, &format!("{name:?} must be a number"));
+        match self.get(name) {
+            Some(Value::Number(n)) => n.as_f64().ok_or_else(bad),
+            Some(Value::String(s)) => s.trim().parse().map_err(|_| bad()),
+            Some(_) => Err(bad()),
+            None => Err(Self::missing(name)),
+        }
+    }
+
+    fn integer(&self, name: &str) -> Result<u64, Response> {
+        let bad = || Response::error(400, &format!("{name:?} must be a whole number"));
+        match self.get(name) {
+            Some(Value::Number(n)) => n.as_u64().ok_or_else(bad),
+            Some(Value::String(s)) => s.trim().parse().map_err(|_| bad()),
+            Some(_) => Err(bad()),
+            None => Err(Self::missing(name)),
+        }
+    }
+}
+
+/// Whether `req` carries the admin token; the refusal otherwise.
+pub(crate) fn authorize(req: &Request, admin_token: Option<&Token>) -> Result<(), Response> {
+    let Some(token) = admin_token else {
+        return Err(Response::error(
+            403,
+            "no admin token is configured (manager.admin_token or POLYCRAWL_ADMIN_TOKEN): \
+             the admin API is read-only",
+        ));
+    };
+    let refuse = |detail: &str| {
+        Err(Response::error(401, detail).with("WWW-Authenticate", "Bearer realm=\"polycrawl\""))
+    };
+    let Some(value) = req.header("authorization") else {
+        return refuse("this needs the admin token: Authorization: Bearer TOKEN");
+    };
+    let presented = value
+        .split_once(' ')
+        .filter(|(scheme, _)| scheme.eq_ignore_ascii_case("bearer"))
+        .and_then(|(_, secret)| Token::new(secret.trim()).ok());
+    match presented {
+        Some(p) if token.matches(&p) => Ok(()),
+        Some(_) => refuse("wrong admin token"),
+        None => refuse("the Authorization header must be `Bearer TOKEN`"),
+    }
+}
+
+/// On a loopback listener, refuses a `Host` that is a name other than `localhost`.
+pub(crate) fn check_host(req: &Request, loopback: bool) -> Result<(), Response> {
+    if !loopback {
+        return Ok(());
+    }
+    let host = req.header("host").unwrap_or("");
+    let name = match host.strip_prefix('[') {
+        Some(rest) => rest.split(']').next().unwrap_or(""),
+        None => host.rsplit_once(':').map_or(host, |(name, _)| name),
+    };
+    if name.is_empty() || name.eq_ignore_ascii_case("localhost") || name.parse::<IpAddr>().is_ok() {
+        return Ok(());
+    }
+    Err(Response::error(
+        403,
+        &format!(
+            "Host {host:?} refused: on loopback the admin page answers only to IP \
+             addresses and localhost"
+        ),
+    ))
+}
+
+/// The HTTP answer to the engine's `reply` to `command`.
+pub(crate) fn answer(command: &AdminCommand, reply: AdminReply) -> Response {
+    match reply {
+        AdminReply::Status(snapshot) => Response::json(200, &snapshot),
+        AdminReply::Blacklist { entries } => Response::json(200, &json!({ "entries": entries })),
+        AdminReply::Checkpointed { path } => Response::json(
+            200,
+            &json!({ "ok": true, "path": path, "detail": format!("checkpoint written to {path}") }),
+        ),
+        AdminReply::Done { detail } => {
+            Response::json(200, &json!({ "ok": true, "detail": detail }))
+        }
+        AdminReply::Failed { detail } => {
+            let status = match command {
+                AdminCommand::Checkpoint => 500,
+                _ => 400,
+            };
+            Response::error(status, &detail)
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn req(method: &str, target: &str, body: &str, headers: &[(&str, &str)]) -> Request {
+        let (path, query) = target.split_once('?').unwrap_or((target, ""));
+        Request {
+            method: method.to_owned(),
+            path: path.to_owned(),
+            query: query.to_owned(),
+            headers: headers
+                .iter()
+                .map(|(k, v)| (k.to_owned().to_owned(), v.to_owned().to_owned()))
+                .collect(),
+            body: body.as_bytes().to_vec(),
+        }
+    }
+
+    fn command(r: Result<Route, Response>) -> (AdminCommand, bool) {
+        match r {
+            Ok(Route::Ask { command, mutation }) => (command, mutation),
+            other => panic!("not a command: {other:?}"),
+        }
+    }
+
+    fn status(r: Result<Route, Response>) -> u16 {
+        r.unwrap_err().status
+    }
+
+    #[test]
+    fn every_route_maps_to_its_command() {
+        let r = |m, t, b| route(&req(m, t, b, &[]), 7_000);
+        assert_eq!(r("GET", "/", ""), Ok(Route::Page));
+        assert_eq!(r("HEAD", "/", ""), Ok(Route::Page));
+        assert_eq!(
+            command(r("GET", "/api/stats", "")),
+            (AdminCommand::Status, false)
+        );
+        assert_eq!(
+            command(r("GET", "/api/blacklist", "")),
+            (AdminCommand::Blacklist, false)
+        );
+        let add = AdminCommand::BlacklistAdd {
+            entry: ".a.test".into(),
+        };
+        assert_eq!(
+            command(r("POST", "/api/blacklist", r#"{"entry": ".a.test"}"#)),
+            (add.clone(), true)
+        );
+        assert_eq!(
+            command(r("POST", "/api/blacklist?entry=%2Ea.test", "")),
+            (add, true)
+        );
+        assert_eq!(
+            command(r("DELETE", "/api/blacklist?entry=b.test", "")),
+            (
+                AdminCommand::BlacklistRemove {
+                    entry: "b.test".into()
+                },
+                true
+            )
+        );
+        assert_eq!(
+            command(r("POST", "/api/speed", r#"{"pages_per_sec": 50}"#)),
+            (
+                AdminCommand::SetSpeed {
+                    pages_per_sec: 50.0
+                },
+                true
+            )
+        );
+        assert_eq!(
+            command(r("POST", "/api/checkpoint", "")),
+            (AdminCommand::Checkpoint, true)
+        );
+        assert_eq!(
+            command(r("POST", "/api/shutdown", "")),
+            (AdminCommand::Shutdown { grace_ms: 7_000 }, true)
+        );
+        assert_eq!(
+            command(r("POST", "/api/shutdown", r#"{"grace_ms": 10}"#)),
+            (AdminCommand::Shutdown { grace_ms: 10 }, true)
+        );
+    }
+
+    #[test]
+    fn bad_requests_are_refused_with_their_code() {
+        let r = |m, t, b| route(&req(m, t, b, &[]), 0);
+        assert_eq!(status(r("GET", "/nope", "")), 404);
+        assert_eq!(status(r("DELETE", "/api/stats", "")), 405);
+        let refusal = r("GET", "/api/speed", "").unwrap_err();
+        assert_eq!(refusal.status, 405);
+        assert!(refusal.headers.contains(&("Allow", "POST".to_owned())));
+        assert_eq!(status(r("POST", "/api/blacklist", "")), 400, "no entry");
+        assert_eq!(status(r("POST", "/api/blacklist", "{")), 400, "not JSON");
+        assert_eq!(status(r("POST", "/api/blacklist", "[1]")), 400, "no object");
+        assert_eq!(status(r("POST", "/api/blacklist", r#"{"entry": 1}"#)), 400);
+        assert_eq!(
+            status(r("POST", "/api/speed", r#"{"pages_per_sec": "x"}"#)),
+            400
+        );
+        assert_eq!(
+            status(r("POST", "/api/shutdown", r#"{"grace_ms": -1}"#)),
+            400
+        );
+    }
+
+    #[test]
+    fn mutations_need_the_bearer_token() {
+        let token = Token::new("s3cret").unwrap();
+        let with = |value: &str| req("POST", "/api/checkpoint", "", &[("authorization", value)]);
+        assert!(authorize(&with("Bearer s3cret"), Some(&token)).is_ok());
+        assert!(authorize(&with("bearer  s3cret"), Some(&token)).is_ok());
+        for bad in ["Bearer s3creT", "Bearer ", "Basic czNjcmV0", "s3cret"] {
+            let refusal = authorize(&with(bad), Some(&token)).unwrap_err();
+            assert_eq!(refusal.status, 401, "{bad}");
+            assert!(
+                refusal
+                    .headers
+                    .iter()
+                    .any(|(n, _)| *n == "WWW-Authenticate")
+            );
+        }
+        let none = req("POST", "/api/checkpoint", "", &[]);
+        assert_eq!(authorize(&none, Some(&token)).unwrap_err().status, 401);
+        let unset = authorize(&with("Bearer s3cret"), None).unwrap_err();
+        assert_eq!(unset.status, 403);
+        assert!(String::from_utf8_lossy(&unset.body).contains("manager.admin_token"));
+    }
+
+    #[test]
+    fn loopback_answers_only_to_addresses_and_localhost() {
+        let with = |host: &str| req("GET", "/", "", &[("host", host)]);
+        for ok in [
+            "127.0.0.1:7401",
+            "localhost:7401",
+            "[::1]:7401",
+            "127.0.0.1",
+        ] {
+            assert!(check_host(&with(ok), true).is_ok(), "{ok}");
+        }
+        assert_eq!(
+            check_host(&with("evil.example:7401"), true)
+                .unwrap_err()
+                .status,
+            403
+        );
+        assert!(check_host(&with("crawler01:7401"), false).is_ok());
+    }
+
+    #[test]
+    fn replies_become_json_answers() {
+        let r = answer(
+            &AdminCommand::Checkpoint,
+            AdminReply::Checkpointed {
+                path: "/s/checkpoints/3".into(),
+            },
+        );
+        assert_eq!(r.status, 200);
+        let v: Value = serde_json::from_slice(&r.body).unwrap();
+        assert_eq!(v["path"], "/s/checkpoints/3");
+        let failed = |c: &AdminCommand| answer(c, AdminReply::Failed { detail: "x".into() }).status;
+        assert_eq!(failed(&AdminCommand::Checkpoint), 500);
+        assert_eq!(
+            failed(&AdminCommand::SetSpeed {
+                pages_per_sec: -1.0
+            }),
+            400
+        );
+        let list = answer(
+            &AdminCommand::Blacklist,
+            AdminReply::Blacklist {
+                entries: vec!["*.a.test".into()],
+            },
+        );
+        let v: Value = serde_json::from_slice(&list.body).unwrap();
+        assert_eq!(v["entries"][0], "*.a.test");
+    }
+}
