@@ -1,0 +1,175 @@
+//! Speed control end to end (issue 5, Done-when 1): `polycrawl websim`, a manager,
+//! a resolver and two downloaders as separate processes (see `tests::system`),
+//! judged by websim's request log.
+//!
+//! [`target_is_met_and_a_live_change_takes_effect`]: the speed target is set to
+//! 200 pages/s with the admin command `SetSpeed` (the control port; the admin page's
+//! `POST /api/speed` goes the same way into the manager), then
+//! 1. the page requests websim logs over 30 s, after a warm-up, average
+//!    200 pages/s ± 10 %;
+//! 2. the target is changed live to 50 pages/s, and the page requests websim logs
+//!    in the 10 s window that starts [`SETTLE`] after the change average
+//!    50 pages/s ± 10 %.
+//!
+//! What is counted: requests websim logged (by the time their head arrived), of any
+//! status, robots.txt fetches left out (see `tests::requestlog::ROBOTS_PATHS`). The
+//! manager counts robots.txt fetches against the target too, so the warm-up lets
+//! every host's robots.txt be fetched first (all hosts are known from the first
+//! request file chunk, and robots.txt jobs go out before pages).
+//!
+//! The web is large enough that politeness does not limit: 500 hosts, each at most
+//! one request at a time with 100 ms between requests (about 9 pages/s each), and
+//! the requests are dealt round-robin over the hosts, as the application's unshuffle
+//! would, so every host has pages queued throughout.
+
+use std::collections::BTreeMap;
+use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
+
+use spool::protocol::{AdminCommand, AdminReply};
+use tests::requestlog::url_host;
+use tests::system::{Knobs, System};
+use tests::websim::{LogLine, Websim};
+
+const APP: &str = "speedtest";
+/// The first target, and the one it is changed to.
+const FAST: f64 = 200.0;
+const SLOW: f64 = 50.0;
+/// Allowed deviation of a measured rate from its target.
+const TOLERANCE: f64 = 0.10;
+/// From the first target until the fast measurement starts.
+const WARM_UP: Duration = Duration::from_secs(6);
+/// The fast measurement.
+const FAST_WINDOW: Duration = Duration::from_secs(30);
+/// From the change to the slow measurement's start (the spec allows up to 10 s).
+const SETTLE: Duration = Duration::from_secs(2);
+/// The slow measurement.
+const SLOW_WINDOW: Duration = Duration::from_secs(10);
+
+fn now_us() -> u64 {
+    SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .map_or(0, |d| d.as_micros() as u64)
+}
+
+/// The manifest's URLs dealt round-robin over their hosts.
+fn round_robin(urls: Vec<String>) -> Vec<String> {
+    let mut by_host: BTreeMap<String, Vec<String>> = BTreeMap::new();
+    for u in urls {
+        by_host.entry(url_host(&u)).or_default().push(u);
+    }
+    let mut queues: Vec<std::vec::IntoIter<String>> =
+        by_host.into_values().map(Vec::into_iter).collect();
+    let mut out = Vec::new();
+    loop {
+        let before = out.len();
+        out.extend(queues.iter_mut().filter_map(Iterator::next));
+        if out.len() == before {
+            return out;
+        }
+    }
+}
+
+fn set_speed(sys: &System, pages_per_sec: f64) {
+    match sys.admin(AdminCommand::SetSpeed {
+        pages_per_sec: pages_per_sec as f32,
+    }) {
+        Ok(AdminReply::Done { .. }) => {}
+        other => panic!("SetSpeed {pages_per_sec}: {other:?}"),
+    }
+}
+
+/// Page requests (robots.txt left out) whose head websim received in `[from, to)`
+/// (unix µs).
+fn pages_between(log: &[LogLine], from: u64, to: u64) -> usize {
+    log.iter()
+        .filter(|l| !l.is_robots() && (from..to).contains(&l.start_us))
+        .count()
+}
+
+/// Page requests per second in each whole second of `[from, to)`.
+fn per_second(log: &[LogLine], from: u64, to: u64) -> Vec<usize> {
+    (from..to)
+        .step_by(1_000_000)
+        .map(|s| pages_between(log, s, (s + 1_000_000).min(to)))
+        .collect()
+}
+
+fn sleep_until(t: Instant) {
+    std::thread::sleep(t.saturating_duration_since(Instant::now()));
+}
+
+#[test]
+fn target_is_met_and_a_live_change_takes_effect() {
+    let ws = Websim::start(&[
+        "--hosts",
+        "500",
+        "--pages",
+        "40000",
+        "--slow-ms",
+        "200",
+        "--seed",
+        "5",
+    ]);
+    let knobs = Knobs {
+        interval_ms: 100,
+        ip_min_interval_ms: 20,
+        target_pages_per_sec: 20.0,
+        ..Knobs::default()
+    };
+    let urls = round_robin(ws.manifest().into_iter().map(|r| r.url).collect());
+    let mut sys = System::new(&ws, &knobs);
+    sys.start_manager();
+    sys.start_resolver();
+    sys.start_downloader("dl-1");
+    sys.start_downloader("dl-2");
+    sys.wait_components(2, 1, Duration::from_secs(30));
+    for chunk in urls.chunks(5000) {
+        sys.publish_requests(APP, 50, chunk);
+    }
+
+    set_speed(&sys, FAST);
+    let fast_from = Instant::now() + WARM_UP;
+    let fast_to = fast_from + FAST_WINDOW;
+    let fast_from_us = now_us() + WARM_UP.as_micros() as u64;
+    let fast_to_us = fast_from_us + FAST_WINDOW.as_micros() as u64;
+    sleep_until(fast_to);
+
+    set_speed(&sys, SLOW);
+    let changed_us = now_us();
+    let slow_from_us = changed_us + SETTLE.as_micros() as u64;
+    let slow_to_us = slow_from_us + SLOW_WINDOW.as_micros() as u64;
+    sleep_until(Instant::now() + SETTLE + SLOW_WINDOW + Duration::from_millis(500));
+    let log = ws.log();
+    let status = sys.status();
+
+    let fast = pages_between(&log, fast_from_us, fast_to_us) as f64 / FAST_WINDOW.as_secs_f64();
+    let slow = pages_between(&log, slow_from_us, slow_to_us) as f64 / SLOW_WINDOW.as_secs_f64();
+    println!(
+        "speed: target {FAST} pages/s, measured {fast:.1} pages/s over {} s; \
+         per second {:?}",
+        FAST_WINDOW.as_secs(),
+        per_second(&log, fast_from_us, fast_to_us)
+    );
+    println!(
+        "speed: target {SLOW} pages/s from the change, measured {slow:.1} pages/s over \
+         [change + {} s, change + {} s); per second from the change {:?}",
+        SETTLE.as_secs(),
+        (SETTLE + SLOW_WINDOW).as_secs(),
+        per_second(&log, changed_us, slow_to_us)
+    );
+    println!("speed: manager status {status:?}");
+    let _ = fast_from;
+    let within = |measured: f64, target: f64| (measured - target).abs() <= target * TOLERANCE;
+    assert!(
+        within(fast, FAST),
+        "{fast:.1} pages/s is not within 10 % of {FAST}\n{}",
+        sys.reports()
+    );
+    assert!(
+        within(slow, SLOW),
+        "{slow:.1} pages/s is not within 10 % of {SLOW}\n{}",
+        sys.reports()
+    );
+    let errors = sys.error_lines();
+    assert!(errors.is_empty(), "ERROR lines:\n{}", errors.join("\n"));
+}
