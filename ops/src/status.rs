@@ -10,7 +10,7 @@ use anyhow::Context;
 use spool::ComponentId;
 use spool::protocol::{
     AdminCommand, AdminReply, ByeReason, ComponentStatus, DEFAULT_HANDSHAKE_TIMEOUT, Hello, Limits,
-    Message, Role, StatusSnapshot, Token, client_handshake,
+    Message, Role, SpeedStatus, StatusSnapshot, TargetSource, Token, client_handshake,
 };
 use tokio::net::TcpStream;
 
@@ -65,6 +65,7 @@ pub fn render(addr: &str, s: &StatusSnapshot, heartbeat_timeout_ms: u64) -> Stri
         "speed          {:.1} pages/s (target {} pages/s)",
         s.pages_per_sec, s.target_pages_per_sec
     );
+    let _ = writeln!(out, "speed control  {}", speed_line(&s.speed));
     let _ = writeln!(
         out,
         "pages          {} stored, {mib:.1} MiB received",
@@ -82,6 +83,25 @@ pub fn render(addr: &str, s: &StatusSnapshot, heartbeat_timeout_ms: u64) -> Stri
         let _ = writeln!(out, "  {}", component_line(c, heartbeat_timeout_ms));
     }
     out
+}
+
+/// Where the target comes from, until when, and what limits the speed.
+fn speed_line(s: &SpeedStatus) -> String {
+    let source = match s.source {
+        TargetSource::Config => "config",
+        TargetSource::Schedule => "schedule",
+        TargetSource::Operator => "operator",
+    };
+    let until = s.until_ms.map_or_else(String::new, |ms| {
+        let minute = ms % 86_400_000 / 60_000;
+        format!(" until {:02}:{:02} UTC", minute / 60, minute % 60)
+    });
+    format!(
+        "target from {source}{until}; {:.1} fetches/s, {}; mean fetch {:.0} ms",
+        s.fetches_per_sec,
+        s.limit.describe(),
+        s.mean_fetch_ms
+    )
 }
 
 fn component_line(c: &ComponentStatus, heartbeat_timeout_ms: u64) -> String {
@@ -148,6 +168,13 @@ mod tests {
                     last_heard_ms: 20_000,
                 },
             ],
+            speed: SpeedStatus {
+                source: TargetSource::Operator,
+                until_ms: Some(19_000 * 86_400_000 + (22 * 60 + 5) * 60_000),
+                limit: spool::protocol::SpeedLimit::Hosts,
+                fetches_per_sec: 80.0,
+                mean_fetch_ms: 12.4,
+            },
         };
         let text = render("127.0.0.1:7400", &snapshot, 10_000);
         for want in [
@@ -157,6 +184,8 @@ mod tests {
             "12 ready, 34 waiting",
             "3 pending",
             "in flight 10/500",
+            "target from operator until 22:05 UTC; 80.0 fetches/s, host-limited \
+             (politeness allows no more); mean fetch 12 ms",
         ] {
             assert!(text.contains(want), "{want:?} missing from\n{text}");
         }

@@ -10,8 +10,8 @@ use spool::protocol::{
     AdminCommand, AdminReply, AppProgress, ByeReason, ComponentStatus, Connection, FetchJob,
     FetchLimits, FetchPurpose, FetchReport, FetchResult, Hello, HostAnswer, JobId, Limits, Load,
     Message, NegativeKind, PROTOCOL_VERSION, ProtocolError, RefusalCode, RequestId, Resolution,
-    Role, ServerConfig, SpoolArea, StatusSnapshot, StoredPage, Timing, Token, Welcome,
-    client_handshake, preamble, server_handshake,
+    Role, ServerConfig, SpeedLimit, SpeedStatus, SpoolArea, StatusSnapshot, StoredPage,
+    TargetSource, Timing, Token, Welcome, client_handshake, preamble, server_handshake,
 };
 use spool::{AppId, ComponentId};
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
@@ -292,6 +292,13 @@ fn samples() -> Vec<Message> {
                 load: load(),
                 last_heard_ms: 150,
             }],
+            speed: SpeedStatus {
+                source: TargetSource::Operator,
+                until_ms: Some(9),
+                limit: SpeedLimit::Hosts,
+                fetches_per_sec: 2.0,
+                mean_fetch_ms: 1.0,
+            },
         })),
         Message::Committed {
             file: "50-dl-1-00000000000000000001.warc.gz".into(),
@@ -341,9 +348,9 @@ fn every_variant_round_trips_through_bytes() {
 
 #[test]
 fn golden_preamble() {
-    assert_eq!(hex(&preamble(PROTOCOL_VERSION)), "50 43 52 4c 00 01 00 00");
+    assert_eq!(hex(&preamble(PROTOCOL_VERSION)), "50 43 52 4c 00 02 00 00");
     assert_eq!(hex(&preamble(0x0203)), "50 43 52 4c 02 03 00 00");
-    assert_eq!(PROTOCOL_VERSION, 1);
+    assert_eq!(PROTOCOL_VERSION, 2);
 }
 
 /// The encoding of every sample, pinned. If this fails you changed the wire
@@ -367,7 +374,7 @@ fn golden_message_bytes() {
         "0d 02 0a 2e 73 70 61 6d 2e 74 65 73 74",
         "0d 05 88 27",
         "0e 01 02 6e 6f",
-        "0e 02 00 00 80 3f 00 00 00 40 03 04 05 06 07 08 01 01 04 64 6c 2d 31 78 f4 03 03 00 00 26 42 80 89 7a 96 01",
+        "0e 02 00 00 80 3f 00 00 00 40 03 04 05 06 07 08 01 01 04 64 6c 2d 31 78 f4 03 03 00 00 26 42 80 89 7a 96 01 02 01 09 01 00 00 00 40 00 00 80 3f",
         "0f 24 35 30 2d 64 6c 2d 31 2d 30 30 30 30 30 30 30 30 30 30 30 30 30 30 30 30 30 30 30 31 2e 77 61 72 63 2e 67 7a 02 07 ac 02",
     ];
     let got: Vec<String> = samples()
@@ -422,8 +429,8 @@ fn decoding_rejects_garbage_and_trailing_bytes() {
 // ---------------------------------------------------------------- golden wire
 
 /// The module docs' example, byte for byte: a downloader's opening.
-const HELLO_DL1: &str = "50 43 52 4c 00 01 00 00 \
-     00 00 00 1f 00 01 04 64 6c 2d 31 01 06 73 33 63 72 65 74 \
+const HELLO_DL1: &str = "50 43 52 4c 00 02 00 00 \
+     00 00 00 1f 00 01 04 64 6c 2d 31 02 06 73 33 63 72 65 74 \
      0f 70 6f 6c 79 63 72 61 77 6c 20 30 2e 31 2e 30";
 
 #[tokio::test]
@@ -438,7 +445,7 @@ async fn golden_handshake_and_frames_on_the_wire() {
         server.read_exact(&mut opening).await.unwrap();
         assert_eq!(hex(&opening), hex(&unhex(HELLO_DL1)));
         // Accept: preamble, status 00, Welcome frame, then SetConcurrency { 300 }.
-        let welcome = "50 43 52 4c 00 01 00 00 00 00 00 00 0b 01 00 03 6d 67 72 01 d0 0f 90 4e";
+        let welcome = "50 43 52 4c 00 02 00 00 00 00 00 00 0b 01 00 03 6d 67 72 02 d0 0f 90 4e";
         server.write_all(&unhex(welcome)).await.unwrap();
         server
             .write_all(&unhex("00 00 00 03 05 ac 02"))
@@ -478,7 +485,7 @@ async fn golden_refusal_bytes() {
     let (served, reply) = tokio::join!(server_handshake(server, &config), raw_client);
     assert!(matches!(served, Err(ProtocolError::BadToken { .. })));
     let text = "wrong token for downloader dl-1";
-    let expected = format!("50 43 52 4c 00 01 00 00 03 00 1f {}", hex(text.as_bytes()));
+    let expected = format!("50 43 52 4c 00 02 00 00 03 00 1f {}", hex(text.as_bytes()));
     assert_eq!(hex(&reply), expected);
 }
 
@@ -617,12 +624,12 @@ async fn admin_role_needs_the_admin_token() {
 
 #[tokio::test]
 async fn other_protocol_version_is_refused_on_both_sides() {
-    let v2 = Hello {
-        version: 2,
+    let v3 = Hello {
+        version: 3,
         ..hello("s3cret")
     };
-    let (server, client) = handshake(server_config(), v2, Limits::default()).await;
-    let text = "protocol version mismatch: peer speaks v2, this manager speaks v1";
+    let (server, client) = handshake(server_config(), v3, Limits::default()).await;
+    let text = "protocol version mismatch: peer speaks v3, this manager speaks v2";
     assert_eq!(server.err().unwrap().to_string(), text);
     match client.err().unwrap() {
         e @ ProtocolError::Refused { code, .. } => {

@@ -61,6 +61,13 @@ pub struct Knobs {
     pub downloader_concurrency: u32,
     /// `manager.jobs_per_downloader_factor`.
     pub jobs_per_downloader_factor: f64,
+    /// `manager.speed.min_connections`.
+    pub min_connections: u32,
+    /// `manager.speed.max_connections`: the most connections the manager gives a
+    /// downloader (which starts with `downloader_concurrency`).
+    pub max_connections: u32,
+    /// `manager.speed.connection_headroom`.
+    pub connection_headroom: f64,
 }
 
 impl Default for Knobs {
@@ -74,6 +81,9 @@ impl Default for Knobs {
             max_failures: 3,
             downloader_concurrency: 32,
             jobs_per_downloader_factor: 2.0,
+            min_connections: 8,
+            max_connections: 32,
+            connection_headroom: 2.0,
         }
     }
 }
@@ -101,6 +111,12 @@ impl Knobs {
         status_interval_ms: 2000,
         progress_interval_ms: 500,
         jobs_per_downloader_factor: {factor:?},
+        speed: (
+            min_connections: {min_conn},
+            max_connections: {max_conn},
+            connection_headroom: {headroom:?},
+            adjust_interval_ms: 1000,
+        ),
         frontier: (
             target_pages_per_sec: {rate:?},
             interval_ms: {interval},
@@ -132,14 +148,18 @@ impl Knobs {
             ipd = self.ip_min_interval_ms,
             fails = self.max_failures,
             batch_age = BATCH_AGE_MS,
+            min_conn = self.min_connections,
+            max_conn = self.max_connections,
+            headroom = self.connection_headroom,
         )
     }
 
     /// Jobs the manager may have handed to `downloaders` downloaders at once: the
     /// most URLs a manager crash can leave "in flight" (fetched, maybe not reported).
     pub fn jobs_bound(&self, downloaders: usize) -> usize {
-        (downloaders as f64 * self.downloader_concurrency as f64 * self.jobs_per_downloader_factor)
-            .ceil() as usize
+        let connections = self.downloader_concurrency.max(self.max_connections);
+        (downloaders as f64 * f64::from(connections) * self.jobs_per_downloader_factor).ceil()
+            as usize
     }
 }
 

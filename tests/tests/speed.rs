@@ -9,7 +9,10 @@
 //!    200 pages/s ± 10 %;
 //! 2. the target is changed live to 50 pages/s, and the page requests websim logs
 //!    in the 10 s window that starts [`SETTLE`] after the change average
-//!    50 pages/s ± 10 %.
+//!    50 pages/s ± 10 %;
+//! 3. the manager set the downloaders' connection counts (they start with 32)
+//!    within `[min_connections, max_connections]`, fewer for 50 pages/s than for
+//!    200, and its status says the target came from the operator and is met.
 //!
 //! What is counted: requests websim logged (by the time their head arrived), of any
 //! status, robots.txt fetches left out (see `tests::requestlog::ROBOTS_PATHS`). The
@@ -25,7 +28,7 @@
 use std::collections::BTreeMap;
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
-use spool::protocol::{AdminCommand, AdminReply};
+use spool::protocol::{AdminCommand, AdminReply, Role, SpeedLimit, StatusSnapshot, TargetSource};
 use tests::requestlog::url_host;
 use tests::system::{Knobs, System};
 use tests::websim::{LogLine, Websim};
@@ -114,6 +117,12 @@ fn target_is_met_and_a_live_change_takes_effect() {
         interval_ms: 100,
         ip_min_interval_ms: 20,
         target_pages_per_sec: 20.0,
+        downloader_concurrency: 32,
+        min_connections: 2,
+        max_connections: 64,
+        // Loopback fetches take about a millisecond: a large headroom makes the
+        // connection counts Little's law gives big enough to tell apart.
+        connection_headroom: 50.0,
         ..Knobs::default()
     };
     let urls = round_robin(ws.manifest().into_iter().map(|r| r.url).collect());
@@ -128,10 +137,11 @@ fn target_is_met_and_a_live_change_takes_effect() {
     }
 
     set_speed(&sys, FAST);
-    let fast_from = Instant::now() + WARM_UP;
-    let fast_to = fast_from + FAST_WINDOW;
+    let fast_to = Instant::now() + WARM_UP + FAST_WINDOW;
     let fast_from_us = now_us() + WARM_UP.as_micros() as u64;
     let fast_to_us = fast_from_us + FAST_WINDOW.as_micros() as u64;
+    sleep_until(fast_to - Duration::from_secs(1));
+    let fast_status = sys.status();
     sleep_until(fast_to);
 
     set_speed(&sys, SLOW);
@@ -157,8 +167,22 @@ fn target_is_met_and_a_live_change_takes_effect() {
         (SETTLE + SLOW_WINDOW).as_secs(),
         per_second(&log, changed_us, slow_to_us)
     );
-    println!("speed: manager status {status:?}");
-    let _ = fast_from;
+    let connections = |s: &StatusSnapshot| -> Vec<u32> {
+        s.components
+            .iter()
+            .filter(|c| c.role == Role::Downloader)
+            .map(|c| c.load.concurrency)
+            .collect()
+    };
+    for (when, s) in [("at 200", &fast_status), ("at 50", &status)] {
+        println!(
+            "speed: {when}: status says {:.1} pages/s over the last minute, {:?}, \
+             downloaders' connections {:?}",
+            s.pages_per_sec,
+            s.speed,
+            connections(s)
+        );
+    }
     let within = |measured: f64, target: f64| (measured - target).abs() <= target * TOLERANCE;
     assert!(
         within(fast, FAST),
@@ -170,6 +194,20 @@ fn target_is_met_and_a_live_change_takes_effect() {
         "{slow:.1} pages/s is not within 10 % of {SLOW}\n{}",
         sys.reports()
     );
+    // The manager set each downloader's connections (they started with 32) by
+    // Little's law within [min, max]: fewer for 50 pages/s than for 200.
+    let (at_fast, at_slow) = (connections(&fast_status), connections(&status));
+    let bounds = knobs.min_connections..=knobs.max_connections;
+    assert!(
+        at_fast.iter().chain(&at_slow).all(|c| bounds.contains(c)),
+        "connections {at_fast:?} / {at_slow:?} outside {bounds:?}"
+    );
+    assert!(
+        at_slow.iter().sum::<u32>() < at_fast.iter().sum::<u32>(),
+        "connections did not follow the target down: {at_fast:?} then {at_slow:?}"
+    );
+    assert_eq!(fast_status.speed.source, TargetSource::Operator);
+    assert_eq!(fast_status.speed.limit, SpeedLimit::Target);
     let errors = sys.error_lines();
     assert!(errors.is_empty(), "ERROR lines:\n{}", errors.join("\n"));
 }

@@ -4,8 +4,10 @@
 //! - **Window**: each downloader gets up to `jobs_per_downloader_factor` (2) times
 //!   its concurrency (from its heartbeats; [`ASSUMED_CONCURRENCY`] before the first)
 //!   jobs outstanding, so it never waits for the next batch.
-//! - **Pacing**: every job takes a token of the global [`TokenBucket`]
-//!   (target pages/s); jobs go to the downloader with the most spare room.
+//! - **Pacing**: every job (page or robots.txt) takes a token of the global
+//!   [`TokenBucket`] (target pages/s); jobs go to the downloader with the most
+//!   spare room. Each round tells speed control what bounded it (tokens, hosts or
+//!   room), and each report how long the fetch took (`speed/`).
 //! - **Durability**: a `Stored` page report removes the URL from the frontier (for
 //!   politeness, at once), but the page is durable only once its batch is
 //!   published, which `Committed` announces. Until then the job stays in the
@@ -33,6 +35,7 @@ use super::engine::Engine;
 use super::error::ManagerError;
 use super::registry::Kind;
 use super::robots_file;
+use super::speed::Round;
 
 /// The concurrency assumed for a downloader before its first heartbeat.
 pub(crate) const ASSUMED_CONCURRENCY: u32 = 16;
@@ -84,16 +87,27 @@ impl Engine {
         }
         room.sort_unstable();
         let total: usize = room.iter().map(|(_, r)| r).sum();
+        let allowed = self.bucket.available(now);
         if total == 0 {
+            if allowed > 0 {
+                self.speed.note_round(Round::Downloaders);
+            }
             return Ok(());
         }
-        let allowed = self.bucket.available(now);
         let want = total.min(allowed);
         if want == 0 {
+            self.speed.note_round(Round::Tokens);
             self.bucket_wake = Some(self.bucket.next_token_at());
             return Ok(());
         }
         let jobs = self.frontier.next_jobs(wall, want)?;
+        self.speed.note_round(if jobs.len() < want {
+            Round::Hosts
+        } else if want < allowed {
+            Round::Downloaders
+        } else {
+            Round::Tokens
+        });
         if jobs.is_empty() {
             return Ok(());
         }
@@ -152,6 +166,14 @@ impl Engine {
                 }
                 continue;
             };
+            let fetch_ms = match &report.result {
+                FetchResult::Stored(page) => Some(Some(page.timing.total_ms)),
+                FetchResult::Failed { .. } => Some(None),
+                FetchResult::Returned => None,
+            };
+            if let Some(ms) = fetch_ms {
+                self.speed.note_fetch(conn, ms);
+            }
             match (&report.result, assigned.purpose) {
                 (FetchResult::Stored(page), FetchPurpose::Robots) => {
                     self.metrics.wire_bytes += page.wire_bytes;

@@ -49,7 +49,8 @@
 //!
 //! [`config`] ([`ManagerConfig`]), [`error`], `conn.rs`, `registry.rs`, `engine.rs`,
 //! `dispatch.rs`, `pacing.rs`, `dns.rs`, `apps.rs`, `admin.rs`, `checkpoint.rs`,
-//! `status.rs`, [`metrics`], [`robots_file`].
+//! `status.rs`, [`metrics`], [`robots_file`], [`speed`] (the speed target: schedule,
+//! pacing, connection counts).
 //!
 //! # What this service must never do
 //!
@@ -72,6 +73,7 @@ pub mod metrics;
 mod pacing;
 mod registry;
 pub mod robots_file;
+pub mod speed;
 mod status;
 
 use std::sync::Arc;
@@ -89,6 +91,7 @@ use tokio_util::sync::CancellationToken;
 
 pub use config::{InvalidConfig, ManagerConfig};
 pub use error::ManagerError;
+pub use speed::config::{ScheduleEntry, SpeedConfig};
 
 use crate::frontier::Frontier;
 use conn::{ConnId, ConnSettings, Event};
@@ -210,7 +213,7 @@ pub async fn run(
     if let Ok(addr) = listener.local_addr() {
         tracing::info!(%addr, state = %state.display(), "manager: control port open");
     }
-    let mut engine = Engine::new(frontier, config, robots_dir.path().to_owned(), admin_writes);
+    let mut engine = Engine::new(frontier, config, robots_dir.path().to_owned(), admin_writes)?;
     let (events_tx, mut events) = mpsc::channel::<Event>(EVENT_QUEUE);
     let mut conns = JoinSet::new();
     let mut next_conn: ConnId = 1;

@@ -1,5 +1,5 @@
-//! The status line (one INFO line every `status_interval_ms`: speed, queues, hosts,
-//! request files, components, memory) and the speed figure it shares with the admin
+//! The status line (one INFO line every `status_interval_ms`: speed, its target and
+//! what limits it, queues, hosts, request files, components, memory) and the speed figure it shares with the admin
 //! status ([`Rate`]: pages per second over the last minute).
 //!
 //! This module must never log per URL or per host: one line per interval. Cost:
@@ -70,9 +70,13 @@ impl Engine {
         let stats = self.frontier.stats();
         let rss_mib = rss_bytes().map_or(0, |b| b / (1 << 20));
         let pages_per_sec = (self.rate.per_sec(now) * 10.0).round() / 10.0;
+        let speed = self.speed.status();
         tracing::info!(
             pages_per_sec,
             target = stats.target_rate,
+            target_source = ?self.speed.target().source,
+            fetches_per_sec = (f64::from(speed.fetches_per_sec) * 10.0).round() / 10.0,
+            speed_limit = speed.limit.describe(),
             pages_stored = self.metrics.pages_stored,
             queued = stats.urls_queued,
             in_flight = stats.in_flight,
