@@ -263,6 +263,11 @@ impl System {
         addr
     }
 
+    /// The running manager's process id.
+    pub fn manager_pid(&self) -> Option<u32> {
+        self.manager.as_ref().map(ProcessGuard::pid)
+    }
+
     /// kill -9 of the manager; its state and spool stay.
     pub fn kill_manager(&mut self) {
         let p = self.manager.take().expect("the manager is running");

@@ -20,7 +20,13 @@
 //! every host's robots.txt be fetched first (all hosts are known from the first
 //! request file chunk, and robots.txt jobs go out before pages).
 //!
-//! The web is large enough that politeness does not limit: 500 hosts, each at most
+//! [`a_target_above_politeness_is_reported_host_limited_without_spinning`]: 20
+//! hosts with a 1 s interval allow about 20 pages/s; with a target of 500 the
+//! status says the crawl is host-limited, websim sees politeness kept, and the
+//! manager process uses well under half a core (it sleeps until a host's interval
+//! ends instead of asking again and again).
+//!
+//! The web of the first test is large enough that politeness does not limit: 500 hosts, each at most
 //! one request at a time with 100 ms between requests (about 9 pages/s each), and
 //! the requests are dealt round-robin over the hosts, as the application's unshuffle
 //! would, so every host has pages queued throughout.
@@ -95,6 +101,18 @@ fn per_second(log: &[LogLine], from: u64, to: u64) -> Vec<usize> {
         .step_by(1_000_000)
         .map(|s| pages_between(log, s, (s + 1_000_000).min(to)))
         .collect()
+}
+
+/// CPU seconds (user + system) the process `pid` has used, from `/proc/<pid>/stat`
+/// (fields 14 and 15, in clock ticks of USER_HZ, 100 on Linux).
+fn cpu_secs(pid: u32) -> f64 {
+    let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).expect("/proc/<pid>/stat");
+    // The command name (field 2) is in parentheses and may hold spaces.
+    let after = stat.rsplit_once(')').map_or("", |(_, rest)| rest);
+    let fields: Vec<&str> = after.split_whitespace().collect();
+    let ticks = |i: usize| -> f64 { fields.get(i).and_then(|f| f.parse().ok()).unwrap_or(0.0) };
+    // Field 3 (state) is fields[0], so field n is fields[n - 3].
+    (ticks(14 - 3) + ticks(15 - 3)) / 100.0
 }
 
 fn sleep_until(t: Instant) {
@@ -208,6 +226,72 @@ fn target_is_met_and_a_live_change_takes_effect() {
     );
     assert_eq!(fast_status.speed.source, TargetSource::Operator);
     assert_eq!(fast_status.speed.limit, SpeedLimit::Target);
+    let errors = sys.error_lines();
+    assert!(errors.is_empty(), "ERROR lines:\n{}", errors.join("\n"));
+}
+
+#[test]
+fn a_target_above_politeness_is_reported_host_limited_without_spinning() {
+    let ws = Websim::start(&[
+        "--hosts",
+        "20",
+        "--pages",
+        "2000",
+        "--slow-ms",
+        "200",
+        "--seed",
+        "5",
+    ]);
+    let interval = Duration::from_secs(1);
+    let knobs = Knobs {
+        interval_ms: interval.as_millis() as u64,
+        ip_min_interval_ms: 100,
+        target_pages_per_sec: 20.0,
+        ..Knobs::default()
+    };
+    let hosts = ws.hosts().len();
+    let urls = round_robin(ws.manifest().into_iter().map(|r| r.url).collect());
+    let mut sys = System::new(&ws, &knobs);
+    sys.start_manager();
+    sys.start_resolver();
+    sys.start_downloader("dl-1");
+    sys.wait_components(1, 1, Duration::from_secs(30));
+    sys.publish_requests(APP, 50, &urls);
+    set_speed(&sys, 500.0);
+    // Names resolved and robots.txt fetched; every host busy.
+    std::thread::sleep(Duration::from_secs(8));
+
+    let pid = sys.manager_pid().expect("the manager runs");
+    let (cpu0, t0, from_us) = (cpu_secs(pid), Instant::now(), now_us());
+    std::thread::sleep(Duration::from_secs(6));
+    let (cpu, secs, to_us) = (cpu_secs(pid) - cpu0, t0.elapsed().as_secs_f64(), now_us());
+    let status = sys.status();
+    std::thread::sleep(Duration::from_millis(300)); // websim flushes its log.
+    let pages = pages_between(&ws.log(), from_us, to_us);
+    let rate = pages as f64 / secs;
+    // At most one request per host per interval (plus one at the window's edge).
+    let polite = hosts as f64 * (secs / interval.as_secs_f64() + 1.0) / secs;
+    println!(
+        "speed: target 500 pages/s over {hosts} hosts at 1 per {interval:?}: measured \
+         {rate:.1} pages/s (politeness allows at most {polite:.1}); status {:?}; the \
+         manager used {cpu:.2} s of CPU in {secs:.1} s",
+        status.speed
+    );
+    assert_eq!(
+        status.speed.limit,
+        SpeedLimit::Hosts,
+        "status {status:?}\n{}",
+        sys.reports()
+    );
+    assert!(pages > 0, "nothing fetched\n{}", sys.reports());
+    assert!(
+        rate <= polite,
+        "{rate:.1} pages/s exceeds politeness ({polite:.1})"
+    );
+    assert!(
+        cpu < 0.5 * secs,
+        "the manager used {cpu:.2} s of CPU in {secs:.1} s while host-limited: spinning?"
+    );
     let errors = sys.error_lines();
     assert!(errors.is_empty(), "ERROR lines:\n{}", errors.join("\n"));
 }
