@@ -68,6 +68,8 @@ pub struct Knobs {
     pub max_connections: u32,
     /// `manager.speed.connection_headroom`.
     pub connection_headroom: f64,
+    /// `manager.speed.schedule`: `(from, to, pages_per_sec)`, times `"HH:MM"` UTC.
+    pub speed_schedule: Vec<(String, String, f64)>,
 }
 
 impl Default for Knobs {
@@ -84,6 +86,7 @@ impl Default for Knobs {
             min_connections: 8,
             max_connections: 32,
             connection_headroom: 2.0,
+            speed_schedule: Vec::new(),
         }
     }
 }
@@ -116,6 +119,7 @@ impl Knobs {
             max_connections: {max_conn},
             connection_headroom: {headroom:?},
             adjust_interval_ms: 1000,
+            schedule: [{schedule}],
         ),
         frontier: (
             target_pages_per_sec: {rate:?},
@@ -151,6 +155,14 @@ impl Knobs {
             min_conn = self.min_connections,
             max_conn = self.max_connections,
             headroom = self.connection_headroom,
+            schedule = self
+                .speed_schedule
+                .iter()
+                .map(|(from, to, rate)| format!(
+                    "(from: {from:?}, to: {to:?}, pages_per_sec: {rate:?})"
+                ))
+                .collect::<Vec<_>>()
+                .join(", "),
         )
     }
 

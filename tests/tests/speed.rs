@@ -20,8 +20,10 @@
 //! every host's robots.txt be fetched first (all hosts are known from the first
 //! request file chunk, and robots.txt jobs go out before pages).
 //!
-//! [`a_target_above_politeness_is_reported_host_limited_without_spinning`]: 20
-//! hosts with a 1 s interval allow about 20 pages/s; with a target of 500 the
+//! [`a_target_above_politeness_is_reported_host_limited_without_spinning`]: the
+//! config's schedule has a window around now (30 pages/s), which the status shows
+//! in force until the window ends, as is an operator's target set then. 20 hosts
+//! with a 1 s interval allow about 20 pages/s; with a target of 500 the
 //! status says the crawl is host-limited, websim sees politeness kept, and the
 //! manager process uses well under half a core (it sleeps until a host's interval
 //! ends instead of asking again and again).
@@ -243,10 +245,15 @@ fn a_target_above_politeness_is_reported_host_limited_without_spinning() {
         "5",
     ]);
     let interval = Duration::from_secs(1);
+    // A schedule window around now: 30 pages/s from a minute ago to 3 minutes on.
+    let minute = now_us() / 60_000_000;
+    let hhmm = |m: u64| format!("{:02}:{:02}", m % 1440 / 60, m % 60);
+    let window_end_ms = (minute + 3) * 60_000;
     let knobs = Knobs {
         interval_ms: interval.as_millis() as u64,
         ip_min_interval_ms: 100,
         target_pages_per_sec: 20.0,
+        speed_schedule: vec![(hhmm(minute + 1439), hhmm(minute + 3), 30.0)],
         ..Knobs::default()
     };
     let hosts = ws.hosts().len();
@@ -256,8 +263,21 @@ fn a_target_above_politeness_is_reported_host_limited_without_spinning() {
     sys.start_resolver();
     sys.start_downloader("dl-1");
     sys.wait_components(1, 1, Duration::from_secs(30));
+    let scheduled = sys.status();
+    assert_eq!(
+        (scheduled.target_pages_per_sec, scheduled.speed.source),
+        (30.0, TargetSource::Schedule),
+        "the schedule's window is in force"
+    );
+    assert_eq!(scheduled.speed.until_ms, Some(window_end_ms));
     sys.publish_requests(APP, 50, &urls);
     set_speed(&sys, 500.0);
+    let overridden = sys.status().speed;
+    assert_eq!(
+        (overridden.source, overridden.until_ms),
+        (TargetSource::Operator, Some(window_end_ms)),
+        "an operator's target holds until the window ends"
+    );
     // Names resolved and robots.txt fetched; every host busy.
     std::thread::sleep(Duration::from_secs(8));
 

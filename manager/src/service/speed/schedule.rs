@@ -16,6 +16,7 @@ use super::config::ScheduleEntry;
 use crate::service::config::InvalidConfig;
 
 const MINUTE_MS: u64 = 60_000;
+const NOT_HHMM: &str = "is not a time of day HH:MM (00:00 to 23:59, UTC)";
 const DAY_MINUTES: u16 = 24 * 60;
 const DAY_MS: u64 = DAY_MINUTES as u64 * MINUTE_MS;
 
@@ -63,9 +64,9 @@ impl Schedule {
         for (i, e) in entries.iter().enumerate() {
             let n = i + 1;
             let from = parse_hhmm(&e.from)
-                .ok_or_else(|| invalid(format!("entry {n}: from {:?} is not HH:MM", e.from)))?;
+                .ok_or_else(|| invalid(format!("entry {n}: from {:?} {NOT_HHMM}", e.from)))?;
             let to = parse_hhmm(&e.to)
-                .ok_or_else(|| invalid(format!("entry {n}: to {:?} is not HH:MM", e.to)))?;
+                .ok_or_else(|| invalid(format!("entry {n}: to {:?} {NOT_HHMM}", e.to)))?;
             if from == to {
                 return Err(invalid(format!(
                     "entry {n}: from and to are both {}; for the whole day set \
@@ -217,7 +218,7 @@ mod tests {
         let msg = |entries: &[ScheduleEntry]| Schedule::parse(entries).unwrap_err().message;
         assert!(msg(&[entry("7:00", "08:00", 1.0)]).starts_with("entry 1: from"));
         assert!(msg(&[entry("07:00", "24:00", 1.0)]).starts_with("entry 1: to"));
-        assert!(msg(&[entry("07:60", "08:00", 1.0)]).contains("not HH:MM"));
+        assert!(msg(&[entry("07:60", "08:00", 1.0)]).contains("not a time of day HH:MM"));
         assert!(msg(&[entry("07:00", "07:00", 1.0)]).contains("whole day"));
         assert!(msg(&[entry("07:00", "08:00", 0.0)]).contains("positive"));
         assert!(msg(&[entry("07:00", "08:00", f64::INFINITY)]).contains("positive"));
