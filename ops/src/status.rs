@@ -97,10 +97,10 @@ fn speed_line(s: &SpeedStatus) -> String {
         format!(" until {:02}:{:02} UTC", minute / 60, minute % 60)
     });
     format!(
-        "target from {source}{until}; {:.1} fetches/s, {}; mean fetch {:.0} ms",
+        "target from {source}{until}; {:.1} fetches/s, {}; mean job {:.0} ms",
         s.fetches_per_sec,
         s.limit.describe(),
-        s.mean_fetch_ms
+        s.mean_job_ms
     )
 }
 
@@ -173,7 +173,7 @@ mod tests {
                 until_ms: Some(19_000 * 86_400_000 + (22 * 60 + 5) * 60_000),
                 limit: spool::protocol::SpeedLimit::Hosts,
                 fetches_per_sec: 80.0,
-                mean_fetch_ms: 12.4,
+                mean_job_ms: 12.4,
             },
         };
         let text = render("127.0.0.1:7400", &snapshot, 10_000);
@@ -185,7 +185,7 @@ mod tests {
             "3 pending",
             "in flight 10/500",
             "target from operator until 22:05 UTC; 80.0 fetches/s, host-limited \
-             (politeness allows no more); mean fetch 12 ms",
+             (politeness allows no more); mean job 12 ms",
         ] {
             assert!(text.contains(want), "{want:?} missing from\n{text}");
         }

@@ -297,7 +297,7 @@ fn samples() -> Vec<Message> {
                 until_ms: Some(9),
                 limit: SpeedLimit::Hosts,
                 fetches_per_sec: 2.0,
-                mean_fetch_ms: 1.0,
+                mean_job_ms: 1.0,
             },
         })),
         Message::Committed {

@@ -61,7 +61,11 @@ pub struct Knobs {
     pub downloader_concurrency: u32,
     /// `manager.jobs_per_downloader_factor`.
     pub jobs_per_downloader_factor: f64,
-    /// `manager.speed.min_connections`.
+    /// `manager.speed.min_connections`. By default equal to `max_connections`
+    /// and `downloader_concurrency`, so connection counts stay as configured: the
+    /// system tests judge politeness, and fewer connections mean more jobs waiting
+    /// in a downloader's queue, where a job dispatched on time to an IP can start
+    /// late and close to the next one (see `IP_JITTER_US` in tests/system.rs).
     pub min_connections: u32,
     /// `manager.speed.max_connections`: the most connections the manager gives a
     /// downloader (which starts with `downloader_concurrency`).
@@ -83,7 +87,7 @@ impl Default for Knobs {
             max_failures: 3,
             downloader_concurrency: 32,
             jobs_per_downloader_factor: 2.0,
-            min_connections: 8,
+            min_connections: 32,
             max_connections: 32,
             connection_headroom: 2.0,
             speed_schedule: Vec::new(),

@@ -7,7 +7,7 @@
 //! - **Pacing**: every job (page or robots.txt) takes a token of the global
 //!   [`TokenBucket`] (target pages/s); jobs go to the downloader with the most
 //!   spare room. Each round tells speed control what bounded it (tokens, hosts or
-//!   room), and each report how long the fetch took (`speed/`).
+//!   room), and each report how long its job was out (`speed/`).
 //! - **Durability**: a `Stored` page report removes the URL from the frontier (for
 //!   politeness, at once), but the page is durable only once its batch is
 //!   published, which `Committed` announces. Until then the job stays in the
@@ -49,6 +49,8 @@ pub(crate) struct Assigned {
     pub app: AppId,
     /// The URL.
     pub url: String,
+    /// When it was handed out.
+    pub sent: Instant,
 }
 
 /// The work one downloader holds.
@@ -133,6 +135,7 @@ impl Engine {
                         purpose: job.purpose,
                         app: job.app.clone(),
                         url: job.url.clone(),
+                        sent: now,
                     };
                     work.outstanding.insert(job.job, assigned);
                 }
@@ -151,6 +154,7 @@ impl Engine {
         reports: Vec<FetchReport>,
         wall: u64,
     ) -> Result<(), ManagerError> {
+        let now = Instant::now();
         for report in reports {
             let Some(Kind::Downloader(work)) = self.registry.get_mut(conn).map(|c| &mut c.kind)
             else {
@@ -166,13 +170,9 @@ impl Engine {
                 }
                 continue;
             };
-            let fetch_ms = match &report.result {
-                FetchResult::Stored(page) => Some(Some(page.timing.total_ms)),
-                FetchResult::Failed { .. } => Some(None),
-                FetchResult::Returned => None,
-            };
-            if let Some(ms) = fetch_ms {
-                self.speed.note_fetch(conn, ms);
+            if !matches!(report.result, FetchResult::Returned) {
+                self.speed
+                    .note_fetch(conn, now.saturating_duration_since(assigned.sent));
             }
             match (&report.result, assigned.purpose) {
                 (FetchResult::Stored(page), FetchPurpose::Robots) => {

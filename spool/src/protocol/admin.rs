@@ -93,9 +93,10 @@ pub struct SpeedStatus {
     /// Fetches finished per second over the last adjustment interval: pages and
     /// robots.txt, stored or failed (what the target counts).
     pub fetches_per_sec: f32,
-    /// Mean duration of the stored fetches of the last intervals, in milliseconds
-    /// (0 before the first): what downloaders' connection counts are planned with.
-    pub mean_fetch_ms: f32,
+    /// Mean time from dispatch to report of the jobs of the last intervals, in
+    /// milliseconds (0 before the first): what downloaders' connection counts are
+    /// planned with.
+    pub mean_job_ms: f32,
 }
 
 /// Where the speed target in force comes from.

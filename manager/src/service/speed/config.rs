@@ -32,8 +32,8 @@ pub struct SpeedConfig {
     /// for more, whatever the target needs. Default 1,000 (Polybot's figure).
     pub max_connections: u32,
     /// Connections per downloader are `headroom x its share of the target x its
-    /// mean fetch time` (Little's law, with room for slow and failing fetches,
-    /// which the mean of stored fetches does not see). Default 2.
+    /// mean job time` (Little's law; a job's time runs from dispatch to report),
+    /// with room for bursts, so jobs seldom wait in a downloader. Default 2.
     pub connection_headroom: f64,
     /// How often connection counts are recomputed (and the speed diagnosis, which
     /// the status shows, refreshed). Default 2,000.

@@ -1,21 +1,21 @@
 //! [`plan`]: how many connections each downloader needs for the speed target.
 //!
-//! Little's law: a downloader that is to finish `x` fetches per second, each taking
-//! `w` seconds on average, has `x * w` of them running at once on average; it gets
-//! `headroom` times that, so bursts, slow hosts and failing fetches (whose time
-//! the mean of stored fetches does not see) do not starve it.
+//! Little's law: a downloader that is to finish `x` jobs per second, each out `w`
+//! seconds on average (dispatch to report), holds `x * w` of them at once on
+//! average; it gets `headroom` times that in connections, so bursts and slow hosts
+//! seldom fill them and jobs seldom wait in its queue.
 //!
 //! The target is split by water-filling: every downloader gets an equal share,
 //! except that a downloader whose cap (`max_connections`) cannot carry its share
 //! gets what the cap carries, and the rest is shared among the others. So a
 //! downloader on a slow link gets more connections for the same share, up to the
 //! cap, and the others make up what it cannot do. A downloader not measured yet
-//! is planned with the mean fetch time of those that are.
+//! is planned with the mean job time of those that are.
 //!
 //! Pure arithmetic: this module must never send anything or read a clock.
 //! Cost: O(n log n) for n downloaders.
 
-/// Fetches faster than this count as this (a fetch is never free).
+/// Jobs faster than this count as this (a job is never free).
 const MIN_FETCH_SECS: f64 = 0.001;
 
 /// The bounds of a plan (from `manager.speed`).
@@ -39,8 +39,8 @@ pub(crate) struct Plan {
     pub capped: bool,
 }
 
-/// The plan for `target` fetches per second over downloaders whose mean fetch
-/// times (seconds) are `fetch_secs` (`None`: not measured yet). `None` when no
+/// The plan for `target` jobs per second over downloaders whose mean job times
+/// (seconds) are `fetch_secs` (`None`: not measured yet). `None` when no
 /// downloader is measured: then nothing is known to plan with.
 pub(crate) fn plan(target: f64, bounds: Bounds, fetch_secs: &[Option<f64>]) -> Option<Plan> {
     let measured: Vec<f64> = fetch_secs.iter().flatten().copied().collect();
@@ -118,7 +118,7 @@ mod tests {
         assert_eq!(p.connections, [7, 14, 20]);
         assert_eq!(plan(200.0, B, &[None, None]), None);
         assert_eq!(plan(200.0, B, &[]), None);
-        // A zero fetch time counts as 1 ms.
+        // A zero job time counts as 1 ms.
         let p = plan(10_000.0, B, &[Some(0.0)]).unwrap();
         assert_eq!(p.connections, [20]);
     }

@@ -28,11 +28,14 @@
 //!    bucket refilled at the target rate, with at most one second saved up.
 //! 2. **Connections** ([`connections`]): every `adjust_interval_ms`, each
 //!    downloader's connection count is set (`SetConcurrency`) to `headroom x its
-//!    share of the target x its mean fetch time` (Little's law), within
+//!    share of the target x its mean job time` (Little's law), within
 //!    `[min_connections, max_connections]`; its job window
-//!    (`jobs_per_downloader_factor` x connections) follows. Enough connections to
-//!    carry the target, and no more: fewer jobs wait in downloaders, so a lower
-//!    target takes effect at once and a crash re-fetches less.
+//!    (`jobs_per_downloader_factor` x connections) follows. The job time is
+//!    measured by the manager from dispatch to report, so it covers failures,
+//!    timeouts and transport, not only the fetches that stored a page. Enough
+//!    connections that jobs seldom wait in a downloader's queue (a job that waits
+//!    starts late, bunching up requests the manager spaced out per IP), and no
+//!    more: fewer jobs sit in downloaders, so a crash re-fetches less.
 //! 3. **Ready queue**: `s = k x r x d` follows the target
 //!    ([`Frontier::set_target_rate`](crate::Frontier::set_target_rate)).
 //!
@@ -80,7 +83,7 @@ use super::registry::Kind;
 
 /// Below this share of the target, the status says what holds the crawl back.
 const ON_TARGET: f64 = 0.9;
-/// Weight of the newest interval in a downloader's mean fetch time.
+/// Weight of the newest interval in a downloader's mean job time.
 const NEW_WEIGHT: f64 = 0.5;
 
 /// A speed target and where it comes from.
@@ -127,9 +130,9 @@ pub(crate) struct SpeedControl {
     interval_start: Instant,
     /// Fetches finished in this interval.
     fetches: u64,
-    /// Stored fetches' total milliseconds and count in this interval, per downloader.
-    fetch_ms: HashMap<ConnId, (u64, u32)>,
-    /// Mean fetch time in seconds, per downloader.
+    /// Jobs' total time out (µs) and count in this interval, per downloader.
+    job_us: HashMap<ConnId, (u64, u32)>,
+    /// Mean job time in seconds, per downloader.
     mean_secs: HashMap<ConnId, f64>,
     /// Dispatch rounds in this interval: tokens, hosts, downloaders.
     rounds: [u32; 3],
@@ -161,7 +164,7 @@ impl SpeedControl {
             next_adjust: now + interval,
             interval_start: now,
             fetches: 0,
-            fetch_ms: HashMap::new(),
+            job_us: HashMap::new(),
             mean_secs: HashMap::new(),
             rounds: [0; 3],
             limit: SpeedLimit::Target,
@@ -223,14 +226,12 @@ impl SpeedControl {
         self.target
     }
 
-    /// A fetch finished on `conn`; `fetch_ms` is its duration if it was stored.
-    pub fn note_fetch(&mut self, conn: ConnId, fetch_ms: Option<u32>) {
+    /// A job of `conn` was reported (stored or failed) `out` after it was sent.
+    pub fn note_fetch(&mut self, conn: ConnId, out: Duration) {
         self.fetches += 1;
-        if let Some(ms) = fetch_ms {
-            let slot = self.fetch_ms.entry(conn).or_default();
-            slot.0 += u64::from(ms);
-            slot.1 += 1;
-        }
+        let slot = self.job_us.entry(conn).or_default();
+        slot.0 += u64::try_from(out.as_micros()).unwrap_or(u64::MAX);
+        slot.1 += 1;
     }
 
     /// A dispatch round was bounded by `round`.
@@ -251,7 +252,7 @@ impl SpeedControl {
     }
 
     /// Closes the interval if it is over: the diagnosis, the downloaders' mean
-    /// fetch times, and the connection counts for `downloaders` (connection and
+    /// job times, and the connection counts for `downloaders` (connection and
     /// current count) that should change. `idle`: nothing is queued.
     pub fn adjust(
         &mut self,
@@ -279,9 +280,9 @@ impl SpeedControl {
         } else {
             SpeedLimit::Target
         };
-        for (conn, (total_ms, n)) in self.fetch_ms.drain() {
+        for (conn, (total_us, n)) in self.job_us.drain() {
             if n > 0 {
-                let sample = total_ms as f64 / f64::from(n) / 1000.0;
+                let sample = total_us as f64 / f64::from(n) / 1e6;
                 let mean = self.mean_secs.entry(conn).or_insert(sample);
                 *mean = NEW_WEIGHT * sample + (1.0 - NEW_WEIGHT) * *mean;
             }
@@ -321,7 +322,7 @@ impl SpeedControl {
             until_ms: self.target.until_ms,
             limit: self.limit,
             fetches_per_sec: self.fetches_per_sec as f32,
-            mean_fetch_ms: mean_ms as f32,
+            mean_job_ms: mean_ms as f32,
         }
     }
 }
@@ -465,9 +466,10 @@ mod tests {
         let t0 = Instant::now();
         let mut s = SpeedControl::new(&SpeedConfig::default(), 100.0, t0).unwrap();
         let (a, b) = (1, 2);
-        // 2 s: 100 fetches of 100 ms on a, none stored on b; hosts held dispatch back.
+        // 2 s: 100 jobs of 100 ms on a, none on b; hosts held dispatch back.
+        let ms = Duration::from_millis;
         for _ in 0..100 {
-            s.note_fetch(a, Some(100));
+            s.note_fetch(a, ms(100));
         }
         s.note_round(Round::Hosts);
         s.note_round(Round::Tokens);
@@ -480,11 +482,11 @@ mod tests {
         // x 0.1 s x 2 = 10 connections (b planned with a's mean).
         assert_eq!(s.status().limit, SpeedLimit::Hosts);
         assert_eq!(s.status().fetches_per_sec, 50.0);
-        assert_eq!(s.status().mean_fetch_ms, 100.0);
+        assert_eq!(s.status().mean_job_ms, 100.0);
         assert_eq!(changes, [(a, 10), (b, 10)]);
         // Next interval: on target, and nothing worth changing.
         for _ in 0..200 {
-            s.note_fetch(a, Some(100));
+            s.note_fetch(a, ms(100));
         }
         let changes = s.adjust(t0 + Duration::from_secs(4), &[(a, 10), (b, 10)], || false);
         assert_eq!(s.status().limit, SpeedLimit::Target);
