@@ -26,7 +26,10 @@ pub struct SpeedConfig {
     /// Windows may wrap past midnight and must not overlap. An operator's
     /// `SetSpeed` holds until the next window boundary. Default empty.
     pub schedule: Vec<ScheduleEntry>,
-    /// The fewest connections the manager gives a downloader. Default 8.
+    /// The fewest connections the manager gives a downloader, whatever the
+    /// target: a few slow or hanging fetches must not take every connection (jobs
+    /// would wait in the downloader's queue, then start late and bunched up).
+    /// Default 32.
     pub min_connections: u32,
     /// The absolute cap on one downloader's connections: the manager never asks
     /// for more, whatever the target needs. Default 1,000 (Polybot's figure).
@@ -56,7 +59,7 @@ impl Default for SpeedConfig {
     fn default() -> Self {
         Self {
             schedule: Vec::new(),
-            min_connections: 8,
+            min_connections: 32,
             max_connections: 1_000,
             connection_headroom: 2.0,
             adjust_interval_ms: 2_000,
@@ -110,7 +113,7 @@ mod tests {
         )
         .unwrap();
         c.validate().unwrap();
-        assert_eq!(c.min_connections, 8);
+        assert_eq!(c.min_connections, 32);
         assert!(ron::from_str::<SpeedConfig>("(max_conns: 8)").is_err());
         assert!(
             ron::from_str::<SpeedConfig>(r#"(schedule: [(from: "1:00", to: "2:00")])"#).is_err(),

@@ -10,7 +10,9 @@
 //! gets what the cap carries, and the rest is shared among the others. So a
 //! downloader on a slow link gets more connections for the same share, up to the
 //! cap, and the others make up what it cannot do. A downloader not measured yet
-//! is planned with the mean job time of those that are.
+//! is planned with the mean job time of those that are. The split of the actual
+//! work balances itself: dispatch gives jobs to the downloader with the most free
+//! room, so one that finishes its jobs sooner is given more of them.
 //!
 //! Pure arithmetic: this module must never send anything or read a clock.
 //! Cost: O(n log n) for n downloaders.

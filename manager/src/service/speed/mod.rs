@@ -244,6 +244,11 @@ impl SpeedControl {
         self.rounds[i] = self.rounds[i].saturating_add(1);
     }
 
+    /// Whether the interval is over.
+    pub fn adjust_due(&self, now: Instant) -> bool {
+        now >= self.next_adjust
+    }
+
     /// When the next interval ends, or the target may change.
     pub fn next_due(&self, now: Instant, wall: u64) -> Instant {
         let change = Duration::from_millis(self.next_check_ms.saturating_sub(wall));
@@ -260,7 +265,7 @@ impl SpeedControl {
         downloaders: &[(ConnId, u32)],
         idle: impl FnOnce() -> bool,
     ) -> Vec<(ConnId, u32)> {
-        if now < self.next_adjust {
+        if !self.adjust_due(now) {
             return Vec::new();
         }
         let secs = now
@@ -339,6 +344,9 @@ impl Engine {
     pub(crate) fn speed_step(&mut self, now: Instant, wall: u64) {
         if let Some(target) = self.speed.refresh(wall) {
             self.apply_target(target);
+        }
+        if !self.speed.adjust_due(now) {
+            return;
         }
         let downloaders: Vec<(ConnId, u32)> = self
             .registry
@@ -464,7 +472,11 @@ mod tests {
     #[test]
     fn an_interval_diagnoses_and_plans_connections() {
         let t0 = Instant::now();
-        let mut s = SpeedControl::new(&SpeedConfig::default(), 100.0, t0).unwrap();
+        let config = SpeedConfig {
+            min_connections: 4,
+            ..SpeedConfig::default()
+        };
+        let mut s = SpeedControl::new(&config, 100.0, t0).unwrap();
         let (a, b) = (1, 2);
         // 2 s: 100 jobs of 100 ms on a, none on b; hosts held dispatch back.
         let ms = Duration::from_millis;
