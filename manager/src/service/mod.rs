@@ -21,10 +21,12 @@
 //!   peer silent for `heartbeat_timeout_ms` gets `Bye { TimedOut }` and is dropped.
 //! - **Downloaders** (`dispatch.rs`): about `jobs_per_downloader_factor` x their
 //!   concurrency jobs outstanding each, paced by the global pages/s target (a
-//!   token bucket). A `Stored` page is durable only once `Committed`: until then
-//!   the manager remembers it, and if the downloader goes away first the URL is
-//!   queued again; unreported jobs go back to their queues. robots.txt reports
-//!   are read from `robots/` (`robots_file.rs`, with `spool::http`) and the file deleted.
+//!   token bucket); the manager sets their concurrency (`SetConcurrency`) to what
+//!   the target needs (`speed/`). A `Stored` page is durable only once
+//!   `Committed`: until then the manager remembers it, and if the downloader goes
+//!   away first the URL is queued again; unreported jobs go back to their queues.
+//!   robots.txt reports are read from `robots/` (`robots_file.rs`, with
+//!   `spool::http`) and the file deleted.
 //! - **Resolvers** (`dns.rs`): names in batches of `dns_batch_size`, round-robin;
 //!   batches unanswered when a resolver goes away or within
 //!   `dns_batch_timeout_ms` are sent again.
@@ -49,7 +51,7 @@
 //!
 //! [`config`] ([`ManagerConfig`]), [`error`], `conn.rs`, `registry.rs`, `engine.rs`,
 //! `dispatch.rs`, `pacing.rs`, `dns.rs`, `apps.rs`, `admin.rs`, `checkpoint.rs`,
-//! `status.rs`, [`metrics`], [`robots_file`], [`speed`] (the speed target: schedule,
+//! `status.rs`, [`metrics`], [`robots_file`], `speed/` (the speed target: schedule,
 //! pacing, connection counts).
 //!
 //! # What this service must never do
@@ -73,7 +75,7 @@ pub mod metrics;
 mod pacing;
 mod registry;
 pub mod robots_file;
-pub mod speed;
+mod speed;
 mod status;
 
 use std::sync::Arc;
