@@ -13,7 +13,10 @@ use crate::ids::ComponentId;
 pub enum AdminCommand {
     /// Report the crawl's state ([`AdminReply::Status`]).
     Status,
-    /// Set the global speed target, in pages per second (still under the absolute cap).
+    /// Set the global speed target, in pages per second. It holds until the
+    /// manager's time-of-day schedule next changes the target (or, without a
+    /// schedule, until changed again); downloaders' connections stay under their
+    /// absolute cap (`manager.speed.max_connections`).
     SetSpeed {
         /// The new target.
         pages_per_sec: f32,
