@@ -140,8 +140,9 @@ fn target_is_met_and_a_live_change_takes_effect() {
         downloader_concurrency: 32,
         min_connections: 2,
         max_connections: 64,
-        // Loopback fetches take about a millisecond: a large headroom makes the
-        // connection counts Little's law gives big enough to tell apart.
+        // Jobs on loopback take under a millisecond (planned as one): a large
+        // headroom makes the connection counts Little's law gives big enough to
+        // tell apart (5 per downloader at 200 pages/s, the floor of 2 at 50).
         connection_headroom: 50.0,
         ..Knobs::default()
     };
