@@ -25,8 +25,9 @@ pub struct FrontierConfig {
     /// outcome files (`[a-z0-9_-]`, unique among live consumers). Default `manager`.
     pub component_id: String,
 
-    /// `r`: the crawl's target speed in pages per second; sizes the ready queue
-    /// (`s = k x r x d`). Changed at run time with
+    /// `r`: the crawl's target speed in pages (fetches, robots.txt included) per
+    /// second; sizes the ready queue (`s = k x r x d`). The service's speed control
+    /// changes it at run time (time-of-day schedule, operator) with
     /// [`Frontier::set_target_rate`](crate::frontier::Frontier::set_target_rate).
     /// Default 100.
     pub target_pages_per_sec: f64,

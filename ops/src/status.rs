@@ -11,7 +11,8 @@ use anyhow::Context;
 use spool::ComponentId;
 use spool::protocol::{
     AdminCommand, AdminReply, ByeReason, ComponentStatus, DEFAULT_HANDSHAKE_TIMEOUT, Hello, Limits,
-    Message, ReasonCount, Role, Speed, StatusSnapshot, Token, client_handshake,
+    Message, ReasonCount, Role, Speed, SpeedStatus, StatusSnapshot, TargetSource, Token,
+    client_handshake,
 };
 use tokio::net::TcpStream;
 
@@ -72,6 +73,7 @@ pub fn render(addr: &str, s: &StatusSnapshot) -> String {
         "pages          {} stored, {mib:.1} MiB received ({} bytes), {} robots.txt fetched",
         s.pages_total, s.bytes_total, s.robots_fetched
     );
+    let _ = writeln!(out, "speed control  {}", speed_line(&s.speed));
     let _ = writeln!(
         out,
         "queues         {} URLs queued, {} in flight, {} names to resolve",
@@ -106,6 +108,25 @@ pub fn render(addr: &str, s: &StatusSnapshot) -> String {
         let _ = writeln!(out, "  {}", component_line(c));
     }
     out
+}
+
+/// Where the target comes from, until when, and what limits the speed.
+fn speed_line(s: &SpeedStatus) -> String {
+    let source = match s.source {
+        TargetSource::Config => "config",
+        TargetSource::Schedule => "schedule",
+        TargetSource::Operator => "operator",
+    };
+    let until = s.until_ms.map_or_else(String::new, |ms| {
+        let minute = ms % 86_400_000 / 60_000;
+        format!(" until {:02}:{:02} UTC", minute / 60, minute % 60)
+    });
+    format!(
+        "target from {source}{until}; {:.1} fetches/s, {}; mean job {:.0} ms",
+        s.fetches_per_sec,
+        s.limit.describe(),
+        s.mean_job_ms
+    )
 }
 
 fn or_none(items: &[String]) -> String {
@@ -256,6 +277,13 @@ mod tests {
                     healthy: false,
                 },
             ],
+            speed: SpeedStatus {
+                source: TargetSource::Operator,
+                until_ms: Some(19_000 * 86_400_000 + (22 * 60 + 5) * 60_000),
+                limit: spool::protocol::SpeedLimit::Hosts,
+                fetches_per_sec: 80.0,
+                mean_job_ms: 12.4,
+            },
         };
         let text = render("127.0.0.1:7400", &snapshot);
         for want in [
@@ -270,6 +298,8 @@ mod tests {
             "fetch errors   timeout 2\n",
             "outcomes       none\n",
             "in flight 10/500",
+            "target from operator until 22:05 UTC; 80.0 fetches/s, host-limited \
+             (politeness allows no more); mean job 12 ms",
         ] {
             assert!(text.contains(want), "{want:?} missing from\n{text}");
         }

@@ -10,8 +10,9 @@ use spool::protocol::{
     AdminCommand, AdminReply, AppProgress, ByeReason, ComponentStatus, Connection, FetchJob,
     FetchLimits, FetchPurpose, FetchReport, FetchResult, Hello, HostAnswer, HostCounts, JobId,
     Limits, Load, Message, NegativeKind, PROTOCOL_VERSION, ProtocolError, ReasonCount, RefusalCode,
-    RequestId, Resolution, Role, ServerConfig, SpoolArea, StatusCount, StatusSnapshot, StoredPage,
-    Timing, Token, Welcome, client_handshake, preamble, server_handshake,
+    RequestId, Resolution, Role, ServerConfig, SpeedLimit, SpeedStatus, SpoolArea, StatusCount,
+    StatusSnapshot, StoredPage, TargetSource, Timing, Token, Welcome, client_handshake, preamble,
+    server_handshake,
 };
 use spool::{AppId, ComponentId};
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
@@ -322,6 +323,13 @@ fn samples() -> Vec<Message> {
                 last_heard_ms: 150,
                 healthy: true,
             }],
+            speed: SpeedStatus {
+                source: TargetSource::Operator,
+                until_ms: Some(9),
+                limit: SpeedLimit::Hosts,
+                fetches_per_sec: 2.0,
+                mean_job_ms: 1.0,
+            },
         }))),
         Message::AdminReply(AdminReply::Blacklist {
             entries: vec!["*.spam.test".into()],
@@ -404,7 +412,7 @@ fn golden_message_bytes() {
         "0d 05 88 27",
         "0e 01 02 6e 6f",
         "0d 06",
-        "0e 02 00 00 00 3f 00 00 80 3f 00 00 80 3e 01 00 00 00 40 00 00 00 40 03 04 09 01 94 03 0a 01 04 0b 01 01 0c 05 0d 0e 01 02 06 03 04 07 05 08 08 0f e8 07 01 01 04 64 6c 2d 31 78 f4 03 03 00 00 26 42 80 89 7a 96 01 01",
+        "0e 02 00 00 00 3f 00 00 80 3f 00 00 80 3e 01 00 00 00 40 00 00 00 40 03 04 09 01 94 03 0a 01 04 0b 01 01 0c 05 0d 0e 01 02 06 03 04 07 05 08 08 0f e8 07 01 01 04 64 6c 2d 31 78 f4 03 03 00 00 26 42 80 89 7a 96 01 01 02 01 09 01 00 00 00 40 00 00 80 3f",
         "0e 03 01 0b 2a 2e 73 70 61 6d 2e 74 65 73 74",
         "0e 04 04 2f 63 2f 31",
         "0f 24 35 30 2d 64 6c 2d 31 2d 30 30 30 30 30 30 30 30 30 30 30 30 30 30 30 30 30 30 30 31 2e 77 61 72 63 2e 67 7a 02 07 ac 02",

@@ -64,6 +64,19 @@ pub struct Knobs {
     pub downloader_concurrency: u32,
     /// `manager.jobs_per_downloader_factor`.
     pub jobs_per_downloader_factor: f64,
+    /// `manager.speed.min_connections`. By default equal to `max_connections`
+    /// and `downloader_concurrency`, so connection counts stay as configured: the
+    /// system tests judge politeness, and fewer connections mean more jobs waiting
+    /// in a downloader's queue, where a job dispatched on time to an IP can start
+    /// late and close to the next one (see `IP_JITTER_US` in tests/system.rs).
+    pub min_connections: u32,
+    /// `manager.speed.max_connections`: the most connections the manager gives a
+    /// downloader (which starts with `downloader_concurrency`).
+    pub max_connections: u32,
+    /// `manager.speed.connection_headroom`.
+    pub connection_headroom: f64,
+    /// `manager.speed.schedule`: `(from, to, pages_per_sec)`, times `"HH:MM"` UTC.
+    pub speed_schedule: Vec<(String, String, f64)>,
 }
 
 impl Default for Knobs {
@@ -77,6 +90,10 @@ impl Default for Knobs {
             max_failures: 3,
             downloader_concurrency: 32,
             jobs_per_downloader_factor: 2.0,
+            min_connections: 32,
+            max_connections: 32,
+            connection_headroom: 2.0,
+            speed_schedule: Vec::new(),
         }
     }
 }
@@ -104,6 +121,13 @@ impl Knobs {
         status_interval_ms: 2000,
         progress_interval_ms: 500,
         jobs_per_downloader_factor: {factor:?},
+        speed: (
+            min_connections: {min_conn},
+            max_connections: {max_conn},
+            connection_headroom: {headroom:?},
+            adjust_interval_ms: 1000,
+            schedule: [{schedule}],
+        ),
         frontier: (
             target_pages_per_sec: {rate:?},
             interval_ms: {interval},
@@ -135,14 +159,26 @@ impl Knobs {
             ipd = self.ip_min_interval_ms,
             fails = self.max_failures,
             batch_age = BATCH_AGE_MS,
+            min_conn = self.min_connections,
+            max_conn = self.max_connections,
+            headroom = self.connection_headroom,
+            schedule = self
+                .speed_schedule
+                .iter()
+                .map(|(from, to, rate)| format!(
+                    "(from: {from:?}, to: {to:?}, pages_per_sec: {rate:?})"
+                ))
+                .collect::<Vec<_>>()
+                .join(", "),
         )
     }
 
     /// Jobs the manager may have handed to `downloaders` downloaders at once: the
     /// most URLs a manager crash can leave "in flight" (fetched, maybe not reported).
     pub fn jobs_bound(&self, downloaders: usize) -> usize {
-        (downloaders as f64 * self.downloader_concurrency as f64 * self.jobs_per_downloader_factor)
-            .ceil() as usize
+        let connections = self.downloader_concurrency.max(self.max_connections);
+        (downloaders as f64 * f64::from(connections) * self.jobs_per_downloader_factor).ceil()
+            as usize
     }
 }
 
@@ -314,6 +350,11 @@ impl System {
             body.as_bytes(),
         ))
         .unwrap_or_else(|e| panic!("{method} {path}: {e}"))
+    }
+
+    /// The running manager's process id.
+    pub fn manager_pid(&self) -> Option<u32> {
+        self.manager.as_ref().map(ProcessGuard::pid)
     }
 
     /// kill -9 of the manager; its state and spool stay.

@@ -547,6 +547,8 @@ fn crash_of_manager_and_downloader_loses_nothing() {
     let knobs = Knobs {
         interval_ms: 50,
         downloader_concurrency: 16,
+        min_connections: 16,
+        max_connections: 16,
         ..Knobs::default()
     };
     let manifest = ws.manifest();

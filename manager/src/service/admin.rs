@@ -97,9 +97,7 @@ impl Engine {
                 if !(rate.is_finite() && rate > 0.0) {
                     return failed(format!("{pages_per_sec} is not a positive speed"));
                 }
-                self.frontier.set_target_rate(rate);
-                self.bucket.set_rate(rate);
-                done(format!("speed target now {rate} pages/s"))
+                done(self.set_operator_speed(rate, crate::wall_clock_ms()))
             }
             AdminCommand::BlacklistAdd { entry } => match entry.parse::<BlacklistEntry>() {
                 Err(e) => failed(e.to_string()),

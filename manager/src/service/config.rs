@@ -12,6 +12,7 @@ use std::path::PathBuf;
 
 use serde::{Deserialize, Serialize};
 
+use super::speed::config::SpeedConfig;
 use crate::FrontierConfig;
 use crate::frontier::FrontierError;
 
@@ -52,6 +53,9 @@ pub struct ManagerConfig {
     /// On SIGTERM, how long downloaders get to finish, publish and report their
     /// work before the manager stops anyway. Default 10,000.
     pub shutdown_grace_ms: u64,
+    /// Speed control: the time-of-day schedule and downloaders' connection counts
+    /// (the base target is `frontier.target_pages_per_sec`).
+    pub speed: SpeedConfig,
     /// The scheduling core: queues, politeness, robots.txt, DNS cache, speed target.
     pub frontier: FrontierConfig,
 }
@@ -70,6 +74,7 @@ impl Default for ManagerConfig {
             status_interval_ms: 10_000,
             progress_interval_ms: 1_000,
             shutdown_grace_ms: 10_000,
+            speed: SpeedConfig::default(),
             frontier: FrontierConfig::default(),
         }
     }
@@ -128,6 +133,7 @@ impl ManagerConfig {
         if self.progress_interval_ms == 0 {
             return invalid("manager.progress_interval_ms", "must be greater than 0");
         }
+        self.speed.validate()?;
         match self.frontier.validate() {
             Err(FrontierError::Config { field, why }) => invalid(frontier_field(field), why),
             _ => Ok(()),

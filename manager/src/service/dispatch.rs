@@ -4,8 +4,10 @@
 //! - **Window**: each downloader gets up to `jobs_per_downloader_factor` (2) times
 //!   its concurrency (from its heartbeats; [`ASSUMED_CONCURRENCY`] before the first)
 //!   jobs outstanding, so it never waits for the next batch.
-//! - **Pacing**: every job takes a token of the global [`TokenBucket`]
-//!   (target pages/s); jobs go to the downloader with the most spare room.
+//! - **Pacing**: every job (page or robots.txt) takes a token of the global
+//!   [`TokenBucket`] (target pages/s); jobs go to the downloader with the most
+//!   spare room. Each round tells speed control what bounded it (tokens, hosts or
+//!   room), and each report how long its job was out (`speed/`).
 //! - **Durability**: a `Stored` page report removes the URL from the frontier (for
 //!   politeness, at once), but the page is durable only once its batch is
 //!   published, which `Committed` announces. Until then the job stays in the
@@ -33,6 +35,7 @@ use super::engine::Engine;
 use super::error::ManagerError;
 use super::registry::Kind;
 use super::robots_file;
+use super::speed::Round;
 
 /// The concurrency assumed for a downloader before its first heartbeat.
 pub(crate) const ASSUMED_CONCURRENCY: u32 = 16;
@@ -46,6 +49,8 @@ pub(crate) struct Assigned {
     pub app: AppId,
     /// The URL.
     pub url: String,
+    /// When it was handed out.
+    pub sent: Instant,
 }
 
 /// The work one downloader holds.
@@ -84,16 +89,27 @@ impl Engine {
         }
         room.sort_unstable();
         let total: usize = room.iter().map(|(_, r)| r).sum();
+        let allowed = self.bucket.available(now);
         if total == 0 {
+            if allowed > 0 {
+                self.speed.note_round(Round::Downloaders);
+            }
             return Ok(());
         }
-        let allowed = self.bucket.available(now);
         let want = total.min(allowed);
         if want == 0 {
+            self.speed.note_round(Round::Tokens);
             self.bucket_wake = Some(self.bucket.next_token_at());
             return Ok(());
         }
         let jobs = self.frontier.next_jobs(wall, want)?;
+        self.speed.note_round(if jobs.len() < want {
+            Round::Hosts
+        } else if want < allowed {
+            Round::Downloaders
+        } else {
+            Round::Tokens
+        });
         if jobs.is_empty() {
             return Ok(());
         }
@@ -119,6 +135,7 @@ impl Engine {
                         purpose: job.purpose,
                         app: job.app.clone(),
                         url: job.url.clone(),
+                        sent: now,
                     };
                     work.outstanding.insert(job.job, assigned);
                 }
@@ -137,6 +154,7 @@ impl Engine {
         reports: Vec<FetchReport>,
         wall: u64,
     ) -> Result<(), ManagerError> {
+        let now = Instant::now();
         for report in reports {
             let Some(Kind::Downloader(work)) = self.registry.get_mut(conn).map(|c| &mut c.kind)
             else {
@@ -152,6 +170,10 @@ impl Engine {
                 }
                 continue;
             };
+            if !matches!(report.result, FetchResult::Returned) {
+                self.speed
+                    .note_fetch(conn, now.saturating_duration_since(assigned.sent));
+            }
             match (&report.result, assigned.purpose) {
                 (FetchResult::Stored(page), FetchPurpose::Robots) => {
                     self.metrics.wire_bytes += page.wire_bytes;

@@ -11,7 +11,8 @@
 //!
 //! The other files of this module add to `Engine`: `dispatch.rs` (downloaders),
 //! `dns.rs` (resolvers), `apps.rs`, `admin.rs` (control-port and web admin
-//! commands), `status.rs`, `checkpoint.rs`.
+//! commands), `status.rs`, `checkpoint.rs`, `speed/` (the speed target and
+//! downloaders' connection counts).
 //!
 //! This module must never await: a frontier call runs on the loop's task and is
 //! short (a RocksDB batch; loading a request-file chunk is the longest).
@@ -23,7 +24,7 @@ use spool::protocol::{ByeReason, Message, Role};
 use tokio::time::Instant;
 
 use super::checkpoint::Checkpoints;
-use super::config::ManagerConfig;
+use super::config::{InvalidConfig, ManagerConfig};
 use super::conn::{ConnId, Event};
 use super::dns::DnsBatches;
 use super::error::ManagerError;
@@ -31,6 +32,7 @@ use super::history::SpeedHistory;
 use super::metrics::{FetchTally, Metrics};
 use super::pacing::TokenBucket;
 use super::registry::{Component, Kind, Registry};
+use super::speed::SpeedControl;
 use crate::frontier::{Frontier, wall_clock_ms};
 
 /// The longest the loop sleeps without an event, whatever the timers say.
@@ -62,6 +64,8 @@ pub(crate) struct Engine {
     pub bucket: TokenBucket,
     /// When the bucket has a token for work that waits for one.
     pub bucket_wake: Option<Instant>,
+    /// The speed target in force, connection counts, the speed diagnosis.
+    pub speed: SpeedControl,
     /// Resolve batches.
     pub dns: DnsBatches,
     /// Periodic and on-demand checkpoints.
@@ -97,13 +101,14 @@ impl Engine {
         robots_dir: PathBuf,
         admin_writes: bool,
         heartbeat_timeout: Duration,
-    ) -> Self {
+    ) -> Result<Self, InvalidConfig> {
         let now = Instant::now();
         let rate = frontier.target_rate();
-        Self {
+        Ok(Self {
             registry: Registry::default(),
             bucket: TokenBucket::new(rate, now),
             bucket_wake: None,
+            speed: SpeedControl::new(&config.speed, config.frontier.target_pages_per_sec, now)?,
             dns: DnsBatches::new(
                 config.dns_batch_size,
                 Duration::from_millis(config.dns_batch_timeout_ms),
@@ -127,7 +132,7 @@ impl Engine {
             frontier,
             config,
             robots_dir,
-        }
+        })
     }
 
     /// Handles one event.
@@ -258,6 +263,7 @@ impl Engine {
             if self.frontier.next_wakeup().is_some_and(|w| w <= wall) {
                 self.frontier.tick(wall)?;
             }
+            self.speed_step(now, wall);
             self.dispatch(now, wall)?;
             self.dns_step(now, wall);
         }
@@ -298,13 +304,14 @@ impl Engine {
         if let Some(stopping) = &self.stopping {
             return wake.min(stopping.deadline);
         }
+        let wall = wall_clock_ms();
         if let Some(due) = self.frontier.next_wakeup() {
-            let wall = wall_clock_ms();
             let delay = Duration::from_millis(due.saturating_sub(wall));
             wake = wake.min(now + delay.max(MIN_FRONTIER_SLEEP));
         }
         for due in [
             self.bucket_wake,
+            Some(self.speed.next_due(now, wall)),
             self.dns.next_deadline(),
             Some(self.next_progress),
             Some(self.next_status),

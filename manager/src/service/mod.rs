@@ -21,10 +21,12 @@
 //!   peer silent for `heartbeat_timeout_ms` gets `Bye { TimedOut }` and is dropped.
 //! - **Downloaders** (`dispatch.rs`): about `jobs_per_downloader_factor` x their
 //!   concurrency jobs outstanding each, paced by the global pages/s target (a
-//!   token bucket). A `Stored` page is durable only once `Committed`: until then
-//!   the manager remembers it, and if the downloader goes away first the URL is
-//!   queued again; unreported jobs go back to their queues. robots.txt reports
-//!   are read from `robots/` (`robots_file.rs`, with `spool::http`) and the file deleted.
+//!   token bucket); the manager sets their concurrency (`SetConcurrency`) to what
+//!   the target needs (`speed/`). A `Stored` page is durable only once
+//!   `Committed`: until then the manager remembers it, and if the downloader goes
+//!   away first the URL is queued again; unreported jobs go back to their queues.
+//!   robots.txt reports are read from `robots/` (`robots_file.rs`, with
+//!   `spool::http`) and the file deleted.
 //! - **Resolvers** (`dns.rs`): names in batches of `dns_batch_size`, round-robin;
 //!   batches unanswered when a resolver goes away or within
 //!   `dns_batch_timeout_ms` are sent again.
@@ -54,7 +56,8 @@
 //! [`config`] ([`ManagerConfig`]), [`error`], `conn.rs`, `registry.rs`, `engine.rs`,
 //! `dispatch.rs`, `pacing.rs`, `dns.rs`, `apps.rs`, `admin.rs`, `checkpoint.rs`,
 //! `status.rs`, `history.rs` (pages/s figures), [`metrics`], [`robots_file`],
-//! `web/` (the admin page and API).
+//! `web/` (the admin page and API), `speed/` (the speed target: schedule, pacing,
+//! connection counts).
 //!
 //! # What this service must never do
 //!
@@ -78,6 +81,7 @@ pub mod metrics;
 mod pacing;
 mod registry;
 pub mod robots_file;
+mod speed;
 mod status;
 mod web;
 
@@ -96,6 +100,7 @@ use tokio_util::sync::CancellationToken;
 
 pub use config::{InvalidConfig, ManagerConfig};
 pub use error::ManagerError;
+pub use speed::config::{ScheduleEntry, SpeedConfig};
 
 use crate::frontier::Frontier;
 use conn::{ConnId, ConnSettings, Event};
@@ -239,7 +244,7 @@ pub async fn run_with_admin(
         robots_dir.path().to_owned(),
         admin_writes,
         heartbeat_timeout,
-    );
+    )?;
     let (events_tx, mut events) = mpsc::channel::<Event>(EVENT_QUEUE);
     // Not a child of `shutdown`: the page keeps answering while the manager drains.
     let web_stop = CancellationToken::new();

@@ -2,9 +2,9 @@
 //! one token; tokens come back at the target rate (pages/s), and at most one second
 //! of them is saved up, so an idle spell never turns into a burst above the target.
 //!
-//! Simple on purpose: the per-downloader concurrency adjustment and the time-of-day
-//! schedule come later. This module must never sleep: the core asks when the next
-//! token is due and wakes itself. O(1) per call.
+//! Simple on purpose: which rate is in force (schedule, operator) and the
+//! downloaders' connection counts are `speed/`'s business. This module must never
+//! sleep: the core asks when the next token is due and wakes itself. O(1) per call.
 
 use std::time::Duration;
 

@@ -1,7 +1,8 @@
 //! The crawl's figures: the status line (one INFO line every `status_interval_ms`:
-//! speed, queues, hosts, request files, components, memory) and the admin status
-//! ([`Engine::snapshot`], what `polycrawl status`, `GET /api/stats` and the admin
-//! page show). The speed figures come from [`SpeedHistory`](super::history).
+//! speed, its target and what limits it, queues, hosts, request files, components,
+//! memory) and the admin status ([`Engine::snapshot`], what `polycrawl status`,
+//! `GET /api/stats` and the admin page show). The speed figures come from
+//! [`SpeedHistory`](super::history).
 //!
 //! This module must never log per URL or per host: one line per interval. Cost:
 //! one frontier stats snapshot and one read of `/proc/self/status` per line; one
@@ -72,6 +73,7 @@ impl Engine {
             request_files_loaded: stats.request_files_loaded,
             uptime_ms: millis(now.saturating_duration_since(self.started)),
             components: self.registry.statuses(now, self.heartbeat_timeout),
+            speed: self.speed.status(),
         }
     }
 
@@ -80,9 +82,13 @@ impl Engine {
         let stats = self.frontier.stats();
         let rss_mib = rss_bytes().map_or(0, |b| b / (1 << 20));
         let pages_per_sec = (self.rate.per_sec(now) * 10.0).round() / 10.0;
+        let speed = self.speed.status();
         tracing::info!(
             pages_per_sec,
             target = stats.target_rate,
+            target_source = ?self.speed.target().source,
+            fetches_per_sec = (f64::from(speed.fetches_per_sec) * 10.0).round() / 10.0,
+            speed_limit = speed.limit.describe(),
             pages_stored = self.metrics.pages_stored,
             queued = stats.urls_queued,
             in_flight = stats.in_flight,

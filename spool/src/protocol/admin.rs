@@ -16,7 +16,10 @@ use crate::outcome::OutcomeReason;
 pub enum AdminCommand {
     /// Report the crawl's state ([`AdminReply::Status`]).
     Status,
-    /// Set the global speed target, in pages per second (still under the absolute cap).
+    /// Set the global speed target, in pages per second. It holds until the
+    /// manager's time-of-day schedule next changes the target (or, without a
+    /// schedule, until changed again); downloaders' connections stay under their
+    /// absolute cap (`manager.speed.max_connections`).
     SetSpeed {
         /// The new target.
         pages_per_sec: f32,
@@ -114,6 +117,68 @@ pub struct StatusSnapshot {
     pub uptime_ms: u64,
     /// Every connected component (admin connections left out).
     pub components: Vec<ComponentStatus>,
+    /// How the speed target is set and met.
+    pub speed: SpeedStatus,
+}
+
+/// How the speed target is set and met: where the target in force comes from and
+/// what holds the crawl back.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct SpeedStatus {
+    /// Where the target in force comes from.
+    pub source: TargetSource,
+    /// When (Unix milliseconds) the time-of-day schedule may next change the target;
+    /// `None`: only an operator will.
+    pub until_ms: Option<u64>,
+    /// What held the speed back over the last adjustment interval.
+    pub limit: SpeedLimit,
+    /// Fetches finished per second over the last adjustment interval: pages and
+    /// robots.txt, stored or failed (what the target counts).
+    pub fetches_per_sec: f32,
+    /// Mean time from dispatch to report of the jobs of the last intervals, in
+    /// milliseconds (0 before the first): what downloaders' connection counts are
+    /// planned with.
+    pub mean_job_ms: f32,
+}
+
+/// Where the speed target in force comes from.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub enum TargetSource {
+    /// The config's `target_pages_per_sec` (outside every schedule window).
+    #[default]
+    Config,
+    /// A window of the config's time-of-day schedule.
+    Schedule,
+    /// An operator's `SetSpeed`, until the schedule's next boundary.
+    Operator,
+}
+
+/// What held the crawl's speed back, as the manager judges it.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub enum SpeedLimit {
+    /// Nothing: fetches go out at the target (or not measured yet).
+    #[default]
+    Target,
+    /// Politeness: the target allowed more, but no more hosts could be contacted
+    /// (the crawl is host-limited: more hosts or shorter intervals would help).
+    Hosts,
+    /// Downloaders: their job windows were full (too few downloaders, or their
+    /// connection counts at the cap).
+    Downloaders,
+    /// Nothing to fetch: no URL queued and no request file pending.
+    Idle,
+}
+
+impl SpeedLimit {
+    /// A few words for an operator.
+    pub fn describe(self) -> &'static str {
+        match self {
+            Self::Target => "on target",
+            Self::Hosts => "host-limited (politeness allows no more)",
+            Self::Downloaders => "downloader-limited (their job windows are full)",
+            Self::Idle => "idle (nothing queued)",
+        }
+    }
 }
 
 /// The sizes behind the speed figures of [`StatusSnapshot`].

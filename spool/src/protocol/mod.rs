@@ -152,8 +152,8 @@ mod token;
 use std::time::Duration;
 
 pub use admin::{
-    AdminCommand, AdminReply, ComponentStatus, HostCounts, ReasonCount, Speed, StatusCount,
-    StatusSnapshot,
+    AdminCommand, AdminReply, ComponentStatus, HostCounts, ReasonCount, Speed, SpeedLimit,
+    SpeedStatus, StatusCount, StatusSnapshot, TargetSource,
 };
 pub use app::{AppProgress, SpoolArea};
 pub use connection::{ConnReader, ConnWriter, Connection};
