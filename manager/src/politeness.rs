@@ -32,6 +32,17 @@ pub struct HostPace {
     pub last_fetch_ms: Option<u64>,
 }
 
+/// The wall ms at which a rest of `interval_ms` that began at `now_ms` is over.
+/// Times here are whole milliseconds, truncated, so a rest counted from a
+/// truncated `now_ms` could end up to 1 ms early in real time; one more
+/// millisecond makes every non-zero rest at least its interval.
+pub fn rest_until(now_ms: u64, interval_ms: u64) -> u64 {
+    if interval_ms == 0 {
+        return now_ms;
+    }
+    now_ms.saturating_add(interval_ms).saturating_add(1)
+}
+
 /// The interval after a request to a host with `pace`, in milliseconds.
 pub fn interval_ms(config: &FrontierConfig, pace: &HostPace) -> u64 {
     let base = match (pace.override_ms, pace.last_fetch_ms) {

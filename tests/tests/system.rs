@@ -31,8 +31,13 @@ use tests::system::{BATCH_AGE_MS, Knobs, System};
 use tests::websim::{HostRow, LogLine, Websim};
 
 const APP: &str = "systest";
-/// Slack for clock granularity when comparing measured gaps with configured ones.
-const CLOCK_SLACK_US: i64 = 2_000;
+/// Slack when comparing gaps measured in websim's log with configured intervals.
+/// websim stamps a response's end after its write returns, so on busy cores its task
+/// can stamp it a few ms after the downloader already has the bytes and the manager
+/// its report (one CI run measured a 197.1 ms gap against 200 ms). The manager's
+/// own rests are never short: `politeness::rest_until` adds a millisecond for its
+/// whole-millisecond clock.
+const CLOCK_SLACK_US: i64 = 5_000;
 
 /// Allowance on per-IP start spacing. The manager spaces the *dispatches* to one IP;
 /// websim logs a start when the request head arrives, after the downloader's

@@ -84,7 +84,7 @@ impl IpTable {
         let interval = self.min_interval_ms;
         let slot = self.slots.entry(ip).or_default();
         slot.in_flight += 1;
-        slot.next_start_ms = now_ms.saturating_add(interval);
+        slot.next_start_ms = crate::politeness::rest_until(now_ms, interval);
         let max = self.max_in_flight;
         if !slot.parked.is_empty() && (max == 0 || slot.in_flight < max) {
             self.timers.push(slot.next_start_ms, ip);
@@ -197,10 +197,11 @@ mod tests {
         t.start(ip(1), 1_000);
         assert!(!t.can_start(ip(1), 1_499));
         t.park(ip(1), ReadyKey::page(1), 1);
-        assert_eq!(t.next_due(), Some(1_500));
-        assert!(t.due(1_499).is_empty());
-        assert_eq!(t.due(1_500), vec![(ReadyKey::page(1), 1)]);
-        assert!(t.can_start(ip(1), 1_500));
+        // 500 ms and one more for the whole-millisecond clock (`rest_until`).
+        assert_eq!(t.next_due(), Some(1_501));
+        assert!(t.due(1_500).is_empty());
+        assert_eq!(t.due(1_501), vec![(ReadyKey::page(1), 1)]);
+        assert!(t.can_start(ip(1), 1_501));
         t.finish(ip(1), 1_600);
         assert_eq!(t.len(), 0, "idle slot dropped");
     }

@@ -23,6 +23,7 @@ use super::hosts::HostId;
 use super::records::PendingOutcome;
 use super::store::Batch;
 use super::{Frontier, FrontierError};
+use crate::politeness;
 
 impl Frontier {
     /// A downloader reported on a job. Returns false (and changes nothing) if the job
@@ -114,7 +115,7 @@ impl Frontier {
                 .get(rester)
                 .map_or(self.config.interval_ms, |h| self.interval_of(h));
             self.borrowed
-                .finish(origin, now_ms.saturating_add(interval));
+                .finish(origin, politeness::rest_until(now_ms, interval));
         }
         let host = self.hosts.get_mut(info.host)?;
         let (_, ip) = host.in_flight.take()?;
@@ -189,7 +190,7 @@ impl Frontier {
         };
         let interval = self.interval_of(host);
         if let Some(host) = self.hosts.get_mut(id) {
-            host.next_allowed_ms = now_ms.saturating_add(interval);
+            host.next_allowed_ms = politeness::rest_until(now_ms, interval);
             if interval > super::queue::READ_AHEAD_MAX_REST_MS {
                 host.buffer.clear(); // Read again when it wakes: no memory while resting.
             }

@@ -33,6 +33,7 @@ use super::origin::{Origin, origin_of_parsed};
 use super::records::CachedRobots;
 use super::store::{Batch, Cf};
 use super::{Frontier, FrontierError};
+use crate::politeness;
 use crate::robots::{MAX_ROBOTS_BYTES, RobotsPolicy};
 
 impl Frontier {
@@ -115,7 +116,7 @@ impl Frontier {
         // The next hop is another request, possibly to the same server: rest first.
         let interval = self.interval_of(self.hosts.get(id).expect("checked above"));
         if let Some(host) = self.hosts.get_mut(id) {
-            host.next_allowed_ms = now_ms.saturating_add(interval);
+            host.next_allowed_ms = politeness::rest_until(now_ms, interval);
         }
         self.advance(id, now_ms, batch)
     }
@@ -166,7 +167,9 @@ impl Frontier {
         batch.put(Cf::Origin, origin.as_bytes().to_vec(), &record);
         let interval = self.interval_of(self.hosts.get(id).expect("checked above"));
         if let Some(host) = self.hosts.get_mut(id) {
-            host.next_allowed_ms = host.next_allowed_ms.max(now_ms.saturating_add(interval));
+            host.next_allowed_ms = host
+                .next_allowed_ms
+                .max(politeness::rest_until(now_ms, interval));
         }
         self.save_host(id, batch);
         self.advance(id, now_ms, batch)

@@ -288,7 +288,7 @@ fn unknown_and_misrouted_reports_are_refused() {
 #[test]
 fn a_redirect_hop_to_another_origin_keeps_that_origins_politeness() {
     let w = World::new();
-    let mut f = w.open(&test_config()); // interval 1,000 ms
+    let mut f = w.open(&test_config()); // interval 1,000 ms (rests 1,001: rest_until)
     w.publish(
         "bfs",
         10,
@@ -310,19 +310,19 @@ fn a_redirect_hop_to_another_origin_keeps_that_origins_politeness() {
     let loc = "https://h.test/robots.txt";
     f.on_robots_fetched(plain, 301, Some(b""), Some(loc), T0 + 20)
         .unwrap();
-    // The https origin's first page goes first (its rest ends at +1010) ...
+    // The https origin's first page goes first (its rest ends at +1011) ...
     let jobs = f.next_jobs(T0 + 1_015, 10).unwrap();
     assert_eq!(
         jobs.iter().map(|j| j.url.as_str()).collect::<Vec<_>>(),
         ["https://h.test/b"]
     );
-    // ... and the hop, due at +1020 on the http origin's own schedule, waits while
+    // ... and the hop, due at +1021 on the http origin's own schedule, waits while
     // the https request is in flight and while that origin rests.
     assert!(f.next_jobs(T0 + 1_025, 10).unwrap().is_empty());
     f.on_report(&stored(&jobs[0], 200, 5), T0 + 1_030).unwrap();
     assert!(f.next_jobs(T0 + 1_500, 10).unwrap().is_empty());
-    assert!(f.next_jobs(T0 + 2_029, 10).unwrap().is_empty());
-    let hop = f.next_jobs(T0 + 2_030, 10).unwrap();
+    assert!(f.next_jobs(T0 + 2_030, 10).unwrap().is_empty());
+    let hop = f.next_jobs(T0 + 2_031, 10).unwrap();
     assert_eq!(
         hop.iter().map(|j| j.url.as_str()).collect::<Vec<_>>(),
         [loc],
@@ -332,7 +332,8 @@ fn a_redirect_hop_to_another_origin_keeps_that_origins_politeness() {
     f.on_robots_fetched(hop[0].job, 404, Some(b""), None, T0 + 2_040)
         .unwrap();
     assert!(f.next_jobs(T0 + 2_500, 10).unwrap().is_empty());
-    let jobs = f.next_jobs(T0 + 3_040, 10).unwrap();
+    assert!(f.next_jobs(T0 + 3_040, 10).unwrap().is_empty());
+    let jobs = f.next_jobs(T0 + 3_041, 10).unwrap();
     let mut got: Vec<&str> = jobs.iter().map(|j| j.url.as_str()).collect();
     got.sort_unstable();
     assert_eq!(got, ["http://h.test/a", "https://h.test/c"]);

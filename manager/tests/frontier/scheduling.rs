@@ -244,10 +244,12 @@ fn hint_interval_and_crawl_delay_set_a_host_pace() {
             .map(|d| d.at - T0)
             .collect()
     };
-    assert_eq!(starts("slow.test"), [0, 3_000, 6_000, 9_000]);
+    // Each rest is the interval plus 1 ms (the clock is whole milliseconds:
+    // `politeness::rest_until`).
+    assert_eq!(starts("slow.test"), [0, 3_001, 6_002, 9_003]);
     assert_eq!(
         starts("delay.test"),
-        [0, 4_000, 8_000, 12_000],
+        [0, 4_001, 8_002, 12_003],
         "crawl delay capped at 4 s"
     );
 }
