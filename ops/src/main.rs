@@ -76,7 +76,7 @@ struct ServiceArgs {
     #[arg(long, value_name = "FILE")]
     config: Option<PathBuf>,
     /// This component's id, unique among its role
-    /// [default: resolver-<hostname>-<pid>, dl-<hostname>-<pid>].
+    /// [default: resolver-HOSTNAME-PID, dl-HOSTNAME-PID].
     #[arg(long, value_name = "ID")]
     id: Option<spool::ComponentId>,
     /// The manager's control port, overriding control.manager_addr.
