@@ -457,6 +457,7 @@ fn run(
             connect_timeout_ms: 0,
             first_byte_timeout_ms: 0,
             total_timeout_ms: 0,
+            min_ip_spacing_ms: 0,
         };
         let mut fig = Figures {
             concurrency,

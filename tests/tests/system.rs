@@ -39,15 +39,18 @@ const APP: &str = "systest";
 /// whole-millisecond clock.
 const CLOCK_SLACK_US: i64 = 5_000;
 
-/// Allowance on per-IP start spacing. The manager spaces the *dispatches* to one IP;
-/// websim logs a start when the request head arrives, after the downloader's
+/// Allowance on per-IP start spacing. The manager spaces the *dispatches* to one IP,
+/// sends an IP's jobs to one downloader, and that downloader holds each job until the
+/// spacing after the previous start to the IP is over (`IpGate`), so a job that
+/// waited in its queue cannot start right before the next one. What remains is set-up
+/// time: websim logs a start when the request head arrives, after the downloader's
 /// connect and TLS handshake (or none, on a kept-alive connection), so two starts can
-/// come closer than the dispatches by that set-up time (measured up to ~24 ms on two
-/// cores, more while other builds run). Per-origin gaps need no such allowance: they
-/// run from websim's end to websim's start, which the manager's end-to-dispatch
-/// interval is inside of. The delay of one request cannot accumulate, so the rate
-/// over `requestlog::SPAN` consecutive starts gets the allowance once, not per start.
-const IP_JITTER_US: i64 = 50_000;
+/// come closer than the gated starts by that time (measured up to ~24 ms on two
+/// cores). Per-origin gaps need no such allowance: they run from websim's end to
+/// websim's start, which the manager's end-to-dispatch interval is inside of. The
+/// set-up time of one request cannot accumulate, so the rate over
+/// `requestlog::SPAN` consecutive starts gets the allowance once, not per start.
+const IP_JITTER_US: i64 = 30_000;
 
 static SERIAL: Mutex<()> = Mutex::new(());
 

@@ -73,6 +73,7 @@
 mod batch;
 pub mod config;
 pub mod error;
+mod ip_gate;
 pub mod metrics;
 mod session;
 mod task;
@@ -125,6 +126,7 @@ pub async fn run(
         writer: writer.sender(),
         events: events_tx,
         metrics: Arc::clone(&metrics),
+        ip_gate: ip_gate::IpGate::default(),
     });
     info!(
         id = %control.id,

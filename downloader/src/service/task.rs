@@ -32,6 +32,7 @@ use crate::fetcher::Fetcher;
 use crate::job::{FetchJob, JobLimits, Method, Target};
 use crate::limit::Permit;
 use crate::service::batch::{Exchange, JobTag};
+use crate::service::ip_gate::IpGate;
 use crate::service::metrics::Metrics;
 use crate::service::writer::{Command, Destination, Event, Store};
 
@@ -47,6 +48,8 @@ pub(crate) struct JobEnv {
     pub writer: mpsc::Sender<Command>,
     pub events: mpsc::UnboundedSender<Event>,
     pub metrics: Arc<Metrics>,
+    /// Per-IP start spacing among this downloader's jobs.
+    pub ip_gate: IpGate,
 }
 
 /// The engine job for a manager job.
@@ -81,6 +84,12 @@ pub(crate) async fn run(env: Arc<JobEnv>, session: u64, job: protocol::FetchJob,
         Ok(engine) => engine,
         Err(e) => return fail(&env, tag, &job.url, &e),
     };
+    // Not sooner than the spacing after the previous start to this address.
+    let spacing = Duration::from_millis(job.limits.min_ip_spacing_ms.into());
+    let start = env
+        .ip_gate
+        .reserve(job.addr.ip(), spacing, tokio::time::Instant::now());
+    tokio::time::sleep_until(start).await;
     let date = WarcDate::from_system_time(SystemTime::now());
     let fetched = match env.fetcher.fetch_with_permit(&engine, permit).await {
         Ok(fetched) => fetched,
@@ -194,6 +203,7 @@ mod tests {
             connect_timeout_ms: 0,
             first_byte_timeout_ms: 250,
             total_timeout_ms: 0,
+            min_ip_spacing_ms: 0,
         });
         assert_eq!(
             l,

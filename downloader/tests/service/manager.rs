@@ -330,6 +330,7 @@ pub fn no_limits() -> FetchLimits {
         connect_timeout_ms: 0,
         first_byte_timeout_ms: 0,
         total_timeout_ms: 0,
+        min_ip_spacing_ms: 0,
     }
 }
 

@@ -270,6 +270,7 @@ impl Frontier {
             connect_timeout_ms: self.config.connect_timeout_ms,
             first_byte_timeout_ms: self.config.first_byte_timeout_ms,
             total_timeout_ms: self.config.total_timeout_ms,
+            min_ip_spacing_ms: u32::try_from(self.config.ip_min_interval_ms).unwrap_or(u32::MAX),
         }
     }
 }

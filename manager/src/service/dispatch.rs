@@ -5,8 +5,12 @@
 //!   its concurrency (from its heartbeats; [`ASSUMED_CONCURRENCY`] before the first)
 //!   jobs outstanding, so it never waits for the next batch.
 //! - **Pacing**: every job (page or robots.txt) takes a token of the global
-//!   [`TokenBucket`] (target pages/s); jobs go to the downloader with the most
-//!   spare room. Each round tells speed control what bounded it (tokens, hosts or
+//!   [`TokenBucket`] (target pages/s).
+//! - **Affinity**: a job goes to the downloader its IP address hashes to (highest
+//!   rendezvous hash of address and downloader among the live ones), or, if that one
+//!   has no room, to the one with the most. So one downloader sees an address's jobs
+//!   and can keep the per-IP start spacing on the wire (its `IpGate`), and its
+//!   kept-alive connections get reused. Each round tells speed control what bounded it (tokens, hosts or
 //!   room), and each report how long its job was out (`speed/`).
 //! - **Durability**: a `Stored` page report removes the URL from the frontier (for
 //!   politeness, at once), but the page is durable only once its batch is
@@ -23,6 +27,8 @@
 //! Cost: O(downloaders) per dispatch round plus O(1) per job and report.
 
 use std::collections::{BTreeSet, HashMap};
+use std::hash::{DefaultHasher, Hash, Hasher};
+use std::net::IpAddr;
 
 use spool::protocol::{
     FetchJob, FetchPurpose, FetchReport, FetchResult, JobId, Message, Role, SpoolArea, StoredPage,
@@ -76,8 +82,12 @@ impl Engine {
     pub(crate) fn dispatch(&mut self, now: Instant, wall: u64) -> Result<(), ManagerError> {
         self.bucket_wake = None;
         let mut room: Vec<(ConnId, usize)> = Vec::new();
+        let mut live: Vec<ConnId> = Vec::new();
         for (conn, c) in self.registry.iter() {
             if let Kind::Downloader(work) = &c.kind {
+                if !work.draining {
+                    live.push(conn);
+                }
                 let concurrency = c.peer.load.map_or(ASSUMED_CONCURRENCY, |l| l.concurrency);
                 let free = self
                     .window(concurrency)
@@ -119,7 +129,14 @@ impl Engine {
         }
         let mut batches: HashMap<ConnId, Vec<FetchJob>> = HashMap::new();
         for job in jobs {
-            let Some(slot) = room.iter_mut().max_by_key(|(_, free)| *free) else {
+            let preferred = affinity(job.addr.ip(), &live);
+            let slot = room
+                .iter()
+                .position(|(conn, free)| Some(*conn) == preferred && *free > 0)
+                .or_else(|| {
+                    (0..room.len()).max_by_key(|&i| room[i].1) // Most room.
+                });
+            let Some(slot) = slot.map(|i| &mut room[i]) else {
                 break; // Cannot happen: want <= total room.
             };
             slot.1 = slot.1.saturating_sub(1);
@@ -296,5 +313,52 @@ impl Engine {
             .flatten()
             .filter(|(a, _)| a == app)
             .count() as u64
+    }
+}
+
+/// The downloader of `live` whose rendezvous hash with `ip` is highest: the same one
+/// for an address as long as the set of downloaders stays; when one goes, only its
+/// addresses move. O(downloaders).
+fn affinity(ip: IpAddr, live: &[ConnId]) -> Option<ConnId> {
+    live.iter().copied().max_by_key(|conn| {
+        let mut h = DefaultHasher::new();
+        (ip, *conn).hash(&mut h);
+        h.finish()
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn affinity_is_stable_spread_and_moves_only_a_gone_downloaders_addresses() {
+        let ips: Vec<IpAddr> = (0..1000u32)
+            .map(|i| IpAddr::from([127, 1, (i >> 8) as u8, i as u8]))
+            .collect();
+        let three = [7, 8, 9];
+        let before: Vec<ConnId> = ips
+            .iter()
+            .map(|ip| affinity(*ip, &three).unwrap())
+            .collect();
+        let again: Vec<ConnId> = ips
+            .iter()
+            .map(|ip| affinity(*ip, &[9, 7, 8]).unwrap())
+            .collect();
+        assert_eq!(before, again, "the order of the live list does not matter");
+        for d in three {
+            let n = before.iter().filter(|c| **c == d).count();
+            assert!((250..420).contains(&n), "downloader {d} got {n} of 1000");
+        }
+        let after: Vec<ConnId> = ips
+            .iter()
+            .map(|ip| affinity(*ip, &[7, 9]).unwrap())
+            .collect();
+        for (b, a) in before.iter().zip(&after) {
+            if *b != 8 {
+                assert_eq!(a, b, "only downloader 8's addresses move");
+            }
+        }
+        assert_eq!(affinity(ips[0], &[]), None);
     }
 }

@@ -61,6 +61,11 @@ pub struct FetchLimits {
     pub first_byte_timeout_ms: u32,
     /// Timeout for the whole fetch, connect included, in milliseconds.
     pub total_timeout_ms: u32,
+    /// The least time between the starts of two requests to this job's IP address,
+    /// in milliseconds (0: none). The manager spaces its dispatches by it; the
+    /// downloader holds a job that would start sooner after the previous one to that
+    /// address (a job can wait in its queue and then start close to the next).
+    pub min_ip_spacing_ms: u32,
 }
 
 /// How one job ended.
