@@ -331,15 +331,7 @@ fn manager_command(args: ManagerArgs) -> anyhow::Result<()> {
         .validate()
         .context("the manager's config with the flags applied")?;
     let admin_addr = config.manager.admin_http.clone();
-    let token = args
-        .token
-        .or_else(|| std::env::var("POLYCRAWL_TOKEN").ok())
-        .unwrap_or_else(|| config.control.token.clone());
-    anyhow::ensure!(
-        !token.is_empty(),
-        "no control token: set control.token, POLYCRAWL_TOKEN or --token"
-    );
-    let token = spool::protocol::Token::new(token).context("control token")?;
+    let token = control_token(args.token, &config)?;
     let addr = args
         .listen
         .unwrap_or_else(|| config.control.manager_addr.clone());
@@ -408,18 +400,22 @@ struct Registration {
     id: Option<spool::ComponentId>,
 }
 
-/// Loads the config and works out the manager address, token and id.
-fn registration(args: ServiceArgs) -> anyhow::Result<(Config, Registration)> {
-    let config = Config::load_or_default(args.config.as_deref())?;
-    let token = args
-        .token
+/// The control token: `--token`, else POLYCRAWL_TOKEN, else `control.token`.
+fn control_token(flag: Option<String>, config: &Config) -> anyhow::Result<spool::protocol::Token> {
+    let token = flag
         .or_else(|| std::env::var("POLYCRAWL_TOKEN").ok())
         .unwrap_or_else(|| config.control.token.clone());
     anyhow::ensure!(
         !token.is_empty(),
         "no control token: set control.token, POLYCRAWL_TOKEN or --token"
     );
-    let token = spool::protocol::Token::new(token).context("control token")?;
+    spool::protocol::Token::new(token).context("control token")
+}
+
+/// Loads the config and works out the manager address, token and id.
+fn registration(args: ServiceArgs) -> anyhow::Result<(Config, Registration)> {
+    let config = Config::load_or_default(args.config.as_deref())?;
+    let token = control_token(args.token, &config)?;
     let manager = args
         .manager
         .unwrap_or_else(|| config.control.manager_addr.clone());

@@ -13,6 +13,10 @@ use std::path::{Path, PathBuf};
 use std::process::Command;
 use std::time::Duration;
 
+use hickory_resolver::config::{NameServerConfig, ResolveHosts, ResolverConfig};
+use hickory_resolver::net::runtime::TokioRuntimeProvider;
+use hickory_resolver::{Resolver, TokioResolver};
+
 use crate::bin;
 use crate::process::ProcessGuard;
 
@@ -167,6 +171,24 @@ impl Websim {
             ready,
             dir,
         }
+    }
+
+    /// A hickory resolver that asks only websim's DNS (no hosts file, 3 s timeout,
+    /// 2 attempts): an independent check of what websim answers.
+    pub fn resolver(&self) -> TokioResolver {
+        let mut ns = NameServerConfig::udp(self.dns.ip());
+        for c in &mut ns.connections {
+            c.port = self.dns.port();
+        }
+        let mut builder = Resolver::builder_with_config(
+            ResolverConfig::from_name_servers(vec![ns]),
+            TokioRuntimeProvider::default(),
+        );
+        let opts = builder.options_mut();
+        opts.use_hosts_file = ResolveHosts::Never;
+        opts.timeout = Duration::from_secs(3);
+        opts.attempts = 2;
+        builder.build().expect("resolver")
     }
 
     /// A path from the ready line (`out`, `seeds`, `manifest`, `never`,

@@ -105,16 +105,11 @@ fn per_second(log: &[LogLine], from: u64, to: u64) -> Vec<usize> {
         .collect()
 }
 
-/// CPU seconds (user + system) the process `pid` has used, from `/proc/<pid>/stat`
-/// (fields 14 and 15, in clock ticks of USER_HZ, 100 on Linux).
+/// CPU seconds (user + system) the process `pid` has used.
 fn cpu_secs(pid: u32) -> f64 {
-    let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).expect("/proc/<pid>/stat");
-    // The command name (field 2) is in parentheses and may hold spaces.
-    let after = stat.rsplit_once(')').map_or("", |(_, rest)| rest);
-    let fields: Vec<&str> = after.split_whitespace().collect();
-    let ticks = |i: usize| -> f64 { fields.get(i).and_then(|f| f.parse().ok()).unwrap_or(0.0) };
-    // Field 3 (state) is fields[0], so field n is fields[n - 3].
-    (ticks(14 - 3) + ticks(15 - 3)) / 100.0
+    ops::orchestrate::child::cpu_time(pid)
+        .expect("/proc/<pid>/stat of a running process")
+        .as_secs_f64()
 }
 
 fn sleep_until(t: Instant) {

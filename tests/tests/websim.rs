@@ -10,10 +10,7 @@ use std::net::{Ipv4Addr, SocketAddr};
 use std::process::Command;
 use std::time::Duration;
 
-use hickory_resolver::config::{NameServerConfig, ResolveHosts, ResolverConfig};
-use hickory_resolver::net::runtime::TokioRuntimeProvider;
 use hickory_resolver::proto::rr::RData;
-use hickory_resolver::{Resolver, TokioResolver};
 use tests::http::{Client, Response, dechunk, parse_response};
 use tests::process::ProcessGuard;
 use tests::websim::{HostRow, Websim};
@@ -59,22 +56,6 @@ async fn get_path(c: &Client, h: &HostRow, path: &str, extra: &[(&str, &str)]) -
     c.get(h.socket(), h.scheme == "https", &authority(h), path, extra)
         .await
         .unwrap_or_else(|e| panic!("GET {}{path}: {e}", h.name))
-}
-
-fn resolver(dns: SocketAddr) -> TokioResolver {
-    let mut ns = NameServerConfig::udp(dns.ip());
-    for c in &mut ns.connections {
-        c.port = dns.port();
-    }
-    let mut builder = Resolver::builder_with_config(
-        ResolverConfig::from_name_servers(vec![ns]),
-        TokioRuntimeProvider::default(),
-    );
-    let opts = builder.options_mut();
-    opts.use_hosts_file = ResolveHosts::Never;
-    opts.timeout = Duration::from_secs(3);
-    opts.attempts = 2;
-    builder.build().expect("resolver")
 }
 
 #[tokio::test]
@@ -134,7 +115,7 @@ async fn ready_line_and_output_files() {
 #[tokio::test]
 async fn dns_answers_every_host_and_nxdomain_otherwise() {
     let ws = small(&[]);
-    let r = resolver(ws.dns);
+    let r = ws.resolver();
     for h in ws.hosts() {
         let lookup = r
             .ipv4_lookup(format!("{}.", h.name))

@@ -27,10 +27,8 @@ use std::net::{Ipv4Addr, SocketAddr};
 use std::sync::Arc;
 use std::time::Duration;
 
-use hickory_resolver::config::{NameServerConfig, ResolveHosts, ResolverConfig};
-use hickory_resolver::net::runtime::TokioRuntimeProvider;
+use hickory_resolver::TokioResolver;
 use hickory_resolver::proto::rr::RData;
-use hickory_resolver::{Resolver, TokioResolver};
 use robotstxt::DefaultMatcher;
 use scraper::{ElementRef, Html};
 use tests::http::Client;
@@ -92,22 +90,6 @@ struct Crawler {
     robots: HashMap<String, Robots>,
     /// Every (scheme, Host header, target) the crawler requested.
     requests: Vec<(String, String, String)>,
-}
-
-fn resolver(dns: SocketAddr) -> TokioResolver {
-    let mut ns = NameServerConfig::udp(dns.ip());
-    for c in &mut ns.connections {
-        c.port = dns.port();
-    }
-    let mut builder = Resolver::builder_with_config(
-        ResolverConfig::from_name_servers(vec![ns]),
-        TokioRuntimeProvider::default(),
-    );
-    let opts = builder.options_mut();
-    opts.use_hosts_file = ResolveHosts::Never;
-    opts.timeout = Duration::from_secs(3);
-    opts.attempts = 2;
-    builder.build().expect("resolver")
 }
 
 /// `host[:port]` of a URL as sent in `Host`.
@@ -397,7 +379,7 @@ async fn crawl_matches_manifest(args: &[&str], every_marker: bool) {
     let ws = Websim::start(args);
     let mut crawler = Crawler {
         client: Client::trusting(&ws.ca_pem()).expect("client"),
-        resolver: resolver(ws.dns),
+        resolver: ws.resolver(),
         dns: HashMap::new(),
         robots: HashMap::new(),
         requests: Vec::new(),

@@ -152,12 +152,8 @@ impl Child {
 
     /// Reads its CPU time from `/proc` (kept as is if the process is gone).
     fn sample_cpu(&mut self) {
-        let path = format!("/proc/{}/stat", self.child.id());
-        if let Some(ticks) = std::fs::read_to_string(path)
-            .ok()
-            .and_then(|stat| cpu_ticks(&stat))
-        {
-            self.cpu = Duration::from_millis(ticks * 1000 / USER_HZ);
+        if let Some(cpu) = cpu_time(self.child.id()) {
+            self.cpu = cpu;
         }
     }
 
@@ -223,6 +219,13 @@ impl Drop for Child {
         }
         let _ = self.child.wait();
     }
+}
+
+/// CPU time (user + system) process `pid` has used so far, from `/proc/<pid>/stat`;
+/// `None` once it is reaped (or on a system without `/proc`).
+pub fn cpu_time(pid: u32) -> Option<Duration> {
+    let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
+    Some(Duration::from_millis(cpu_ticks(&stat)? * 1000 / USER_HZ))
 }
 
 /// utime + stime (fields 14 and 15) of a `/proc/<pid>/stat` line, in ticks. The
