@@ -19,5 +19,7 @@ if [ -n "${CI:-}" ]; then
     trap 'find "$CARGO_TARGET_DIR/release/deps" -maxdepth 1 -type f -perm -u+x ! -name "*.*" -newer "$stamp" -delete 2>/dev/null; rm -f "$stamp"' EXIT
 fi
 cargo fmt --all --check
+# The demo's build and this one must share RocksDB's build (see ops/Cargo.toml).
+"$here/check-unified-build.sh"
 cargo clippy --release --locked --workspace --all-targets -- -D warnings
 cargo nextest run --release --locked --workspace --no-fail-fast "$@"
