@@ -6,7 +6,7 @@ use std::collections::{BTreeMap, BTreeSet};
 use std::io::Write;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::time::Duration;
 
 use application::service::{self, AppConfig, ControlSettings, CrashHook, End};
@@ -23,7 +23,9 @@ use tokio_util::sync::CancellationToken;
 
 const TOKEN: &str = "test-token";
 
-/// A manager that accepts applications and reports them idle when `idle` is set.
+/// A manager that accepts applications and reports them idle when `idle` is set,
+/// every 50 ms, echoing the newest `SyncProgress` it received (as the real one
+/// does once it has listed the request folders).
 async fn fake_manager(idle: Arc<AtomicBool>) -> String {
     let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
     let addr = listener.local_addr().unwrap().to_string();
@@ -41,8 +43,15 @@ async fn fake_manager(idle: Arc<AtomicBool>) -> String {
                     return;
                 };
                 let (mut rd, conn) = conn.into_split();
-                let reader =
-                    tokio::spawn(async move { while let Ok(Some(_)) = rd.recv().await {} });
+                let synced = Arc::new(AtomicU64::new(0));
+                let seen = synced.clone();
+                let reader = tokio::spawn(async move {
+                    while let Ok(Some(msg)) = rd.recv().await {
+                        if let Message::SyncProgress { seq, .. } = msg {
+                            seen.fetch_max(seq, Ordering::SeqCst);
+                        }
+                    }
+                });
                 let mut tick = tokio::time::interval(Duration::from_millis(50));
                 loop {
                     tokio::select! {
@@ -56,6 +65,8 @@ async fn fake_manager(idle: Arc<AtomicBool>) -> String {
                                 in_flight: 0,
                                 pages_total: 0,
                                 outcomes_total: 0,
+                                outcomes_pending: 0,
+                                synced: synced.load(Ordering::SeqCst),
                             };
                             if conn.send(&Message::AppProgress(p)).await.is_err() { return }
                         }

@@ -102,6 +102,24 @@ impl OutcomeSink {
         self.pending.values().map(|p| p.lines.len()).sum()
     }
 
+    /// Lines waiting in memory for `app`.
+    pub fn pending_of(&self, app: &AppId) -> usize {
+        self.pending.get(app).map_or(0, |p| p.lines.len())
+    }
+
+    /// Publishes the lines pending for `app` now (eager when idle: the application
+    /// has nothing else coming). Returns whether a file was published.
+    pub fn flush_app(&mut self, store: &Store, app: &AppId) -> Result<bool, FrontierError> {
+        let Some(pending) = self.pending.remove(app) else {
+            return Ok(false);
+        };
+        if pending.lines.is_empty() {
+            return Ok(false);
+        }
+        self.publish_and_forget(store, app, pending)?;
+        Ok(true)
+    }
+
     /// Outcome files published by this process.
     pub fn published_files(&self) -> u64 {
         self.published_files
@@ -139,19 +157,31 @@ impl OutcomeSink {
             let Some(pending) = self.pending.remove(app) else {
                 continue;
             };
-            if let Err(e) = self.publish(app, &pending) {
-                // Keep the lines (they are durable anyway) and retry on the next flush.
-                self.pending.insert(app.clone(), pending);
-                return Err(e);
-            }
-            let mut batch = Batch::default();
-            for (seq, _) in &pending.lines {
-                batch.delete(Cf::Outcome, seq.to_be_bytes().to_vec());
-            }
-            store.write(batch)?;
-            self.published_files += 1;
+            self.publish_and_forget(store, app, pending)?;
         }
         Ok(due.len())
+    }
+
+    /// Publishes `pending` as one file of `app`, then deletes its lines from RocksDB.
+    /// On a publish error the lines are kept (they are durable anyway) for the next
+    /// flush.
+    fn publish_and_forget(
+        &mut self,
+        store: &Store,
+        app: &AppId,
+        pending: AppPending,
+    ) -> Result<(), FrontierError> {
+        if let Err(e) = self.publish(app, &pending) {
+            self.pending.insert(app.clone(), pending);
+            return Err(e);
+        }
+        let mut batch = Batch::default();
+        for (seq, _) in &pending.lines {
+            batch.delete(Cf::Outcome, seq.to_be_bytes().to_vec());
+        }
+        store.write(batch)?;
+        self.published_files += 1;
+        Ok(())
     }
 
     fn publish(&mut self, app: &AppId, pending: &AppPending) -> Result<(), FrontierError> {

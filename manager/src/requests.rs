@@ -180,6 +180,20 @@ impl RequestFiles {
         out
     }
 
+    /// [`pending_by_app`](Self::pending_by_app) of one application: O(files listed).
+    pub fn pending_of(&self, app: &AppId) -> u64 {
+        let listed = self.listing.iter().filter(|(_, a)| a == app).count();
+        let resumed = self.resumed.iter().filter(|(a, _)| a == app).count();
+        let current = self.current.as_ref().is_some_and(|c| &c.app == app);
+        (listed + resumed) as u64 + u64::from(current)
+    }
+
+    /// Lists the request folders now (an application asked for a sync).
+    pub fn list_now(&mut self, now_ms: u64) -> Result<(), FrontierError> {
+        self.rescan();
+        self.refresh(now_ms)
+    }
+
     /// The progress keys of the claimed files not finished yet.
     pub fn claimed_keys(&self) -> BTreeSet<Vec<u8>> {
         let mut keys: BTreeSet<Vec<u8>> = self

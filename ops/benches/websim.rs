@@ -88,6 +88,7 @@ fn main() {
         hosts: HOSTS,
         pages: PAGES,
         size_skew: 1.0,
+        plain: false,
         http_port: 8080,
         https_port: 8443,
     });
@@ -148,6 +149,7 @@ fn main() {
                     hosts: HOSTS,
                     pages: PAGES,
                     size_skew: 1.0,
+                    plain: false,
                     http_port: port,
                     https_port: 1,
                 }));

@@ -56,6 +56,17 @@ impl Signal {
     }
 }
 
+/// Wakes the waiter of a [`Discovery`] (see [`Discovery::waker`]). Cheap to clone.
+#[derive(Debug, Clone)]
+pub struct Waker(Arc<Signal>);
+
+impl Waker {
+    /// Wakes the waiter now, or makes its next wait return at once.
+    pub fn wake(&self) {
+        self.0.raise();
+    }
+}
+
 /// Tells a consumer when to look at its folder again: on a watcher event or when the
 /// scan interval passes, whichever comes first.
 #[derive(Debug)]
@@ -103,6 +114,13 @@ impl Discovery {
     /// The period of the fallback scan.
     pub fn scan_interval(&self) -> Duration {
         self.interval
+    }
+
+    /// A handle that wakes this discovery's waiter as a watcher event would: for
+    /// hints that arrive another way (a `Published` message on the control
+    /// connection, a progress report the waiter is waiting for).
+    pub fn waker(&self) -> Waker {
+        Waker(Arc::clone(&self.signal))
     }
 
     /// True when a watcher is running (events can wake a waiter early).

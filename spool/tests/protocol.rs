@@ -271,6 +271,8 @@ fn samples() -> Vec<Message> {
             in_flight: 3,
             pages_total: 4,
             outcomes_total: 5,
+            outcomes_pending: 6,
+            synced: 7,
         }),
         Message::Admin(AdminCommand::BlacklistAdd {
             entry: ".spam.test".into(),
@@ -342,6 +344,7 @@ fn samples() -> Vec<Message> {
             file: "50-dl-1-00000000000000000001.warc.gz".into(),
             jobs: vec![JobId(7), JobId(300)],
         },
+        Message::SyncProgress { app: app(), seq: 9 },
     ]
 }
 
@@ -365,9 +368,10 @@ fn variant_index(msg: &Message) -> usize {
         Message::Admin(_) => 13,
         Message::AdminReply(_) => 14,
         Message::Committed { .. } => 15,
+        Message::SyncProgress { .. } => 16,
     }
 }
-const VARIANTS: usize = 16;
+const VARIANTS: usize = 17;
 
 // ---------------------------------------------------------------- encoding
 
@@ -408,7 +412,7 @@ fn golden_message_bytes() {
         "09 01 03 06 61 2e 74 65 73 74 00 02 00 0a 00 00 01 01 00 00 00 00 00 00 00 00 00 00 00 00 00 00 00 01 ac 02 06 62 2e 74 65 73 74 01 00 3c 00 06 63 2e 74 65 73 74 01 02 05 08 53 45 52 56 46 41 49 4c",
         "0a 03 62 66 73",
         "0b 02 03 62 66 73 15 30 2d 6d 67 72 2d 30 30 30 30 30 31 2e 6f 75 74 63 6f 6d 65 73",
-        "0c 03 62 66 73 01 02 03 04 05",
+        "0c 03 62 66 73 01 02 03 04 05 06 07",
         "0d 02 0a 2e 73 70 61 6d 2e 74 65 73 74",
         "0d 05 88 27",
         "0e 01 02 6e 6f",
@@ -417,6 +421,7 @@ fn golden_message_bytes() {
         "0e 03 01 0b 2a 2e 73 70 61 6d 2e 74 65 73 74",
         "0e 04 04 2f 63 2f 31",
         "0f 24 35 30 2d 64 6c 2d 31 2d 30 30 30 30 30 30 30 30 30 30 30 30 30 30 30 30 30 30 30 31 2e 77 61 72 63 2e 67 7a 02 07 ac 02",
+        "10 03 62 66 73 09",
     ];
     let got: Vec<String> = samples()
         .iter()

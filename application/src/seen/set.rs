@@ -169,6 +169,31 @@ impl SeenSet {
         Ok(())
     }
 
+    /// Starts merging what is buffered now, unless a merge is running (then the
+    /// buffer keeps growing and goes next): eager when idle, batched when busy.
+    /// Never waits. Returns whether a merge started.
+    pub fn merge_now(&mut self) -> Result<bool, SeenError> {
+        if self.stopped {
+            return Err(SeenError::Stopped);
+        }
+        if self.buffer.is_empty() || self.in_flight > 0 {
+            return Ok(false);
+        }
+        // The worker is idle, so the rendezvous hand-off does not wait.
+        self.hand_off()?;
+        Ok(true)
+    }
+
+    /// True while a merge runs or a finished merge's batch waits to be received.
+    pub fn is_merging(&self) -> bool {
+        self.in_flight > 0 || !self.ready.is_empty()
+    }
+
+    /// True when keys are buffered that no merge has taken yet.
+    pub fn has_buffered(&self) -> bool {
+        !self.buffer.is_empty()
+    }
+
     /// [`SeenSet::flush`], then returns the batches not received yet and stops the
     /// merge thread.
     pub fn close(mut self) -> Result<Vec<NewBatch>, SeenError> {

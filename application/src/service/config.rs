@@ -67,8 +67,11 @@ pub struct AppConfig {
     /// Spool folder scan period, in milliseconds (the notify events only wake up
     /// early). Default 1000.
     pub scan_interval_ms: u64,
-    /// Pause between the two idle checks that end the crawl, in milliseconds.
-    /// Default 1000.
+    /// How long an "idle" answer from the manager is confirmed before the crawl
+    /// ends, in milliseconds: at least the time a file published here takes to
+    /// become visible on the manager's machine (NFS attribute caching). 0 when the
+    /// manager shares this machine's file system view (`polycrawl crawl` and `demo`
+    /// set it). Default 1000.
     pub idle_check_ms: u64,
 }
 

@@ -10,13 +10,14 @@ use std::path::PathBuf;
 use std::time::{Duration, Instant};
 
 use spool::claim::{Claimed, Consumer};
-use spool::discover::Discovery;
+use spool::discover::{Discovery, Waker};
 use spool::formats::{Hints, OutcomeReader, RequestHeader, RequestWriter};
 use spool::name::{FileKind, Priority};
+use spool::protocol::{Message, SpoolArea};
 use spool::publish::Publisher;
-use spool::{ComponentId, Spool, SpoolDir};
+use spool::{AppId, ComponentId, Spool, SpoolDir};
 use storage::Repository;
-use tokio::sync::watch;
+use tokio::sync::{mpsc, watch};
 use tokio_util::sync::CancellationToken;
 use tracing::{info, warn};
 use url::Url;
@@ -42,6 +43,18 @@ pub struct CrashHook {
     pub after_request_files: Option<u64>,
 }
 
+/// The crawl loop's side of the manager connection (see [`super::control`]).
+#[derive(Debug)]
+pub(crate) struct ManagerLink {
+    /// The newest progress report.
+    pub progress: watch::Receiver<ProgressSeen>,
+    /// Hints and syncs to send.
+    pub outbound: mpsc::UnboundedSender<Message>,
+}
+
+/// Longest pause between looks while a merge runs (its end raises no event).
+const MERGE_POLL: Duration = Duration::from_millis(2);
+
 /// A page batch whose links are inserted, waiting for their generation's publication.
 struct Awaiting {
     claimed: Claimed,
@@ -50,6 +63,7 @@ struct Awaiting {
 
 pub(crate) struct Crawl {
     config: AppConfig,
+    app: AppId,
     scope: Scope,
     canon: CanonConfig,
     priority: Priority,
@@ -68,13 +82,17 @@ pub(crate) struct Crawl {
     seeds: Vec<String>,
     seeds_generation: Option<u64>,
     input_generation: Option<u64>,
-    dirty: bool,
     quarantined: u64,
     files_this_run: u64,
     hook: CrashHook,
-    progress_rx: watch::Receiver<ProgressSeen>,
+    link: ManagerLink,
+    /// The last `SyncProgress` sent (its sequence number and when), if it was sent
+    /// after the loop's last piece of work.
+    sync_sent: Option<(u64, Instant)>,
+    sync_seq: u64,
+    /// Statistics in `progress` changed since it was last saved.
+    stats_unsaved: bool,
     stop: CancellationToken,
-    last_activity: Instant,
 }
 
 impl Crawl {
@@ -84,7 +102,7 @@ impl Crawl {
         spool: &Spool,
         id: ComponentId,
         seeds: Vec<String>,
-        progress_rx: watch::Receiver<ProgressSeen>,
+        link: ManagerLink,
         stop: CancellationToken,
         hook: CrashHook,
     ) -> Result<Self, AppError> {
@@ -137,15 +155,22 @@ impl Crawl {
             seeds,
             seeds_generation: None,
             input_generation: None,
-            dirty: false,
             quarantined: 0,
             files_this_run: 0,
             hook,
-            progress_rx,
+            link,
+            sync_sent: None,
+            sync_seq: 0,
+            stats_unsaved: false,
             stop,
-            last_activity: Instant::now(),
+            app,
             config,
         })
+    }
+
+    /// Wakes the loop when it waits (for the control connection's hints).
+    pub(crate) fn waker(&self) -> Waker {
+        self.pages_discovery.waker()
     }
 
     pub(crate) fn run(mut self) -> Result<Summary, AppError> {
@@ -162,9 +187,9 @@ impl Crawl {
         for claimed in self.pages.resume()? {
             self.page_batch(claimed)?;
         }
-        for claimed in self.outcomes.resume()? {
-            self.outcome_file(claimed)?;
-        }
+        let resumed = self.outcomes.resume()?;
+        self.outcome_files(resumed)?;
+        // When the manager first answered "idle" (the send time of that sync).
         let mut first_idle: Option<Instant> = None;
         loop {
             if self.stop.is_cancelled() {
@@ -176,8 +201,9 @@ impl Crawl {
                 self.page_batch(claimed)?;
                 worked = true;
             }
-            for claimed in self.outcomes.claim_batch(16)? {
-                self.outcome_file(claimed)?;
+            let outcome_files = self.outcomes.claim_batch(16)?;
+            if !outcome_files.is_empty() {
+                self.outcome_files(outcome_files)?;
                 worked = true;
             }
             while let Some(batch) = self.seen.try_recv_new()? {
@@ -187,20 +213,44 @@ impl Crawl {
                 worked = true;
             }
             if worked {
-                self.last_activity = Instant::now();
                 first_idle = None;
+                self.sync_sent = None;
                 continue;
             }
-            if self.dirty {
-                self.seen.flush()?;
-                self.dirty = false;
+            // Eager when idle: merge what is buffered now (unless a merge runs:
+            // then the buffer keeps growing and goes next).
+            if self.seen.merge_now()? {
                 continue;
             }
-            if self.is_idle()? {
-                let now = Instant::now();
-                match first_idle {
-                    None => first_idle = Some(now),
-                    Some(t) if now >= t + Duration::from_millis(self.config.idle_check_ms) => {
+            if self.seen.is_merging() || !self.awaiting.is_empty() {
+                self.pages_discovery.wait_timeout(MERGE_POLL);
+                continue;
+            }
+            if !self.folders_empty()? {
+                continue;
+            }
+            self.save_stats()?;
+            // Nothing to do here: ask the manager where our URLs are, once per quiet
+            // spell; its answer counts every request file published before.
+            let (seq, sent_at) = match self.sync_sent {
+                Some(sent) => sent,
+                None => self.sync(),
+            };
+            let answer = match &*self.link.progress.borrow() {
+                Some((_, p)) if p.synced >= seq => Some(p.is_idle()),
+                _ => None,
+            };
+            let scan = Duration::from_millis(self.config.scan_interval_ms.max(10));
+            match answer {
+                Some(true) => {
+                    // A batch or outcome file published just before the answer
+                    // is in the folders now.
+                    if !self.folders_empty()? {
+                        continue;
+                    }
+                    let confirm = Duration::from_millis(self.config.idle_check_ms);
+                    let since = *first_idle.get_or_insert(sent_at);
+                    if sent_at >= since + confirm {
                         self.checkpoint()?;
                         let end = if self.max_pages_reached() {
                             End::MaxPages
@@ -209,32 +259,51 @@ impl Crawl {
                         };
                         return Ok(self.summary(end));
                     }
-                    Some(_) => {}
+                    let now = Instant::now();
+                    if now >= since + confirm {
+                        self.sync_sent = None; // ask again, for the confirmation
+                    } else {
+                        self.pages_discovery.wait_timeout(since + confirm - now);
+                    }
                 }
-                std::thread::sleep(Duration::from_millis(
-                    self.config.idle_check_ms.clamp(1, 100),
-                ));
-            } else {
-                first_idle = None;
-                self.pages_discovery
-                    .wait_timeout(Duration::from_millis(self.config.idle_check_ms.max(1)));
+                Some(false) => {
+                    first_idle = None;
+                    self.pages_discovery.wait_timeout(scan);
+                }
+                None => {
+                    self.pages_discovery.wait_timeout(scan);
+                }
             }
         }
     }
 
-    /// Nothing buffered, merging, unpublished or pending in our folders, and the
-    /// manager's newest report (received after our last action) says idle.
-    fn is_idle(&self) -> Result<bool, AppError> {
-        if !self.awaiting.is_empty() || self.dirty {
-            return Ok(false);
+    /// Saves the progress file if only statistics changed since the last save.
+    fn save_stats(&mut self) -> Result<(), AppError> {
+        if self.stats_unsaved {
+            self.progress.save(&self.state_dir)?;
+            self.stats_unsaved = false;
         }
-        let manager_idle = match &*self.progress_rx.borrow() {
-            Some((at, p)) => *at > self.last_activity && p.is_idle(),
-            None => false,
+        Ok(())
+    }
+
+    /// `pages/<app>/` and `outcomes/<app>/` hold no file. O(files listed).
+    fn folders_empty(&self) -> Result<bool, AppError> {
+        Ok(self.pages.dir().list()?.is_empty() && self.outcomes.dir().list()?.is_empty())
+    }
+
+    /// Sends a `SyncProgress`; returns its sequence number and when it was sent.
+    fn sync(&mut self) -> (u64, Instant) {
+        self.sync_seq += 1;
+        let sent = (self.sync_seq, Instant::now());
+        let msg = Message::SyncProgress {
+            app: self.app.clone(),
+            seq: self.sync_seq,
         };
-        Ok(manager_idle
-            && self.pages.dir().list()?.is_empty()
-            && self.outcomes.dir().list()?.is_empty())
+        // The receiver lives as long as the service; a closed channel means it is
+        // ending, and the loop's stop token says so next.
+        let _ = self.link.outbound.send(msg);
+        self.sync_sent = Some(sent);
+        sent
     }
 
     fn max_pages_reached(&self) -> bool {
@@ -253,7 +322,6 @@ impl Crawl {
         let generation = self.seen.pending_generation();
         self.seen.insert(key.as_bytes(), &depth.to_le_bytes())?;
         self.input_generation = Some(self.input_generation.unwrap_or(0).max(generation));
-        self.dirty = true;
         Ok(())
     }
 
@@ -288,7 +356,26 @@ impl Crawl {
         self.finish_inputs()
     }
 
-    fn outcome_file(&mut self, claimed: Claimed) -> Result<(), AppError> {
+    /// Counts the outcomes of `files`, saves the counts once, then deletes the
+    /// files (a crash in between counts them again: counts are statistics).
+    fn outcome_files(&mut self, files: Vec<Claimed>) -> Result<(), AppError> {
+        if files.is_empty() {
+            return Ok(());
+        }
+        let mut counted = Vec::with_capacity(files.len());
+        for claimed in files {
+            counted.extend(self.outcome_file(claimed)?);
+        }
+        self.progress.save(&self.state_dir)?;
+        self.stats_unsaved = false;
+        for claimed in counted {
+            claimed.done()?;
+        }
+        Ok(())
+    }
+
+    /// Counts one outcome file; gives it back unless it was quarantined instead.
+    fn outcome_file(&mut self, claimed: Claimed) -> Result<Option<Claimed>, AppError> {
         let file = claimed.open()?;
         let mut counts: BTreeMap<String, u64> = BTreeMap::new();
         let mut urls = Vec::new();
@@ -305,7 +392,7 @@ impl Crawl {
         if let Err(e) = parsed {
             warn!(file = %claimed.name(), error = %e, "app: outcome file quarantined");
             claimed.quarantine(&e.to_string())?;
-            return Ok(());
+            return Ok(None);
         }
         for url in urls {
             self.depths.remove(&url);
@@ -313,9 +400,7 @@ impl Crawl {
         for (reason, n) in counts {
             *self.progress.outcomes.entry(reason).or_default() += n;
         }
-        self.progress.save(&self.state_dir)?;
-        claimed.done()?;
-        Ok(())
+        Ok(Some(claimed))
     }
 
     /// Publishes the new URLs of one merge; false when the crash hook fired.
@@ -367,8 +452,15 @@ impl Crawl {
                 if n == 0 {
                     continue;
                 }
-                self.requests
+                let path = self
+                    .requests
                     .publish(self.priority, FileKind::Requests, &data)?;
+                if let Some(name) = path.file_name().and_then(|n| n.to_str()) {
+                    let _ = self.link.outbound.send(Message::Published {
+                        area: SpoolArea::Requests(self.app.clone()),
+                        name: name.to_owned(),
+                    });
+                }
                 requested += n;
                 self.files_this_run += 1;
                 if self
@@ -386,6 +478,7 @@ impl Crawl {
             self.progress.seeds_done = true;
         }
         self.progress.save(&self.state_dir)?;
+        self.stats_unsaved = false;
         self.seen.release(generation)?;
         info!(generation, urls = requested, "app: published new URLs");
         self.finish_inputs()?;
@@ -415,18 +508,20 @@ impl Crawl {
                 Err(e) => return Err(e.into()),
             }
         }
-        self.progress.save(&self.state_dir)?;
+        // The page count is a statistic: saved with the next save, not now (each
+        // save is two fsyncs).
+        self.stats_unsaved = true;
         Ok(())
     }
 
     /// Merges and publishes everything buffered (shutdown, end of crawl).
     fn checkpoint(&mut self) -> Result<(), AppError> {
         self.seen.flush()?;
-        self.dirty = false;
         while let Some(batch) = self.seen.try_recv_new()? {
             self.publish(batch)?;
         }
-        self.finish_inputs()
+        self.finish_inputs()?;
+        self.save_stats()
     }
 
     fn summary(&self, end: End) -> Summary {

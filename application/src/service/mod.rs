@@ -18,16 +18,28 @@
 //! 5. outcome files from `outcomes/<app>/` are counted by reason and deleted.
 //!
 //! Parsing never waits on a merge: the seen set merges in the background and the
-//! loop only drains finished merges ([`SeenSet::try_recv_new`](crate::seen::SeenSet::try_recv_new));
-//! it flushes the buffer only when it has nothing else to do.
+//! loop only drains finished merges ([`SeenSet::try_recv_new`](crate::seen::SeenSet::try_recv_new)).
 //!
-//! **Completion.** The crawl is complete when nothing is buffered, merging or
-//! unpublished, no page batch waits for publication, `pages/<app>/` and
-//! `outcomes/<app>/` are empty, and the manager's newest `AppProgress`, received
-//! after our last action, says idle — at two checks `idle_check_ms` apart. Then the
-//! loop checkpoints and returns a [`Summary`] (printed as one line). With
-//! `max_pages`, once that many pages are stored new merges are no longer published
-//! (the outstanding URLs finish) and the crawl ends the same way.
+//! **Eager when idle, batched when busy** (DESIGN.md section 2). When the loop has
+//! nothing else to do it starts a merge of whatever is buffered at once
+//! ([`SeenSet::merge_now`](crate::seen::SeenSet::merge_now)); while a merge runs,
+//! new links keep collecting in the buffer and go with the next one, so merges
+//! grow with the load. Every request file published is announced to the manager
+//! with a `Published` hint, so it is loaded at once, not at the manager's next
+//! folder scan. Page batches wake the loop through the folder watcher and through
+//! the manager's relayed hints (the only wake-up that crosses machines).
+//!
+//! **Completion.** When nothing is buffered, merging, unpublished or waiting for
+//! publication and `pages/<app>/` and `outcomes/<app>/` are empty, the loop sends
+//! `SyncProgress` and waits for the answer: an `AppProgress` that counts every
+//! request file published before the sync. If it says idle (and the folders are
+//! still empty, since a batch committed just before the answer is visible by now),
+//! the crawl is complete. With `idle_check_ms > 0` the verdict is confirmed by a
+//! second sync at least that much later: that is for a spool shared over NFS, where
+//! the manager's machine may see our newest request file only after its attribute
+//! cache expires. Then the loop checkpoints and returns a [`Summary`] (printed as
+//! one line). With `max_pages`, once that many pages are stored new merges are no
+//! longer published (the outstanding URLs finish) and the crawl ends the same way.
 //!
 //! # Crash safety: kill -9 at any point loses no URL
 //!
@@ -62,7 +74,7 @@ pub mod summary;
 pub mod unshuffle;
 
 use spool::Spool;
-use tokio::sync::watch;
+use tokio::sync::{mpsc, watch};
 use tokio_util::sync::CancellationToken;
 
 pub use config::AppConfig;
@@ -105,14 +117,32 @@ pub async fn run_with_hook(
     config.scope()?;
     let app = config.app_id()?;
     let (tx, rx) = watch::channel(None);
+    let (out_tx, out_rx) = mpsc::unbounded_channel();
     let stop = shutdown.child_token();
     let ctl_stop = CancellationToken::new();
-    let mut ctl = tokio::spawn(control::serve(control.clone(), app, tx, ctl_stop.clone()));
     let loop_stop = stop.clone();
     let id = control.id.clone();
-    let mut job = tokio::task::spawn_blocking(move || {
-        crawl::Crawl::open(config, &spool, id, seeds, rx, loop_stop, hook)?.run()
-    });
+    let link = crawl::ManagerLink {
+        progress: rx,
+        outbound: out_tx,
+    };
+    let crawl = tokio::task::spawn_blocking(move || {
+        crawl::Crawl::open(config, &spool, id, seeds, link, loop_stop, hook)
+    })
+    .await
+    .map_err(|_| AppError::Panicked)??;
+    let to_crawl = control::ToCrawl {
+        progress: tx,
+        waker: crawl.waker(),
+    };
+    let mut ctl = tokio::spawn(control::serve(
+        control.clone(),
+        app,
+        to_crawl,
+        out_rx,
+        ctl_stop.clone(),
+    ));
+    let mut job = tokio::task::spawn_blocking(move || crawl.run());
     let result = tokio::select! {
         r = &mut job => r.map_err(|_| AppError::Panicked).and_then(|r| r),
         c = &mut ctl => {

@@ -75,6 +75,7 @@ pub mod config;
 pub mod error;
 mod ip_gate;
 pub mod metrics;
+mod pending;
 mod session;
 mod task;
 mod writer;

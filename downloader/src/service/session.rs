@@ -36,6 +36,7 @@
 //! job twice. Cost per message: O(1) plus the size of the batch.
 
 use std::collections::{HashMap, HashSet, VecDeque};
+
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -51,6 +52,7 @@ use tracing::{error, info, warn};
 
 use crate::service::error::WriteError;
 use crate::service::metrics::MetricsSnapshot;
+use crate::service::pending::Pending;
 use crate::service::task::{self, JobEnv};
 use crate::service::writer::{Command, Event};
 
@@ -97,7 +99,7 @@ pub(crate) struct Session<'a> {
     tasks: JoinSet<()>,
     task_jobs: HashMap<Id, JobId>,
     /// Every job of this session without a report yet (queued or running).
-    pending: HashSet<JobId>,
+    pending: Pending,
     /// Jobs waiting for a slot, in the manager's order.
     queue: VecDeque<FetchJob>,
     /// Jobs reported `Stored` into a page batch that is not published yet.
@@ -129,7 +131,7 @@ impl<'a> Session<'a> {
             session,
             tasks: JoinSet::new(),
             task_jobs: HashMap::new(),
-            pending: HashSet::new(),
+            pending: Pending::default(),
             queue: VecDeque::new(),
             uncommitted: HashSet::new(),
             reports: Vec::new(),
@@ -292,7 +294,7 @@ impl<'a> Session<'a> {
 
     /// Queues one job; it starts when a slot is free.
     fn start(&mut self, job: FetchJob) {
-        if !self.pending.insert(job.job) {
+        if !self.pending.insert(job.job, &job.app) {
             warn!(job = %job.job, "downloader: the manager sent a job that is still pending; ignored");
             return;
         }
@@ -308,7 +310,7 @@ impl<'a> Session<'a> {
         let job = self.task_jobs.remove(&id);
         if let (Some(e), Some(job)) = (panicked, job) {
             error!(%job, error = %e, "downloader: job task panicked");
-            if self.pending.remove(&job) {
+            if self.pending.remove(job).is_some() {
                 self.env.metrics.returned(1);
                 self.reports.push(returned(job));
             }
@@ -333,6 +335,9 @@ impl<'a> Session<'a> {
             }
         }
         self.send_reports().await?;
+        if ending.is_none() {
+            self.publish_idle().await?;
+        }
         Ok(None)
     }
 
@@ -347,9 +352,13 @@ impl<'a> Session<'a> {
                 report,
                 in_batch,
             } => {
-                if session == self.session && self.pending.remove(&report.job) {
+                let app = (session == self.session)
+                    .then(|| self.pending.remove(report.job))
+                    .flatten();
+                if let Some(app) = app {
                     if in_batch {
                         self.uncommitted.insert(report.job);
+                        self.pending.stored(app);
                     }
                     self.reports.push(report);
                 }
@@ -389,7 +398,7 @@ impl<'a> Session<'a> {
     fn begin_ending(&mut self, grace: Duration, reason: ByeReason) -> Ending {
         let waiting = self.queue.len();
         for job in self.queue.drain(..) {
-            self.pending.remove(&job.job);
+            self.pending.remove(job.job);
             self.reports.push(returned(job.job));
         }
         self.env.metrics.returned(waiting as u64);
@@ -398,6 +407,23 @@ impl<'a> Session<'a> {
             reason,
             flushing: false,
         }
+    }
+
+    /// Asks the writer to publish the batch of every application that has no job
+    /// pending here any more (eager when idle: see [`Pending`]).
+    async fn publish_idle(&mut self) -> Result<(), String> {
+        for app in self.pending.take_idle() {
+            if self
+                .env
+                .writer
+                .send(Command::Publish { app })
+                .await
+                .is_err()
+            {
+                return Err("the batch writer is gone".into());
+            }
+        }
+        Ok(())
     }
 
     /// Asks the writer to publish every open batch (answered by `Flushed`).
@@ -415,7 +441,7 @@ impl<'a> Session<'a> {
 
     /// Hands back what is left, says goodbye and ends.
     async fn finish(&mut self, reason: ByeReason) -> End {
-        let left: Vec<JobId> = self.pending.drain().collect();
+        let left: Vec<JobId> = self.pending.drain();
         self.env.metrics.returned(left.len() as u64);
         self.reports.extend(left.iter().map(|id| returned(*id)));
         if let Err(e) = self.send_reports().await {
@@ -447,7 +473,7 @@ impl<'a> Session<'a> {
     /// own (their reports go nowhere; their pages are still written).
     fn abandon(&mut self) {
         self.queue.clear();
-        self.pending.clear();
+        self.pending.drain();
         self.task_jobs.clear();
         self.tasks.detach_all();
     }

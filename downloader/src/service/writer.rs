@@ -22,7 +22,16 @@
 //!   per published file, and the session drains it continuously.
 //! - Batches: one open batch per application, opened at its first record, published
 //!   when it reaches `max_batch_bytes`, when it is `max_batch_age_ms` old, on
-//!   [`Command::Flush`] and on [`Command::Shutdown`]. Robots files are written
+//!   [`Command::Publish`], on [`Command::Flush`] and on [`Command::Shutdown`].
+//! - **Eager when idle, batched when busy** (Nagle's rule, DESIGN.md section 2):
+//!   [`Command::Publish`] comes when no job of the application is left at this
+//!   downloader. The batch goes out at once if the application has claimed our
+//!   previous batch (it is waiting for work); if that batch is still in
+//!   `pages/<app>/`, the application is busy, so the batch keeps growing and is
+//!   published the moment the previous one is claimed (checked every
+//!   [`CLAIM_POLL`]: one `stat`), or by size or age, whichever comes first. Every
+//!   published file costs the application a claim, an ingest and their fsyncs, so
+//!   this is what keeps batches large under load and latency low when idle. Robots files are written
 //!   and published at once, then reported.
 //! - A write or publish error is fatal ([`Event::Failed`]): the failed batch is
 //!   dropped (its temp file deleted) and the service stops (see
@@ -33,8 +42,9 @@
 //! records did not all write, and never report a page before its records are
 //! written. Cost: O(record bytes) per record; O(apps) per wake-up.
 
-use std::collections::HashMap;
 use std::collections::hash_map::Entry;
+use std::collections::{HashMap, HashSet};
+use std::path::PathBuf;
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -51,6 +61,10 @@ use crate::service::metrics::Metrics;
 
 /// Responses waiting for the writer thread, at most.
 pub const QUEUE: usize = 64;
+
+/// How often a batch held back for a busy application checks whether the
+/// application has claimed our previous batch.
+pub const CLAIM_POLL: Duration = Duration::from_millis(2);
 
 /// Where a response goes.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -76,6 +90,12 @@ pub(crate) struct Store {
 pub(crate) enum Command {
     /// Write a response (and report it).
     Store(Box<Store>),
+    /// No job of `app` is left here: publish its open batch as soon as the
+    /// application is waiting for work (see the module docs).
+    Publish {
+        /// The application.
+        app: AppId,
+    },
     /// Publish every open batch, then send [`Event::Flushed`].
     Flush {
         /// Echoed in `Flushed`.
@@ -151,6 +171,8 @@ impl WriterHandle {
             publishers: HashMap::new(),
             robots: None,
             open: HashMap::new(),
+            last_published: HashMap::new(),
+            held: HashSet::new(),
         };
         let thread = std::thread::Builder::new()
             .name("warc-writer".into())
@@ -185,18 +207,28 @@ struct Writer {
     publishers: HashMap<AppId, Publisher>,
     robots: Option<Publisher>,
     open: HashMap<AppId, Batch>,
+    /// The last batch published per application, while it may be unclaimed.
+    last_published: HashMap<AppId, PathBuf>,
+    /// Applications whose open batch goes out once `last_published` is claimed.
+    held: HashSet<AppId>,
 }
 
 impl Writer {
     async fn serve(mut self, mut rx: mpsc::Receiver<Command>) {
         loop {
             self.publish_aged();
+            self.publish_claimed();
             let oldest = self.open.values().map(Batch::opened).min();
-            let deadline = oldest.map(|t| Instant::from_std(t) + self.settings.max_batch_age);
+            let mut deadline = oldest.map(|t| Instant::from_std(t) + self.settings.max_batch_age);
+            if !self.held.is_empty() {
+                let poll = Instant::now() + CLAIM_POLL;
+                deadline = Some(deadline.map_or(poll, |d| d.min(poll)));
+            }
             let far = Instant::now() + Duration::from_secs(86_400);
             tokio::select! {
                 command = rx.recv() => match command {
                     Some(Command::Store(store)) => self.store(*store),
+                    Some(Command::Publish { app }) => self.publish_when_waited_for(app),
                     Some(Command::Flush { session }) => {
                         self.publish_all();
                         self.emit(Event::Flushed { session });
@@ -329,6 +361,42 @@ impl Writer {
         }
     }
 
+    /// `app` has no job left here: publish now if it claimed our last batch,
+    /// else hold the batch until it does.
+    fn publish_when_waited_for(&mut self, app: AppId) {
+        if !self.open.contains_key(&app) {
+            return;
+        }
+        if self.unclaimed(&app) {
+            self.held.insert(app);
+        } else {
+            self.publish(&app);
+        }
+    }
+
+    /// Publishes the held batches whose application claimed our last batch.
+    fn publish_claimed(&mut self) {
+        if self.held.is_empty() {
+            return;
+        }
+        let ready: Vec<AppId> = self
+            .held
+            .iter()
+            .filter(|app| !self.unclaimed(app))
+            .cloned()
+            .collect();
+        for app in ready {
+            self.publish(&app);
+        }
+    }
+
+    /// Whether our last batch for `app` is still waiting in `pages/<app>/`.
+    fn unclaimed(&self, app: &AppId) -> bool {
+        self.last_published
+            .get(app)
+            .is_some_and(|path| path.try_exists().unwrap_or(false))
+    }
+
     fn publish_all(&mut self) {
         let apps: Vec<AppId> = self.open.keys().cloned().collect();
         for app in apps {
@@ -337,11 +405,16 @@ impl Writer {
     }
 
     fn publish(&mut self, app: &AppId) {
+        self.held.remove(app);
         let Some(batch) = self.open.remove(app) else {
             return;
         };
         match batch.publish() {
             Ok(published) => {
+                if let Some(publisher) = self.publishers.get(app) {
+                    let path = publisher.dir().path().join(&published.name);
+                    self.last_published.insert(app.clone(), path);
+                }
                 self.metrics.batch_published(published.bytes);
                 debug!(
                     %app,

@@ -371,4 +371,15 @@ impl Frontier {
     pub fn flush_outcomes(&mut self, now_ms: u64) -> Result<usize, FrontierError> {
         self.outcomes.flush(&self.store, now_ms, true)
     }
+
+    /// Publishes the outcomes pending for `app` now; whether a file was published.
+    pub fn flush_outcomes_of(&mut self, app: &AppId) -> Result<bool, FrontierError> {
+        self.outcomes.flush_app(&self.store, app)
+    }
+
+    /// Lists the request folders now, so that the next progress counts every file
+    /// published before this call.
+    pub fn list_requests_now(&mut self, now_ms: u64) -> Result<(), FrontierError> {
+        self.requests.list_now(now_ms)
+    }
 }

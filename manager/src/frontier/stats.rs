@@ -103,7 +103,8 @@ impl Frontier {
                     in_flight: in_flight.get(&app).copied().unwrap_or(0),
                     pages_total: c.pages,
                     outcomes_total: c.outcomes,
-                    app,
+                    outcomes_pending: self.outcomes.pending_of(&app) as u64,
+                    ..AppProgress::new(app)
                 },
             );
         }
@@ -135,18 +136,34 @@ impl Frontier {
     }
 
     /// The progress of one application (zeros if the frontier never saw it).
+    /// O(request files listed) plus, while the app has URLs queued, O(jobs in
+    /// flight).
     pub fn app_progress(&self, app: &AppId) -> AppProgress {
-        self.stats()
-            .apps
-            .into_iter()
-            .find(|p| &p.app == app)
-            .unwrap_or(AppProgress {
-                app: app.clone(),
-                request_files_pending: 0,
-                queued_urls: 0,
-                in_flight: 0,
-                pages_total: 0,
-                outcomes_total: 0,
-            })
+        let c = self.counters.apps.get(app).copied().unwrap_or_default();
+        let in_flight = if c.queued == 0 {
+            0
+        } else {
+            self.jobs
+                .values()
+                .filter(|j| j.app.as_ref() == Some(app))
+                .count() as u64
+        };
+        AppProgress {
+            request_files_pending: self.requests.pending_of(app),
+            queued_urls: c.queued,
+            in_flight,
+            pages_total: c.pages,
+            outcomes_total: c.outcomes,
+            outcomes_pending: self.outcomes.pending_of(app) as u64,
+            ..AppProgress::new(app.clone())
+        }
+    }
+
+    /// Whether `app` has no URL queued (in flight included) and no request file
+    /// waiting, as of the last listing. O(1) when it has URLs queued, else
+    /// O(request files listed).
+    pub fn app_drained(&self, app: &AppId) -> bool {
+        let queued = self.counters.apps.get(app).map_or(0, |c| c.queued);
+        queued == 0 && self.requests.pending_of(app) == 0
     }
 }

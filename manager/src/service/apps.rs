@@ -4,18 +4,33 @@
 //! to the connections that consume the area, and a hint about `requests/` makes
 //! the frontier list its request folders at once.
 //!
+//! Eager when idle (DESIGN.md section 2), the manager's half:
+//! - `SyncProgress { app, seq }` lists the request folders now and answers with an
+//!   `AppProgress` whose `synced` is `seq`: a report that counts every request file
+//!   the application published before it asked. That is how an application knows,
+//!   without a timer, that the crawl is over.
+//! - Each step, an application that has run dry (nothing queued, nothing in flight,
+//!   no request file waiting, no page uncommitted) gets its pending outcomes
+//!   published at once and its progress pushed once, instead of waiting for the
+//!   outcome age and the next progress round.
+//!
 //! Progress counts a page reported but not yet committed as in flight: until its
 //! batch is published the page may still be fetched again, so an application that
 //! waits for `is_idle()` never stops one batch too early.
 //!
-//! This module must never read the spool: hints are only wake-ups. Cost per round:
-//! O(application connections x subscriptions) frontier stats snapshots.
+//! This module must never read the spool itself: hints are only wake-ups (the
+//! frontier lists the folders). Cost per round: O(application connections x
+//! subscriptions) progress reports; the dry check is O(1) for an application with
+//! URLs queued.
+
+use std::collections::BTreeSet;
 
 use spool::AppId;
 use spool::protocol::{AppProgress, Message, SpoolArea};
 
 use super::conn::ConnId;
 use super::engine::Engine;
+use super::error::ManagerError;
 use super::registry::Kind;
 
 impl Engine {
@@ -24,13 +39,42 @@ impl Engine {
         match self.registry.get_mut(conn).map(|c| &mut c.kind) {
             Some(Kind::Application(apps)) => {
                 tracing::info!(%app, "application subscribed");
-                apps.insert(app);
+                apps.entry(app).or_insert(0);
                 self.send_progress_to(conn);
             }
             _ => {
                 tracing::warn!(%app, "Subscribe from a component that is not an application ignored")
             }
         }
+    }
+
+    /// `conn` asks for a progress report that counts every request file it
+    /// published before asking.
+    pub(crate) fn on_sync(
+        &mut self,
+        conn: ConnId,
+        app: AppId,
+        seq: u64,
+        now_ms: u64,
+    ) -> Result<(), ManagerError> {
+        match self.registry.get_mut(conn).map(|c| &mut c.kind) {
+            Some(Kind::Application(apps)) if apps.contains_key(&app) => {
+                let synced = apps.entry(app.clone()).or_insert(0);
+                *synced = (*synced).max(seq);
+            }
+            _ => {
+                tracing::warn!(%app, "SyncProgress for an application this connection did not subscribe to ignored");
+                return Ok(());
+            }
+        }
+        self.frontier.list_requests_now(now_ms)?;
+        // A sync is a moment to look again: the app may be dry already.
+        self.idle_apps.remove(&app);
+        self.apps_step()?;
+        let mut progress = self.progress_of(&app);
+        progress.synced = seq;
+        self.send(conn, Message::AppProgress(progress));
+        Ok(())
     }
 
     /// The progress of `app` as applications see it.
@@ -42,27 +86,66 @@ impl Engine {
 
     /// Sends every subscription of `conn` its progress.
     pub(crate) fn send_progress_to(&mut self, conn: ConnId) {
-        let apps: Vec<AppId> = match self.registry.get(conn).map(|c| &c.kind) {
-            Some(Kind::Application(apps)) => apps.iter().cloned().collect(),
+        let apps: Vec<(AppId, u64)> = match self.registry.get(conn).map(|c| &c.kind) {
+            Some(Kind::Application(apps)) => apps.iter().map(|(a, s)| (a.clone(), *s)).collect(),
             _ => return,
         };
-        for app in apps {
-            let progress = self.progress_of(&app);
+        for (app, synced) in apps {
+            let mut progress = self.progress_of(&app);
+            progress.synced = synced;
             self.send(conn, Message::AppProgress(progress));
         }
     }
 
     /// Sends every application connection its progress.
     pub(crate) fn send_progress(&mut self) {
-        let conns: Vec<ConnId> = self
-            .registry
-            .iter()
-            .filter(|(_, c)| matches!(&c.kind, Kind::Application(apps) if !apps.is_empty()))
-            .map(|(conn, _)| conn)
-            .collect();
-        for conn in conns {
+        for conn in self.app_conns(None) {
             self.send_progress_to(conn);
         }
+    }
+
+    /// The application connections subscribed to `app` (to any app with `None`).
+    fn app_conns(&self, app: Option<&AppId>) -> Vec<ConnId> {
+        self.registry
+            .iter()
+            .filter(|(_, c)| match (&c.kind, app) {
+                (Kind::Application(apps), Some(app)) => apps.contains_key(app),
+                (Kind::Application(apps), None) => !apps.is_empty(),
+                _ => false,
+            })
+            .map(|(conn, _)| conn)
+            .collect()
+    }
+
+    /// Eager when idle: an application that ran dry gets its pending outcomes
+    /// published and its progress pushed, once per time it runs dry.
+    pub(crate) fn apps_step(&mut self) -> Result<(), ManagerError> {
+        let subscribed: BTreeSet<AppId> = self
+            .registry
+            .iter()
+            .filter_map(|(_, c)| match &c.kind {
+                Kind::Application(apps) => Some(apps.keys().cloned()),
+                _ => None,
+            })
+            .flatten()
+            .collect();
+        self.idle_apps.retain(|app| subscribed.contains(app));
+        for app in subscribed {
+            let dry = self.frontier.app_drained(&app) && self.uncommitted_of(&app) == 0;
+            if !dry {
+                self.idle_apps.remove(&app);
+                continue;
+            }
+            if self.idle_apps.contains(&app) {
+                continue;
+            }
+            self.frontier.flush_outcomes_of(&app)?;
+            self.idle_apps.insert(app.clone());
+            for conn in self.app_conns(Some(&app)) {
+                self.send_progress_to(conn);
+            }
+        }
+        Ok(())
     }
 
     /// A peer published a file.
@@ -81,13 +164,9 @@ impl Engine {
             SpoolArea::Requests(_) | SpoolArea::Robots => return,
         };
         let conns: Vec<ConnId> = self
-            .registry
-            .iter()
-            .filter(|(conn, c)| {
-                Some(*conn) != from
-                    && matches!(&c.kind, Kind::Application(apps) if apps.contains(app))
-            })
-            .map(|(conn, _)| conn)
+            .app_conns(Some(app))
+            .into_iter()
+            .filter(|conn| Some(*conn) != from)
             .collect();
         for conn in conns {
             let msg = Message::Published {

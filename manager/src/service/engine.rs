@@ -17,9 +17,11 @@
 //! This module must never await: a frontier call runs on the loop's task and is
 //! short (a RocksDB batch; loading a request-file chunk is the longest).
 
+use std::collections::BTreeSet;
 use std::path::PathBuf;
 use std::time::Duration;
 
+use spool::AppId;
 use spool::protocol::{ByeReason, Message, Role};
 use tokio::time::Instant;
 
@@ -91,6 +93,8 @@ pub(crate) struct Engine {
     pub next_status: Instant,
     /// Set once a shutdown began.
     pub stopping: Option<Stopping>,
+    /// Applications that ran dry and were told so (see `apps.rs`).
+    pub idle_apps: BTreeSet<AppId>,
 }
 
 impl Engine {
@@ -129,6 +133,7 @@ impl Engine {
             next_progress: now,
             next_status: now + Duration::from_millis(config.status_interval_ms),
             stopping: None,
+            idle_apps: BTreeSet::new(),
             frontier,
             config,
             robots_dir,
@@ -209,6 +214,7 @@ impl Engine {
                 self.on_published(conn, area, &name);
                 Ok(())
             }
+            Message::SyncProgress { app, seq } => self.on_sync(conn, app, seq, wall),
             Message::Admin(command) => self.on_admin(conn, command),
             Message::Bye { .. } => match self.registry.leave(conn) {
                 Some(component) => self.release(conn, component, "said bye"),
@@ -266,6 +272,7 @@ impl Engine {
             self.speed_step(now, wall);
             self.dispatch(now, wall)?;
             self.dns_step(now, wall);
+            self.apps_step()?;
         }
         if now >= self.next_progress {
             self.send_progress();

@@ -11,7 +11,7 @@
 //! This module must never send anything or touch the frontier. Lookups are O(1);
 //! iterations are over the components (tens, not millions).
 
-use std::collections::{BTreeSet, HashMap};
+use std::collections::{BTreeMap, HashMap};
 use std::time::Duration;
 
 use spool::protocol::{ComponentStatus, Hello, Load, Role};
@@ -43,8 +43,9 @@ pub(crate) enum Kind {
     Downloader(DownloaderWork),
     /// A resolver (its batches are tracked by the DNS module).
     Resolver,
-    /// An application connection and the applications it subscribed to.
-    Application(BTreeSet<AppId>),
+    /// An application connection: the applications it subscribed to, each with
+    /// the highest `SyncProgress` sequence number handled for it.
+    Application(BTreeMap<AppId, u64>),
     /// An operator tool.
     Admin,
 }
@@ -78,7 +79,7 @@ impl Registry {
         let kind = match hello.role {
             Role::Downloader => Kind::Downloader(DownloaderWork::default()),
             Role::Resolver => Kind::Resolver,
-            Role::Application => Kind::Application(BTreeSet::new()),
+            Role::Application => Kind::Application(BTreeMap::new()),
             Role::Admin | Role::Manager => Kind::Admin,
         };
         let key = (hello.role, hello.id.clone());

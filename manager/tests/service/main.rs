@@ -9,4 +9,5 @@ mod admin;
 mod crawl;
 mod failover;
 mod restart;
+mod sync;
 mod web;

@@ -120,7 +120,6 @@ fn demo_config(layout: &Layout, ready: &Ready, args: &DemoArgs) -> Config {
     c.app.seeds_file = Some(ready.seeds.clone());
     c.app.allowed_domains = Vec::new();
     c.app.scan_interval_ms = 500;
-    c.app.idle_check_ms = 500;
     c.app.urls_per_request_file = 500;
     let m = &mut c.manager;
     m.status_interval_ms = 5000;

@@ -87,8 +87,11 @@ impl Layout {
         Ok(())
     }
 
-    /// Points the config's directories at this layout.
+    /// Points the config's directories at this layout. Every process of the run
+    /// sees the spool through this machine's file system, so the application's
+    /// "idle" verdict needs no confirmation delay (`app.idle_check_ms = 0`).
     pub fn apply(&self, config: &mut Config) {
+        config.app.idle_check_ms = 0;
         config.spool.root = self.spool.clone();
         config.manager.state_dir = self.manager_state.clone();
         config.app.state_dir = self.app_state.clone();

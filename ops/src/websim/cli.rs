@@ -56,6 +56,12 @@ pub struct Args {
     /// the same number of pages (a crawl then is not bounded by one huge host).
     #[arg(long, value_name = "S", default_value_t = 1.0)]
     pub size_skew: f64,
+    /// Only well-behaved hosts, as a static web server serves them: no dead or slow
+    /// host, no robots.txt answering 5xx or asking for a crawl delay (redirects,
+    /// 404s, https, gzip and the other robots.txt variants stay). For throughput
+    /// benchmarks against other crawlers.
+    #[arg(long)]
+    pub plain: bool,
     /// Where the DNS server listens (UDP and TCP; a 127.0.0.0/8 address, port 0 picks one).
     #[arg(long, default_value = "127.0.0.1:0")]
     pub dns_addr: SocketAddr,
@@ -184,6 +190,7 @@ async fn serve(args: Args) -> anyhow::Result<()> {
         hosts: args.hosts,
         pages: args.pages,
         size_skew: args.size_skew,
+        plain: args.plain,
         http_port: 0,
         https_port: 0,
     };

@@ -17,6 +17,10 @@
 //!   flags: https 15 %, gzip 30 %, chunked 20 %, loops 5 %, and a robots variant
 //!   (none 55 %, disallow 15 %, allow-override 10 %, wildcards 10 %, agent group
 //!   4 %, empty 3 %, redirect 2 %, 403 1 %) unless it already has one.
+//! - **Plain** webs (`--plain`, for throughput benchmarks) are drawn the same way,
+//!   then the roles a static web server never plays are taken back: no host is
+//!   dead or slow, and a robots.txt that would answer 5xx or ask for a crawl delay
+//!   has no rules instead (the variant `none`).
 //! - **Seeds**: the `max(3, H/20)` most popular hosts.
 //! - **Addresses**: 127.x.y.z from 127.1.0.1 upwards (never in 127.0.0.0/16). Most
 //!   hosts get their own; with probability 6 % a host starts a virtual-hosting
@@ -111,7 +115,7 @@ pub fn address(k: u32) -> Ipv4Addr {
 
 /// Generates the `n_hosts` hosts of a web of `n_pages` pages, then the misbehaving
 /// host. Requires `n_hosts >= MIN_HOSTS` and `n_pages >= n_hosts`.
-pub fn generate(seed: u64, n_hosts: u32, n_pages: u32, skew: f64) -> Vec<Host> {
+pub fn generate(seed: u64, n_hosts: u32, n_pages: u32, skew: f64, plain: bool) -> Vec<Host> {
     let h = n_hosts as usize;
     let mut rng = Rng::for_parts(&[seed, TAG_HOSTS]);
     let mut hosts = names(&mut rng, h);
@@ -126,6 +130,15 @@ pub fn generate(seed: u64, n_hosts: u32, n_pages: u32, skew: f64) -> Vec<Host> {
     }
 
     assign_roles(&mut rng, &mut hosts, &order);
+    if plain {
+        for host in &mut hosts {
+            host.dead = false;
+            host.slow = false;
+            if host.robots.is_server_error() || host.robots == RobotsVariant::CrawlDelay {
+                host.robots = RobotsVariant::None;
+            }
+        }
+    }
     assign_addresses(&mut rng, &mut hosts);
     hosts
 }
@@ -329,9 +342,9 @@ mod tests {
 
     #[test]
     fn hosts_are_deterministic_unique_and_reserved() {
-        let a = generate(7, 200, 20_000, 1.0);
-        assert_eq!(a, generate(7, 200, 20_000, 1.0));
-        assert_ne!(a, generate(8, 200, 20_000, 1.0));
+        let a = generate(7, 200, 20_000, 1.0, false);
+        assert_eq!(a, generate(7, 200, 20_000, 1.0, false));
+        assert_ne!(a, generate(8, 200, 20_000, 1.0, false));
         assert_eq!(a.len(), 201);
         let names: HashSet<&str> = a.iter().map(|h| h.name.as_str()).collect();
         assert_eq!(names.len(), a.len());
@@ -353,6 +366,25 @@ mod tests {
             .filter(|h| a.iter().filter(|o| o.addr == h.addr).count() > 1)
             .count();
         assert!(shared > 0);
+    }
+
+    #[test]
+    fn plain_webs_keep_only_what_a_static_server_does() {
+        let usual = generate(7, 200, 20_000, 1.0, false);
+        let plain = generate(7, 200, 20_000, 1.0, true);
+        assert_eq!(usual.len(), plain.len());
+        assert!(plain.iter().all(|h| !h.dead && !h.slow));
+        assert!(plain.iter().all(|h| !h.robots.is_server_error()));
+        assert!(plain.iter().all(|h| h.robots != RobotsVariant::CrawlDelay));
+        // Everything else is the same web: names, sizes, https, other robots rules.
+        for (u, p) in usual.iter().zip(&plain) {
+            assert_eq!(
+                (&u.name, u.pages, u.https, u.gzip),
+                (&p.name, p.pages, p.https, p.gzip)
+            );
+        }
+        assert!(plain.iter().any(|h| h.robots == RobotsVariant::Disallow));
+        assert!(plain.iter().any(|h| h.https) && plain.iter().any(|h| h.gzip));
     }
 
     #[test]

@@ -407,6 +407,7 @@ mod tests {
             hosts: 40,
             pages: 2000,
             size_skew: 1.0,
+            plain: false,
             http_port: 8080,
             https_port: 8443,
         })

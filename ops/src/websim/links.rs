@@ -249,6 +249,7 @@ mod tests {
             hosts: 60,
             pages: 3000,
             size_skew: 1.0,
+            plain: false,
             http_port: 80,
             https_port: 443,
         })

@@ -34,6 +34,10 @@ pub struct Params {
     pub pages: u32,
     /// Zipf exponent of host sizes (1: the web's usual skew; 0: equal sizes).
     pub size_skew: f64,
+    /// Only well-behaved hosts, as a static web server serves them: no dead or
+    /// slow host, no robots.txt that answers 5xx or asks for a crawl delay (see
+    /// `hosts`). For throughput benchmarks against other crawlers.
+    pub plain: bool,
     /// Port of every http listener (URLs omit it when it is 80).
     pub http_port: u16,
     /// Port of every https listener (URLs omit it when it is 443).
@@ -137,7 +141,13 @@ impl Web {
     /// the CLI checks first (`hosts >= MIN_HOSTS`, `pages >= hosts`).
     pub fn new(params: Params) -> Web {
         assert!(params.hosts >= hosts::MIN_HOSTS && params.pages >= params.hosts);
-        let hosts = hosts::generate(params.seed, params.hosts, params.pages, params.size_skew);
+        let hosts = hosts::generate(
+            params.seed,
+            params.hosts,
+            params.pages,
+            params.size_skew,
+            params.plain,
+        );
         let n_addrs = hosts.iter().map(|h| h.addr_index + 1).max().unwrap_or(0);
         let mut addrs = vec![Ipv4Addr::UNSPECIFIED; n_addrs as usize];
         for h in &hosts {
@@ -334,6 +344,7 @@ mod tests {
             hosts: 40,
             pages: 800,
             size_skew: 1.0,
+            plain: false,
             http_port: 8080,
             https_port: 443,
         })

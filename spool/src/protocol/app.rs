@@ -38,11 +38,36 @@ pub struct AppProgress {
     pub pages_total: u64,
     /// Outcomes written so far.
     pub outcomes_total: u64,
+    /// Outcomes recorded but not yet published in an outcome file.
+    pub outcomes_pending: u64,
+    /// The highest `seq` of a [`Message::SyncProgress`](super::Message::SyncProgress)
+    /// this connection sent for this app that the manager had handled when it
+    /// wrote this report (0: none). A report with `synced >= n` reflects every
+    /// request file the application published before sending sync `n`.
+    pub synced: u64,
 }
 
 impl AppProgress {
-    /// No URL of the app is pending anywhere in the crawling system.
+    /// An empty report for `app`.
+    pub fn new(app: AppId) -> Self {
+        Self {
+            app,
+            request_files_pending: 0,
+            queued_urls: 0,
+            in_flight: 0,
+            pages_total: 0,
+            outcomes_total: 0,
+            outcomes_pending: 0,
+            synced: 0,
+        }
+    }
+
+    /// No URL of the app is pending anywhere in the crawling system, and every
+    /// outcome is published.
     pub fn is_idle(&self) -> bool {
-        self.request_files_pending == 0 && self.queued_urls == 0 && self.in_flight == 0
+        self.request_files_pending == 0
+            && self.queued_urls == 0
+            && self.in_flight == 0
+            && self.outcomes_pending == 0
     }
 }

@@ -97,8 +97,9 @@ pub enum Message {
         /// The file name inside that directory (no path).
         name: String,
     },
-    /// manager -> application: where the application's URLs are, sent periodically
-    /// and whenever the app's queues run empty (how a finite crawl knows it is done).
+    /// manager -> application: where the application's URLs are, sent periodically,
+    /// whenever the app's queues run empty, and in answer to
+    /// [`Message::SyncProgress`] (how a finite crawl knows it is done).
     AppProgress(AppProgress),
     /// admin -> manager: an operator command (mutations need the admin token).
     Admin(AdminCommand),
@@ -114,6 +115,16 @@ pub enum Message {
         file: String,
         /// Every job whose records are in that batch.
         jobs: Vec<JobId>,
+    },
+    /// application -> manager: list `requests/<app>/` again now, then answer with
+    /// an [`AppProgress`] whose `synced` is at least `seq`. An application sends it
+    /// after publishing (and when it runs out of work) so that the answer counts
+    /// every request file it has published.
+    SyncProgress {
+        /// The application (one this connection subscribed to).
+        app: AppId,
+        /// Increasing per connection; echoed as `AppProgress::synced`.
+        seq: u64,
     },
 }
 
@@ -137,6 +148,7 @@ impl Message {
             Self::Admin(_) => "Admin",
             Self::AdminReply(_) => "AdminReply",
             Self::Committed { .. } => "Committed",
+            Self::SyncProgress { .. } => "SyncProgress",
         }
     }
 
