@@ -2,6 +2,8 @@
 //! command-line interface, and `websim`, the simulated web used by tests, demos and
 //! benchmarks.
 //!
+//! - [`bench`]: `polycrawl bench measure|check`, the peer benchmark's measuring
+//!   and judging tools (`ops/bench-peers.sh`).
 //! - [`config`]: the documented RON config (`polycrawl config --default`).
 //! - [`orchestrate`]: `polycrawl demo` and `polycrawl crawl`, every part a child
 //!   process.
@@ -11,6 +13,7 @@
 //! `ops` is the only crate that may use `anyhow`; the libraries it wires together
 //! return typed errors.
 
+pub mod bench;
 pub mod config;
 pub mod orchestrate;
 pub mod status;

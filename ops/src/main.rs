@@ -42,6 +42,9 @@ enum Command {
     Config(ConfigArgs),
     /// Check URLs against a robots.txt file, as the manager would (RFC 9309).
     Robots(RobotsArgs),
+    /// Benchmark tools: measure a command's cost, judge a crawl by websim's log.
+    #[command(subcommand)]
+    Bench(ops::bench::BenchCommand),
     /// Print the canonical links the application would follow from an HTML file.
     Links(LinksArgs),
 }
@@ -211,6 +214,14 @@ fn run(command: Command) -> anyhow::Result<()> {
         Command::Demo(args) => orchestrate(|s, rt| ops::orchestrate::demo::run(args, s, rt)),
         Command::Status(args) => status_command(args),
         Command::Websim(args) => ops::websim::run(args),
+        Command::Bench(command) => {
+            // `bench measure` exits with the measured command's exit code.
+            let code = ops::bench::run(command)?;
+            if code != 0 {
+                std::process::exit(i32::from(code));
+            }
+            Ok(())
+        }
         Command::Robots(args) => {
             let body = std::fs::read(&args.robots)
                 .with_context(|| format!("cannot read {}", args.robots.display()))?;

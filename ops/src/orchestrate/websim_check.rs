@@ -4,7 +4,8 @@
 //! both from websim's request log.
 //!
 //! A URL in the request log is `<scheme>://<Host header><target>`, which is how
-//! websim's canonical manifest URLs are written (they carry the port).
+//! websim's canonical manifest URLs are written (they carry the port; a Host
+//! header without one gets the listener's, see [`log_origin`]).
 //! robots.txt fetches (paths starting `/robots`, which covers websim's robots.txt
 //! redirect target `/robots-real.txt`) are counted apart: the manager fetches a
 //! robots.txt again by design when it answered 5xx (retry with back-off), and the
@@ -62,7 +63,7 @@ impl WebsimCheck {
                 continue;
             }
             check.requests += 1;
-            let url = format!("{}://{}{}", f[2], f[3].to_ascii_lowercase(), f[7]);
+            let url = format!("{}{}", log_origin(&f[2], &f[3], &f[4]), f[7]);
             let robots = f[7].starts_with("/robots");
             *counts.entry((url, robots)).or_default() += 1;
         }
@@ -98,12 +99,27 @@ impl WebsimCheck {
     }
 }
 
+/// `scheme://host:port` of a request-log line, as websim's files write URLs: the
+/// Host header lower-cased, with the listener's port (from the server address
+/// `server`) added when the header has none (some clients, wget2 among them, leave
+/// it out).
+pub(crate) fn log_origin(scheme: &str, host: &str, server: &str) -> String {
+    let host = host.to_ascii_lowercase();
+    let has_port = host
+        .rsplit_once(':')
+        .is_some_and(|(_, p)| !p.is_empty() && p.bytes().all(|b| b.is_ascii_digit()));
+    match server.rsplit_once(':') {
+        Some((_, port)) if !has_port => format!("{scheme}://{host}:{port}"),
+        _ => format!("{scheme}://{host}"),
+    }
+}
+
 fn read(path: &Path) -> anyhow::Result<String> {
     std::fs::read_to_string(path).with_context(|| format!("reading {}", path.display()))
 }
 
 /// The tab-separated fields of each line of a file, `#` comment lines skipped.
-fn tsv(path: &Path) -> anyhow::Result<Vec<Vec<String>>> {
+pub(crate) fn tsv(path: &Path) -> anyhow::Result<Vec<Vec<String>>> {
     Ok(read(path)?
         .lines()
         .filter(|l| !l.is_empty() && !l.starts_with('#'))
@@ -158,5 +174,17 @@ mod tests {
         assert_eq!(c.never_fetched, ["http://a.test:80/secret"]);
         assert!((c.percent() - 50.0).abs() < 1e-9);
         assert!(!c.perfect());
+    }
+
+    #[test]
+    fn origins_get_the_listener_port_when_the_host_header_has_none() {
+        assert_eq!(
+            log_origin("http", "A.test:8080", "127.1.0.1:8080"),
+            "http://a.test:8080"
+        );
+        assert_eq!(
+            log_origin("https", "a.test", "127.1.0.1:4443"),
+            "https://a.test:4443"
+        );
     }
 }

@@ -1,0 +1,348 @@
+#!/usr/bin/env bash
+# Peer benchmark (issue 9): `polycrawl crawl` against wget2 on the same simulated
+# web, each run on a fresh websim, then a table per configuration.
+#
+#   ops/bench-peers.sh                       # all three configurations below
+#   ops/bench-peers.sh --config throughput   # 50,000 pages over 200 hosts (--size-skew 0.3),
+#                                            # politeness off, robots.txt on, WARC stored
+#   ops/bench-peers.sh --config small        # 2,000 pages over 20 hosts, politeness off
+#   ops/bench-peers.sh --config polite       # 5,000 hosts x 20 pages, 2 s per host and per IP:
+#                                            # polycrawl alone (wget2 has no per-host politeness)
+#
+# Flags (after --config): --runs N (default 3; polite 1), --hosts N, --pages N, --skew S,
+# --seed N (the web), --slow-ms MS (websim's slow hosts, default 300), --interval-ms MS
+# (politeness per host and per IP; 0 = off), --crawlers wget2,polycrawl, --threads N (wget2,
+# default 64), --downloaders N (polycrawl, default 1), --timeout-s S (per crawler run,
+# default 900), --work DIR (default /tmp/polycrawl-bench-peers), --keep (keep each run's
+# files), --no-build (use the built binary as it is).
+#
+# How each run goes: a fresh `polycrawl websim` (so its request log holds that one run
+# and nothing else), then the crawler under `polycrawl bench measure` (wall time, CPU of
+# its whole process tree, peak memory; websim is not under it, so its CPU is never
+# counted), then websim is stopped (its log flushed) and `polycrawl bench check` judges
+# the run from websim's manifest and log. Crawlers alternate run by run (wget2,
+# polycrawl, wget2, ...) so a change in the machine's load hits both alike.
+#
+# wget2 resolves websim's names through a private /etc/hosts (made from websim's
+# hosts.tsv) and a private /etc/nsswitch.conf (`hosts: files`: no DNS query ever leaves
+# the machine), both bind-mounted in a mount namespace of its own (`unshare -m`): the
+# system's files are never touched. polycrawl asks websim's DNS server.
+#
+# Two settings wget2 needs to end at all on websim: (1) --filter-urls --reject-regex=/trap/,
+# a hint only wget2 gets: it follows an <a href> that websim hides in a CSS comment inside
+# <style>, and websim's /trap/ pages are an endless space (each links three deeper ones),
+# so without it wget2 never ends (7 million requests in a minute on the small web);
+# polycrawl does not extract links from <style>. (2) --tries=2 --waitretry=1: by default
+# wget2 tries a refused connection (websim's dead hosts) 20 times, waiting up to 10 s
+# between tries; polycrawl tries a URL twice (max_url_attempts) with a 0.5 s back-off.
+# (3) --compression=identity: wget2 1.99.1 (Debian 12) crashes (SIGSEGV) right after
+# "Failed to uncompress gzip stream (-5)" on websim's gzip hosts, after ~21,000 of the
+# 50,000-page web's requests, every time. So wget2 gets plain bodies, while polycrawl asks
+# for gzip and pays for decoding it (and websim, not measured, for encoding it).
+#
+# Everything started here (websim, the measured crawler) is stopped on exit and on
+# Ctrl-C, by pid.
+set -euo pipefail
+here="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
+
+log() { printf 'bench-peers: %s\n' "$*" >&2; }
+die() { log "$*"; exit 1; }
+
+configs=()
+runs="" hosts="" pages="" skew="" interval_ms="" crawlers=""
+seed=1 slow_ms=300 threads=64 downloaders=1 timeout_s=900
+work=/tmp/polycrawl-bench-peers keep=0 build=1
+while [ $# -gt 0 ]; do
+    case "$1" in
+        --config) configs+=("$2"); shift 2 ;;
+        --runs) runs="$2"; shift 2 ;;
+        --hosts) hosts="$2"; shift 2 ;;
+        --pages) pages="$2"; shift 2 ;;
+        --skew) skew="$2"; shift 2 ;;
+        --seed) seed="$2"; shift 2 ;;
+        --slow-ms) slow_ms="$2"; shift 2 ;;
+        --interval-ms) interval_ms="$2"; shift 2 ;;
+        --crawlers) crawlers="$2"; shift 2 ;;
+        --threads) threads="$2"; shift 2 ;;
+        --downloaders) downloaders="$2"; shift 2 ;;
+        --timeout-s) timeout_s="$2"; shift 2 ;;
+        --work) work="$2"; shift 2 ;;
+        --keep) keep=1; shift ;;
+        --no-build) build=0; shift ;;
+        -h|--help) sed -n '2,/^set -euo/p' "$0" | sed '$d; s/^# \{0,1\}//'; exit 0 ;;
+        *) die "unknown flag $1 (see --help)" ;;
+    esac
+done
+[ ${#configs[@]} -gt 0 ] || configs=(throughput small polite)
+
+# --- What the benchmark needs: the project's own set-up, wget2, the release binary. ---
+"$here/setup.sh"
+if ! dpkg-query -W -f='${Status}' wget2 2>/dev/null | grep -q "install ok installed"; then
+    log "installing the Debian package wget2"
+    [ "$(id -u)" -eq 0 ] || die "need root to install wget2"
+    env DEBIAN_FRONTEND=noninteractive apt-get update -qq
+    env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends wget2 >/dev/null
+fi
+[ "$(id -u)" -eq 0 ] || die "run as root: wget2 gets a private /etc/hosts through unshare -m and mount --bind"
+command -v unshare >/dev/null || die "unshare (util-linux) not found"
+source "$here/env.sh"
+if [ "$build" -eq 1 ]; then
+    log "building polycrawl (release)"
+    cargo build --quiet --release --locked --manifest-path "$here/../Cargo.toml" -p ops --bin polycrawl
+fi
+mkdir -p "$work"
+work="$(cd "$work" && pwd)"
+# A copy, so that a rebuild during the benchmark cannot swap the binary under it.
+bin="$work/polycrawl"
+cp "$CARGO_TARGET_DIR/release/polycrawl" "$bin"
+commit="$(git -C "$here/.." rev-parse --short=12 HEAD)"
+git -C "$here/.." diff --quiet HEAD -- . ':!BENCHMARKS.md' || commit="$commit+changes"
+
+# --- Processes started here, stopped on every exit. ---
+websim_pid="" measure_pid=""
+stop_pid() { # PID SIGNAL: signal it if it is ours and alive, wait for it
+    local pid="$1"
+    [ -n "$pid" ] || return 0
+    if kill -0 "$pid" 2>/dev/null; then
+        kill "-$2" "$pid" 2>/dev/null || true
+        wait "$pid" 2>/dev/null || true
+    fi
+}
+cleanup() {
+    stop_pid "$measure_pid" TERM # passes SIGTERM on to the crawler, waits for its tree
+    stop_pid "$websim_pid" TERM
+    measure_pid="" websim_pid=""
+}
+trap cleanup EXIT
+trap 'log "interrupted"; exit 130' INT TERM
+
+kv() { # FILE KEY: the value of " KEY=value" in a key=value line
+    sed -n "s/.* $2=\([^ ]*\).*/\1/p" "$1" | head -n1
+}
+load1() { cut -d' ' -f1 /proc/loadavg; }
+
+machine_line() {
+    local cpu cores
+    cpu="$(sed -n 's/^model name[[:space:]]*: //p' /proc/cpuinfo | head -n1)"
+    cores="$(nproc)"
+    printf 'machine: %s, %s cores, %s GiB; load average %s; commit %s; %s\n' \
+        "$cpu" "$cores" "$(awk '/MemTotal/ {printf "%.0f", $2/1048576}' /proc/meminfo)" \
+        "$(cut -d' ' -f1-3 /proc/loadavg)" "$commit" "$(date -u '+%Y-%m-%d %H:%M UTC')"
+}
+
+# websim: start a fresh one for one run; sets websim_pid, ws_dir, ws_dns, ws_seeds, ws_ca, ws_hosts.
+start_websim() { # DIR
+    local dir="$1" out="$1/websim.stdout" line="" i
+    RUST_LOG=warn "$bin" websim --hosts "$c_hosts" --pages "$c_pages" --size-skew "$c_skew" \
+        --seed "$seed" --slow-ms "$slow_ms" --out "$dir/websim" --exit-with-parent \
+        >"$out" 2>"$dir/websim.log" &
+    websim_pid=$!
+    for i in $(seq 1 1800); do
+        line="$(grep -m1 '^websim ready ' "$out" 2>/dev/null || true)"
+        [ -n "$line" ] && break
+        kill -0 "$websim_pid" 2>/dev/null || die "websim exited: $(tail -n 5 "$dir/websim.log")"
+        sleep 0.1
+    done
+    [ -n "$line" ] || die "websim did not get ready in 180 s"
+    ws_dir="$dir/websim"
+    ws_dns="$(printf '%s\n' "$line" | sed -n 's/.* dns=\([^ ]*\).*/\1/p')"
+    ws_seeds="$(printf '%s\n' "$line" | sed -n 's/.* seeds=\([^ ]*\).*/\1/p')"
+    ws_ca="$(printf '%s\n' "$line" | sed -n 's/.* ca=\([^ ]*\).*/\1/p')"
+    ws_hosts="$(printf '%s\n' "$line" | sed -n 's/.* hosts=\([^ ]*\).*/\1/p')"
+}
+
+stop_websim() {
+    stop_pid "$websim_pid" TERM # websim flushes its request log on SIGTERM
+    websim_pid=""
+}
+
+# The polycrawl config: the documented defaults, plus what websim on loopback needs
+# (its DNS server, its CA, private addresses allowed, a free admin port), no speed
+# cap (target far above what the machine does), short back-offs (websim's dead and
+# robots-5xx hosts fail instantly; the default minutes-long back-offs would only add
+# idle time), and the politeness of the configuration: off = no interval per host or
+# IP and Crawl-delay ignored (wget2 has none of them either); on = INTERVAL per host
+# and per IP address, one request at a time per IP.
+write_polycrawl_config() { # FILE INTERVAL_MS
+    local politeness
+    if [ "$2" -eq 0 ]; then
+        politeness="interval_ms: 0, min_interval_ms: 0, max_crawl_delay_ms: 0, ip_max_in_flight: 0, ip_min_interval_ms: 0,"
+    else
+        politeness="interval_ms: $2, min_interval_ms: $2, ip_max_in_flight: 1, ip_min_interval_ms: $2,"
+    fi
+    cat >"$1" <<EOF
+// Written by ops/bench-peers.sh: the defaults plus websim's needs and the benchmark's politeness.
+(
+    resolver: (name_servers: ["$ws_dns"]),
+    downloader: (allow_private: true, extra_ca_file: Some("$ws_ca")),
+    manager: (
+        admin_http: "127.0.0.1:0",
+        frontier: (
+            allow_private_addresses: true,
+            target_pages_per_sec: 100000.0,
+            $politeness
+            backoff_ms: [500, 1000, 2000],
+            dns_retry_ms: 5000,
+        ),
+    ),
+)
+EOF
+    "$bin" config --check "$1" >/dev/null
+}
+
+# One run of one crawler; appends a row to $results.
+run_one() { # CRAWLER RUN
+    local crawler="$1" run="$2" dir="$work/$c_name-$1-$2" rc=0 load
+    rm -rf "$dir"
+    mkdir -p "$dir/scratch"
+    start_websim "$dir"
+    local cmd=()
+    case "$crawler" in
+        wget2)
+            { printf '127.0.0.1\tlocalhost\n'; awk -F'\t' '!/^#/ {print $3 "\t" $1}' "$ws_hosts"; } >"$dir/etc-hosts"
+            printf 'hosts: files\n' >"$dir/nsswitch.conf"
+            printf 'nameserver 127.0.0.1\n' >"$dir/resolv.conf"
+            cmd=(unshare -m sh -c 'mount --bind "$1" /etc/hosts && mount --bind "$2" /etc/nsswitch.conf &&
+                    mount --bind "$3" /etc/resolv.conf && shift 3 && exec "$@"' sh
+                "$dir/etc-hosts" "$dir/nsswitch.conf" "$dir/resolv.conf"
+                wget2 --no-config --recursive --level=inf --robots=on --max-threads="$threads"
+                --span-hosts --domains=test,example --filter-urls --reject-regex=/trap/
+                --tries=2 --waitretry=1 --compression=identity --ca-certificate="$ws_ca"
+                --no-hsts --no-hpkp --no-ocsp --no-netrc --no-verbose
+                --directory-prefix="$dir/scratch" --input-file="$ws_seeds")
+            ;;
+        polycrawl)
+            write_polycrawl_config "$dir/polycrawl.ron" "$c_interval"
+            cmd=("$bin" crawl --seeds "$ws_seeds" --out "$dir/scratch" --config "$dir/polycrawl.ron"
+                --downloaders "$downloaders")
+            ;;
+        *) die "unknown crawler $crawler" ;;
+    esac
+    load="$(load1)"
+    log "$c_name: $crawler run $run (load $load)"
+    "$bin" bench measure --out "$dir/measure.txt" --timeout-s "$timeout_s" -- "${cmd[@]}" \
+        >"$dir/crawler.stdout" 2>"$dir/crawler.stderr" &
+    measure_pid=$!
+    wait "$measure_pid" || rc=$?
+    measure_pid=""
+    stop_websim
+    [ -s "$dir/measure.txt" ] || die "$crawler: no measurement (exit $rc): $(tail -n 5 "$dir/crawler.stderr")"
+    local agent=polycrawl pace=()
+    [ "$crawler" = wget2 ] && agent=wget2
+    [ "$c_interval" -gt 0 ] && pace=(--interval-ms "$c_interval" --ip-interval-ms "$c_interval")
+    "$bin" bench check --websim "$ws_dir" --agent "$agent" "${pace[@]}" \
+        >"$dir/check.txt" 2>"$dir/check.stderr"
+    local m="$dir/measure.txt" k="$dir/check.txt"
+    local wall cpu pages mgr="-" inner="-"
+    wall="$(kv "$m" wall_s)" cpu="$(kv "$m" cpu_s)" pages="$(kv "$k" pages)"
+    if [ "$crawler" = polycrawl ]; then
+        # "cpu: 12.3 s in the crawling system = ... (manager 3.1, resolver 0.0, ...)"
+        mgr="$(sed -n 's/^cpu:.*(manager \([0-9.]*\),.*/\1/p' "$dir/crawler.stdout" | head -n1)"
+        inner="$(sed -n 's/.*crawl complete in \([0-9.]*\) s.*/\1/p' "$dir/crawler.stdout" | head -n1)"
+        [ -n "$mgr" ] || mgr="-"
+        [ -n "$inner" ] || inner="-"
+    fi
+    printf '%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n' \
+        "$c_name" "$crawler" "$run" "$load" "$wall" "$inner" "$pages" "$cpu" \
+        "$(kv "$m" tree_rss_peak_mib)" "$(kv "$m" max_proc_rss_mib)" "$(kv "$m" exit)" "$(kv "$m" timed_out)" \
+        "$(kv "$k" requests)" "$(kv "$k" covered)" "$(kv "$k" expected)" "$(kv "$k" coverage_pct)" \
+        "$(kv "$k" duplicate_urls)" "$(kv "$k" robots_disallowed)" "$(kv "$k" never_other)" "$(kv "$k" unexpected)" \
+        "$(kv "$k" rate_mid80)" "$(kv "$k" rate_peak10s)" "$(kv "$k" bound_per_s)" \
+        "$(kv "$k" origin_violations)/$(kv "$k" ip_violations)" "$(kv "$k" origin_min_ms)/$(kv "$k" ip_min_ms)" "$mgr" \
+        >>"$results"
+    # wget2 exits 8 when a server answered an error (websim's 404s): expected.
+    case "$crawler:$(kv "$m" exit)" in
+        *:0 | wget2:8) ;;
+        *) log "$crawler run $run exited $(kv "$m" exit): see $dir/crawler.stderr" ;;
+    esac
+    if [ "$keep" -eq 0 ]; then
+        rm -rf "$dir/scratch"
+    fi
+}
+
+# Results columns (tab-separated), one row per run:
+#  1 config 2 crawler 3 run 4 load1 5 wall_s 6 inner_s 7 pages 8 cpu_s 9 tree_rss_mib
+#  10 max_proc_rss_mib 11 exit 12 timed_out 13 requests 14 covered 15 expected 16 coverage_pct
+#  17 dup_urls 18 robots_disallowed 19 never_other 20 unexpected 21 rate_mid80
+#  22 rate_peak10s 23 bound 24 violations origin/ip 25 min gap ms origin/ip 26 manager_cpu_s
+median() { sort -g | awk '{a[NR]=$1} END {if (NR == 0) print "-"; else if (NR % 2) print a[(NR+1)/2]; else print (a[NR/2]+a[NR/2+1])/2}'; }
+col() { # CONFIG CRAWLER AWK-EXPR: one value per run
+    awk -F'\t' -v c="$1" -v w="$2" "\$1==c && \$2==w {print $3}" "$results"
+}
+
+print_peer_table() { # CONFIG
+    local c="$1" w
+    printf '\n%s: websim --hosts %s --pages %s --size-skew %s --seed %s --slow-ms %s; politeness off; load average %s\n' \
+        "$c" "$c_hosts" "$c_pages" "$c_skew" "$seed" "$slow_ms" "$(cut -d' ' -f1-3 /proc/loadavg)"
+    printf '| crawler | run | load | wall s | pages | pages/s | CPU-ms/page | peak RSS MiB (tree / 1 proc) | coverage | dup URLs | robots-disallowed | other never.txt | unexpected | requests |\n'
+    printf '|---|---|---|---|---|---|---|---|---|---|---|---|---|---|\n'
+    awk -F'\t' -v c="$c" '$1==c {
+        pps = ($5 > 0) ? $7 / $5 : 0; cpp = ($7 > 0) ? $8 * 1000 / $7 : 0
+        printf "| %s | %s | %s | %.2f | %d | %.0f | %.3f | %.0f / %.0f | %d/%d (%s %%) | %d | %d | %d | %d | %d |\n",
+            $2, $3, $4, $5, $7, pps, cpp, $9, $10, $14, $15, $16, $17, $18, $19, $20, $13 }' "$results"
+    for w in $c_crawlers; do
+        [ -n "$(col "$c" "$w" '$5')" ] || continue
+        printf '| %s | median | | %.2f | %.0f | %.0f | %.3f | %.0f / %.0f | | | | | | |\n' "$w" \
+            "$(col "$c" "$w" '$5' | median)" "$(col "$c" "$w" '$7' | median)" \
+            "$(col "$c" "$w" '($5>0)?$7/$5:0' | median)" "$(col "$c" "$w" '($7>0)?$8*1000/$7:0' | median)" \
+            "$(col "$c" "$w" '$9' | median)" "$(col "$c" "$w" '$10' | median)"
+    done
+    if [[ " $c_crawlers " == *" wget2 "* && " $c_crawlers " == *" polycrawl "* ]]; then
+        local p_pps w_pps p_cpp w_cpp p_wall w_wall
+        p_pps="$(col "$c" polycrawl '($5>0)?$7/$5:0' | median)" w_pps="$(col "$c" wget2 '($5>0)?$7/$5:0' | median)"
+        p_cpp="$(col "$c" polycrawl '($7>0)?$8*1000/$7:0' | median)" w_cpp="$(col "$c" wget2 '($7>0)?$8*1000/$7:0' | median)"
+        p_wall="$(col "$c" polycrawl '$5' | median)" w_wall="$(col "$c" wget2 '$5' | median)"
+        awk -v a="$p_pps" -v b="$w_pps" -v x="$p_cpp" -v y="$w_cpp" -v s="$p_wall" -v t="$w_wall" 'BEGIN {
+            printf "polycrawl / wget2 (medians): pages/s %.2fx, CPU-ms per page %.2fx, wall time %.2fx\n",
+                (b > 0) ? a / b : 0, (y > 0) ? x / y : 0, (t > 0) ? s / t : 0 }'
+    fi
+    printf 'polycrawl "inner s" (manager start to app exit, from its summary): %s\n' \
+        "$(col "$c" polycrawl '$6' | tr '\n' ' ')"
+}
+
+print_polite_table() { # CONFIG
+    local c="$1"
+    printf '\n%s: websim --hosts %s --pages %s --size-skew %s --seed %s --slow-ms %s; %s ms per host and per IP; polycrawl alone (wget2 has no per-host politeness); load average %s\n' \
+        "$c" "$c_hosts" "$c_pages" "$c_skew" "$seed" "$slow_ms" "$c_interval" "$(cut -d' ' -f1-3 /proc/loadavg)"
+    printf '| run | load | wall s | requests | coverage | fetch rate, middle 80 %% (/bound) | peak 10 s rate (/bound) | bound (live addresses / interval) | violations origin / IP | min gap ms origin / IP start | manager CPU s | manager CPU-us per request | CPU-ms/page (all) | peak RSS MiB (tree / 1 proc) |\n'
+    printf '|---|---|---|---|---|---|---|---|---|---|---|---|---|---|\n'
+    awk -F'\t' -v c="$c" '$1==c && $2=="polycrawl" {
+        b = ($23 > 0) ? $23 : 0; cpp = ($7 > 0) ? $8 * 1000 / $7 : 0
+        mgr = ($26 == "-" || $13 == 0) ? "-" : sprintf("%.1f", $26 * 1e6 / $13)
+        printf "| %s | %s | %.1f | %d | %d/%d (%s %%) | %.0f (%.2f) | %.0f (%.2f) | %.0f | %s | %s | %s | %s | %.3f | %.0f / %.0f |\n",
+            $3, $4, $5, $13, $14, $15, $16, $21, (b > 0) ? $21 / b : 0, $22, (b > 0) ? $22 / b : 0, b,
+            $24, $25, $26, mgr, cpp, $9, $10 }' "$results"
+    printf 'bound as the issue states it: %s hosts / %s ms = %.0f fetches/s; "bound" above counts live addresses (virtual hosts share one, dead hosts have none).\n' \
+        "$c_hosts" "$c_interval" "$(awk -v h="$c_hosts" -v i="$c_interval" 'BEGIN {print h * 1000 / i}')"
+    printf 'manager CPU per request: the manager process'"'"'s CPU over the requests websim logged (connects to dead hosts are not logged).\n'
+}
+
+results="$work/results.tsv"
+: >"$results"
+machine_line
+for c_name in "${configs[@]}"; do
+    case "$c_name" in
+        throughput) d_hosts=200 d_pages=50000 d_skew=0.3 d_interval=0 d_runs=3 d_crawlers="wget2 polycrawl" ;;
+        small) d_hosts=20 d_pages=2000 d_skew=1 d_interval=0 d_runs=3 d_crawlers="wget2 polycrawl" ;;
+        polite) d_hosts=5000 d_pages=100000 d_skew=0 d_interval=2000 d_runs=1 d_crawlers="polycrawl" ;;
+        *) die "unknown configuration $c_name (throughput, small, polite)" ;;
+    esac
+    c_hosts="${hosts:-$d_hosts}" c_pages="${pages:-$d_pages}" c_skew="${skew:-$d_skew}"
+    c_interval="${interval_ms:-$d_interval}" c_runs="${runs:-$d_runs}"
+    c_crawlers="$(printf '%s' "${crawlers:-$d_crawlers}" | tr ',' ' ')"
+    if [ "$c_interval" -gt 0 ] && [[ " $c_crawlers " == *" wget2 "* ]]; then
+        log "$c_name: wget2 has no per-host politeness; measuring polycrawl alone"
+        c_crawlers="polycrawl"
+    fi
+    for r in $(seq 1 "$c_runs"); do
+        for w in $c_crawlers; do
+            run_one "$w" "$r"
+        done
+    done
+    if [ "$c_interval" -gt 0 ]; then
+        print_polite_table "$c_name"
+    else
+        print_peer_table "$c_name"
+    fi
+done
+printf '\nrows: %s; run files under %s\n' "$results" "$work"
