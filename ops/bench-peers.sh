@@ -14,7 +14,10 @@
 # (politeness per host and per IP; 0 = off), --crawlers wget2,polycrawl, --threads N (wget2,
 # default 64), --downloaders N (polycrawl, default 1), --timeout-s S (per crawler run,
 # default 900), --work DIR (default /tmp/polycrawl-bench-peers), --keep (keep each run's
-# files), --no-build (use the built binary as it is).
+# files), --no-build (use the built binary as it is), --hostile (websim's full web, with
+# its dead and slow hosts and robots.txt 5xx and crawl-delay variants; by default the
+# web is `websim --plain`: well-behaved hosts only, as a static server such as nginx
+# serves them, which is what the issue's figures were measured on).
 #
 # How each run goes: a fresh `polycrawl websim` (so its request log holds that one run
 # and nothing else), then the crawler under `polycrawl bench measure` (wall time, CPU of
@@ -51,7 +54,7 @@ die() { log "$*"; exit 1; }
 configs=()
 runs="" hosts="" pages="" skew="" interval_ms="" crawlers=""
 seed=1 slow_ms=300 threads=64 downloaders=1 timeout_s=900
-work=/tmp/polycrawl-bench-peers keep=0 build=1
+work=/tmp/polycrawl-bench-peers keep=0 build=1 plain=1
 while [ $# -gt 0 ]; do
     case "$1" in
         --config) configs+=("$2"); shift 2 ;;
@@ -61,6 +64,7 @@ while [ $# -gt 0 ]; do
         --skew) skew="$2"; shift 2 ;;
         --seed) seed="$2"; shift 2 ;;
         --slow-ms) slow_ms="$2"; shift 2 ;;
+        --hostile) plain=0; shift ;;
         --interval-ms) interval_ms="$2"; shift 2 ;;
         --crawlers) crawlers="$2"; shift 2 ;;
         --threads) threads="$2"; shift 2 ;;
@@ -133,7 +137,9 @@ machine_line() {
 # websim: start a fresh one for one run; sets websim_pid, ws_dir, ws_dns, ws_seeds, ws_ca, ws_hosts.
 start_websim() { # DIR
     local dir="$1" out="$1/websim.stdout" line="" i
-    RUST_LOG=warn "$bin" websim --hosts "$c_hosts" --pages "$c_pages" --size-skew "$c_skew" \
+    plain_flag=()
+    [ "$plain" = 1 ] && plain_flag=(--plain)
+    RUST_LOG=warn "$bin" websim "${plain_flag[@]}" --hosts "$c_hosts" --pages "$c_pages" --size-skew "$c_skew" \
         --seed "$seed" --slow-ms "$slow_ms" --out "$dir/websim" --exit-with-parent \
         >"$out" 2>"$dir/websim.log" &
     websim_pid=$!
@@ -272,8 +278,8 @@ col() { # CONFIG CRAWLER AWK-EXPR: one value per run
 
 print_peer_table() { # CONFIG
     local c="$1" w
-    printf '\n%s: websim --hosts %s --pages %s --size-skew %s --seed %s --slow-ms %s; politeness off; load average %s\n' \
-        "$c" "$c_hosts" "$c_pages" "$c_skew" "$seed" "$slow_ms" "$(cut -d' ' -f1-3 /proc/loadavg)"
+    printf '\n%s: websim%s --hosts %s --pages %s --size-skew %s --seed %s --slow-ms %s; politeness off; load average %s\n' \
+        "$c" "$([ "$plain" = 1 ] && echo ' --plain')" "$c_hosts" "$c_pages" "$c_skew" "$seed" "$slow_ms" "$(cut -d' ' -f1-3 /proc/loadavg)"
     printf '| crawler | run | load | wall s | pages | pages/s | CPU-ms/page | peak RSS MiB (tree / 1 proc) | coverage | dup URLs | robots-disallowed | other never.txt | unexpected | requests |\n'
     printf '|---|---|---|---|---|---|---|---|---|---|---|---|---|---|\n'
     awk -F'\t' -v c="$c" '$1==c {
@@ -302,8 +308,8 @@ print_peer_table() { # CONFIG
 
 print_polite_table() { # CONFIG
     local c="$1"
-    printf '\n%s: websim --hosts %s --pages %s --size-skew %s --seed %s --slow-ms %s; %s ms per host and per IP; polycrawl alone (wget2 has no per-host politeness); load average %s\n' \
-        "$c" "$c_hosts" "$c_pages" "$c_skew" "$seed" "$slow_ms" "$c_interval" "$(cut -d' ' -f1-3 /proc/loadavg)"
+    printf '\n%s: websim%s --hosts %s --pages %s --size-skew %s --seed %s --slow-ms %s; %s ms per host and per IP; polycrawl alone (wget2 has no per-host politeness); load average %s\n' \
+        "$c" "$([ "$plain" = 1 ] && echo ' --plain')" "$c_hosts" "$c_pages" "$c_skew" "$seed" "$slow_ms" "$c_interval" "$(cut -d' ' -f1-3 /proc/loadavg)"
     printf '| run | load | wall s | requests | coverage | fetch rate, middle 80 %% (/bound) | peak 10 s rate (/bound) | bound (live addresses / interval) | violations origin / IP | min gap ms origin / IP start | manager CPU s | manager CPU-us per request | CPU-ms/page (all) | peak RSS MiB (tree / 1 proc) |\n'
     printf '|---|---|---|---|---|---|---|---|---|---|---|---|---|---|\n'
     awk -F'\t' -v c="$c" '$1==c && $2=="polycrawl" {
