@@ -30,8 +30,13 @@ if [ "$load" -gt 0 ] && ! command -v stress-ng >/dev/null; then
     fi
 fi
 
-# Build everything first, so the load does not slow a build down instead.
-cargo nextest run --release --locked -p tests --test system --no-run
+# Build everything first, so the load does not slow a build down instead; with
+# --workspace, as ops/test.sh does, so the features (and the build) are the same,
+# and the test runs that very polycrawl binary instead of building it again.
+cargo build --release --locked --workspace --bins
+cargo nextest run --release --locked --workspace --no-run
+export POLYCRAWL_BIN="$CARGO_TARGET_DIR/release/polycrawl"
+filter="binary_id(tests::system) & test(=$test_name)"
 
 stress_pid=""
 stop_load() {
@@ -54,8 +59,8 @@ failed=0
 for i in $(seq 1 "$runs"); do
     started=$(date +%s)
     out="$(mktemp)"
-    if cargo nextest run --release --locked -p tests --test system --no-fail-fast \
-        --success-output immediate -- "$test_name" >"$out" 2>&1; then
+    if cargo nextest run --release --locked --workspace --no-fail-fast \
+        --success-output immediate -E "$filter" >"$out" 2>&1; then
         passed=$((passed + 1))
         verdict=passed
     else
@@ -63,8 +68,8 @@ for i in $(seq 1 "$runs"); do
         verdict=FAILED
     fi
     {
-        echo "run $i: $verdict in $(( $(date +%s) - started )) s"
-        grep -E "system test 1:|politeness violations|panicked" "$out" || true
+        echo "run $i: $verdict in $(( $(date +%s) - started )) s; $(uptime | sed 's/.*load/load/')"
+        grep -E "system test 1:|politeness violations|panicked|\[(Crawler|Server|Causality)\]|not fetched|TIMEOUT" "$out" || true
     } | tee -a "$log"
     if [ "$verdict" = FAILED ]; then
         cp "$out" "$log.run-$i.out"

@@ -475,7 +475,7 @@ mod tests {
     fn ip_spacing_and_in_flight_are_judged_from_write_ends() {
         let mut b = wire(20_000, 20_010, 60_000, "http://b.test:8080/x", 2);
         b.downloader = "dl-2".into();
-        let w = [wire(0_500, 1_000, 30_000, "http://a.test:8080/a", 1), b];
+        let w = [wire(500, 1_000, 30_000, "http://a.test:8080/a", 1), b];
         let j = judge(&w, &[], &rules());
         assert_eq!(j.ip_min_spacing, Some(19_000));
         let text: Vec<&str> = j.violations.iter().map(|v| v.detail.as_str()).collect();
