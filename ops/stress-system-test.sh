@@ -33,7 +33,7 @@ fi
 # Build everything first, so the load does not slow a build down instead; with
 # --workspace, as ops/test.sh does, so the features (and the build) are the same,
 # and the test runs that very polycrawl binary instead of building it again.
-cargo build --release --locked --workspace --bins
+cargo build --release --locked --workspace --all-targets
 cargo nextest run --release --locked --workspace --no-run
 export POLYCRAWL_BIN="$CARGO_TARGET_DIR/release/polycrawl"
 filter="binary_id(tests::system) & test(=$test_name)"
