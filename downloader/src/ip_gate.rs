@@ -73,13 +73,14 @@ impl IpGate {
         spacing: Duration,
         now: Instant,
     ) -> Result<Turn<'_>, Instant> {
-        let turn = Turn {
+        // Made only when the turn is given: dropping a Turn ends a write.
+        let turn = || Turn {
             gate: self,
             ip,
             spacing,
         };
         if spacing.is_zero() {
-            return Ok(turn);
+            return Ok(turn());
         }
         let mut inner = self.inner.lock().unwrap_or_else(PoisonError::into_inner);
         inner.turns += 1;
@@ -92,7 +93,7 @@ impl IpGate {
             Some(slot) if slot.free_at > now => Err(slot.free_at),
             Some(slot) => {
                 slot.busy = true;
-                Ok(turn)
+                Ok(turn())
             }
             None => {
                 inner.slots.insert(
@@ -102,7 +103,7 @@ impl IpGate {
                         free_at: now,
                     },
                 );
-                Ok(turn)
+                Ok(turn())
             }
         }
     }
@@ -194,6 +195,27 @@ mod tests {
             "zero never waits"
         );
         assert_eq!(gate.len(), 2, "a zero spacing keeps no entry");
+    }
+
+    #[test]
+    fn asking_while_waiting_neither_delays_nor_frees_the_address() {
+        // Real clocks: a refused ask must change nothing (it once ended a write).
+        let gate = IpGate::default();
+        let d = Duration::from_millis(50);
+        let writing = gate.try_turn(ip(1), d, Instant::now()).unwrap();
+        for _ in 0..3 {
+            let now = Instant::now();
+            assert_eq!(gate.try_turn(ip(1), d, now).unwrap_err(), now + BUSY_RETRY);
+        }
+        drop(writing);
+        let free_at = gate.try_turn(ip(1), d, Instant::now()).unwrap_err();
+        for _ in 0..3 {
+            std::thread::sleep(Duration::from_millis(5));
+            assert_eq!(
+                gate.try_turn(ip(1), d, Instant::now()).unwrap_err(),
+                free_at
+            );
+        }
     }
 
     #[test]
