@@ -12,6 +12,14 @@
 //!
 //! Timeouts: the first-byte timeout wraps the reads until the first response byte;
 //! the total timeout is applied by the caller around the whole exchange.
+//!
+//! Politeness stamps ([`WireTimes`]): before the request's first byte is written the
+//! exchange waits for its turn at the `IpGate` (the per-IP spacing runs from the
+//! end of the previous write to the address), then reads the clock (`sent_us`, a
+//! lower bound of when the request left), writes, reads it again (`written_us`, an
+//! upper bound), and reads it once more right after the response's last byte
+//! (`received_us`, an upper bound of when the response was complete). So a gap
+//! measured from these stamps is never longer than the real one.
 
 use std::io;
 use std::net::SocketAddr;
@@ -23,8 +31,9 @@ use tokio::io::{AsyncReadExt, AsyncWriteExt};
 
 use crate::conn::Conn;
 use crate::error::FetchError;
-use crate::fetched::Truncation;
+use crate::fetched::{Truncation, WireTimes, unix_us};
 use crate::head::{self, Framing, HeadEnd, ResponseHead};
+use crate::ip_gate::IpGate;
 use crate::job::Method;
 
 /// Reads ask for at least this much room.
@@ -72,20 +81,38 @@ impl From<FetchError> for ExchangeError {
     }
 }
 
-/// Sends `request` on `conn` and reads the response.
+/// Where one request goes and how it is paced: the address, the gate that spaces
+/// requests to it, the spacing, and the stamps to fill in.
+pub(crate) struct Wire<'a> {
+    pub addr: SocketAddr,
+    pub gate: &'a IpGate,
+    pub spacing: Duration,
+    pub times: &'a mut WireTimes,
+}
+
+/// Sends `request` on `conn` (once its address's turn has come) and reads the
+/// response.
 pub(crate) async fn exchange(
     conn: &mut Conn,
-    addr: SocketAddr,
+    wire: &mut Wire<'_>,
     request: &[u8],
     method: Method,
     limits: &Limits,
 ) -> Result<RawResponse, ExchangeError> {
+    let addr = wire.addr;
     let dead = |source| ExchangeError {
         error: FetchError::Io { addr, source },
         retryable: true,
     };
-    conn.write_all(request).await.map_err(dead)?;
-    conn.flush().await.map_err(dead)?;
+    {
+        let _turn = wire.gate.turn(addr.ip(), wire.spacing).await;
+        wire.times.sent_us = unix_us();
+        wire.times.written_us = 0;
+        wire.times.received_us = 0;
+        conn.write_all(request).await.map_err(dead)?;
+        conn.flush().await.map_err(dead)?;
+        wire.times.written_us = unix_us();
+    }
     let sent_at = Instant::now();
 
     let mut buf = BytesMut::with_capacity(READ_CHUNK);
@@ -150,6 +177,7 @@ pub(crate) async fn exchange(
 
     let framing = head::framing(&head, method)?;
     let body = read_body(conn, buf, head_len, framing, limits.max_body_bytes).await?;
+    wire.times.received_us = unix_us();
     let reusable = body.complete_and_alone && framing != Framing::Close && head.keep_alive();
     Ok(RawResponse {
         raw: body.raw,

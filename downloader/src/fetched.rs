@@ -22,7 +22,7 @@
 //! and [`Fetched::decoded_body`] turns it into a [`FetchError::BodyDecode`].
 
 use std::net::SocketAddr;
-use std::time::Duration;
+use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 use bytes::Bytes;
 
@@ -61,6 +61,27 @@ pub struct Timings {
     pub total: Duration,
 }
 
+/// When one request and its response crossed the wire: unix microseconds of the
+/// system clock (`CLOCK_REALTIME`), 0 for what did not happen. Each stamp is read so
+/// that gaps measured from them are never longer than the real ones (see
+/// `exchange`): the politeness contract is judged on them.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub struct WireTimes {
+    /// Read right before the request's first byte was written.
+    pub sent_us: u64,
+    /// Read right after its last byte was handed to the kernel.
+    pub written_us: u64,
+    /// Read right after the response's last byte was read (the end of the request).
+    pub received_us: u64,
+}
+
+/// Microseconds since the Unix epoch on the system clock (0 before it).
+pub fn unix_us() -> u64 {
+    SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .map_or(0, |d| u64::try_from(d.as_micros()).unwrap_or(u64::MAX))
+}
+
 /// A response, complete or cut at the body cap.
 #[derive(Debug, Clone)]
 pub struct Fetched {
@@ -84,6 +105,8 @@ pub struct Fetched {
     pub decoded_truncated: bool,
     /// Where the time went.
     pub timings: Timings,
+    /// When the request and the response crossed the wire.
+    pub wire: WireTimes,
     /// Bytes written to the network for this fetch (TLS overhead included).
     pub bytes_sent: u64,
     /// Bytes read from the network for this fetch (TLS overhead included).

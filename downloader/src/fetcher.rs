@@ -3,7 +3,10 @@
 //! One `fetch` call: check the address policy (before any socket exists), build the
 //! request, wait for a concurrency permit, then within the total timeout take a pooled
 //! connection or open one, run the exchange, return the connection to the pool if it
-//! may be reused, and finally undo the Content-Encoding. A pooled connection that turns
+//! may be reused, and finally undo the Content-Encoding. Every request waits for
+//! its address's turn at the fetcher's per-IP gate (`ip_gate.rs`) right before it
+//! is written (the job's `min_ip_spacing`), and its [`WireTimes`] are stamped
+//! around the write and the last read. A pooled connection that turns
 //! out dead before any response byte is replaced by a new one, once. Nothing here
 //! resolves names, follows redirects or retries a request that got an answer.
 //!
@@ -23,8 +26,9 @@ use crate::config::FetcherConfig;
 use crate::conn::{self, Conn, TlsParams};
 use crate::decode::{self, Decoded};
 use crate::error::{ConfigError, DecodeError, FetchError};
-use crate::exchange::{self, Limits, RawResponse};
-use crate::fetched::{Fetched, Timings};
+use crate::exchange::{self, Limits, RawResponse, Wire};
+use crate::fetched::{Fetched, Timings, WireTimes};
+use crate::ip_gate::IpGate;
 use crate::job::{FetchJob, Scheme};
 use crate::limit::{ConcurrencyLimit, Permit};
 use crate::pool::{Pool, PoolKey};
@@ -45,6 +49,7 @@ struct Inner {
     tls: TlsConnector,
     pool: Pool,
     limit: ConcurrencyLimit,
+    gate: IpGate,
 }
 
 impl std::fmt::Debug for Fetcher {
@@ -82,6 +87,7 @@ impl Fetcher {
                 tls,
                 pool,
                 limit,
+                gate: IpGate::default(),
             }),
         })
     }
@@ -116,7 +122,7 @@ impl Fetcher {
     /// concurrency slot first (after the address check, so a refused address never
     /// waits).
     pub async fn fetch(&self, job: &FetchJob) -> Result<Fetched, FetchError> {
-        self.fetch_inner(job, None).await
+        self.fetch_inner(job, None, &mut WireTimes::default()).await
     }
 
     /// Waits for a concurrency slot of this fetcher (first come, first served).
@@ -134,13 +140,27 @@ impl Fetcher {
         job: &FetchJob,
         permit: Permit,
     ) -> Result<Fetched, FetchError> {
-        self.fetch_inner(job, Some(permit)).await
+        self.fetch_inner(job, Some(permit), &mut WireTimes::default())
+            .await
+    }
+
+    /// [`fetch_with_permit`](Self::fetch_with_permit) that also leaves the request's
+    /// wire stamps in `times` when it fails (a successful fetch has them in
+    /// [`Fetched::wire`]); stamps of what did not happen stay 0.
+    pub async fn fetch_stamped(
+        &self,
+        job: &FetchJob,
+        permit: Permit,
+        times: &mut WireTimes,
+    ) -> Result<Fetched, FetchError> {
+        self.fetch_inner(job, Some(permit), times).await
     }
 
     async fn fetch_inner(
         &self,
         job: &FetchJob,
         permit: Option<Permit>,
+        times: &mut WireTimes,
     ) -> Result<Fetched, FetchError> {
         let config = &self.inner.config;
         let ip = job.addr.ip();
@@ -183,7 +203,7 @@ impl Fetcher {
         let start = Instant::now();
         let transfer = tokio::time::timeout(
             total_timeout,
-            self.transfer(job, &request, server_name, &limits),
+            self.transfer(job, &request, server_name, &limits, times),
         )
         .await
         .map_err(|_| FetchError::TotalTimeout {
@@ -212,6 +232,7 @@ impl Fetcher {
                 first_byte: response.first_byte,
                 total,
             },
+            wire: *times,
             bytes_sent: transfer.bytes.0,
             bytes_received: transfer.bytes.1,
             reused_connection: transfer.reused,
@@ -226,14 +247,21 @@ impl Fetcher {
         request: &Bytes,
         server_name: Option<ServerName<'static>>,
         limits: &Limits,
+        times: &mut WireTimes,
     ) -> Result<Transfer, FetchError> {
+        let mut wire = Wire {
+            addr: job.addr,
+            gate: &self.inner.gate,
+            spacing: job.limits.min_ip_spacing.unwrap_or_default(),
+            times,
+        };
         let key = PoolKey {
             addr: job.addr,
             tls_host: server_name.as_ref().map(|_| job.target.host().to_owned()),
         };
         if let Some(mut conn) = self.inner.pool.checkout(&key) {
             let before = conn.wire_bytes();
-            match exchange::exchange(&mut conn, job.addr, request, job.method, limits).await {
+            match exchange::exchange(&mut conn, &mut wire, request, job.method, limits).await {
                 Ok(response) => return Ok(self.finish(key, conn, before, response, None)),
                 Err(e) if e.retryable => {
                     tracing::debug!(addr = %job.addr, error = %e.error, "pooled connection was dead; reconnecting");
@@ -249,7 +277,7 @@ impl Fetcher {
         });
         let mut conn = conn::connect(job.addr, tls, limits.connect_timeout).await?;
         let connect = connect_start.elapsed();
-        let response = exchange::exchange(&mut conn, job.addr, request, job.method, limits)
+        let response = exchange::exchange(&mut conn, &mut wire, request, job.method, limits)
             .await
             .map_err(|e| e.error)?;
         Ok(self.finish(key, conn, (0, 0), response, Some(connect)))

@@ -239,8 +239,12 @@ pub struct JobLimits {
     pub connect_timeout: Option<Duration>,
     /// First-byte timeout for this job.
     pub first_byte_timeout: Option<Duration>,
-    /// Total timeout for this job.
+    /// Total timeout for this job (time waiting for the address's turn at the
+    /// per-IP gate included: the manager keeps that short by spacing its dispatches).
     pub total_timeout: Option<Duration>,
+    /// Least time from the end of the previous request written to this job's
+    /// address (by this fetcher) to the start of this job's request; `None`: none.
+    pub min_ip_spacing: Option<Duration>,
 }
 
 /// One fetch: what to ask for and where to connect.

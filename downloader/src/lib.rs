@@ -35,6 +35,7 @@
 //!   `exchange`: one request/response on a connection, with the caps;
 //! - `decode`: gzip/deflate with a decoded-size cap;
 //! - `pool`: the keep-alive pool; [`limit`]: the resizable concurrency limit;
+//!   `ip_gate`: per-IP spacing of request writes;
 //! - [`fetched`]: the result (raw vs payload vs decoded body: see there);
 //! - [`fetcher`]: [`Fetcher`], tying it together; [`error`]: every error type.
 //!
@@ -55,6 +56,7 @@ mod exchange;
 pub mod fetched;
 pub mod fetcher;
 pub mod head;
+mod ip_gate;
 pub mod job;
 pub mod limit;
 mod pool;
@@ -65,7 +67,7 @@ mod tls;
 pub use address::AddressClass;
 pub use config::FetcherConfig;
 pub use error::{ConfigError, DecodeError, FetchError};
-pub use fetched::{Fetched, Timings, Truncation};
+pub use fetched::{Fetched, Timings, Truncation, WireTimes};
 pub use fetcher::Fetcher;
 pub use head::ResponseHead;
 pub use job::{FetchJob, JobLimits, Method, Scheme, Target};

@@ -16,6 +16,9 @@
 //!   request-file publishing and the manager's admin port.
 //! - [`requestlog`]: checks over websim's request log (URL counts, robots.txt
 //!   fetches, per-origin and per-IP overlap, gaps and start spacing).
+//! - [`wirelog`]: the downloaders' wire log (each request's own send and receive
+//!   stamps); [`politeness`]: politeness judged on those stamps, cross-checked
+//!   with websim's log, each violation named with the side that saw it.
 //! - [`spoolout`]: [`spoolout::Returned`], the pages and outcomes the system handed
 //!   back in the spool.
 //! - [`repository`]: [`repository::RepoScan`], the responses an application stored
@@ -33,9 +36,11 @@
 pub mod bin;
 pub mod browser;
 pub mod http;
+pub mod politeness;
 pub mod process;
 pub mod repository;
 pub mod requestlog;
 pub mod spoolout;
 pub mod system;
 pub mod websim;
+pub mod wirelog;

@@ -1,12 +1,12 @@
 //! Checks over websim's request log ([`crate::websim::LogLine`]): which URLs were
 //! fetched how often, and the timing figures politeness is judged by.
 //!
-//! Times are websim's: `start` when the request head was received, `end` when the
-//! response was written, in unix microseconds. The crawler's own notion of a
-//! request is wider (from dispatch to report), so a polite crawler's gaps measured
-//! here are never shorter than the ones it enforces; only per-IP start spacing can
-//! look shorter here than at the manager, by the jitter between dispatch and the
-//! request reaching websim.
+//! Times are websim's: `start` read after the request head was parsed, `end` after
+//! the response's last byte was handed to the kernel, in unix microseconds. Both
+//! can be late by however long websim's task was not scheduled, so gaps and
+//! spacings measured here alone are no proof of politeness either way: the
+//! politeness of a crawl is judged by [`crate::politeness`], on the downloaders'
+//! own stamps, with websim's as a cross-check.
 //!
 //! Grouping keys: an *origin* is `scheme://Host-header` (what the manager schedules
 //! as one host), a *name* is the Host header without its port, lower-case, and a

@@ -10,7 +10,8 @@
 //!   same ports, so connected components and browsers find it again), start and
 //!   kill downloaders and resolvers, publish request files, talk to the manager's
 //!   admin port ([`System::status`], [`System::admin`]) and its admin page's JSON
-//!   API ([`System::api`]), and collect ERROR log lines.
+//!   API ([`System::api`]), collect ERROR log lines, and read the downloaders'
+//!   wire log ([`System::wire_log`]: every request's send and receive stamps).
 //!
 //! Readiness: the manager prints `manager listening addr=IP:PORT` and then
 //! `manager admin listening addr=IP:PORT` on stdout; downloaders and resolvers
@@ -42,6 +43,10 @@ use crate::websim::Websim;
 /// at most about this long after it was fetched.
 pub const BATCH_AGE_MS: u64 = 300;
 
+/// The downloaders' shared wire log (`downloader.wire_log`), in [`System::dir`]:
+/// read it with [`System::wire_log`].
+pub const WIRE_LOG: &str = "wire.tsv";
+
 /// How long the manager may take to print its ready line.
 pub const MANAGER_READY: Duration = Duration::from_secs(30);
 
@@ -65,10 +70,7 @@ pub struct Knobs {
     /// `manager.jobs_per_downloader_factor`.
     pub jobs_per_downloader_factor: f64,
     /// `manager.speed.min_connections`. By default equal to `max_connections`
-    /// and `downloader_concurrency`, so connection counts stay as configured: the
-    /// system tests judge politeness, and fewer connections mean more jobs waiting
-    /// in a downloader's queue, where a job dispatched on time to an IP can start
-    /// late and close to the next one (see `IP_JITTER_US` in tests/system.rs).
+    /// and `downloader_concurrency`, so connection counts stay as configured.
     pub min_connections: u32,
     /// `manager.speed.max_connections`: the most connections the manager gives a
     /// downloader (which starts with `downloader_concurrency`).
@@ -212,7 +214,16 @@ impl System {
         let dir = tempfile::tempdir().expect("a temporary directory");
         let admin_token = "admin-secret-for-tests".to_owned();
         let config = dir.path().join("config.ron");
-        std::fs::write(&config, knobs.config(ws, &admin_token)).expect("writing the config");
+        let wire_log = dir.path().join(WIRE_LOG);
+        let text = knobs.config(ws, &admin_token).replacen(
+            "downloader: (",
+            &format!(
+                "downloader: (\n        wire_log: Some({:?}),",
+                wire_log.display().to_string()
+            ),
+            1,
+        );
+        std::fs::write(&config, text).expect("writing the config");
         let spool = dir.path().join("spool");
         let state = dir.path().join("state");
         std::fs::create_dir_all(&spool).expect("spool dir");
@@ -247,6 +258,15 @@ impl System {
     /// The temporary directory (config, spool, state, `*.stderr`).
     pub fn dir(&self) -> &Path {
         self.dir.path()
+    }
+
+    /// Every line of the downloaders' wire log so far (see
+    /// [`crate::wirelog::WireLine`]).
+    ///
+    /// # Panics
+    /// On a malformed line.
+    pub fn wire_log(&self) -> Vec<crate::wirelog::WireLine> {
+        crate::wirelog::read(&self.dir.path().join(WIRE_LOG))
     }
 
     fn command(&self, sub: &str) -> Command {

@@ -91,10 +91,18 @@ pub struct OutcomeRow {
 /// One line of the request log.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct LogLine {
-    /// Unix microseconds, request head received.
+    /// Unix microseconds (`CLOCK_REALTIME`), read after the request head was parsed:
+    /// the request arrived at or before it.
     pub start_us: u64,
-    /// Unix microseconds, response written.
+    /// Unix microseconds, read after the response's last byte was handed to the
+    /// kernel: an upper bound of that moment (late when websim's task was
+    /// descheduled).
     pub end_us: u64,
+    /// Unix microseconds, read before the response's first byte was handed to the
+    /// kernel: a lower bound of that moment.
+    pub write_from_us: u64,
+    /// Microseconds from `start_us` to `end_us` on websim's monotonic clock.
+    pub service_us: u64,
     /// `http` or `https`.
     pub scheme: String,
     /// Host header.
@@ -299,6 +307,8 @@ impl Websim {
                 status: f[8].parse().expect("status"),
                 bytes: f[9].parse().expect("bytes"),
                 user_agent: f[10].to_owned(),
+                write_from_us: f[11].parse().expect("write from"),
+                service_us: f[12].parse().expect("service time"),
             })
             .collect()
     }

@@ -9,7 +9,10 @@
 //!
 //! - [`every_url_once_polite_and_robots_obeyed`] (Done-when 1): each allowed URL
 //!   fetched exactly once, nothing disallowed or blacklisted contacted, robots.txt
-//!   once per origin, politeness per origin and per IP, one outcome per unfetched URL.
+//!   once per origin, politeness per origin and per IP (judged on the downloaders'
+//!   own wire stamps, cross-checked with websim's log: `tests::politeness`), one
+//!   outcome per unfetched URL. `ops/stress-system-test.sh` runs it many times in a
+//!   row on a loaded machine.
 //! - [`crash_of_manager_and_downloader_loses_nothing`] (Done-when 3): kill -9 of the
 //!   manager (restarted on the same state and spool) and of a downloader mid-crawl.
 //! - [`request_files_are_loaded_lazily`] (Done-when 2): 200 queued request files,
@@ -25,33 +28,13 @@ use std::collections::{BTreeMap, BTreeSet, HashMap, HashSet};
 use std::sync::{Mutex, PoisonError};
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
-use tests::requestlog::{self, Pace, url_host};
+use tests::politeness;
+use tests::requestlog::{self, url_host};
 use tests::spoolout::Returned;
 use tests::system::{BATCH_AGE_MS, Knobs, System};
 use tests::websim::{HostRow, LogLine, Websim};
 
 const APP: &str = "systest";
-/// Slack when comparing gaps measured in websim's log with configured intervals.
-/// websim stamps a response's end after its write returns, so on busy cores its task
-/// can stamp it a few ms after the downloader already has the bytes and the manager
-/// its report (one CI run measured a 197.1 ms gap against 200 ms). The manager's
-/// own rests are never short: `politeness::rest_until` adds a millisecond for its
-/// whole-millisecond clock.
-const CLOCK_SLACK_US: i64 = 5_000;
-
-/// Allowance on per-IP start spacing. The manager spaces the *dispatches* to one IP,
-/// sends an IP's jobs to one downloader, and that downloader holds each job until the
-/// spacing after the previous start to the IP is over (`IpGate`), so a job that
-/// waited in its queue cannot start right before the next one. What remains is set-up
-/// time: websim logs a start when the request head arrives, after the downloader's
-/// connect and TLS handshake (or none, on a kept-alive connection), so two starts can
-/// come closer than the gated starts by that time (measured up to ~24 ms on two
-/// cores). Per-origin gaps need no such allowance: they run from websim's end to
-/// websim's start, which the manager's end-to-dispatch interval is inside of. The
-/// set-up time of one request cannot accumulate, so the rate over
-/// `requestlog::SPAN` consecutive starts gets the allowance once, not per start.
-const IP_JITTER_US: i64 = 30_000;
-
 static SERIAL: Mutex<()> = Mutex::new(());
 
 fn env_or(name: &str, default: u64) -> u64 {
@@ -203,10 +186,6 @@ fn expected_robots(
     want
 }
 
-fn fmt_ms(us: Option<i64>) -> String {
-    us.map_or("-".to_owned(), |u| format!("{:.1} ms", u as f64 / 1000.0))
-}
-
 /// Done-when 1.
 #[test]
 fn every_url_once_polite_and_robots_obeyed() {
@@ -321,16 +300,22 @@ fn every_url_once_polite_and_robots_obeyed() {
 
     // 1. Every allowed URL fetched exactly once, and nothing else but robots.txt.
     let counts = requestlog::url_counts(&log);
-    let not_once: Vec<(&String, usize)> = fetch
+    let not_once: Vec<(&String, usize, Option<&Vec<String>>)> = fetch
         .iter()
-        .map(|u| (*u, counts.get(*u).copied().unwrap_or(0)))
-        .filter(|(_, n)| *n != 1)
+        .map(|u| {
+            (
+                *u,
+                counts.get(*u).copied().unwrap_or(0),
+                back.outcomes.get(*u),
+            )
+        })
+        .filter(|(_, n, _)| *n != 1)
         .collect();
     assert!(
         not_once.is_empty(),
-        "{} allowed URLs not fetched exactly once, e.g. {:?}",
+        "{} allowed URLs not fetched exactly once (URL, requests, outcomes), e.g. {:?}",
         not_once.len(),
-        &not_once[..not_once.len().min(10)]
+        &not_once[..not_once.len().min(10)],
     );
     let extra: Vec<String> = log
         .iter()
@@ -415,11 +400,13 @@ fn every_url_once_polite_and_robots_obeyed() {
         robots_wrong.join("\n")
     );
 
-    // 5. Politeness per origin: one request at a time, gaps of at least the interval
-    // (raised to the host's Crawl-delay, capped). A robots.txt redirect hop counts on
-    // the origin it lands on (`http://a/robots.txt` 301 -> `https://a/robots.txt` is a
-    // request to the https origin), which the manager paces as that origin's.
-    let by_origin = requestlog::pace_by_origin(&log);
+    // 5. Politeness, judged on the downloaders' own stamps and cross-checked with
+    // websim's (see tests::politeness): per origin one request at a time and gaps of
+    // at least the interval (raised to the host's Crawl-delay, capped), from the end
+    // of one request to the start of the next; per IP at most ip_max_in_flight at
+    // once and starts spaced by ip_min_interval. A robots.txt redirect hop counts on
+    // the origin it lands on (`http://a/robots.txt` 301 -> `https://a/robots.txt` is
+    // a request to the https origin), which the manager paces as that origin's.
     let interval_us = |origin: &str| -> i64 {
         let name = requestlog::host_name(origin.split_once("://").map_or(origin, |(_, a)| a));
         let delay_ms = hosts
@@ -429,64 +416,23 @@ fn every_url_once_polite_and_robots_obeyed() {
             .min(knobs.max_crawl_delay_ms);
         (knobs.interval_ms.max(delay_ms) * 1000) as i64
     };
+    let rules = politeness::Rules {
+        interval_us: &interval_us,
+        ip_spacing_us: (knobs.ip_min_interval_ms * 1000) as i64,
+        ip_max_in_flight: knobs.ip_max_in_flight as usize,
+    };
+    let wire = sys.wire_log();
+    let judged = politeness::judge(&wire, &log, &rules);
     let hops = log
         .iter()
         .filter(|l| l.is_robots() && (300..400).contains(&l.status))
         .count();
-    let overlapping: Vec<(&String, &Pace)> = by_origin
-        .iter()
-        .filter(|(_, p)| p.max_in_flight > 1)
-        .collect();
-    let short_gaps: Vec<(&String, &Pace)> = by_origin
-        .iter()
-        .filter(|(o, p)| {
-            p.min_gap_us
-                .is_some_and(|g| g < interval_us(o) - CLOCK_SLACK_US)
-        })
-        .collect();
-    let max_overlap = by_origin
-        .values()
-        .map(|p| p.max_in_flight)
-        .max()
-        .unwrap_or(0);
-    let min_gap = by_origin.values().filter_map(|p| p.min_gap_us).min();
-    // Per host name too (an http and an https origin of one name are one server).
-    let by_name = requestlog::pace_by(&log, LogLine::name);
-    let name_overlap = by_name.values().map(|p| p.max_in_flight).max().unwrap_or(0);
-    let name_min_gap = by_name.values().filter_map(|p| p.min_gap_us).min();
-
-    // 6. Per IP: at most ip_max_in_flight at once, starts spaced by ip_min_interval.
-    let by_ip = requestlog::pace_by_server_ip(&log);
-    let ip_over: Vec<_> = by_ip
-        .iter()
-        .filter(|(_, p)| p.max_in_flight > knobs.ip_max_in_flight as usize)
-        .collect();
-    let ip_min_us = (knobs.ip_min_interval_ms * 1000) as i64;
-    let ip_close: Vec<_> = by_ip
-        .iter()
-        .filter(|(_, p)| {
-            p.min_start_spacing_us
-                .is_some_and(|s| s < ip_min_us - IP_JITTER_US)
-        })
-        .collect();
-    let span_want_us = requestlog::SPAN as i64 * ip_min_us;
-    let ip_fast: Vec<_> = by_ip
-        .iter()
-        .filter(|(_, p)| {
-            p.min_span_us
-                .is_some_and(|s| s < span_want_us - IP_JITTER_US)
-        })
-        .collect();
-    let ip_min_span = by_ip.values().filter_map(|p| p.min_span_us).min();
-    let ip_max = by_ip.values().map(|p| p.max_in_flight).max().unwrap_or(0);
-    let ip_min_spacing = by_ip.values().filter_map(|p| p.min_start_spacing_us).min();
-    let shared_ips = by_ip.values().filter(|p| p.requests > 0).count();
 
     println!(
         "system test 1: websim --hosts {hosts_n} --pages {pages_n}; {} URLs asked, {} \
          fetched ({} page records), {} outcomes {reasons:?} ({bl_urls} blacklisted: host \
-         {bl_host}, domain .{bl_domain}); {} requests logged ({} robots.txt); crawl took \
-         {:.1} s (test {:.1} s)",
+         {bl_host}, domain .{bl_domain}); {} requests logged ({} robots.txt, {hops} \
+         robots.txt redirects); crawl took {:.1} s (test {:.1} s)",
         urls.len(),
         fetch.len(),
         back.page_records(),
@@ -497,53 +443,11 @@ fn every_url_once_polite_and_robots_obeyed() {
         started.elapsed().as_secs_f64(),
     );
     println!(
-        "system test 1: per origin ({} origins, interval {} ms): max overlap {max_overlap}, \
-         min gap {} ({hops} robots.txt redirects, each hop counted on the origin it lands \
-         on); per host name: max overlap {name_overlap}, min gap {}; per IP ({} addresses, \
-         limit {} in flight, {} ms apart): max in flight {ip_max}, min start spacing {}, min span of {} starts {}",
-        by_origin.len(),
+        "system test 1: politeness (interval {} ms): {}",
         knobs.interval_ms,
-        fmt_ms(min_gap),
-        fmt_ms(name_min_gap),
-        shared_ips,
-        knobs.ip_max_in_flight,
-        knobs.ip_min_interval_ms,
-        fmt_ms(ip_min_spacing),
-        requestlog::SPAN,
-        fmt_ms(ip_min_span),
+        judged.figures(&rules)
     );
-    assert!(
-        overlapping.is_empty(),
-        "origins with overlapping requests: {:?}",
-        &overlapping[..overlapping.len().min(10)]
-    );
-    let pairs: Vec<String> = short_gaps
-        .iter()
-        .take(5)
-        .filter_map(|(o, _)| requestlog::closest_pair(&log, LogLine::origin, *o))
-        .map(|(a, b)| format!("  {a:?}\n  {b:?}"))
-        .collect();
-    assert!(
-        short_gaps.is_empty(),
-        "{} origins with gaps under their interval: {:?}\nclosest pairs:\n{}",
-        short_gaps.len(),
-        &short_gaps[..short_gaps.len().min(10)],
-        pairs.join("\n")
-    );
-    assert!(
-        ip_over.is_empty(),
-        "IPs over the in-flight limit: {ip_over:?}"
-    );
-    assert!(
-        ip_close.is_empty(),
-        "IPs with starts too close: {ip_close:?}"
-    );
-    assert!(
-        ip_fast.is_empty(),
-        "IPs with {} starts within less than {} ms: {ip_fast:?}",
-        requestlog::SPAN + 1,
-        (span_want_us - IP_JITTER_US) / 1000
-    );
+    judged.assert_polite();
     no_error_lines(&sys, &[]);
 }
 

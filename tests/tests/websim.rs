@@ -554,6 +554,14 @@ async fn request_log_has_a_line_per_request() {
         assert!(line.client.ip().is_loopback());
         assert_eq!(line.user_agent, "polycrawl/0.1 (+websim-tests)");
         assert!(line.start_us <= line.end_us && line.start_us > 1_600_000_000_000_000);
+        assert!(
+            line.start_us <= line.write_from_us && line.write_from_us <= line.end_us,
+            "{line:?}"
+        );
+        assert!(
+            line.service_us <= line.end_us - line.start_us + 1_000,
+            "{line:?}"
+        );
     }
 }
 

@@ -70,6 +70,10 @@ pub struct DownloaderConfig {
     /// Gzip level of page batches and robots files, 0 (stored) to 9 (smallest).
     /// Default 1.
     pub gzip_level: u32,
+    /// A file to append one line per request to, with the request's wire stamps
+    /// (see the service's `wire_log` module); several downloaders may share it.
+    /// Default `None`.
+    pub wire_log: Option<PathBuf>,
 }
 
 impl Default for DownloaderConfig {
@@ -93,6 +97,7 @@ impl Default for DownloaderConfig {
             max_batch_bytes: 64 * 1024 * 1024,
             max_batch_age_ms: 2000,
             gzip_level: 1,
+            wire_log: None,
         }
     }
 }

@@ -27,6 +27,9 @@ pub enum DownloaderError {
     /// The fetch engine could not be built (unreadable CA file, bad TLS setup).
     #[error("cannot build the fetch engine: {0}")]
     Fetcher(#[from] ConfigError),
+    /// The wire log (`downloader.wire_log`) could not be opened.
+    #[error("cannot open the wire log: {0}")]
+    WireLog(#[source] std::io::Error),
     /// The batch writer thread could not be started.
     #[error("cannot start the batch writer thread: {0}")]
     WriterThread(#[source] std::io::Error),

@@ -58,6 +58,7 @@
 //!
 //! [`config`] (the `downloader:` config section; the manager address, id and
 //! back-off are `spool::protocol::client`), `session.rs` (one manager connection), `task.rs` (one job),
+//! `wire_log.rs` (the per-request stamps, if configured),
 //! `writer.rs` (the writer thread), `batch.rs` (WARC files: what the records and
 //! files hold), [`metrics`] (counters), [`error`].
 //!
@@ -73,11 +74,11 @@
 mod batch;
 pub mod config;
 pub mod error;
-mod ip_gate;
 pub mod metrics;
 mod pending;
 mod session;
 mod task;
+mod wire_log;
 mod writer;
 
 use std::sync::Arc;
@@ -97,6 +98,7 @@ use metrics::Metrics;
 use session::{End, Session};
 pub use session::{MAX_QUEUED, SHUTDOWN_GRACE};
 use task::JobEnv;
+use wire_log::WireLog;
 pub use writer::QUEUE as WRITER_QUEUE;
 use writer::{Event, WriterHandle, WriterSettings};
 
@@ -121,13 +123,19 @@ pub async fn run(
         max_batch_age: config.max_batch_age(),
         user_agent: config.user_agent(),
     };
+    let wire_log = match &config.wire_log {
+        Some(path) => {
+            Some(WireLog::open(path, control.id.as_str()).map_err(DownloaderError::WireLog)?)
+        }
+        None => None,
+    };
     let writer = WriterHandle::spawn(settings, events_tx.clone(), Arc::clone(&metrics))?;
     let env = Arc::new(JobEnv {
         fetcher,
         writer: writer.sender(),
         events: events_tx,
         metrics: Arc::clone(&metrics),
-        ip_gate: ip_gate::IpGate::default(),
+        wire_log,
     });
     info!(
         id = %control.id,

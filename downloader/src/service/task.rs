@@ -7,7 +7,10 @@
 //! `Failed { invalid_url }` without any network traffic); `addr` is used as is (the
 //! downloader never resolves); every non-zero [`FetchLimits`] value lowers the
 //! config's limit for this job (zero means "the config's"); robots jobs get the
-//! same treatment, so the manager's robots cap applies. `keep_alive` needs nothing:
+//! same treatment, so the manager's robots cap applies. `min_ip_spacing_ms` goes to
+//! the engine's per-IP gate, which spaces the request writes to one address (see
+//! `ip_gate`). The request's wire stamps go into the report's [`Timing`] and, if
+//! the config names one, the wire log. `keep_alive` needs nothing:
 //! the engine keeps every connection the server allows, and idle ones expire after
 //! `pool_idle_timeout_ms`.
 //!
@@ -27,13 +30,13 @@ use tokio::sync::mpsc;
 use tracing::debug;
 
 use crate::error::FetchError;
-use crate::fetched::Fetched;
+use crate::fetched::{Fetched, WireTimes, unix_us};
 use crate::fetcher::Fetcher;
 use crate::job::{FetchJob, JobLimits, Method, Target};
 use crate::limit::Permit;
 use crate::service::batch::{Exchange, JobTag};
-use crate::service::ip_gate::IpGate;
 use crate::service::metrics::Metrics;
+use crate::service::wire_log::{Line, WireLog};
 use crate::service::writer::{Command, Destination, Event, Store};
 
 /// Longest failure detail sent to the manager, in bytes.
@@ -48,8 +51,8 @@ pub(crate) struct JobEnv {
     pub writer: mpsc::Sender<Command>,
     pub events: mpsc::UnboundedSender<Event>,
     pub metrics: Arc<Metrics>,
-    /// Per-IP start spacing among this downloader's jobs.
-    pub ip_gate: IpGate,
+    /// Where every request's wire stamps go, if anywhere.
+    pub wire_log: Option<WireLog>,
 }
 
 /// The engine job for a manager job.
@@ -71,6 +74,7 @@ fn job_limits(l: &FetchLimits) -> JobLimits {
         connect_timeout: ms(l.connect_timeout_ms),
         first_byte_timeout: ms(l.first_byte_timeout_ms),
         total_timeout: ms(l.total_timeout_ms),
+        min_ip_spacing: ms(l.min_ip_spacing_ms),
     }
 }
 
@@ -84,14 +88,30 @@ pub(crate) async fn run(env: Arc<JobEnv>, session: u64, job: protocol::FetchJob,
         Ok(engine) => engine,
         Err(e) => return fail(&env, tag, &job.url, &e),
     };
-    // Not sooner than the spacing after the previous start to this address.
-    let spacing = Duration::from_millis(job.limits.min_ip_spacing_ms.into());
-    let start = env
-        .ip_gate
-        .reserve(job.addr.ip(), spacing, tokio::time::Instant::now());
-    tokio::time::sleep_until(start).await;
     let date = WarcDate::from_system_time(SystemTime::now());
-    let fetched = match env.fetcher.fetch_with_permit(&engine, permit).await {
+    let mut times = WireTimes::default();
+    let fetched = env.fetcher.fetch_stamped(&engine, permit, &mut times).await;
+    if let Some(log) = &env.wire_log {
+        let result = match &fetched {
+            Ok(f) => f.status().to_string(),
+            Err(e) => e.class().as_str().to_owned(),
+        };
+        if fetched.is_err() {
+            times.received_us = unix_us(); // When it gave up.
+        }
+        let line = Line {
+            job: job.job.0,
+            purpose: match job.purpose {
+                FetchPurpose::Page => "page",
+                FetchPurpose::Robots => "robots",
+            },
+            addr: job.addr,
+            url: &engine.target.to_string(),
+            result: &result,
+        };
+        log.write(&times, &line);
+    }
+    let fetched = match fetched {
         Ok(fetched) => fetched,
         Err(e) => return fail(&env, tag, &job.url, &e),
     };
@@ -175,6 +195,9 @@ pub(crate) fn stored_page(f: &Fetched) -> StoredPage {
             connect_ms: ms(connect),
             first_byte_ms: ms(connect + f.timings.first_byte),
             total_ms: ms(f.timings.total),
+            sent_us: f.wire.sent_us,
+            written_us: f.wire.written_us,
+            received_us: f.wire.received_us,
         },
         file: String::new(),
         location,
@@ -203,12 +226,13 @@ mod tests {
             connect_timeout_ms: 0,
             first_byte_timeout_ms: 250,
             total_timeout_ms: 0,
-            min_ip_spacing_ms: 0,
+            min_ip_spacing_ms: 100,
         });
         assert_eq!(
             l,
             JobLimits {
                 first_byte_timeout: Some(Duration::from_millis(250)),
+                min_ip_spacing: Some(Duration::from_millis(100)),
                 ..JobLimits::default()
             }
         );

@@ -8,5 +8,6 @@ mod concurrency;
 mod errors;
 mod keepalive;
 mod policy;
+mod spacing;
 mod timeouts;
 mod tls;

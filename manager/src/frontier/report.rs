@@ -2,7 +2,9 @@
 //!
 //! - A stored response (any status: a 5xx page is a page, not a failure): the URL
 //!   leaves its queue, the host's failure count resets, and the host rests its
-//!   interval, measured from now (the end of the response).
+//!   interval, measured from `now_ms`, which the service passes as the end of the
+//!   response: the latest of the moments it knows (its own clock when handling the
+//!   report, the downloader's stamp of the last byte), never an earlier one.
 //! - `connect_failure` or `timeout`: a host failure. The host backs off (1 min, 5 min,
 //!   30 min, ...); the URL stays at the head and is tried again, up to
 //!   `max_url_attempts` tries, after which it ends with that outcome. After

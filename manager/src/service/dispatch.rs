@@ -10,7 +10,10 @@
 //!   rendezvous hash of address and downloader among the live ones), or, if that one
 //!   has no room, to the one with the most. So one downloader sees an address's jobs
 //!   and can keep the per-IP start spacing on the wire (its `IpGate`), and its
-//!   kept-alive connections get reused. Each round tells speed control what bounded it (tokens, hosts or
+//!   kept-alive connections get reused. An address whose last job is still out,
+//!   or was reported less than the spacing ago, stays with that job's downloader
+//!   even past its window (`ip_owner.rs`): two downloaders never send to one
+//!   address within the spacing. Each round tells speed control what bounded it (tokens, hosts or
 //!   room), and each report how long its job was out (`speed/`).
 //! - **Durability**: a `Stored` page report removes the URL from the frontier (for
 //!   politeness, at once), but the page is durable only once its batch is
@@ -49,6 +52,8 @@ pub(crate) const ASSUMED_CONCURRENCY: u32 = 16;
 /// A job handed to a downloader and not reported yet.
 #[derive(Debug, Clone)]
 pub(crate) struct Assigned {
+    /// The address it was sent to.
+    pub ip: IpAddr,
     /// Page or robots.txt.
     pub purpose: FetchPurpose,
     /// The application of the page.
@@ -129,18 +134,36 @@ impl Engine {
         }
         let mut batches: HashMap<ConnId, Vec<FetchJob>> = HashMap::new();
         for job in jobs {
-            let preferred = affinity(job.addr.ip(), &live);
-            let slot = room
-                .iter()
-                .position(|(conn, free)| Some(*conn) == preferred && *free > 0)
-                .or_else(|| {
-                    (0..room.len()).max_by_key(|&i| room[i].1) // Most room.
-                });
-            let Some(slot) = slot.map(|i| &mut room[i]) else {
-                break; // Cannot happen: want <= total room.
+            let ip = job.addr.ip();
+            // An address owned by a downloader goes there, room or not (ip_owner.rs).
+            let owner = self
+                .ip_owners
+                .owner(ip, wall)
+                .filter(|conn| live.contains(conn));
+            let conn = match owner {
+                Some(conn) => {
+                    if let Some(slot) = room.iter_mut().find(|(c, _)| *c == conn) {
+                        slot.1 = slot.1.saturating_sub(1);
+                    }
+                    conn
+                }
+                None => {
+                    let preferred = affinity(ip, &live);
+                    let slot = room
+                        .iter()
+                        .position(|(conn, free)| Some(*conn) == preferred && *free > 0)
+                        .or_else(|| {
+                            (0..room.len()).max_by_key(|&i| room[i].1) // Most room.
+                        });
+                    let Some(slot) = slot.map(|i| &mut room[i]) else {
+                        break; // Cannot happen: want <= total room.
+                    };
+                    slot.1 = slot.1.saturating_sub(1);
+                    slot.0
+                }
             };
-            slot.1 = slot.1.saturating_sub(1);
-            batches.entry(slot.0).or_default().push(job);
+            self.ip_owners.sent(ip, conn);
+            batches.entry(conn).or_default().push(job);
         }
         for (conn, jobs) in batches {
             let Some(c) = self.registry.get_mut(conn) else {
@@ -149,6 +172,7 @@ impl Engine {
             if let Kind::Downloader(work) = &mut c.kind {
                 for job in &jobs {
                     let assigned = Assigned {
+                        ip: job.addr.ip(),
                         purpose: job.purpose,
                         app: job.app.clone(),
                         url: job.url.clone(),
@@ -187,6 +211,7 @@ impl Engine {
                 }
                 continue;
             };
+            self.ip_owners.ended(assigned.ip, conn, wall);
             if !matches!(report.result, FetchResult::Returned) {
                 self.speed
                     .note_fetch(conn, now.saturating_duration_since(assigned.sent));
@@ -194,13 +219,16 @@ impl Engine {
             match (&report.result, assigned.purpose) {
                 (FetchResult::Stored(page), FetchPurpose::Robots) => {
                     self.metrics.wire_bytes += page.wire_bytes;
-                    self.robots_stored(report.job, page, wall)?;
+                    self.robots_stored(report.job, page, request_end_ms(page, wall))?;
                 }
                 (FetchResult::Stored(page), FetchPurpose::Page) => {
                     self.metrics.wire_bytes += page.wire_bytes;
                     self.metrics.pages_stored += 1;
                     self.tally.response(page.status);
-                    if self.frontier.on_report(&report, wall)? {
+                    if self
+                        .frontier
+                        .on_report(&report, request_end_ms(page, wall))?
+                    {
                         work.uncommitted
                             .insert(report.job, (assigned.app, assigned.url));
                     }
@@ -316,6 +344,14 @@ impl Engine {
     }
 }
 
+/// The end of a stored response's request, from which its host rests: the latest
+/// of the moments the manager knows, in unix ms: now (`wall`, the report is being
+/// handled) and the downloader's stamp of the response's last byte (rounded up),
+/// which is later than now only when the downloader's clock is ahead.
+fn request_end_ms(page: &StoredPage, wall: u64) -> u64 {
+    wall.max(page.timing.received_us.div_ceil(1000))
+}
+
 /// The downloader of `live` whose rendezvous hash with `ip` is highest: the same one
 /// for an address as long as the set of downloaders stays; when one goes, only its
 /// addresses move. O(downloaders).
@@ -330,6 +366,39 @@ fn affinity(ip: IpAddr, live: &[ConnId]) -> Option<ConnId> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use spool::protocol::Timing;
+
+    #[test]
+    fn a_host_rests_from_the_latest_end_it_knows() {
+        let page = |received_us| StoredPage {
+            status: 200,
+            wire_bytes: 1,
+            body_bytes: 1,
+            truncated: false,
+            timing: Timing {
+                connect_ms: 0,
+                first_byte_ms: 1,
+                total_ms: 1,
+                sent_us: 0,
+                written_us: 0,
+                received_us,
+            },
+            file: String::new(),
+            location: None,
+        };
+        assert_eq!(request_end_ms(&page(0), 5_000), 5_000, "no stamp: now");
+        assert_eq!(
+            request_end_ms(&page(4_999_000), 5_000),
+            5_000,
+            "stamp earlier"
+        );
+        assert_eq!(request_end_ms(&page(5_000_001), 5_000), 5_001, "rounded up");
+        assert_eq!(
+            request_end_ms(&page(9_000_000), 5_000),
+            9_000,
+            "clock ahead"
+        );
+    }
 
     #[test]
     fn affinity_is_stable_spread_and_moves_only_a_gone_downloaders_addresses() {

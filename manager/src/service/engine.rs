@@ -31,6 +31,7 @@ use super::conn::{ConnId, Event};
 use super::dns::DnsBatches;
 use super::error::ManagerError;
 use super::history::SpeedHistory;
+use super::ip_owner::IpOwners;
 use super::metrics::{FetchTally, Metrics};
 use super::pacing::TokenBucket;
 use super::registry::{Component, Kind, Registry};
@@ -68,6 +69,8 @@ pub(crate) struct Engine {
     pub bucket_wake: Option<Instant>,
     /// The speed target in force, connection counts, the speed diagnosis.
     pub speed: SpeedControl,
+    /// Which downloader each recently contacted IP address's jobs must go to.
+    pub ip_owners: IpOwners,
     /// Resolve batches.
     pub dns: DnsBatches,
     /// Periodic and on-demand checkpoints.
@@ -112,6 +115,7 @@ impl Engine {
             registry: Registry::default(),
             bucket: TokenBucket::new(rate, now),
             bucket_wake: None,
+            ip_owners: IpOwners::new(config.frontier.ip_min_interval_ms),
             speed: SpeedControl::new(&config.speed, config.frontier.target_pages_per_sec, now)?,
             dns: DnsBatches::new(
                 config.dns_batch_size,

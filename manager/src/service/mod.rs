@@ -77,6 +77,7 @@ mod dns;
 mod engine;
 pub mod error;
 mod history;
+mod ip_owner;
 pub mod metrics;
 mod pacing;
 mod registry;

@@ -314,6 +314,8 @@ where
     let mut record = Record {
         start_us,
         end_us: 0,
+        write_from_us: 0,
+        service_us: 0,
         scheme: scheme.as_str(),
         host: head.host.as_deref(),
         server: local,
@@ -326,12 +328,13 @@ where
     };
     let (status, content_type, location) = match reply {
         Reply::Misbehave(m) => {
+            record.write_from_us = log::now_us();
             let result = misbehave::serve(stream, m, head_only).await;
+            (record.end_us, record.service_us) = (log::now_us(), micros(started.elapsed()));
             if let Ok((status, bytes)) = result {
                 record.status = status;
                 record.bytes = bytes;
             }
-            record.end_us = log::now_us();
             log_record(server, b, &record);
             return result.map(|_| false);
         }
@@ -412,16 +415,23 @@ where
     if h.is_some_and(|h| h.slow) {
         tokio::time::sleep_until(started + server.slow).await;
     }
+    record.write_from_us = log::now_us();
     let result = async {
         stream.write_all(&b.out).await?;
         stream.flush().await
     }
     .await;
+    // First thing after the last byte is handed over: the stamps.
+    (record.end_us, record.service_us) = (log::now_us(), micros(started.elapsed()));
     record.status = status;
     record.bytes = if result.is_ok() { sent } else { 0 };
-    record.end_us = log::now_us();
     log_record(server, b, &record);
     result.map(|()| keep)
+}
+
+/// Whole microseconds of `d`.
+fn micros(d: Duration) -> u64 {
+    u64::try_from(d.as_micros()).unwrap_or(u64::MAX)
 }
 
 fn log_record(server: &Server, b: &mut Buffers, record: &Record<'_>) {
@@ -444,17 +454,22 @@ where
     S: AsyncWrite + Unpin,
 {
     let start_us = log::now_us();
+    let started = tokio::time::Instant::now();
     let body = format!("{status} {}\n", respond::reason(status));
     let msg = format!(
         "HTTP/1.1 {status} {}\r\nServer: websim\r\nContent-Type: text/plain\r\nContent-Length: {}\r\nConnection: close\r\n\r\n{body}",
         respond::reason(status),
         body.len()
     );
+    let write_from_us = log::now_us();
     let result = stream.write_all(msg.as_bytes()).await;
+    let (end_us, service_us) = (log::now_us(), micros(started.elapsed()));
     let _ = stream.shutdown().await;
     let record = Record {
         start_us,
-        end_us: log::now_us(),
+        end_us,
+        write_from_us,
+        service_us,
         scheme: scheme.as_str(),
         host: None,
         server: local,

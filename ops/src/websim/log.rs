@@ -1,12 +1,14 @@
 //! The request log: one TSV line per request, so tests can check what a crawler
 //! fetched, when, and from which address (politeness, robots).
 //!
-//! Columns (tab-separated, no header line; `-` for a missing value):
+//! Columns (tab-separated; `-` for a missing value). The file starts with one
+//! comment line ([`HEADER`], starting with `#`) that names the columns and the clock
+//! of each stamp; readers skip lines starting with `#`.
 //!
 //! | # | column | example |
 //! |---|---|---|
-//! | 1 | start, unix microseconds (request head received) | `1732269600123456` |
-//! | 2 | end, unix microseconds (response written, or connection given up) | `1732269600123789` |
+//! | 1 | start: unix µs, `CLOCK_REALTIME`, read right after the request head was parsed (so at or after its last byte arrived) | `1732269600123456` |
+//! | 2 | end: unix µs, `CLOCK_REALTIME`, read right after the response's last byte was handed to the kernel (or the connection given up), before any logging or bookkeeping | `1732269600123789` |
 //! | 3 | scheme of the listener | `http` |
 //! | 4 | `Host` header as sent | `www.acme17.test:8080` |
 //! | 5 | server address (listener) | `127.1.0.7:8080` |
@@ -16,6 +18,18 @@
 //! | 9 | status sent (0 when no status line was sent) | `200` |
 //! | 10 | body bytes sent (after content encoding) | `13012` |
 //! | 11 | `User-Agent` | `polycrawl/0.1 (+https://...)` |
+//! | 12 | write from: unix µs, `CLOCK_REALTIME`, read right before the response's first byte was handed to the kernel (after a slow host's delay) | `1732269600123700` |
+//! | 13 | service time: µs, `CLOCK_MONOTONIC`, from the start stamp's reading to the end stamp's | `333` |
+//!
+//! What the stamps bound: a stamp is read after the event it marks (start, end)
+//! or before it (write from), and the task can be descheduled in between, so the
+//! request arrived at or before `start`, the last byte was handed over at or
+//! before `end`, and the first byte at or after `write from`. A crawler's next
+//! request therefore came at least `start(next) - write_from(previous)` after it
+//! could have had the previous response: a smaller figure than its interval is
+//! proof of an early request. `start(next) - end(previous)` proves nothing: `end`
+//! can be late by however long the task was not running (a 16 ms service time for
+//! a 90-byte redirect was seen on a loaded machine).
 //!
 //! Tabs, CR and LF inside values are written as spaces. robots.txt fetches are
 //! logged like any request. Lines are appended to a memory buffer and written to
@@ -32,6 +46,13 @@ use std::sync::{Arc, Mutex, PoisonError};
 use std::thread::JoinHandle;
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
+/// The comment line the log file starts with.
+pub const HEADER: &str = "# start_us end_us scheme host server client method target status bytes \
+user_agent write_from_us service_us; *_us stamps: unix microseconds of CLOCK_REALTIME \
+(start: after the request head was parsed; end: after the last response byte was handed \
+to the kernel; write_from: before the first was); service_us: CLOCK_MONOTONIC \
+microseconds from start to end\n";
+
 /// How often the buffer goes to the file.
 pub const FLUSH_EVERY: Duration = Duration::from_millis(100);
 
@@ -40,8 +61,13 @@ pub const FLUSH_EVERY: Duration = Duration::from_millis(100);
 pub struct Record<'a> {
     /// Unix microseconds when the request head was complete.
     pub start_us: u64,
-    /// Unix microseconds when the response was written.
+    /// Unix microseconds right after the response's last byte was handed to the
+    /// kernel.
     pub end_us: u64,
+    /// Unix microseconds right before its first byte was (0: nothing was written).
+    pub write_from_us: u64,
+    /// Microseconds from `start_us` to `end_us` on the monotonic clock.
+    pub service_us: u64,
     /// `http` or `https`.
     pub scheme: &'a str,
     /// `Host` header.
@@ -79,7 +105,7 @@ pub fn format_line(out: &mut Vec<u8>, r: &Record<'_>) {
     field(out, Some(r.target));
     let _ = write!(out, "\t{}\t{}\t", r.status, r.bytes);
     field(out, r.user_agent);
-    out.push(b'\n');
+    let _ = writeln!(out, "\t{}\t{}", r.write_from_us, r.service_us);
 }
 
 fn field(out: &mut Vec<u8>, v: Option<&str>) {
@@ -103,10 +129,11 @@ pub struct RequestLog {
 }
 
 impl RequestLog {
-    /// Creates (truncates) the log file.
+    /// Creates (truncates) the log file and writes its [`HEADER`].
     pub fn create(path: &Path) -> io::Result<Arc<RequestLog>> {
-        let file = File::create(path)
-            .map_err(|e| io::Error::new(e.kind(), format!("{}: {e}", path.display())))?;
+        let with_path = |e: io::Error| io::Error::new(e.kind(), format!("{}: {e}", path.display()));
+        let mut file = File::create(path).map_err(with_path)?;
+        file.write_all(HEADER.as_bytes()).map_err(with_path)?;
         Ok(Arc::new(RequestLog {
             buf: Mutex::new(Vec::with_capacity(1 << 16)),
             file: Mutex::new(file),
@@ -185,7 +212,7 @@ mod tests {
     use super::*;
 
     #[test]
-    fn lines_have_eleven_columns_and_reach_the_file() {
+    fn lines_have_thirteen_columns_and_reach_the_file() {
         let dir = tempfile::tempdir().unwrap();
         let path = dir.path().join("log.tsv");
         let log = RequestLog::create(&path).unwrap();
@@ -195,7 +222,9 @@ mod tests {
             &mut line,
             &Record {
                 start_us: 1,
-                end_us: 2,
+                end_us: 3,
+                write_from_us: 2,
+                service_us: 2,
                 scheme: "http",
                 host: Some("a.test"),
                 server: "127.1.0.1:80".parse().unwrap(),
@@ -210,10 +239,13 @@ mod tests {
         log.append(&line);
         std::thread::sleep(FLUSH_EVERY * 3);
         let text = std::fs::read_to_string(&path).unwrap();
+        let (header, line) = text.split_once('\n').unwrap();
+        assert!(header.starts_with("# start_us") && header.contains("CLOCK_REALTIME"));
         assert_eq!(
-            text,
-            "1\t2\thttp\ta.test\t127.1.0.1:80\t127.0.0.1:5000\tGET\t/x y\t200\t10\t-\n"
+            line,
+            "1\t3\thttp\ta.test\t127.1.0.1:80\t127.0.0.1:5000\tGET\t/x y\t200\t10\t-\t2\t2\n"
         );
+        assert_eq!(HEADER.split_whitespace().nth(13), Some("service_us;"));
         drop(flusher);
     }
 }

@@ -115,7 +115,15 @@ pub struct StoredPage {
     pub location: Option<String>,
 }
 
-/// Fetch timings, in milliseconds from the start of the job.
+/// Fetch timings: durations in milliseconds from the start of the job, and the
+/// wire stamps politeness is judged on.
+///
+/// The stamps are unix microseconds of the downloader's system clock
+/// (`CLOCK_REALTIME`), read so that gaps measured from them are never longer than
+/// the real ones: `sent_us` right before the request's first byte was written,
+/// `written_us` right after its last byte was handed to the kernel, `received_us`
+/// right after the response's last byte was read. The request to a host ends at
+/// `received_us`: the manager's rest of the host's interval starts no earlier.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Timing {
     /// Until the connection was ready (0 when a kept-alive connection was reused).
@@ -124,4 +132,10 @@ pub struct Timing {
     pub first_byte_ms: u32,
     /// Until the response was complete.
     pub total_ms: u32,
+    /// Unix µs, before the request's first byte was written.
+    pub sent_us: u64,
+    /// Unix µs, after the request's last byte was handed to the kernel.
+    pub written_us: u64,
+    /// Unix µs, after the response's last byte was read.
+    pub received_us: u64,
 }

@@ -1,0 +1,245 @@
+//! [`IpGate`]: per-IP send spacing inside one fetcher.
+//!
+//! The manager spaces its dispatches to one IP address by `min_ip_spacing_ms`, but
+//! what the server sees is when requests arrive, and between a dispatch and the
+//! request going out a job can wait (in the downloader's queue, for a permit, for a
+//! connection and TLS handshake, or while the process is not scheduled). Gating the
+//! job's start is not enough: a job that needs a new TLS connection and one that
+//! reuses a kept-alive connection, started a spacing apart, send their requests
+//! closer than that. So the gate sits right before the request's first byte is
+//! written ([`crate::exchange`]): a request to an address may be written only once
+//! `spacing` has passed since the previous request to that address was completely
+//! handed to the kernel. While a request is being written its address is busy, so
+//! two writes never overlap.
+//!
+//! Soundness: the previous request's end is taken after its write returned (an
+//! upper bound of the moment its last byte left), the next request's turn before
+//! its write starts (a lower bound), so the real spacing is never smaller than
+//! the one this gate enforces.
+//!
+//! Memory: one entry per address written to within the last spacing, dropped once
+//! its spacing is over (swept every [`SWEEP_EVERY`] turns). O(1) per turn,
+//! amortised. This module must never sleep itself: it only says when.
+
+use std::collections::HashMap;
+use std::net::IpAddr;
+use std::sync::{Mutex, PoisonError};
+use std::time::Duration;
+
+use tokio::time::Instant;
+
+/// Turns between two sweeps of expired entries.
+const SWEEP_EVERY: u32 = 1024;
+/// How soon a request waiting behind another one's write asks again.
+pub(crate) const BUSY_RETRY: Duration = Duration::from_millis(1);
+
+/// When each IP address may next be written to.
+#[derive(Debug, Default)]
+pub(crate) struct IpGate {
+    inner: Mutex<Inner>,
+}
+
+#[derive(Debug, Default)]
+struct Inner {
+    slots: HashMap<IpAddr, Slot>,
+    turns: u32,
+}
+
+#[derive(Debug, Clone, Copy)]
+struct Slot {
+    /// A request to the address is being written.
+    busy: bool,
+    /// Earliest start of the next write (once not busy).
+    free_at: Instant,
+}
+
+/// The right to write one request to an address; ending it (drop, or
+/// [`Turn::written`]) starts the address's spacing.
+#[derive(Debug)]
+pub(crate) struct Turn<'a> {
+    gate: &'a IpGate,
+    ip: IpAddr,
+    spacing: Duration,
+}
+
+impl IpGate {
+    /// Takes the turn to write a request to `ip` at `now`, or says when to ask
+    /// again: once `spacing` has passed after the previous request's write ended
+    /// and no other write to `ip` is going on. A zero spacing never waits and
+    /// keeps nothing.
+    pub fn try_turn(
+        &self,
+        ip: IpAddr,
+        spacing: Duration,
+        now: Instant,
+    ) -> Result<Turn<'_>, Instant> {
+        // Made only when the turn is given: dropping a Turn ends a write.
+        let turn = || Turn {
+            gate: self,
+            ip,
+            spacing,
+        };
+        if spacing.is_zero() {
+            return Ok(turn());
+        }
+        let mut inner = self.inner.lock().unwrap_or_else(PoisonError::into_inner);
+        inner.turns += 1;
+        if inner.turns >= SWEEP_EVERY {
+            inner.turns = 0;
+            inner.slots.retain(|_, s| s.busy || s.free_at > now);
+        }
+        match inner.slots.get_mut(&ip) {
+            Some(slot) if slot.busy => Err(now + BUSY_RETRY),
+            Some(slot) if slot.free_at > now => Err(slot.free_at),
+            Some(slot) => {
+                slot.busy = true;
+                Ok(turn())
+            }
+            None => {
+                inner.slots.insert(
+                    ip,
+                    Slot {
+                        busy: true,
+                        free_at: now,
+                    },
+                );
+                Ok(turn())
+            }
+        }
+    }
+
+    /// Waits for the turn to write a request to `ip` (see [`try_turn`](Self::try_turn)).
+    pub async fn turn(&self, ip: IpAddr, spacing: Duration) -> Turn<'_> {
+        loop {
+            match self.try_turn(ip, spacing, Instant::now()) {
+                Ok(turn) => return turn,
+                Err(at) => tokio::time::sleep_until(at).await,
+            }
+        }
+    }
+
+    fn end(&self, ip: IpAddr, spacing: Duration, now: Instant) {
+        if spacing.is_zero() {
+            return;
+        }
+        let mut inner = self.inner.lock().unwrap_or_else(PoisonError::into_inner);
+        let slot = inner.slots.entry(ip).or_insert(Slot {
+            busy: false,
+            free_at: now,
+        });
+        slot.busy = false;
+        slot.free_at = slot.free_at.max(now + spacing);
+    }
+
+    /// Addresses with an entry (a write going on, a spacing running, or not yet
+    /// swept).
+    #[cfg(test)]
+    fn len(&self) -> usize {
+        self.inner
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .slots
+            .len()
+    }
+}
+
+impl Turn<'_> {
+    /// The request was written (its last byte handed to the kernel) at `now`.
+    #[cfg(test)]
+    fn written_at(self, now: Instant) {
+        self.gate.end(self.ip, self.spacing, now);
+        std::mem::forget(self);
+    }
+}
+
+impl Drop for Turn<'_> {
+    /// The write is over (done, failed or abandoned): the spacing runs from now.
+    fn drop(&mut self) {
+        self.gate.end(self.ip, self.spacing, Instant::now());
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn ip(last: u8) -> IpAddr {
+        IpAddr::from([127, 1, 0, last])
+    }
+
+    #[test]
+    fn writes_to_one_address_are_spaced_from_the_previous_end() {
+        let gate = IpGate::default();
+        let t0 = Instant::now();
+        let d = Duration::from_millis(100);
+        let first = gate.try_turn(ip(1), d, t0).expect("a free address");
+        // While the first is being written, the address is busy.
+        assert_eq!(gate.try_turn(ip(1), d, t0).unwrap_err(), t0 + BUSY_RETRY);
+        assert!(
+            gate.try_turn(ip(2), d, t0).is_ok(),
+            "another address is free"
+        );
+        // The write took 5 ms: the spacing runs from its end, not its start.
+        let end = t0 + Duration::from_millis(5);
+        first.written_at(end);
+        assert_eq!(gate.try_turn(ip(1), d, end).unwrap_err(), end + d);
+        assert_eq!(gate.try_turn(ip(1), d, end + d / 2).unwrap_err(), end + d);
+        let second = gate.try_turn(ip(1), d, end + d).expect("spacing over");
+        second.written_at(end + d);
+        // Long after: no wait.
+        let later = t0 + 10 * d;
+        assert!(gate.try_turn(ip(1), d, later).is_ok());
+        assert!(gate.try_turn(ip(3), Duration::ZERO, t0).is_ok());
+        assert!(
+            gate.try_turn(ip(3), Duration::ZERO, t0).is_ok(),
+            "zero never waits"
+        );
+        assert_eq!(gate.len(), 2, "a zero spacing keeps no entry");
+    }
+
+    #[test]
+    fn asking_while_waiting_neither_delays_nor_frees_the_address() {
+        // Real clocks: a refused ask must change nothing (it once ended a write).
+        let gate = IpGate::default();
+        let d = Duration::from_millis(50);
+        let writing = gate.try_turn(ip(1), d, Instant::now()).unwrap();
+        for _ in 0..3 {
+            let now = Instant::now();
+            assert_eq!(gate.try_turn(ip(1), d, now).unwrap_err(), now + BUSY_RETRY);
+        }
+        drop(writing);
+        let free_at = gate.try_turn(ip(1), d, Instant::now()).unwrap_err();
+        for _ in 0..3 {
+            std::thread::sleep(Duration::from_millis(5));
+            assert_eq!(
+                gate.try_turn(ip(1), d, Instant::now()).unwrap_err(),
+                free_at
+            );
+        }
+    }
+
+    #[test]
+    fn an_abandoned_turn_still_starts_the_spacing() {
+        let gate = IpGate::default();
+        let d = Duration::from_millis(50);
+        let t0 = Instant::now();
+        drop(gate.try_turn(ip(1), d, t0).unwrap());
+        let at = gate.try_turn(ip(1), d, t0).unwrap_err();
+        assert!(at >= t0 + d, "the dropped turn set the spacing");
+    }
+
+    #[test]
+    fn expired_entries_are_swept() {
+        let gate = IpGate::default();
+        let t0 = Instant::now();
+        let d = Duration::from_millis(1);
+        for i in 0..(SWEEP_EVERY - 1) {
+            let addr = IpAddr::from([10, 0, (i >> 8) as u8, i as u8]);
+            gate.try_turn(addr, d, t0).unwrap().written_at(t0);
+        }
+        assert_eq!(gate.len(), SWEEP_EVERY as usize - 1);
+        let late = t0 + Duration::from_secs(1);
+        gate.try_turn(ip(1), d, late).unwrap().written_at(late);
+        assert_eq!(gate.len(), 1, "only the new entry is left");
+    }
+}
