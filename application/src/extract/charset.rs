@@ -126,7 +126,7 @@ fn prescan(head: &[u8]) -> Option<&'static Encoding> {
                 .iter()
                 .position(|&c| super::meta::is_ws(c) || c == b'>')
                 .map_or(head.len(), |i| lt + i);
-            pos = tag::attributes(head, name_end, |_, _| {})?.next;
+            pos = tag::skip(head, name_end)?;
         } else if matches!(rest.get(1), Some(b'!' | b'/' | b'?')) {
             pos = lt + memchr::memchr(b'>', rest)? + 1;
         } else {

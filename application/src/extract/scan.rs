@@ -221,7 +221,7 @@ impl Scanner {
     /// What an HTML start tag does to the insertion mode and the tracked stack,
     /// before its contents are read.
     fn html_element(&mut self, html: &[u8], start: usize, end: usize, info: Info, page: &RawPage) {
-        if !self.stack.in_template() {
+        if (self.body.is_none() || self.frameset_ok) && !self.stack.in_template() {
             let head = info.has(HEAD) || info.kind == Kind::Noscript && !self.after_head;
             if !head {
                 self.start_body(page);
@@ -371,31 +371,37 @@ impl Scanner {
             Mode::AfterFrameset => return Some(next),
             Mode::Normal => {}
         }
-        if self.top_is_foreign() {
-            if name.eq_ignore_ascii_case(b"br") || name.eq_ignore_ascii_case(b"p") {
-                // `</br>` and `</p>` break out of foreign content too.
-                self.stack.break_out();
-            } else if !self.stack.foreign_end_tag(html, name) {
+        if self.stack.top().is_some() {
+            if self.top_is_foreign() {
+                if name.eq_ignore_ascii_case(b"br") || name.eq_ignore_ascii_case(b"p") {
+                    // `</br>` and `</p>` break out of foreign content too.
+                    self.stack.break_out();
+                } else if !self.stack.foreign_end_tag(html, name) {
+                    return Some(next);
+                }
+            }
+            match names::classify(name).kind {
+                Kind::Template => self.stack.close_template(),
+                Kind::P => self.stack.close_p(html),
+                _ => self.stack.html_end_tag(html, name),
+            }
+            if self.stack.in_template() {
                 return Some(next);
             }
         }
-        match names::classify(name).kind {
-            Kind::Template => self.stack.close_template(),
-            Kind::P => self.stack.close_p(html),
-            _ => self.stack.html_end_tag(html, name),
-        }
-        if self.stack.in_template() {
-            return Some(next);
-        }
-        if name.eq_ignore_ascii_case(b"head") {
-            self.after_head = true;
-        } else if name.eq_ignore_ascii_case(b"br") {
-            // Read as `<br>`.
-            self.start_body(page);
-            self.frameset_ok = false;
-        } else if name.eq_ignore_ascii_case(b"body") || name.eq_ignore_ascii_case(b"html") {
+        // What an end tag does at the top level, where only these matter.
+        match name.len() {
+            2 if name.eq_ignore_ascii_case(b"br") => {
+                // Read as `<br>`.
+                self.start_body(page);
+                self.frameset_ok = false;
+            }
+            4 if name.eq_ignore_ascii_case(b"head") => self.after_head = true,
             // From the head, these end it and start an (empty) body.
-            self.start_body(page);
+            4 if name.eq_ignore_ascii_case(b"body") || name.eq_ignore_ascii_case(b"html") => {
+                self.start_body(page);
+            }
+            _ => {}
         }
         Some(next)
     }
