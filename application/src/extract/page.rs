@@ -23,7 +23,7 @@ pub enum Tag {
     /// `<iframe src>`.
     Iframe,
     /// `<link href>`, a link only when its `rel` is navigational
-    /// ([`meta::rel_is_followed`]).
+    /// ([`rel_is_followed`](super::rel_is_followed)).
     Link,
     /// `<meta>`: `refresh` and `robots`.
     Meta,
