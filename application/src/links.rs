@@ -6,6 +6,7 @@ use url::Url;
 
 use crate::canon::{self, CanonConfig};
 use crate::extract::{Extractor, PageLinks};
+use crate::service::AppConfig;
 
 /// Extracts the links of `html` into `out` and canonicalizes them in place; links
 /// that canonicalization rejects are removed. Returns how many were removed.
@@ -25,16 +26,24 @@ pub fn canonical_links(
 }
 
 /// `polycrawl links --base URL FILE`: the canonical absolute links the application
-/// would follow from `html` fetched at `base`, in document order, repeats kept.
+/// would follow from `html` fetched at `base` with the HTTP `Content-Type`
+/// `content_type`, under the app's `config` (its canonicalization, and its body cap:
+/// only the first `max_body_bytes` are read), in document order, repeats kept.
 /// Empty when the page says `<meta name=robots content=nofollow>`.
-pub fn links_for_file(html: &[u8], base: &Url) -> Vec<String> {
+pub fn links_for_file(
+    html: &[u8],
+    base: &Url,
+    content_type: Option<&str>,
+    config: &AppConfig,
+) -> Vec<String> {
+    let html = &html[..html.len().min(config.max_body_bytes)];
     let mut out = PageLinks::new();
     canonical_links(
         &mut Extractor::new(),
         html,
         base,
-        None,
-        &CanonConfig::default(),
+        content_type,
+        &config.canon(),
         &mut out,
     );
     out.links.into_iter().map(|link| link.url.into()).collect()

@@ -3,7 +3,7 @@
 
 use application::canon::key::{KeyError, reversed_host_key, url_from_key, write_reversed_host_key};
 use application::canon::{self, CanonConfig, Rejected};
-use application::links_for_file;
+use application::{AppConfig, links_for_file};
 use url::Url;
 
 fn canon(text: &str) -> Result<String, Rejected> {
@@ -76,7 +76,12 @@ fn html_entities_are_the_extractors_job() {
         "http://a.test/?a=1&amp;b=2"
     );
     let base = Url::parse("http://a.test/").unwrap();
-    let links = links_for_file(b"<a href=\"/q?a=1&amp;b=2\">", &base);
+    let links = links_for_file(
+        b"<a href=\"/q?a=1&amp;b=2\">",
+        &base,
+        None,
+        &AppConfig::default(),
+    );
     assert_eq!(links, ["http://a.test/q?a=1&b=2"]);
 }
 
@@ -302,7 +307,7 @@ fn links_for_file_is_the_app_path() {
         <a href=\"http://localhost/\">local</a><a href=\"mailto:a@b.test\">m</a>\
         <a href=\"HTTP://Other.TEST:80/./y\">o</a><script>'<a href=/no>'</script>";
     assert_eq!(
-        links_for_file(html, &base),
+        links_for_file(html, &base, None, &AppConfig::default()),
         [
             "https://www.acme17.test/b/x",
             "https://www.acme17.test/b/x",
@@ -310,5 +315,23 @@ fn links_for_file_is_the_app_path() {
         ]
     );
     let nofollow = b"<meta name=robots content=nofollow><a href=/x>";
-    assert!(links_for_file(nofollow, &base).is_empty());
+    assert!(links_for_file(nofollow, &base, None, &AppConfig::default()).is_empty());
+    // The HTTP charset decides how a non-ASCII query is encoded; the body cap
+    // cuts the page where the app would.
+    let latin = b"<a href=\"/q?x=\xe9\">";
+    let config = AppConfig::default();
+    assert_eq!(
+        links_for_file(
+            latin,
+            &base,
+            Some("text/html; charset=windows-1252"),
+            &config
+        ),
+        ["https://www.acme17.test/q?x=%E9"]
+    );
+    let capped = AppConfig {
+        max_body_bytes: 12,
+        ..AppConfig::default()
+    };
+    assert!(links_for_file(b"<a href=/x><a href=/y>", &base, None, &capped).len() == 1);
 }

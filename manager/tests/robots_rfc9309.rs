@@ -79,14 +79,75 @@ fn s2_3_utf8_byte_order_mark_is_skipped() {
 }
 
 #[test]
-fn s2_3_1_5_lines_without_a_colon_or_with_unknown_fields_are_ignored() {
+fn s2_3_1_5_unparseable_lines_and_unknown_fields_are_ignored() {
     // "Crawlers MUST try to parse each line ... MUST use the parseable rules."
-    let body = "User-agent polycrawl\nUser-agent: polycrawl\nDisallow /a\nDisallow: /b\n\
-                Foo: bar\nnonsense\n: empty key\nNoindex: /c\nDisallow: /d\n";
-    assert!(allowed(body, AGENT, "/a"));
+    let body = "User-agent: polycrawl\nDisallow: /b\nFoo: bar\nnonsense\n: empty key\n\
+                Noindex: /c\nDisallow /x /y\nDisallow: /d\n";
     assert!(!allowed(body, AGENT, "/b"));
     assert!(allowed(body, AGENT, "/c"));
+    assert!(allowed(body, AGENT, "/x"));
+    assert!(allowed(body, AGENT, "/y"));
     assert!(!allowed(body, AGENT, "/d"));
+}
+
+#[test]
+fn s2_3_1_5_a_missing_colon_is_read_as_google_reads_it() {
+    // The RFC is silent; Google's parser takes whitespace for the colon when the
+    // line is exactly two words, and so do we ("MUST use the parseable rules").
+    let body = "User-agent polycrawl\nDisallow /a\nAllow\t/a/ok\n";
+    assert!(!allowed(body, AGENT, "/a"));
+    assert!(allowed(body, AGENT, "/a/ok"));
+    assert!(allowed(body, AGENT, "/b"));
+    // Three words is no line at all: `user agent polycrawl` names no one.
+    let body = "user agent polycrawl\nDisallow /a\n";
+    assert!(allowed(body, AGENT, "/a"));
+}
+
+#[test]
+fn long_lines_are_cut_where_google_cuts_them() {
+    // The RFC bounds the file (section 2.5), not a line. A line keeps its first
+    // 16,663 bytes (8 x 2,083 less one, Google's buffer); the cut rule is a
+    // shorter prefix rule and the rest of the line is ignored.
+    let keep = 8 * 2083 - 1;
+    let long = format!("/x/{}", "a".repeat(20_000));
+    let body = format!("User-agent: polycrawl\nDisallow: {long}\nDisallow: /after\n");
+    let cut = &long[..keep - "Disallow: ".len()];
+    let robots = Robots::parse(body.as_bytes(), AGENT);
+    assert!(!robots.is_allowed(&format!("{cut}/anything")));
+    assert!(robots.is_allowed(&long[..cut.len() - 1]));
+    assert!(
+        !robots.is_allowed("/after"),
+        "the next line is read as usual"
+    );
+    // A comment past the cut does not matter; one before it still does.
+    let body = format!(
+        "User-agent: polycrawl\nDisallow: /c # {}\n",
+        "z".repeat(20_000)
+    );
+    assert!(!allowed(&body, AGENT, "/c"));
+}
+
+#[test]
+fn allow_index_html_allows_its_directory() {
+    // Google's parser reads `Allow: /d/index.html` as also allowing `/d/` itself
+    // (the RFC is silent); only that exact directory URL, not what is below it.
+    let body = "User-agent: *\nAllow: /d/index.html\nDisallow: /\n";
+    assert!(allowed(body, AGENT, "/d/"));
+    assert!(allowed(body, AGENT, "/d/index.html"));
+    assert!(!allowed(body, AGENT, "/d/index.htm"));
+    assert!(!allowed(body, AGENT, "/d/other"));
+    assert!(!allowed(body, AGENT, "/d/?q=1"));
+    assert!(allowed(
+        "User-agent: *\nAllow: /index.htm\nDisallow: /\n",
+        AGENT,
+        "/"
+    ));
+    // A disallow of index.html does not disallow the directory.
+    assert!(allowed(
+        "User-agent: *\nDisallow: /d/index.html\n",
+        AGENT,
+        "/d/"
+    ));
 }
 
 #[test]
@@ -305,9 +366,9 @@ fn s2_2_2_allow_wins_a_tie() {
     assert!(allowed(body, AGENT, "/reports/q4-summary"));
     let body = "User-agent: *\nDisallow: /*.gif\nAllow: /a/b/c\n";
     assert!(allowed(body, AGENT, "/a/b/c.gif"));
-    // Equivalent spellings are equivalent rules: same canonical octets, a tie.
-    let body = "User-agent: *\nDisallow: /%7Ejoe\nAllow: /~joe\n";
-    assert!(allowed(body, AGENT, "/~joe/x"));
+    // Hex case does not make two rules: same canonical octets, a tie.
+    let body = "User-agent: *\nDisallow: /%7Ejoe\nAllow: /%7ejoe\n";
+    assert!(allowed(body, AGENT, "/%7Ejoe/x"));
 }
 
 #[test]
@@ -334,7 +395,9 @@ fn s2_2_2_robots_txt_is_always_allowed() {
     // "The /robots.txt URI is implicitly allowed."
     let body = "User-agent: *\nDisallow: /\nDisallow: /robots.txt\n";
     assert!(allowed(body, AGENT, "/robots.txt"));
-    assert!(allowed(body, AGENT, "/robots%2Etxt"));
+    // Only that URI: an escaped spelling is another path (section 2.2.2's table
+    // keeps escapes as they are).
+    assert!(!allowed(body, AGENT, "/robots%2Etxt"));
     assert!(!allowed(body, AGENT, "/robots.txt.bak"));
     assert!(!allowed(body, AGENT, "/"));
 }
@@ -364,7 +427,8 @@ fn s2_2_2_rules_are_prefixes_and_include_the_query() {
 #[test]
 fn s2_2_2_percent_encoding_table() {
     // Section 2.2.2's table: each path is matched as its "Path to Match"; a rule
-    // written either way matches a URL written either way.
+    // written either way matches a URL written either way. Non-ASCII is encoded
+    // as UTF-8 on both sides; escapes are kept on both sides (the last row).
     let rows: [(&str, &str); 5] = [
         ("/foo/bar?baz=quz", "/foo/bar?baz=quz"),
         (
@@ -373,7 +437,7 @@ fn s2_2_2_percent_encoding_table() {
         ),
         ("/foo/bar/\u{30C4}", "/foo/bar/%E3%83%84"),
         ("/foo/bar/%E3%83%84", "/foo/bar/%E3%83%84"),
-        ("/foo/bar/%62%61%7A", "/foo/bar/baz"),
+        ("/foo/bar/%62%61%7A", "/foo/bar/%62%61%7A"),
     ];
     for (path, to_match) in rows {
         for rule in [path, to_match] {
@@ -389,23 +453,42 @@ fn s2_2_2_percent_encoding_table() {
         AGENT,
         "/foo/bar/\u{30C4}"
     ));
+    // The table's last row: `%62%61%7A` is matched as written, so it is not `baz`,
+    // whichever side spells it which way.
+    assert!(allowed(
+        "User-agent: *\nDisallow: /foo/bar/%62%61%7A\n",
+        AGENT,
+        "/foo/bar/baz"
+    ));
+    assert!(allowed(
+        "User-agent: *\nDisallow: /foo/bar/baz\n",
+        AGENT,
+        "/foo/bar/%62%61%7A"
+    ));
 }
 
 #[test]
-fn s2_2_2_unreserved_escapes_are_decoded_reserved_ones_are_not() {
-    // "If a percent-encoded ASCII octet is encountered in the URI, it MUST be
-    // unencoded prior to comparison, unless it is a reserved character in the URI
-    // as defined by [RFC3986] or the character is outside the unreserved
-    // character range."
-    assert!(!allowed(
+fn s2_2_2_escapes_are_compared_as_escapes_on_both_sides() {
+    // The prose says: "If a percent-encoded ASCII octet is encountered in the URI,
+    // it MUST be unencoded prior to comparison, unless it is a reserved character
+    // ... or the character is outside the unreserved character range." The
+    // section's own table keeps `/foo/bar/%62%61%7A` as it is, and so do Google's
+    // parser and our URL canonicalization; we normalize both sides the same way
+    // (upper-case hex, nothing decoded), as the table shows.
+    assert!(allowed(
         "User-agent: *\nDisallow: /~joe\n",
         AGENT,
         "/%7Ejoe/index.html"
     ));
-    assert!(!allowed(
+    assert!(allowed(
         "User-agent: *\nDisallow: /%7ejoe\n",
         AGENT,
         "/~joe/index.html"
+    ));
+    assert!(!allowed(
+        "User-agent: *\nDisallow: /%7ejoe\n",
+        AGENT,
+        "/%7Ejoe/index.html"
     ));
     assert!(!allowed(
         "User-agent: *\nDisallow: /a%3cd.html\n",
@@ -775,10 +858,10 @@ const TABLE: &str = r"
 2.2.2 | User-agent: *\nDisallow: /foo/bar?baz=https%3A%2F%2Ffoo.bar              | polycrawl | https://e.example/foo/bar?baz=https://foo.bar       | disallow
 2.2.2 | User-agent: *\nDisallow: /foo/bar/ツ                                      | polycrawl | https://e.example/foo/bar/%E3%83%84                 | disallow
 2.2.2 | User-agent: *\nDisallow: /foo/bar/%E3%83%84                              | polycrawl | https://e.example/foo/bar/ツ                         | disallow
-2.2.2 | User-agent: *\nDisallow: /foo/bar/%62%61%7A                              | polycrawl | https://e.example/foo/bar/baz                       | disallow
-2.2.2 | User-agent: *\nDisallow: /foo/bar/baz                                    | polycrawl | https://e.example/foo/bar/%62%61%7a                 | disallow
-2.2.2 | User-agent: *\nDisallow: /%7Ejoe                                         | polycrawl | https://e.example/~joe/                             | disallow
-2.2.2 | User-agent: *\nDisallow: /~joe                                           | polycrawl | https://e.example/%7ejoe/                           | disallow
+2.2.2 | User-agent: *\nDisallow: /foo/bar/%62%61%7A                              | polycrawl | https://e.example/foo/bar/baz                       | allow
+2.2.2 | User-agent: *\nDisallow: /foo/bar/baz                                    | polycrawl | https://e.example/foo/bar/%62%61%7a                 | allow
+2.2.2 | User-agent: *\nDisallow: /%7Ejoe                                         | polycrawl | https://e.example/%7ejoe/                           | disallow
+2.2.2 | User-agent: *\nDisallow: /~joe                                           | polycrawl | https://e.example/%7ejoe/                           | allow
 2.2.2 | User-agent: *\nDisallow: /a%2Fb                                          | polycrawl | https://e.example/a/b                               | allow
 2.2.2 | User-agent: *\nDisallow: /a%2Fb                                          | polycrawl | https://e.example/a%2fb                             | disallow
 2.2.2 | User-agent: *\nDisallow: /a b                                            | polycrawl | https://e.example/a%20b                             | disallow

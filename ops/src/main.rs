@@ -54,6 +54,13 @@ struct LinksArgs {
     /// The URL the page was fetched from (relative links resolve against it).
     #[arg(long, value_name = "URL")]
     base: String,
+    /// The response's Content-Type header (its charset decides the encoding).
+    #[arg(long, value_name = "TYPE")]
+    content_type: Option<String>,
+    /// The crawl's config file: its app section's canonicalization and body cap
+    /// apply [default: the defaults].
+    #[arg(long, value_name = "FILE")]
+    config: Option<PathBuf>,
     /// The HTML file.
     #[arg(value_name = "FILE")]
     file: PathBuf,
@@ -61,9 +68,16 @@ struct LinksArgs {
 
 #[derive(Debug, clap::Args)]
 struct RobotsArgs {
-    /// The crawler's user agent; its product token selects the group.
-    #[arg(long, default_value = "polycrawl")]
-    agent: String,
+    /// The crawler's product token [default: the config's `manager.frontier.robots_agent`].
+    #[arg(long)]
+    agent: Option<String>,
+    /// The crawl's config file: its robots agent and URL canonicalization apply
+    /// [default: the defaults].
+    #[arg(long, value_name = "FILE")]
+    config: Option<PathBuf>,
+    /// The HTTP status the robots.txt came with (4xx allows all, 5xx disallows all).
+    #[arg(long, default_value_t = 200)]
+    status: u16,
     /// The robots.txt file to check against.
     #[arg(long, value_name = "FILE")]
     robots: PathBuf,
@@ -222,21 +236,20 @@ fn run(command: Command) -> anyhow::Result<()> {
             }
             Ok(())
         }
-        Command::Robots(args) => {
-            let body = std::fs::read(&args.robots)
-                .with_context(|| format!("cannot read {}", args.robots.display()))?;
-            for (url, allowed) in manager::robots::check_urls(&body, &args.agent, &args.urls) {
-                let verdict = if allowed { "allowed" } else { "disallowed" };
-                println!("{verdict}\t{url}");
-            }
-            Ok(())
-        }
+        Command::Robots(args) => robots_command(args),
         Command::Links(args) => {
+            let config = Config::load_or_default(args.config.as_deref())?;
             let base = url::Url::parse(&args.base)
                 .with_context(|| format!("--base {:?} is not an absolute URL", args.base))?;
             let html = std::fs::read(&args.file)
                 .with_context(|| format!("cannot read {}", args.file.display()))?;
-            for link in application::links_for_file(&html, &base) {
+            let links = application::links_for_file(
+                &html,
+                &base,
+                args.content_type.as_deref(),
+                &config.app,
+            );
+            for link in links {
                 println!("{link}");
             }
             Ok(())
@@ -285,6 +298,37 @@ fn downloader_command(args: DownloaderArgs) -> anyhow::Result<()> {
 
 /// `polycrawl app`: flags over the config file, then `application::service::run`
 /// until the crawl is complete or SIGINT/SIGTERM; prints the one-line summary.
+/// `polycrawl robots`: the manager's decision for each URL. The robots.txt becomes a
+/// policy as the manager makes it from a fetch (`RobotsPolicy::from_fetch`); an
+/// absolute URL is canonicalized as the app would before queueing it (a URL the
+/// app rejects is printed as `rejected`), then matched by its path and query as the
+/// frontier does.
+fn robots_command(args: RobotsArgs) -> anyhow::Result<()> {
+    let config = Config::load_or_default(args.config.as_deref())?;
+    let body = std::fs::read(&args.robots)
+        .with_context(|| format!("cannot read {}", args.robots.display()))?;
+    let agent = args.agent.unwrap_or(config.manager.frontier.robots_agent);
+    let policy = manager::robots::RobotsPolicy::from_fetch(args.status, &body, &agent);
+    let canon = config.app.canon();
+    for url in &args.urls {
+        let target = match url::Url::parse(url) {
+            Ok(parsed) => match application::canon::canonicalize(parsed, &canon) {
+                Ok(canonical) => canonical.to_string(),
+                Err(why) => {
+                    println!("rejected\t{url}\t{why}");
+                    continue;
+                }
+            },
+            // A path, or a URL without a scheme: matched as written.
+            Err(_) => url.clone(),
+        };
+        let allowed = policy.is_allowed(&manager::robots::path_and_query(&target));
+        let verdict = if allowed { "allowed" } else { "disallowed" };
+        println!("{verdict}\t{url}");
+    }
+    Ok(())
+}
+
 fn app_command(args: AppArgs) -> anyhow::Result<()> {
     let (mut config, reg) = registration(args.service)?;
     let app = &mut config.app;

@@ -1,15 +1,105 @@
-//! The small string grammars inside attribute values: `rel` tokens, the robots
-//! `content` list and the `refresh` content.
+//! The small string grammars inside attribute values: `rel` tokens (which
+//! `<link>`s are followed), the robots `content` list and the `refresh` content.
 
 /// ASCII whitespace as the HTML Standard defines it.
 pub(super) fn is_ws(c: u8) -> bool {
     matches!(c, b'\t' | b'\n' | 0x0C | b'\r' | b' ')
 }
 
-/// Whether a `rel` value (space-separated, case-insensitive tokens) has `alternate`.
-pub fn rel_is_alternate(rel: &str) -> bool {
-    rel.split(|c: char| c.is_ascii() && is_ws(c as u8))
-        .any(|t| t.eq_ignore_ascii_case("alternate"))
+/// `<link rel>` values that name another page a reader can go to: followed.
+/// From the HTML Standard's link types (alternate, author, help, license, next,
+/// prev, search, privacy-policy, terms-of-service), RFC 6596 (canonical), RFC 8288's
+/// registry and HTML 4 (start, contents, index, glossary, copyright, chapter,
+/// section, subsection, appendix, bookmark), and common usage (up, first, last,
+/// home, toc, archives, sitemap, shortlink, amphtml, edit, me, tag).
+pub const NAVIGATIONAL_RELS: &[&str] = &[
+    "alternate",
+    "amphtml",
+    "appendix",
+    "archives",
+    "author",
+    "begin",
+    "bookmark",
+    "canonical",
+    "chapter",
+    "contents",
+    "copyright",
+    "edit",
+    "end",
+    "first",
+    "glossary",
+    "help",
+    "home",
+    "index",
+    "last",
+    "license",
+    "me",
+    "next",
+    "prev",
+    "previous",
+    "privacy-policy",
+    "search",
+    "section",
+    "shortlink",
+    "sitemap",
+    "start",
+    "subsection",
+    "tag",
+    "terms-of-service",
+    "toc",
+    "top",
+    "up",
+];
+
+/// `<link rel>` values for resources a page loads or hints at, not pages: a
+/// `rel` holding any of these is not followed even with a navigational value
+/// beside it (`alternate stylesheet` is a style sheet).
+pub const RESOURCE_RELS: &[&str] = &[
+    "apple-touch-icon",
+    "apple-touch-icon-precomposed",
+    "apple-touch-startup-image",
+    "compression-dictionary",
+    "dns-prefetch",
+    "edituri",
+    "expect",
+    "fluid-icon",
+    "hub",
+    "icon",
+    "import",
+    "manifest",
+    "mask-icon",
+    "modulepreload",
+    "openid.delegate",
+    "openid.server",
+    "openid2.local_id",
+    "openid2.provider",
+    "pingback",
+    "preconnect",
+    "prefetch",
+    "preload",
+    "prerender",
+    "serviceworker",
+    "stylesheet",
+    "webmention",
+    "wlwmanifest",
+];
+
+/// Whether a `<link>` with this `rel` (space-separated, case-insensitive tokens)
+/// is followed: it has a [`NAVIGATIONAL_RELS`] token and no [`RESOURCE_RELS`] one.
+/// Unknown tokens are neither.
+pub fn rel_is_followed(rel: &str) -> bool {
+    let mut navigational = false;
+    for token in rel.split(|c: char| c.is_ascii() && is_ws(c as u8)) {
+        if token.is_empty() {
+            continue;
+        }
+        let is = |list: &[&str]| list.iter().any(|r| token.eq_ignore_ascii_case(r));
+        if is(RESOURCE_RELS) {
+            return false;
+        }
+        navigational |= is(NAVIGATIONAL_RELS);
+    }
+    navigational
 }
 
 /// Whether a robots `content` (comma- or space-separated, case-insensitive) has
@@ -119,7 +209,21 @@ mod tests {
         assert!(robots_nofollow("noindex,nofollow"));
         assert!(!robots_nofollow("noindex, follow"));
         assert!(!robots_nofollow("nofollowing"));
-        assert!(rel_is_alternate("Alternate\threflang"));
-        assert!(!rel_is_alternate("stylesheet alternates"));
+        assert!(rel_is_followed("Alternate\threflang"));
+        assert!(rel_is_followed("next"));
+        assert!(rel_is_followed(" UP  index "));
+        assert!(rel_is_followed("canonical"));
+        assert!(!rel_is_followed("stylesheet alternates"));
+        assert!(!rel_is_followed("alternate stylesheet"));
+        assert!(!rel_is_followed("shortcut icon"));
+        assert!(!rel_is_followed("preload"));
+        assert!(!rel_is_followed("nofollow"));
+        assert!(!rel_is_followed(""));
+        // Both lists are sorted, lower-case and disjoint.
+        for list in [NAVIGATIONAL_RELS, RESOURCE_RELS] {
+            assert!(list.windows(2).all(|w| w[0] < w[1]));
+            assert!(list.iter().all(|r| r.to_ascii_lowercase() == *r));
+        }
+        assert!(!NAVIGATIONAL_RELS.iter().any(|r| RESOURCE_RELS.contains(r)));
     }
 }

@@ -1,88 +1,113 @@
-//! Link extraction: the followable links of an HTML page.
+//! Link extraction: the followable links of an HTML page, as a browser's DOM
+//! (scripting off) holds them.
 //!
-//! [`Extractor::extract`] returns, in document order, the `href` of `<a>` (HTML and
-//! SVG, `xlink:href` on SVG) and `<area>`, the `src` of `<frame>` and `<iframe>`, the
-//! `href` of `<link>` whose `rel` has `alternate`, and the URL of
-//! `<meta http-equiv=refresh content="N; url=...">`, resolved against the first
-//! `<base href>` (itself resolved against the page URL) or the page URL. Nothing
-//! inside comments, `<script>`, `<style>`, `<textarea>`, `<title>`, `<xmp>`,
-//! `<iframe>`, `<noembed>`, `<noframes>`, `<plaintext>` or CDATA counts: that is the
-//! HTML Standard's raw text and RCDATA, which a browser does not parse as tags.
-//! `<noscript>` content counts: a crawler is a browser with scripting disabled.
-//! A `<meta name=robots content=nofollow>` (or `none`) anywhere yields no links and
-//! sets [`PageLinks::nofollow`]. Values are entity-decoded like a browser does
-//! ([`decode_attr_value`]); fragment-only values, and everything that does not
-//! resolve to http or https, are dropped and counted in [`PageLinks::dropped`].
+//! [`Extractor::extract`] returns, in document order, the `href` of `<a>` (HTML, and
+//! SVG with `href` or `xlink:href`) and `<area>`, the `src` of `<iframe>` and of
+//! `<frame>` inside a `<frameset>`, the `href` of `<link>` whose `rel` is
+//! navigational, and the URL of `<meta http-equiv=refresh content="N; url=...">`,
+//! resolved against the first `<base href>` (itself resolved against the page URL)
+//! or the page URL.
 //!
-//! # Scanner choice, by measurement
+//! # Which `<link rel>` values are followed
 //!
-//! The design card names regex (Polybot used PCRE). Measured with
-//! `cargo bench -p application --bench extract` (`benches/extract/`) on one core of
-//! an AMD EPYC (2 cores shared with other work, best of rounds), over 400 generated
-//! pages (7.6 MB, mean 19 KB, 46,755 links) and 76 adversarial snippets; recall and
-//! precision are of the resolved link sets against html5ever's tree builder (what a
-//! browser's DOM holds, scripting disabled):
+//! A `<link>` is followed when its `rel` has a navigational token and no resource
+//! token ([`rel_is_followed`]). Navigational ([`NAVIGATIONAL_RELS`]): alternate,
+//! amphtml, appendix, archives, author, begin, bookmark, canonical, chapter,
+//! contents, copyright, edit, end, first, glossary, help, home, index, last,
+//! license, me, next, prev, previous, privacy-policy, search, section, shortlink,
+//! sitemap, start, subsection, tag, terms-of-service, toc, top, up. Resources
+//! ([`RESOURCE_RELS`]), never followed: stylesheet (so `alternate stylesheet` is
+//! not), icon and the touch/mask icons, manifest, preload, prefetch, prerender,
+//! modulepreload, preconnect, dns-prefetch, pingback, webmention, hub, import,
+//! serviceworker, expect, compression-dictionary, EditURI, wlwmanifest, OpenID
+//! endpoints. Other tokens are neither.
 //!
-//! | scanner        | scan MB/s | pages/s | with URL resolution | recall  | precision | snippets right |
-//! |----------------|----------:|--------:|--------------------:|--------:|----------:|---------------:|
-//! | memchr (this)  |       673 |  35,400 |  375 MB/s, 19,800/s | 100 %   | 100 %     | 76/76          |
-//! | lol_html 3     |       163 |   8,600 |  135 MB/s,  7,100/s | 99.27 % | 100 %     | 73/76          |
-//! | regex 1        |        93 |   4,900 |   85 MB/s,  4,500/s | 100 %   | 91.31 %   | 48/76          |
-//! | html5ever 0.40 |        56 |   3,000 |   50 MB/s,  2,600/s | oracle  | oracle    | 73/76          |
+//! # What a browser reads (HTML Standard, section 13.2)
 //!
-//! The memchr scanner is kept: 4x `lol_html` and 7x regex, and exact on the corpus.
-//! Regex finds every link but also those in comments, scripts, styles, `<textarea>`
-//! and CDATA (precision 91 %), cannot honour raw-text rules, and is the slowest of
-//! the three here; it lives on in the bench as the baseline. `lol_html` follows the
-//! tokenizer too, but treats `<noscript>` as raw text (a scripting browser's view),
-//! so it misses the `<noscript>` links a crawler should follow, and it reads
-//! `<svg/>` as an open `<svg>`.
-//! With the scanner this fast, resolving URLs (the `url` crate) is now about half of
-//! the per-page cost. The encoding prescan costs 0.07 us per page.
+//! The scanner (`scan`) is a reading of the tokenizer plus the parts of tree
+//! construction that decide which elements are in the document:
+//!
+//! - Nothing inside comments, `<script>`, `<style>`, `<textarea>`, `<title>`,
+//!   `<xmp>`, `<iframe>`, `<noembed>`, `<noframes>`, `<plaintext>` or CDATA counts
+//!   (raw text and RCDATA); `<noscript>` content does (scripting is off).
+//! - Foreign content (`tree`): inside `<svg>` and `<math>` those elements are
+//!   ordinary markup and CDATA is real; the breakout tags (`<p>`, `<div>`,
+//!   `<font color>`, `</p>`, ...) end it; integration points (`foreignObject`,
+//!   `desc`, `title`, `mi`..`mtext`, HTML `annotation-xml`) read HTML, and an HTML
+//!   element left open there keeps `</desc>` from closing it. SVG `<a>` is a link;
+//!   SVG or MathML `<base>`, `<link>`, `<iframe>`, `<area>`, `<frame>` are not.
+//! - `<template>` contents are inert: no link, base or robots rule in them counts.
+//! - `<frame>` counts only inside `<frameset>`; a `<frameset>` in a body that has
+//!   shown nothing yet (the frameset-ok flag) replaces that body and its links;
+//!   after `</frameset>` everything but `<noframes>` is ignored.
+//! - Attributes: the first of a name wins; values are entity-decoded like a
+//!   browser does ([`decode_attr_value`]).
+//!
+//! A `<meta name=robots content=nofollow>` (or `none`) anywhere in the document
+//! yields no links and sets [`PageLinks::nofollow`]. Fragment-only values, a refresh
+//! back to the page itself, and everything that does not resolve to http or https
+//! are dropped and counted in [`PageLinks::dropped`]. URLs are parsed by the `url`
+//! crate, the WHATWG URL Standard's parser (`HTTP:\\host\\path` is
+//! `http://host/path`).
 //!
 //! # Character encoding
 //!
-//! Attribute values are decoded with the page's encoding ([`page_encoding`]: byte
-//! order mark, HTTP charset, `<meta>` prescan, else UTF-8), and the query of a
-//! resolved URL is percent-encoded in that encoding, as the URL Standard has browsers
-//! do: `?q=é` on a windows-1252 page becomes `?q=%E9`, in the path `%C3%A9`. Bytes
-//! invalid in the encoding become U+FFFD. Pages with only ASCII in their URLs (nearly
-//! all) never reach the decoder.
+//! [`page_encoding`], in the Standard's order: byte order mark (UTF-8, UTF-16LE,
+//! UTF-16BE), HTTP charset, `<meta>` prescan, then autodetection and default (UTF-8
+//! if the page is valid UTF-8, else windows-1252). UTF-16 pages are transcoded to
+//! UTF-8 first. Attribute values are decoded with the page's encoding, and the
+//! query of a resolved URL is percent-encoded in it, as the URL Standard has
+//! browsers do: `?q=é` on a windows-1252 page becomes `?q=%E9`, in the path
+//! `%C3%A9`. Bytes invalid in the encoding become U+FFFD. An undeclared page is
+//! checked for UTF-8 only when a link value holds non-ASCII, so pages with ASCII
+//! URLs (nearly all) never pay for it.
 //!
-//! # Known divergences from a browser's DOM
+//! # Scanner choice, by measurement
 //!
-//! The tree builder is not run, so elements it would drop are still seen: `<frame>`
-//! outside a `<frameset>` and start tags after `</frameset>` (kept on purpose: they
-//! are the author's URLs). Links in `<template>` are kept, as html5ever keeps them.
-//! Foreign content (`<svg>`, `<math>`) is tracked with a stack of open `svg`/`math`
-//! elements and their integration points, not with the full stack of open elements:
-//! an HTML element left open inside `<desc>`/`<title>`/`<foreignObject>` keeps a
-//! browser in HTML mode after the integration point's end tag, which we do not
-//! model; `annotation-xml` is not an integration point here. The snippets marked
-//! `differs` in `tests/support/snippets.rs` pin these down, and the test
-//! `adversarial_known_divergences` checks that they still differ.
+//! The design card names regex (Polybot used PCRE). `cargo bench -p application
+//! --bench extract` (`benches/extract/`) measures the candidates on one core over
+//! generated pages and a real-page corpus, with recall and precision of the resolved
+//! link sets against html5ever's tree builder (BENCHMARKS.md has the figures):
+//! the memchr scanner here reads several times faster than `lol_html` and an
+//! order of magnitude faster than regex or html5ever. Regex finds the links in
+//! comments, scripts and CDATA too and cannot honour raw-text rules; `lol_html`
+//! treats `<noscript>` as raw text (a scripting browser's view) and reads `<svg/>`
+//! as an open `<svg>`. The real-page oracle test (`tests/real_pages.rs`) holds the
+//! scanner to html5ever on pages from a dozen generators.
+//!
+//! # Known divergences from html5ever
+//!
+//! Declarative shadow DOM (`<template shadowrootmode>`) is inert here, as in
+//! html5ever with scraper's tree. Inside foreign content the adoption agency and
+//! table rules are simplified (see `tree`). Everything else the snippets in
+//! `tests/support/snippets.rs` pin down agrees with html5ever
+//! (`adversarial_known_divergences` checks it).
 
 mod charset;
 mod entities;
 mod entity_table;
 mod meta;
+mod names;
 mod page;
 mod raw;
 mod scan;
 mod tag;
+mod tree;
 
 use url::Url;
 
-pub use charset::{charset_param, page_encoding};
+pub use charset::{charset_param, declared_encoding, page_encoding};
 pub use entities::decode_attr_value;
-pub use meta::{refresh_url, rel_is_alternate, robots_nofollow};
-pub use page::{Attrs, Link, LinkKind, PageLinks, RawPage, Tag};
+pub use meta::{NAVIGATIONAL_RELS, RESOURCE_RELS, refresh_url, rel_is_followed, robots_nofollow};
+pub use page::{Attrs, Link, LinkKind, Mark, PageLinks, RawPage, Tag};
 
 /// The link extractor. Keep one per thread and reuse it: its buffers are kept.
 #[derive(Debug, Default)]
 pub struct Extractor {
     scanner: scan::Scanner,
     page: RawPage,
+    /// A UTF-16 page, transcoded to UTF-8.
+    transcoded: String,
 }
 
 impl Extractor {
@@ -108,8 +133,22 @@ impl Extractor {
     /// before resolution against the base.
     pub fn scan(&mut self, html: &[u8], content_type: Option<&str>) -> &RawPage {
         self.page.clear();
-        self.page.set_encoding(page_encoding(html, content_type));
+        match declared_encoding(html, content_type) {
+            Some(enc) if charset::is_utf16(enc) => {
+                // Scanned as UTF-8; URL queries of a UTF-16 page are UTF-8 too.
+                let (text, _) = enc.decode_with_bom_removal(html);
+                self.transcoded.clear();
+                self.transcoded.push_str(&text);
+                let html = std::mem::take(&mut self.transcoded);
+                self.scanner.scan(html.as_bytes(), &mut self.page);
+                self.transcoded = html;
+                return &self.page;
+            }
+            Some(enc) => self.page.set_encoding(enc),
+            None => self.page.set_encoding_undecided(),
+        }
         self.scanner.scan(html, &mut self.page);
+        self.page.finish(html);
         &self.page
     }
 

@@ -6,7 +6,7 @@
 
 use std::borrow::Cow;
 
-use encoding_rs::{Encoding, UTF_8};
+use encoding_rs::{Encoding, UTF_8, WINDOWS_1252};
 use url::Url;
 
 use super::meta;
@@ -22,7 +22,8 @@ pub enum Tag {
     Frame,
     /// `<iframe src>`.
     Iframe,
-    /// `<link href>`, a link only when `rel` has the `alternate` token.
+    /// `<link href>`, a link only when its `rel` is navigational
+    /// ([`rel_is_followed`](super::rel_is_followed)).
     Link,
     /// `<meta>`: `refresh` and `robots`.
     Meta,
@@ -77,10 +78,18 @@ pub enum LinkKind {
     Frame,
     /// `<iframe src>`.
     Iframe,
-    /// `<link rel=alternate href>`.
-    Alternate,
-    /// `<meta http-equiv=refresh content="N; url=...">`.
+    /// `<link href>` with a navigational `rel` (next, alternate, canonical, ...).
+    Link,
+    /// `<meta http-equiv=refresh content="N; url=...">` that leads elsewhere.
     Refresh,
+}
+
+/// A point in a scan that [`RawPage::truncate`] can go back to.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Mark {
+    arena: usize,
+    links: usize,
+    events: usize,
 }
 
 /// A scan's findings, in document order, before resolution. Reused across pages:
@@ -89,9 +98,15 @@ pub enum LinkKind {
 pub struct RawPage {
     arena: String,
     links: Vec<(usize, usize, LinkKind)>,
-    base: Option<(usize, usize)>,
-    nofollow: bool,
+    /// The first base's value and the event number that set it.
+    base: Option<(usize, usize, usize)>,
+    /// The event number of the first robots nofollow.
+    nofollow: Option<usize>,
+    /// Elements recorded so far.
+    events: usize,
     encoding: &'static Encoding,
+    /// No encoding was declared: UTF-8 stands in until a value needs the answer.
+    undecided: bool,
 }
 
 impl Default for RawPage {
@@ -100,8 +115,10 @@ impl Default for RawPage {
             arena: String::new(),
             links: Vec::new(),
             base: None,
-            nofollow: false,
+            nofollow: None,
+            events: 0,
             encoding: UTF_8,
+            undecided: false,
         }
     }
 }
@@ -112,14 +129,74 @@ impl RawPage {
         self.arena.clear();
         self.links.clear();
         self.base = None;
-        self.nofollow = false;
+        self.nofollow = None;
+        self.events = 0;
         self.encoding = UTF_8;
+        self.undecided = false;
     }
 
     /// Sets the page's encoding: values must have been decoded with it, and the
-    /// query of a resolved URL is percent-encoded in it.
+    /// query of a resolved URL is percent-encoded in its output encoding (UTF-8
+    /// for a UTF-16 page, as the URL Standard says).
     pub fn set_encoding(&mut self, encoding: &'static Encoding) {
-        self.encoding = encoding;
+        self.encoding = encoding.output_encoding();
+        self.undecided = false;
+    }
+
+    /// No encoding was declared (no byte order mark, HTTP charset or `<meta>`):
+    /// the HTML Standard leaves the choice to autodetection and a default, which
+    /// [`RawPage::decide_encoding`] makes when a value first needs it. Until then
+    /// the encoding reads as UTF-8, which is right for ASCII.
+    pub fn set_encoding_undecided(&mut self) {
+        self.encoding = UTF_8;
+        self.undecided = true;
+    }
+
+    /// Whether the encoding is still to be decided.
+    pub fn encoding_undecided(&self) -> bool {
+        self.undecided
+    }
+
+    /// Decides an undeclared encoding from the whole page: UTF-8 if the page is
+    /// valid UTF-8, else windows-1252 (the Standard's default for most locales).
+    /// Returns the encoding.
+    pub fn decide_encoding(&mut self, html: &[u8]) -> &'static Encoding {
+        if self.undecided {
+            self.encoding = undeclared_encoding(html);
+            self.undecided = false;
+        }
+        self.encoding
+    }
+
+    /// Ends a scan of `html`: an undecided encoding is decided if a value holds
+    /// non-ASCII (from a character reference), because its query is encoded in it.
+    pub fn finish(&mut self, html: &[u8]) {
+        if self.undecided && !self.arena.is_ascii() {
+            self.decide_encoding(html);
+        }
+    }
+
+    /// Where the scan stands, to [`truncate`](RawPage::truncate) back to.
+    pub fn mark(&self) -> Mark {
+        Mark {
+            arena: self.arena.len(),
+            links: self.links.len(),
+            events: self.events,
+        }
+    }
+
+    /// Forgets everything recorded since `mark` (elements that the tree builder
+    /// removed from the document): links, and the base and nofollow if they came
+    /// from those elements.
+    pub fn truncate(&mut self, mark: Mark) {
+        self.arena.truncate(mark.arena);
+        self.links.truncate(mark.links);
+        if self.base.is_some_and(|(_, _, at)| at >= mark.events) {
+            self.base = None;
+        }
+        if self.nofollow.is_some_and(|at| at >= mark.events) {
+            self.nofollow = None;
+        }
     }
 
     /// The page's encoding (UTF-8 unless set).
@@ -129,18 +206,21 @@ impl RawPage {
 
     /// Records one element (start tag) in document order.
     pub fn element(&mut self, tag: Tag, attrs: &Attrs<'_>) {
+        let event = self.events;
+        self.events += 1;
         let (kind, value) = match tag {
             Tag::A => (LinkKind::Anchor, attrs.href.or(attrs.xlink_href)),
             Tag::Area => (LinkKind::Area, attrs.href),
             Tag::Frame => (LinkKind::Frame, attrs.src),
             Tag::Iframe => (LinkKind::Iframe, attrs.src),
-            Tag::Link if attrs.rel.is_some_and(meta::rel_is_alternate) => {
-                (LinkKind::Alternate, attrs.href)
+            Tag::Link if attrs.rel.is_some_and(meta::rel_is_followed) => {
+                (LinkKind::Link, attrs.href)
             }
             Tag::Link => return,
             Tag::Base => {
                 if let (None, Some(href)) = (self.base, attrs.href) {
-                    self.base = Some(self.store(href));
+                    let (start, end) = self.store(href);
+                    self.base = Some((start, end, event));
                 }
                 return;
             }
@@ -148,8 +228,9 @@ impl RawPage {
                 let content = attrs.content.unwrap_or("");
                 if attrs.name.is_some_and(|n| n.eq_ignore_ascii_case("robots"))
                     && meta::robots_nofollow(content)
+                    && self.nofollow.is_none()
                 {
-                    self.nofollow = true;
+                    self.nofollow = Some(event);
                 }
                 let refresh = attrs
                     .http_equiv
@@ -174,7 +255,7 @@ impl RawPage {
 
     /// Whether a `<meta name=robots>` said `nofollow` or `none`.
     pub fn nofollow(&self) -> bool {
-        self.nofollow
+        self.nofollow.is_some()
     }
 
     /// The raw link values found, in document order, with their kind.
@@ -184,7 +265,7 @@ impl RawPage {
 
     /// The raw `href` of the first `<base href>`, if any.
     pub fn raw_base(&self) -> Option<&str> {
-        self.base.map(|(s, e)| &self.arena[s..e])
+        self.base.map(|(s, e, _)| &self.arena[s..e])
     }
 
     /// Resolves the findings against `page_url` into `out` (cleared first).
@@ -192,16 +273,17 @@ impl RawPage {
     /// The base is the first `<base href>` parsed against the page URL, or the page
     /// URL if there is none or it does not parse. With `nofollow` no link is returned.
     /// Dropped and counted: fragment-only values (`#x`), values that do not parse,
-    /// and every scheme but http and https (`javascript:`, `mailto:`, `data:`, `tel:`).
+    /// every scheme but http and https (`javascript:`, `mailto:`, `data:`, `tel:`),
+    /// and a refresh that leads back to the page itself (a reload, not a link).
     pub fn resolve(&self, page_url: &Url, out: &mut PageLinks) {
         out.links.clear();
         out.dropped = 0;
-        out.nofollow = self.nofollow;
+        out.nofollow = self.nofollow();
         out.base = self
             .raw_base()
             .and_then(|href| page_url.join(href).ok())
             .unwrap_or_else(|| page_url.clone());
-        if self.nofollow {
+        if self.nofollow() {
             return;
         }
         let encoding = self.encoding;
@@ -212,11 +294,36 @@ impl RawPage {
         }
         for (raw, kind) in self.raw_links() {
             match resolve_one(raw, options) {
+                Some(url) if kind == LinkKind::Refresh && same_document(&url, page_url) => {
+                    out.dropped += 1;
+                }
                 Some(url) => out.links.push(Link { url, kind }),
                 None => out.dropped += 1,
             }
         }
     }
+}
+
+/// An undeclared page's encoding: valid UTF-8 means UTF-8
+/// (the Standard's optional autodetection step), anything else windows-1252.
+pub(super) fn undeclared_encoding(html: &[u8]) -> &'static Encoding {
+    if std::str::from_utf8(html).is_ok() {
+        UTF_8
+    } else {
+        WINDOWS_1252
+    }
+}
+
+/// Equal but for the fragment.
+fn same_document(a: &Url, b: &Url) -> bool {
+    let strip = |u: &Url| {
+        let s = u.as_str();
+        match u.fragment() {
+            Some(f) => s.len() - f.len() - 1,
+            None => s.len(),
+        }
+    };
+    a.as_str()[..strip(a)] == b.as_str()[..strip(b)]
 }
 
 fn resolve_one(raw: &str, options: url::ParseOptions<'_>) -> Option<Url> {

@@ -12,9 +12,11 @@ use url::Url;
 
 const HTML_NS: &str = "http://www.w3.org/1999/xhtml";
 const XLINK_NS: &str = "http://www.w3.org/1999/xlink";
+const SVG_NS: &str = "http://www.w3.org/2000/svg";
 
-/// Parses `html` (in `encoding`, as declared by whoever made the page) into a DOM.
+/// Parses `html` (in `encoding`, as a browser decides it) into a DOM.
 pub fn parse(html: &[u8], encoding: &'static Encoding) -> Html {
+    // `decode` sniffs a byte order mark itself, as a browser does.
     let (text, _, _) = encoding.decode(html);
     let opts = ParseOpts {
         tree_builder: TreeBuilderOpts {
@@ -26,35 +28,48 @@ pub fn parse(html: &[u8], encoding: &'static Encoding) -> Html {
     driver::parse_document(HtmlTreeSink::new(Html::new_document()), opts).one(&*text)
 }
 
-/// Fills `raw` with the link elements of the DOM in tree order.
+/// Fills `raw` with the link elements of the DOM in tree order: HTML elements, and
+/// `<a>` in SVG. Template contents are not part of the document and are skipped.
 pub fn scan(doc: &Html, raw: &mut RawPage) {
-    for node in doc.tree.root().descendants() {
-        let Node::Element(el) = node.value() else {
-            continue;
-        };
-        let Some(tag) = Tag::from_name(&el.name.local) else {
-            continue;
-        };
-        if tag == Tag::Base && &*el.name.ns != HTML_NS {
-            continue;
+    // Depth-first, children in order: tree order. An explicit stack, since
+    // hostile pages nest deeply.
+    let mut todo = vec![doc.tree.root()];
+    while let Some(node) = todo.pop() {
+        let children = node.children().collect::<Vec<_>>();
+        if let Node::Element(el) = node.value() {
+            let ns = &*el.name.ns;
+            if ns == HTML_NS && &*el.name.local == "template" {
+                continue; // Its contents are not in the document.
+            }
+            element(el, ns, raw);
         }
-        let plain = |name: &str| el.attr(name);
-        let xlink_href = el
-            .attrs
-            .iter()
-            .find(|(q, _)| &*q.ns == XLINK_NS && &*q.local == "href")
-            .map(|(_, v)| &**v);
-        let attrs = Attrs {
-            href: plain("href"),
-            xlink_href,
-            src: plain("src"),
-            rel: plain("rel"),
-            name: plain("name"),
-            content: plain("content"),
-            http_equiv: plain("http-equiv"),
-        };
-        raw.element(tag, &attrs);
+        todo.extend(children.into_iter().rev());
     }
+}
+
+fn element(el: &scraper::node::Element, ns: &str, raw: &mut RawPage) {
+    let Some(tag) = Tag::from_name(&el.name.local) else {
+        return;
+    };
+    if !(ns == HTML_NS || ns == SVG_NS && tag == Tag::A) {
+        return;
+    }
+    let plain = |name: &str| el.attr(name);
+    let xlink_href = el
+        .attrs
+        .iter()
+        .find(|(q, _)| &*q.ns == XLINK_NS && &*q.local == "href")
+        .map(|(_, v)| &**v);
+    let attrs = Attrs {
+        href: plain("href"),
+        xlink_href,
+        src: plain("src"),
+        rel: plain("rel"),
+        name: plain("name"),
+        content: plain("content"),
+        http_equiv: plain("http-equiv"),
+    };
+    raw.element(tag, &attrs);
 }
 
 /// The oracle's links for a page.

@@ -4,6 +4,19 @@
 //! One pass over the lines keeps two candidate rule sets -- the groups naming our
 //! token and the `*` groups -- and drops every other group's rules as it goes.
 //! At the end the token's set wins if any group named it, else the `*` set.
+//!
+//! # Where the RFC is silent: what Google's reference parser accepts
+//!
+//! - **A missing colon.** `disallow /private` is read as `disallow: /private`, but
+//!   only when the line is exactly two words (so `user agent foo` stays unread).
+//! - **Long lines.** A line is cut to its first [`MAX_LINE_BYTES`] bytes and the
+//!   rest of it is ignored; what is left is parsed as usual (so a cut rule is a
+//!   shorter prefix rule).
+//! - **`index.html`.** An `allow` whose last path segment is `index.htm` or
+//!   `index.html` also allows its directory exactly: `Allow: /d/index.html` adds
+//!   `Allow: /d/$`.
+//! - A few misspelt field names (see [`Field::of`]), and a UTF-8 byte order mark
+//!   (or its first one or two bytes) at the start of the file.
 
 use std::time::Duration;
 
@@ -48,9 +61,50 @@ impl Field {
     }
 }
 
+/// Longest line parsed, in bytes: what Google's parser keeps of a line (a buffer
+/// of 8 x 2,083 bytes, 2,083 being the longest URL old browsers took, less its
+/// terminator). Section 2.5 bounds only the file.
+pub(super) const MAX_LINE_BYTES: usize = 8 * 2083 - 1;
+
 /// Trims ASCII whitespace (section 2.2: `*WS` around keys and values).
 fn trim(bytes: &[u8]) -> &[u8] {
     bytes.trim_ascii()
+}
+
+/// Splits a line (comment already removed) into its field name and value, both
+/// trimmed: at the first `:`, or, when there is none, at the whitespace between
+/// exactly two words (`disallow /x`, as Google's parser accepts). `None` when the
+/// line is neither or the name is empty.
+fn key_and_value(line: &[u8]) -> Option<(&[u8], &[u8])> {
+    let line = trim(line);
+    let (key, value) = match line.iter().position(|&b| b == b':') {
+        Some(colon) => (&line[..colon], &line[colon + 1..]),
+        None => {
+            let is_blank = |b: &u8| *b == b' ' || *b == b'\t';
+            let gap = line.iter().position(is_blank)?;
+            let value = trim(&line[gap..]);
+            if value.iter().any(is_blank) {
+                return None;
+            }
+            (&line[..gap], value)
+        }
+    };
+    let key = trim(key);
+    (!key.is_empty()).then(|| (key, trim(value)))
+}
+
+/// The directory an `allow` pattern names through its `index.htm(l)`: for
+/// `/d/index.html` (or `/d/index.htm`, either with a final `$`) the pattern
+/// `/d/$`, which Google's parser allows too.
+fn index_directory(pattern: &[u8]) -> Option<Vec<u8>> {
+    let body = pattern.strip_suffix(b"$").unwrap_or(pattern);
+    let slash = body.iter().rposition(|&b| b == b'/')?;
+    if !matches!(&body[slash + 1..], b"index.html" | b"index.htm") {
+        return None;
+    }
+    let mut dir = body[..=slash].to_vec();
+    dir.push(b'$');
+    Some(dir)
 }
 
 /// The product token at the start of a user-agent value or of our own agent
@@ -116,6 +170,13 @@ struct Candidate {
 
 impl Candidate {
     fn add_rule(&mut self, value: &[u8], allow: bool) {
+        if let Some(dir) = index_directory(value).filter(|_| allow) {
+            self.add_one_rule(&dir, true);
+        }
+        self.add_one_rule(value, allow);
+    }
+
+    fn add_one_rule(&mut self, value: &[u8], allow: bool) {
         let start = self.patterns.len();
         let Compiled {
             anchored,
@@ -203,7 +264,13 @@ impl Group {
 pub(super) fn parse(body: &[u8], agent: &str) -> Robots {
     let token = product_token(agent.as_bytes());
     let body = truncate(body);
-    let body = body.strip_prefix(b"\xEF\xBB\xBF").unwrap_or(body);
+    // A UTF-8 byte order mark, or the start of one (as Google's parser skips).
+    let bom = body
+        .iter()
+        .zip(b"\xEF\xBB\xBF")
+        .take_while(|(a, b)| a == b)
+        .count();
+    let body = &body[bom..];
 
     let mut ours = Candidate::default();
     let mut star = Candidate::default();
@@ -211,17 +278,17 @@ pub(super) fn parse(body: &[u8], agent: &str) -> Robots {
     let mut group = Group::default();
 
     for line in body.split(|&b| b == b'\n' || b == b'\r') {
+        let line = &line[..line.len().min(MAX_LINE_BYTES)];
         let line = match line.iter().position(|&b| b == b'#') {
             Some(hash) => &line[..hash],
             None => line,
         };
-        let Some(colon) = line.iter().position(|&b| b == b':') else {
+        let Some((key, value)) = key_and_value(line) else {
             continue;
         };
-        let Some(field) = Field::of(trim(&line[..colon])) else {
+        let Some(field) = Field::of(key) else {
             continue;
         };
-        let value = trim(&line[colon + 1..]);
         match field {
             Field::UserAgent => {
                 if !group.in_header {
@@ -348,6 +415,38 @@ mod tests {
 
         // No line end at all before the limit: nothing is kept.
         assert!(truncate(&vec![b'x'; MAX_ROBOTS_BYTES + 1]).is_empty());
+    }
+
+    #[test]
+    fn a_missing_colon_is_accepted_between_exactly_two_words() {
+        let kv = |line: &str| {
+            key_and_value(line.as_bytes()).map(|(k, v)| {
+                (
+                    String::from_utf8_lossy(k).into_owned(),
+                    String::from_utf8_lossy(v).into_owned(),
+                )
+            })
+        };
+        let pair = |k: &str, v: &str| Some((k.to_owned(), v.to_owned()));
+        assert_eq!(kv("disallow /x"), pair("disallow", "/x"));
+        assert_eq!(kv(" user-agent \t FooBot  "), pair("user-agent", "FooBot"));
+        assert_eq!(kv("user agent FooBot"), None);
+        assert_eq!(kv("disallow"), None);
+        assert_eq!(kv("Disallow : /a b"), pair("Disallow", "/a b"));
+        assert_eq!(kv(": /x"), None);
+        assert_eq!(kv("disallow:"), pair("disallow", ""));
+    }
+
+    #[test]
+    fn index_html_names_its_directory() {
+        let dir = |p: &str| index_directory(p.as_bytes()).map(|d| String::from_utf8(d).unwrap());
+        assert_eq!(dir("/a/index.html"), Some("/a/$".to_owned()));
+        assert_eq!(dir("/index.htm"), Some("/$".to_owned()));
+        assert_eq!(dir("/a/index.html$"), Some("/a/$".to_owned()));
+        assert_eq!(dir("/a/index.php"), None);
+        assert_eq!(dir("/a/myindex.html"), None);
+        assert_eq!(dir("/a/index.html/b"), None);
+        assert_eq!(dir("index.html"), None);
     }
 
     #[test]
