@@ -314,12 +314,22 @@ fn mutations_without_the_token_are_refused() {
         ("POST", "/api/speed", r#"{"pages_per_sec": 5}"#),
         ("POST", "/api/checkpoint", ""),
         ("POST", "/api/shutdown", r#"{"grace_ms": 100}"#),
+        // Malformed bodies: refused for the token before they are parsed.
+        ("POST", "/api/blacklist", "{not json"),
+        ("POST", "/api/speed", "[1]"),
+        ("DELETE", "/api/blacklist", r#"{"entry": 1}"#),
     ];
     let mut seen = Vec::new();
     for (method, path, body) in mutations {
         let r = sys.api(method, path, body, false);
         let v = json(&r, 401, &format!("{method} {path} without a token"));
         assert_eq!(v["ok"], false);
+        assert!(
+            v["detail"]
+                .as_str()
+                .is_some_and(|d| d.contains("admin token")),
+            "{method} {path} {body:?}: {v}"
+        );
         assert!(
             r.header("www-authenticate")
                 .is_some_and(|h| h.starts_with("Bearer")),

@@ -3,6 +3,10 @@
 //! httparse, a body only with `Content-Length` (no chunked uploads), and hard size
 //! limits on both.
 //!
+//! The head and the body are read in two steps ([`read_head`], then
+//! [`Head::read_body`]) so the caller can refuse a request (no token) before its
+//! body, or even the body's framing, is looked at.
+//!
 //! This module must never allocate more than [`MAX_HEAD`] + [`MAX_BODY`] for a
 //! request, whatever the peer announces, or wait for one without the caller's
 //! timeout around it. It knows nothing of routes or tokens.
@@ -79,12 +83,69 @@ impl RequestError {
     }
 }
 
-/// Reads one request from `stream`.
-pub(crate) async fn read_request<S: AsyncRead + Unpin>(
-    stream: &mut S,
-) -> Result<Request, RequestError> {
+/// A request whose head is read and whose body is still on the socket: the token
+/// can be checked before a byte of the body is looked at.
+#[derive(Debug)]
+pub(crate) struct Head {
+    /// The request, body empty.
+    pub request: Request,
+    /// Bytes after the head that arrived with it (the start of the body).
+    rest: Vec<u8>,
+}
+
+impl Head {
+    /// The body's announced length (0 without `Content-Length`), unchecked: for
+    /// discarding the body of a refused request.
+    pub fn announced_len(&self) -> u64 {
+        self.request
+            .header("content-length")
+            .and_then(|v| v.parse().ok())
+            .unwrap_or(0)
+    }
+
+    /// Checks the body's framing, reads it and returns the whole request.
+    pub async fn read_body<S: AsyncRead + Unpin>(
+        self,
+        stream: &mut S,
+    ) -> Result<Request, RequestError> {
+        let Head { mut request, rest } = self;
+        if request.header("transfer-encoding").is_some() {
+            return Err(RequestError::Unsupported);
+        }
+        let body_len = match request.header("content-length") {
+            None => 0,
+            Some(v) => v
+                .parse::<u64>()
+                .map_err(|_| RequestError::Malformed(format!("Content-Length {v:?}")))?,
+        };
+        let body_len = usize::try_from(body_len)
+            .ok()
+            .filter(|n| *n <= MAX_BODY)
+            .ok_or(RequestError::BodyTooLarge(body_len))?;
+        let mut body = rest;
+        if body.len() > body_len {
+            return Err(RequestError::Malformed(
+                "more bytes than Content-Length (pipelining is not supported)".to_owned(),
+            ));
+        }
+        let have = body.len();
+        body.resize(body_len, 0);
+        stream
+            .read_exact(&mut body[have..])
+            .await
+            .map_err(|e| match e.kind() {
+                std::io::ErrorKind::UnexpectedEof => RequestError::Closed,
+                _ => RequestError::Io(e),
+            })?;
+        request.body = body;
+        Ok(request)
+    }
+}
+
+/// Reads one request's head from `stream` (the body stays unread).
+pub(crate) async fn read_head<S: AsyncRead + Unpin>(stream: &mut S) -> Result<Head, RequestError> {
     let mut buf = Vec::with_capacity(1024);
-    let (mut request, head_len, body_len) = loop {
+    loop {
         if buf.len() >= MAX_HEAD {
             return Err(RequestError::HeadTooLarge);
         }
@@ -95,36 +156,24 @@ pub(crate) async fn read_request<S: AsyncRead + Unpin>(
             return Err(RequestError::Closed);
         }
         buf.extend_from_slice(&chunk[..n]);
-        if let Some(parsed) = parse_head(&buf)? {
-            break parsed;
+        if let Some((request, head_len)) = parse_head(&buf)? {
+            let rest = buf.split_off(head_len);
+            return Ok(Head { request, rest });
         }
-    };
-    let body_len = usize::try_from(body_len)
-        .ok()
-        .filter(|n| *n <= MAX_BODY)
-        .ok_or(RequestError::BodyTooLarge(body_len))?;
-    let mut body = buf.split_off(head_len);
-    if body.len() > body_len {
-        return Err(RequestError::Malformed(
-            "more bytes than Content-Length (pipelining is not supported)".to_owned(),
-        ));
     }
-    let have = body.len();
-    body.resize(body_len, 0);
-    stream
-        .read_exact(&mut body[have..])
-        .await
-        .map_err(|e| match e.kind() {
-            std::io::ErrorKind::UnexpectedEof => RequestError::Closed,
-            _ => RequestError::Io(e),
-        })?;
-    request.body = body;
-    Ok(request)
 }
 
-/// The request in `buf` once its head is complete: the request (body empty), the
-/// head's length and the body's announced length.
-fn parse_head(buf: &[u8]) -> Result<Option<(Request, usize, u64)>, RequestError> {
+/// Reads one whole request from `stream`: [`read_head`], then [`Head::read_body`].
+#[cfg(test)]
+pub(crate) async fn read_request<S: AsyncRead + Unpin>(
+    stream: &mut S,
+) -> Result<Request, RequestError> {
+    read_head(stream).await?.read_body(stream).await
+}
+
+/// The request in `buf` once its head is complete: the request (body empty) and
+/// the head's length. The body's framing is not looked at here.
+fn parse_head(buf: &[u8]) -> Result<Option<(Request, usize)>, RequestError> {
     let mut fields = [httparse::EMPTY_HEADER; MAX_HEADERS];
     let mut req = httparse::Request::new(&mut fields);
     let head_len = match req.parse(buf) {
@@ -151,22 +200,13 @@ fn parse_head(buf: &[u8]) -> Result<Option<(Request, usize, u64)>, RequestError>
         headers,
         body: Vec::new(),
     };
-    if request.header("transfer-encoding").is_some() {
-        return Err(RequestError::Unsupported);
-    }
-    let body_len = match request.header("content-length") {
-        None => 0,
-        Some(v) => v
-            .parse::<u64>()
-            .map_err(|_| RequestError::Malformed(format!("Content-Length {v:?}")))?,
-    };
     if !request.path.starts_with('/') {
         return Err(RequestError::Malformed(format!(
             "target {:?} is not a path",
             request.path
         )));
     }
-    Ok(Some((request, head_len, body_len)))
+    Ok(Some((request, head_len)))
 }
 
 /// A response: status, content type, body and a few extra header fields.
@@ -285,6 +325,22 @@ mod tests {
         let r = read(b"GET / HTTP/1.0\r\n\r\n").await.unwrap();
         assert_eq!((r.path.as_str(), r.query.as_str()), ("/", ""));
         assert!(r.body.is_empty());
+    }
+
+    #[tokio::test]
+    async fn the_head_is_read_without_the_body() {
+        let bytes: &[u8] = b"POST /api/speed HTTP/1.1\r\nContent-Length: 99999999999\r\n\r\n{{{";
+        let mut stream = bytes;
+        let head = read_head(&mut stream).await.unwrap();
+        assert_eq!(head.request.path, "/api/speed");
+        assert!(head.request.body.is_empty());
+        assert_eq!(head.announced_len(), 99_999_999_999);
+        let chunked: &[u8] = b"POST / HTTP/1.1\r\nTransfer-Encoding: chunked\r\n\r\nzz";
+        let mut stream = chunked;
+        assert!(
+            read_head(&mut stream).await.is_ok(),
+            "framing is the body's business"
+        );
     }
 
     #[tokio::test]

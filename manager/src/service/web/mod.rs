@@ -2,8 +2,11 @@
 //! (`/api/...`, listed in `routes.rs`), on their own listener (`manager.admin_http`,
 //! loopback by default).
 //!
-//! Each connection is one task that reads one request (`http.rs`), routes it and
-//! checks the token (`routes.rs`), and, for anything but the page, hands an
+//! Each connection is one task that reads one request's head (`http.rs`), checks
+//! the `Host` and, for a mutation, the token (`routes.rs`)
+//! before it reads or parses a byte of the body, so an unauthenticated request can
+//! learn nothing from how its body is parsed; then it reads the body, routes the
+//! request and, for anything but the page, hands an
 //! [`AdminCommand`] to the core through the same event queue as the control
 //! connections ([`Event::Web`]); the core answers it with the same code that answers
 //! `polycrawl status` and admin scripts on the control port (`admin.rs`), so the two
@@ -26,15 +29,15 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use spool::protocol::{AdminCommand, AdminReply, Token};
-use tokio::io::AsyncWriteExt;
-use tokio::net::{TcpListener, TcpStream};
+use tokio::io::{AsyncRead, AsyncReadExt, AsyncWrite, AsyncWriteExt};
+use tokio::net::TcpListener;
 use tokio::sync::{mpsc, oneshot};
 use tokio::task::JoinSet;
 use tokio::time::timeout;
 use tokio_util::sync::CancellationToken;
 
 use super::conn::Event;
-use http::{Response, read_request};
+use http::{MAX_BODY, Response, read_head};
 use routes::Route;
 
 /// Connections served at once.
@@ -108,53 +111,98 @@ pub(crate) async fn serve(
 }
 
 /// Answers the one request of a connection.
-async fn handle(
-    mut stream: TcpStream,
+async fn handle<S: AsyncRead + AsyncWrite + Unpin>(
+    mut stream: S,
     peer: SocketAddr,
     loopback: bool,
     settings: Arc<WebSettings>,
     events: mpsc::Sender<Event>,
 ) {
-    let (response, head_only) = match timeout(READ_TIMEOUT, read_request(&mut stream)).await {
-        Err(_) => (
+    let deadline = tokio::time::Instant::now() + READ_TIMEOUT;
+    let late = || {
+        (
             Response::error(408, "the request did not arrive in time"),
             false,
-        ),
-        Ok(Err(e)) => match e.status() {
-            Some(status) => (Response::error(status, &e.to_string()), false),
-            None => {
-                tracing::debug!(%peer, error = %e, "admin page connection ended");
-                return;
-            }
-        },
-        Ok(Ok(req)) => {
-            let response = respond(&req, loopback, &settings, &events).await;
-            if matches!(response.status, 401 | 403) {
-                tracing::warn!(%peer, method = req.method, path = req.path, status = response.status,
-                    "admin request refused");
-            }
-            (response, req.method == "HEAD")
+        )
+    };
+    let unreadable = |e: http::RequestError| match e.status() {
+        Some(status) => Some((Response::error(status, &e.to_string()), false)),
+        None => {
+            tracing::debug!(%peer, error = %e, "admin page connection ended");
+            None
         }
     };
+    let (response, head_only) =
+        match tokio::time::timeout_at(deadline, read_head(&mut stream)).await {
+            Err(_) => late(),
+            Ok(Err(e)) => match unreadable(e) {
+                Some(answer) => answer,
+                None => return,
+            },
+            Ok(Ok(head)) => {
+                let head_only = head.request.method == "HEAD";
+                if let Err(refusal) = gate(&head.request, loopback, &settings) {
+                    tracing::warn!(%peer, method = head.request.method, path = head.request.path,
+                    status = refusal.status, "admin request refused");
+                    let unread = head.announced_len();
+                    answer(&mut stream, &refusal, head_only).await;
+                    discard(&mut stream, unread).await;
+                    return;
+                }
+                match tokio::time::timeout_at(deadline, head.read_body(&mut stream)).await {
+                    Err(_) => late(),
+                    Ok(Err(e)) => match unreadable(e) {
+                        Some(answer) => answer,
+                        None => return,
+                    },
+                    Ok(Ok(req)) => (respond(&req, &settings, &events).await, head_only),
+                }
+            }
+        };
+    answer(&mut stream, &response, head_only).await;
+}
+
+/// Refuses a request before its body is read: a `Host` that is not allowed, or a
+/// mutation ([`routes::needs_token`]) without the admin token.
+fn gate(req: &http::Request, loopback: bool, settings: &WebSettings) -> Result<(), Response> {
+    routes::check_host(req, loopback)?;
+    if routes::needs_token(req) {
+        routes::authorize(req, settings.admin_token.as_ref())?;
+    }
+    Ok(())
+}
+
+/// Writes `response` and closes the sending side.
+async fn answer<S: AsyncWrite + Unpin>(stream: &mut S, response: &Response, head_only: bool) {
     let write = async {
         stream.write_all(&response.to_bytes(head_only)).await?;
         stream.shutdown().await
     };
     if let Ok(Err(e)) = timeout(ASK_TIMEOUT, write).await {
-        tracing::debug!(%peer, error = %e, "admin page answer not delivered");
+        tracing::debug!(error = %e, "admin page answer not delivered");
     }
+}
+
+/// Reads and drops up to `announced` bytes (at most [`MAX_BODY`], for at most
+/// [`FAREWELL`]) after a refusal was sent, so closing a socket with unread bytes
+/// does not reset the connection before the peer reads the refusal. Nothing read
+/// here is looked at.
+async fn discard<S: AsyncRead + Unpin>(stream: &mut S, announced: u64) {
+    let limit = announced.min(MAX_BODY as u64);
+    let mut sink = tokio::io::sink();
+    let _ = timeout(
+        FAREWELL,
+        tokio::io::copy(&mut stream.take(limit), &mut sink),
+    )
+    .await;
 }
 
 /// The response to one request.
 async fn respond(
     req: &http::Request,
-    loopback: bool,
     settings: &WebSettings,
     events: &mpsc::Sender<Event>,
 ) -> Response {
-    if let Err(refusal) = routes::check_host(req, loopback) {
-        return refusal;
-    }
     match routes::route(req, settings.grace_ms) {
         Err(refusal) => refusal,
         Ok(Route::Page) => Response {
@@ -166,6 +214,8 @@ async fn respond(
         .with("Content-Security-Policy", PAGE_POLICY)
         .with("Referrer-Policy", "no-referrer"),
         Ok(Route::Ask { command, mutation }) => {
+            // The gate checked the token already (every mutation is a POST or a
+            // DELETE); checked again so a route added as a GET mutation stays safe.
             if mutation {
                 if let Err(refusal) = routes::authorize(req, settings.admin_token.as_ref()) {
                     return refusal;
@@ -191,5 +241,66 @@ async fn ask(events: &mpsc::Sender<Event>, command: AdminCommand) -> Response {
     match timeout(ASK_TIMEOUT, rx).await {
         Ok(Ok(reply)) => routes::answer(&command, reply),
         _ => busy(),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Sends `request` through [`handle`] and returns the answer's text; the core
+    /// must not have been asked anything.
+    async fn exchange(request: &[u8], token: Option<&str>) -> String {
+        let (mut client, server) = tokio::io::duplex(64 * 1024);
+        let (events, mut core) = mpsc::channel(4);
+        let settings = Arc::new(WebSettings {
+            admin_token: token.map(|t| Token::new(t).unwrap()),
+            grace_ms: 0,
+        });
+        let peer: SocketAddr = "127.0.0.1:9".parse().unwrap();
+        let served = tokio::spawn(handle(server, peer, true, settings, events));
+        client.write_all(request).await.unwrap();
+        client.shutdown().await.unwrap();
+        let mut answer = Vec::new();
+        client.read_to_end(&mut answer).await.unwrap();
+        served.await.unwrap();
+        assert!(core.try_recv().is_err(), "the core was asked");
+        String::from_utf8(answer).unwrap()
+    }
+
+    #[tokio::test]
+    async fn an_unauthenticated_mutation_is_refused_before_its_body_is_read() {
+        let bodies: [&[u8]; 4] = [
+            b"POST /api/blacklist HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Length: 5\r\n\r\n{\"en",
+            b"POST /api/speed HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Length: x\r\n\r\n",
+            b"POST /api/speed HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Length: 99999999\r\n\r\n",
+            b"DELETE /api/blacklist HTTP/1.1\r\nHost: 127.0.0.1\r\nTransfer-Encoding: chunked\r\n\r\n",
+        ];
+        for request in bodies {
+            for (token, status) in [(Some("s3cret"), "401"), (None, "403")] {
+                let answer = exchange(request, token).await;
+                let shown = String::from_utf8_lossy(request);
+                let body = answer.split_once("\r\n\r\n").map_or("", |(_, b)| b);
+                assert!(
+                    answer.starts_with(&format!("HTTP/1.1 {status} ")),
+                    "{shown}: {answer}"
+                );
+                for parse_word in ["JSON", "Content-Length", "body", "parameter", "chunked"] {
+                    assert!(
+                        !body.contains(parse_word),
+                        "{shown}: the refusal talks about the body: {answer}"
+                    );
+                }
+            }
+        }
+    }
+
+    #[tokio::test]
+    async fn with_the_token_a_malformed_body_gets_its_parse_message() {
+        let request = b"POST /api/blacklist HTTP/1.1\r\nHost: 127.0.0.1\r\n\
+            Authorization: Bearer s3cret\r\nContent-Length: 4\r\n\r\n{\"en";
+        let answer = exchange(request, Some("s3cret")).await;
+        assert!(answer.starts_with("HTTP/1.1 400 "), "{answer}");
+        assert!(answer.contains("not JSON"), "{answer}");
     }
 }

@@ -13,6 +13,11 @@
 //! | `POST /api/checkpoint` | [`AdminCommand::Checkpoint`] | yes |
 //! | `POST /api/shutdown` `{"grace_ms": G}` (optional) | [`AdminCommand::Shutdown`] | yes |
 //!
+//! Every method but `GET` and `HEAD` on a path that takes mutations needs the token
+//! ([`needs_token`]), checked from the head before the body is read: a request
+//! without it gets 401 (403 when no token is configured) whatever its body or
+//! framing.
+//!
 //! Parameters come from a JSON object body or, without a body, from the query
 //! string (`?entry=.example.com`). The token is `Authorization: Bearer TOKEN`,
 //! compared in constant time; without an admin token configured every mutation is
@@ -153,6 +158,22 @@ impl Params {
             None => Err(Self::missing(name)),
         }
     }
+}
+
+/// The paths that take mutations.
+const MUTATION_PATHS: [&str; 4] = [
+    "/api/blacklist",
+    "/api/speed",
+    "/api/checkpoint",
+    "/api/shutdown",
+];
+
+/// Whether `req` must carry the admin token: any method but `GET` and `HEAD` on a
+/// path that takes mutations, decided from the head alone, before the body is
+/// read. (Other requests are answered without looking at a body: the page, reads,
+/// 404 and 405.)
+pub(crate) fn needs_token(req: &Request) -> bool {
+    !matches!(req.method.as_str(), "GET" | "HEAD") && MUTATION_PATHS.contains(&req.path.as_str())
 }
 
 /// Whether `req` carries the admin token; the refusal otherwise.
@@ -353,6 +374,31 @@ mod tests {
         let unset = authorize(&with("Bearer s3cret"), None).unwrap_err();
         assert_eq!(unset.status, 403);
         assert!(String::from_utf8_lossy(&unset.body).contains("manager.admin_token"));
+    }
+
+    #[test]
+    fn every_method_but_get_and_head_on_a_mutation_path_needs_the_token() {
+        let r = |m| req(m, "/api/speed", "", &[]);
+        assert!(!needs_token(&r("GET")));
+        assert!(!needs_token(&r("HEAD")));
+        for m in ["POST", "DELETE", "PUT", "PATCH", "OPTIONS", "BREW"] {
+            assert!(needs_token(&r(m)), "{m}");
+        }
+        assert!(!needs_token(&req("POST", "/api/stats", "", &[])));
+        assert!(!needs_token(&req("POST", "/nope", "", &[])));
+        for (m, t, b) in [
+            ("POST", "/api/blacklist", ""),
+            ("DELETE", "/api/blacklist", ""),
+            ("POST", "/api/speed", ""),
+            ("POST", "/api/checkpoint", ""),
+            ("POST", "/api/shutdown", ""),
+        ] {
+            let (_, mutation) = command(route(&req(m, t, b, &[]), 0).or_else(|e| {
+                // A route refusing an empty body is still a mutation route.
+                route(&req(m, &format!("{t}?entry=x&pages_per_sec=1"), b, &[]), 0).map_err(|_| e)
+            }));
+            assert!(mutation && needs_token(&req(m, t, b, &[])), "{m} {t}");
+        }
     }
 
     #[test]
