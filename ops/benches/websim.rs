@@ -89,6 +89,7 @@ fn main() {
         pages: PAGES,
         size_skew: 1.0,
         plain: false,
+        traps: false,
         http_port: 8080,
         https_port: 8443,
     });
@@ -150,6 +151,7 @@ fn main() {
                     pages: PAGES,
                     size_skew: 1.0,
                     plain: false,
+                    traps: false,
                     http_port: port,
                     https_port: 1,
                 }));

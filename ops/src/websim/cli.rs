@@ -62,6 +62,12 @@ pub struct Args {
     /// benchmarks against other crawlers.
     #[arg(long)]
     pub plain: bool,
+    /// Add three trap hosts linked from the most popular host's home page: a
+    /// session-id trap, an endless month and page-number calendar, and a chain of
+    /// 50 redirects (see `traps.rs`; flagged `trap` in hosts.tsv). Ignored with
+    /// `--plain`.
+    #[arg(long)]
+    pub traps: bool,
     /// Where the DNS server listens (UDP and TCP; a 127.0.0.0/8 address, port 0 picks one).
     #[arg(long, default_value = "127.0.0.1:0")]
     pub dns_addr: SocketAddr,
@@ -191,6 +197,7 @@ async fn serve(args: Args) -> anyhow::Result<()> {
         pages: args.pages,
         size_skew: args.size_skew,
         plain: args.plain,
+        traps: args.traps,
         http_port: 0,
         https_port: 0,
     };

@@ -26,6 +26,8 @@
 //!   hosts get their own; with probability 6 % a host starts a virtual-hosting
 //!   group that takes the next 2-8 hosts onto one address. Dead hosts and the
 //!   misbehaving host always have an address of their own.
+//! - **Trap hosts** (`--traps`, see [`super::traps`]) come after the misbehaving
+//!   host, each on an address of its own.
 //!
 //! Complexity: O(H) time and memory; nothing here grows with pages.
 
@@ -33,6 +35,7 @@ use std::net::Ipv4Addr;
 
 use super::rng::{Rng, TAG_HOSTS};
 use super::robots::RobotsVariant;
+use super::traps::TrapSite;
 
 /// The misbehaving host for downloader tests (never linked from pages).
 pub const MISBEHAVE_HOST: &str = "misbehave.websim.test";
@@ -73,6 +76,8 @@ pub struct Host {
     pub misbehave: bool,
     /// What `/robots.txt` does.
     pub robots: RobotsVariant,
+    /// A trap host ([`super::traps`]), and which.
+    pub trap: Option<TrapSite>,
 }
 
 const WORDS: [&str; 24] = [
@@ -114,8 +119,16 @@ pub fn address(k: u32) -> Ipv4Addr {
 }
 
 /// Generates the `n_hosts` hosts of a web of `n_pages` pages, then the misbehaving
-/// host. Requires `n_hosts >= MIN_HOSTS` and `n_pages >= n_hosts`.
-pub fn generate(seed: u64, n_hosts: u32, n_pages: u32, skew: f64, plain: bool) -> Vec<Host> {
+/// host, then (with `traps`) the trap hosts of [`super::traps`]. Requires
+/// `n_hosts >= MIN_HOSTS` and `n_pages >= n_hosts`.
+pub fn generate(
+    seed: u64,
+    n_hosts: u32,
+    n_pages: u32,
+    skew: f64,
+    plain: bool,
+    traps: bool,
+) -> Vec<Host> {
     let h = n_hosts as usize;
     let mut rng = Rng::for_parts(&[seed, TAG_HOSTS]);
     let mut hosts = names(&mut rng, h);
@@ -140,6 +153,19 @@ pub fn generate(seed: u64, n_hosts: u32, n_pages: u32, skew: f64, plain: bool) -
         }
     }
     assign_addresses(&mut rng, &mut hosts);
+    if traps {
+        for kind in TrapSite::ALL {
+            let name = kind.host_name();
+            let domain = name.trim_start_matches("www.").to_owned();
+            let mut t = blank(name.to_owned(), domain);
+            t.trap = Some(kind);
+            t.pages = kind.pages();
+            t.rank = hosts.len() as u32;
+            t.addr_index = hosts.last().map_or(0, |h| h.addr_index + 1);
+            t.addr = address(t.addr_index);
+            hosts.push(t);
+        }
+    }
     hosts
 }
 
@@ -160,6 +186,7 @@ fn blank(name: String, domain: String) -> Host {
         seed: false,
         misbehave: false,
         robots: RobotsVariant::None,
+        trap: None,
     }
 }
 
@@ -342,9 +369,9 @@ mod tests {
 
     #[test]
     fn hosts_are_deterministic_unique_and_reserved() {
-        let a = generate(7, 200, 20_000, 1.0, false);
-        assert_eq!(a, generate(7, 200, 20_000, 1.0, false));
-        assert_ne!(a, generate(8, 200, 20_000, 1.0, false));
+        let a = generate(7, 200, 20_000, 1.0, false, false);
+        assert_eq!(a, generate(7, 200, 20_000, 1.0, false, false));
+        assert_ne!(a, generate(8, 200, 20_000, 1.0, false, false));
         assert_eq!(a.len(), 201);
         let names: HashSet<&str> = a.iter().map(|h| h.name.as_str()).collect();
         assert_eq!(names.len(), a.len());
@@ -370,8 +397,8 @@ mod tests {
 
     #[test]
     fn plain_webs_keep_only_what_a_static_server_does() {
-        let usual = generate(7, 200, 20_000, 1.0, false);
-        let plain = generate(7, 200, 20_000, 1.0, true);
+        let usual = generate(7, 200, 20_000, 1.0, false, false);
+        let plain = generate(7, 200, 20_000, 1.0, true, false);
         assert_eq!(usual.len(), plain.len());
         assert!(plain.iter().all(|h| !h.dead && !h.slow));
         assert!(plain.iter().all(|h| !h.robots.is_server_error()));

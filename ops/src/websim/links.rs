@@ -5,7 +5,8 @@
 //! 1. its tree parent `(i-1)/4` (if `i > 0`) and tree children `4i+1 ..= 4i+4`, so
 //!    every page of a host is reachable from `/` (robots and nofollow permitting);
 //! 2. on home pages, the home pages of the next two hosts of a seeded ring of all
-//!    hosts, so almost every host is reachable from any seed;
+//!    hosts, so almost every host is reachable from any seed; with `--traps`, the
+//!    most popular host's home page also links the three trap hosts' home pages;
 //! 3. fillers up to a total of 8-13: 20 % another host by popularity (Zipf; its home
 //!    page 60 %, else a random page), 2.5 % a missing page (404), 1.5 % a redirect
 //!    chain, 1 % the redirect loop (loop hosts only), 0.8 % the `http://` URL of an
@@ -30,6 +31,7 @@
 
 use super::model::{Target, Web};
 use super::rng::{Rng, TAG_LINKS, TAG_REDIRECT};
+use super::traps::TrapSite;
 
 /// Where an unfollowable URL sits in the page.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -112,6 +114,13 @@ impl Web {
                 host: self.ring_next(next),
                 page: 0,
             });
+        }
+        if page == 0 && host.rank == 0 && self.params.traps && !self.params.plain {
+            for kind in TrapSite::ALL {
+                if let Some(t) = self.host_by_name(kind.host_name()) {
+                    follow.push(Target::TrapSite { host: t, page: 0 });
+                }
+            }
         }
         let total = r.range(8, 13) as usize;
         while follow.len() < total {
@@ -250,6 +259,7 @@ mod tests {
             pages: 3000,
             size_skew: 1.0,
             plain: false,
+            traps: false,
             http_port: 80,
             https_port: 443,
         })

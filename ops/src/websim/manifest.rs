@@ -235,6 +235,14 @@ impl Graph for WebGraph<'_> {
                 }
             }
             Target::Upgrade { host, page } => redirect(301, Target::Page { host, page }),
+            Target::TrapSite { host, page } => Visit::Fetch {
+                status: 200,
+                follow: web.hosts[host as usize]
+                    .trap
+                    .map(|kind| super::traps::real_links(kind, host, page))
+                    .unwrap_or_default(),
+                seen: vec![],
+            },
             Target::Redirect { origin, key, step } => {
                 let c = web.chain(origin, key);
                 let next = if step + 1 < c.len {
@@ -345,6 +353,7 @@ mod tests {
             pages: 800,
             size_skew: 1.0,
             plain: false,
+            traps: false,
             http_port: 8080,
             https_port: 8443,
         })

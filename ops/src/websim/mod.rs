@@ -23,7 +23,7 @@
 //! - [`robots`]: robots.txt variants and websim's own RFC 9309 matcher.
 //! - [`manifest`]: the breadth-first oracle; [`outfiles`]: the files it writes.
 //! - [`respond`]: routing rules; [`http`]: the server; [`misbehave`]: the
-//!   misbehaving host; [`log`]: the request log; [`listen`]: binding.
+//!   misbehaving host; [`traps`]: the trap hosts; [`log`]: the request log; [`listen`]: binding.
 //! - [`dns`]: the authoritative DNS server; [`tls`]: the CA and rustls configs.
 //! - [`cli`]: flags, start-up, shutdown.
 //!
@@ -41,6 +41,8 @@
 //!   nofollow pages ([`links`], [`html`]).
 //! - The misbehaving host `misbehave.websim.test` for downloader tests
 //!   ([`misbehave`]).
+//! - With `--traps`, three crawler traps: fresh session ids on every link, an
+//!   endless calendar and page list, a 50-hop redirect chain ([`traps`]).
 //!
 //! # What websim must never do
 //! Bind, answer or connect outside 127.0.0.0/8; name or resolve a real host (all
@@ -67,5 +69,6 @@ pub mod rng;
 pub mod robots;
 pub mod text;
 pub mod tls;
+pub mod traps;
 
 pub use cli::{Args, run};

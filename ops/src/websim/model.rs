@@ -38,6 +38,8 @@ pub struct Params {
     /// slow host, no robots.txt that answers 5xx or asks for a crawl delay (see
     /// `hosts`). For throughput benchmarks against other crawlers.
     pub plain: bool,
+    /// Add the trap hosts of [`super::traps`] (never in a plain web).
+    pub traps: bool,
     /// Port of every http listener (URLs omit it when it is 80).
     pub http_port: u16,
     /// Port of every https listener (URLs omit it when it is 443).
@@ -107,6 +109,13 @@ pub enum Target {
         /// The nofollow page linking it.
         key: u32,
     },
+    /// Real page `page` of trap host `host` (see [`super::traps`]).
+    TrapSite {
+        /// Host index (a trap host).
+        host: u32,
+        /// Real page number (0 = `/`).
+        page: u32,
+    },
     /// `/static/site.css` (key 0) or `/static/img{key}.png`: not links.
     Static {
         /// Host index.
@@ -147,6 +156,7 @@ impl Web {
             params.pages,
             params.size_skew,
             params.plain,
+            params.traps && !params.plain,
         );
         let n_addrs = hosts.iter().map(|h| h.addr_index + 1).max().unwrap_or(0);
         let mut addrs = vec![Ipv4Addr::UNSPECIFIED; n_addrs as usize];
@@ -252,7 +262,8 @@ impl Web {
             | Target::Upgrade { host, .. }
             | Target::Trap { host, .. }
             | Target::Hidden { host, .. }
-            | Target::Static { host, .. } => Some(host),
+            | Target::Static { host, .. }
+            | Target::TrapSite { host, .. } => Some(host),
             Target::Redirect { origin, key, step } => {
                 Some(self.chain(origin, key).hops[step as usize])
             }
@@ -303,6 +314,10 @@ impl Web {
             Target::Nx { .. } => write!(out, "/"),
             Target::Trap { kind, key, .. } => write!(out, "/trap/{}{key}.html", kind as char),
             Target::Hidden { key, .. } => write!(out, "/hidden/h{key}.html"),
+            Target::TrapSite { page, .. } => {
+                super::traps::write_real_path(out, page);
+                Ok(())
+            }
             Target::Static { key: 0, .. } => write!(out, "/static/site.css"),
             Target::Static { key, .. } => write!(out, "/static/img{key}.png"),
         };
@@ -345,6 +360,7 @@ mod tests {
             pages: 800,
             size_skew: 1.0,
             plain: false,
+            traps: false,
             http_port: 8080,
             https_port: 443,
         })

@@ -17,7 +17,10 @@
 //! - `hosts.tsv`: `host  domain  address  scheme  port  pages  rank  robots
 //!   robots_status  crawl_delay  flags`, one line per host including the
 //!   misbehaving one; `flags` is a comma list of `https slow gzip chunked dead loops
-//!   seed misbehave shared` (`shared`: the address serves other hosts too) or `-`.
+//!   seed misbehave trap sessions calendar redirects shared` (`shared`: the address
+//!   serves other hosts too; `trap` and its kind: a trap host of `--traps`, whose
+//!   only manifest rows are its real pages: any other request to it is a trap URL)
+//!   or `-`.
 //!
 //! Complexity: O(URLs in the manifest); the files are written once.
 
@@ -170,6 +173,8 @@ fn write_hosts(web: &Web, path: &Path) -> io::Result<()> {
             (h.loops, "loops"),
             (h.seed, "seed"),
             (h.misbehave, "misbehave"),
+            (h.trap.is_some(), "trap"),
+            (h.trap.is_some(), h.trap.map_or("", |k| k.flag())),
             (per_addr[h.addr_index as usize] > 1, "shared"),
         ] {
             if on {

@@ -9,16 +9,17 @@
 //! 4. The misbehaving host: see [`super::misbehave`].
 //! 5. `/robots.txt`: the host's variant ([`super::robots`]); `/robots-real.txt` on
 //!    the redirect variant serves the rules (404 elsewhere).
-//! 6. `/r/{origin}/{key}/{step}`: hop `step` of a redirect chain, when this host is
+//! 6. A trap host (`--traps`): see [`super::traps`].
+//! 7. `/r/{origin}/{key}/{step}`: hop `step` of a redirect chain, when this host is
 //!    that hop's host: 301 or 302 to the next hop or the chain's end (an absolute
 //!    URL, or a path when the next hop is on the same host and a hash says so).
-//! 7. `/loop/a` -> 302 `Location: /loop/b`; `/loop/b` -> 302 to the absolute URL of
+//! 8. `/loop/a` -> 302 `Location: /loop/b`; `/loop/b` -> 302 to the absolute URL of
 //!    `/loop/a` (loop hosts only).
-//! 8. `/trap/...`: 200, a small page linking three deeper trap URLs (an endless trap
+//! 9. `/trap/...`: 200, a small page linking three deeper trap URLs (an endless trap
 //!    for crawlers that follow what they must not). `/hidden/h{k}.html`: 200, small.
 //!    `/static/site.css` and `/static/img{1-16}.png`: 200 CSS / a 1x1 PNG.
-//! 9. A page path in its exact canonical spelling: 200 with the page.
-//! 10. Anything else: 404 with a small HTML page without links.
+//! 10. A page path in its exact canonical spelling: 200 with the page.
+//! 11. Anything else: 404 with a small HTML page without links.
 //!
 //! Encoding (chunked, gzip) and slowness are applied by [`super::http`] per host.
 
@@ -28,6 +29,7 @@ use super::model::{Target, Web, write_port};
 use super::paths;
 use super::rng::{TAG_REDIRECT, hash};
 use super::robots::{REAL_ROBOTS_PATH, RobotsResponse, RobotsVariant};
+use super::traps;
 
 /// Which listener a request came in on.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -244,6 +246,9 @@ fn route_path(web: &Web, h: u32, path: &str) -> Reply {
     if path == REAL_ROBOTS_PATH && host.robots == RobotsVariant::Redirect {
         return fixed(200, TEXT, Body::Static(host.robots.rules_text().as_bytes()));
     }
+    if let Some(kind) = host.trap {
+        return traps::route(h, kind, path);
+    }
     if let Some(rest) = path.strip_prefix("/r/") {
         return redirect_hop(web, h, rest).unwrap_or_else(not_found);
     }
@@ -361,6 +366,7 @@ mod tests {
             pages: 800,
             size_skew: 1.0,
             plain: false,
+            traps: false,
             http_port: 8080,
             https_port: 8443,
         })
