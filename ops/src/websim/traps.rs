@@ -121,7 +121,7 @@ static FRESH: AtomicU64 = AtomicU64::new(0);
 
 /// A session id never given before by this process.
 fn fresh_id() -> u64 {
-    hash(&[0x5e55_1d, FRESH.fetch_add(1, Ordering::Relaxed)])
+    hash(&[0x005e_551d, FRESH.fetch_add(1, Ordering::Relaxed)])
 }
 
 fn page(title: &str, links: &[String]) -> Reply {
