@@ -6,6 +6,11 @@
 //! controls and non-ASCII as UTF-8. [`canonicalize`] adds:
 //!
 //! - the fragment is removed;
+//! - session identifiers are removed ([`CanonConfig::session_params`], default
+//!   [`DEFAULT_SESSION_PARAMS`], names compared ignoring ASCII case): query pairs
+//!   named so (`?sid=...&a=1` is `?a=1`; a query left empty goes with its `?`) and
+//!   path parameters named so (`/p;jsessionid=...` is `/p`), so a site that puts a
+//!   fresh session id in every link cannot make one page endlessly many URLs;
 //! - trailing dots of the host are removed (`www.example.test.` is `www.example.test`,
 //!   and keys get no empty label);
 //! - rejected: schemes other than http and https; URLs carrying a user name or
@@ -30,6 +35,23 @@ use url::{Host, Url};
 /// CDNs and sitemaps (50,000 URLs of at most 2,048 characters) agree on.
 pub const DEFAULT_MAX_URL_LEN: usize = 2048;
 
+/// Default for [`CanonConfig::session_params`]: the session-id names of the common
+/// server stacks (PHP, Java servlets, ASP, ColdFusion, osCommerce, Zen Cart) and
+/// the generic ones.
+pub const DEFAULT_SESSION_PARAMS: [&str; 11] = [
+    "sid",
+    "sessionid",
+    "session_id",
+    "session",
+    "phpsessid",
+    "jsessionid",
+    "aspsessionid",
+    "cfid",
+    "cftoken",
+    "oscsid",
+    "zenid",
+];
+
 /// Canonicalization settings.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct CanonConfig {
@@ -37,6 +59,9 @@ pub struct CanonConfig {
     pub max_len: usize,
     /// Keep hosts without a dot (`localhost`). Default false.
     pub allow_single_label_hosts: bool,
+    /// Query and path parameters removed as session identifiers (ASCII case
+    /// ignored). Default [`DEFAULT_SESSION_PARAMS`].
+    pub session_params: Vec<String>,
 }
 
 impl Default for CanonConfig {
@@ -44,6 +69,7 @@ impl Default for CanonConfig {
         CanonConfig {
             max_len: DEFAULT_MAX_URL_LEN,
             allow_single_label_hosts: false,
+            session_params: DEFAULT_SESSION_PARAMS.map(str::to_owned).to_vec(),
         }
     }
 }
@@ -100,6 +126,7 @@ pub fn canonicalize_in_place(url: &mut Url, config: &CanonConfig) -> Result<(), 
             return Err(Rejected::SingleLabelHost(domain.to_owned()));
         }
     }
+    strip_session_params(url, &config.session_params);
     let len = url.as_str().len();
     if len > config.max_len {
         return Err(Rejected::TooLong {
@@ -108,6 +135,44 @@ pub fn canonicalize_in_place(url: &mut Url, config: &CanonConfig) -> Result<(), 
         });
     }
     Ok(())
+}
+
+/// Removes the query pairs and path parameters named in `names` (see the module
+/// docs). Costs nothing for a URL without a query and without `;` in its path.
+fn strip_session_params(url: &mut Url, names: &[String]) {
+    if names.is_empty() {
+        return;
+    }
+    let is_session = |pair: &str| {
+        let name = pair.split_once('=').map_or(pair, |(n, _)| n);
+        names.iter().any(|s| s.eq_ignore_ascii_case(name))
+    };
+    if url.path().contains(';') {
+        let path = url.path();
+        let kept: Vec<String> = path
+            .split('/')
+            .map(|segment| {
+                let mut parts = segment.split(';');
+                let mut out = parts.next().unwrap_or_default().to_owned();
+                for p in parts.filter(|p| !is_session(p)) {
+                    out.push(';');
+                    out.push_str(p);
+                }
+                out
+            })
+            .collect();
+        let stripped = kept.join("/");
+        if stripped != path {
+            url.set_path(&stripped);
+        }
+    }
+    if let Some(query) = url.query() {
+        if query.split('&').any(is_session) {
+            let kept: Vec<&str> = query.split('&').filter(|p| !is_session(p)).collect();
+            let kept = kept.join("&");
+            url.set_query(if kept.is_empty() { None } else { Some(&kept) });
+        }
+    }
 }
 
 /// Parses `text` (a seed, a redirect `Location`) against `base` and canonicalizes it.
@@ -130,5 +195,59 @@ mod tests {
             Err(Rejected::Parse(url::ParseError::EmptyHost))
         );
         assert!(matches!(parse("ftp://x.test/", None, &c), Err(Rejected::Scheme(s)) if s == "ftp"));
+    }
+
+    #[test]
+    fn session_ids_are_removed() {
+        let c = CanonConfig::default();
+        let p = |u: &str| parse(u, None, &c).unwrap().to_string();
+        for (from, to) in [
+            ("http://a.test/p3.html?sid=00ff", "http://a.test/p3.html"),
+            ("http://a.test/p?SID=1&a=2", "http://a.test/p?a=2"),
+            ("http://a.test/p?a=2&PHPSESSID=x&b", "http://a.test/p?a=2&b"),
+            ("http://a.test/p?sessionid=&session_id=9", "http://a.test/p"),
+            (
+                "http://a.test/p.jsp;jsessionid=ABC123?x=1",
+                "http://a.test/p.jsp?x=1",
+            ),
+            (
+                "http://a.test/d;JSESSIONID=1/p;v=2",
+                "http://a.test/d/p;v=2",
+            ),
+            (
+                "http://a.test/p;a=1;jsessionid=x;b",
+                "http://a.test/p;a=1;b",
+            ),
+            ("http://a.test/p?jsessionid=x#frag", "http://a.test/p"),
+            // Names that only contain a session name stay.
+            (
+                "http://a.test/p?side=1&sids=2",
+                "http://a.test/p?side=1&sids=2",
+            ),
+            ("http://a.test/p?", "http://a.test/p?"),
+            ("http://a.test/p;x", "http://a.test/p;x"),
+        ] {
+            assert_eq!(p(from), to, "{from}");
+        }
+        let none = CanonConfig {
+            session_params: Vec::new(),
+            ..CanonConfig::default()
+        };
+        assert_eq!(
+            parse("http://a.test/p?sid=1", None, &none)
+                .unwrap()
+                .as_str(),
+            "http://a.test/p?sid=1"
+        );
+        let custom = CanonConfig {
+            session_params: vec!["token".into()],
+            ..CanonConfig::default()
+        };
+        assert_eq!(
+            parse("http://a.test/p?token=1&sid=2", None, &custom)
+                .unwrap()
+                .as_str(),
+            "http://a.test/p?sid=2"
+        );
     }
 }

@@ -9,7 +9,7 @@ use spool::name::Priority;
 
 use super::error::AppError;
 use super::scope::Scope;
-use crate::canon::{CanonConfig, DEFAULT_MAX_URL_LEN};
+use crate::canon::{CanonConfig, DEFAULT_MAX_URL_LEN, DEFAULT_SESSION_PARAMS};
 use crate::seen::{DEFAULT_BUFFER_BYTES, SeenConfig};
 
 /// The breadth-first application's settings. Every field has a default.
@@ -48,6 +48,11 @@ pub struct AppConfig {
     pub deny_patterns: Vec<String>,
     /// Hosts without a dot (`localhost`) are followed. Default false.
     pub allow_single_label_hosts: bool,
+    /// Query and path parameters removed from every URL as session identifiers,
+    /// ASCII case ignored (`?sid=...`, `;jsessionid=...`); empty keeps them all.
+    /// Default `["sid", "sessionid", "session_id", "session", "phpsessid",
+    /// "jsessionid", "aspsessionid", "cfid", "cftoken", "oscsid", "zenid"]`.
+    pub session_params: Vec<String>,
     /// The unshuffle deals each batch of new URLs into at most this many piles.
     /// Default 1000.
     pub unshuffle_k: usize,
@@ -91,6 +96,7 @@ impl Default for AppConfig {
             calendar_max_depth: 2,
             deny_patterns: Vec::new(),
             allow_single_label_hosts: false,
+            session_params: DEFAULT_SESSION_PARAMS.map(str::to_owned).to_vec(),
             unshuffle_k: 1000,
             urls_per_request_file: 2000,
             request_priority: 50,
@@ -120,6 +126,7 @@ impl AppConfig {
         CanonConfig {
             max_len: self.max_url_len,
             allow_single_label_hosts: self.allow_single_label_hosts,
+            session_params: self.session_params.clone(),
         }
     }
 
@@ -145,6 +152,16 @@ impl AppConfig {
             if value == 0 {
                 return Err(invalid(field, "must be at least 1".into()));
             }
+        }
+        if let Some(bad) = self
+            .session_params
+            .iter()
+            .find(|p| p.is_empty() || p.contains(['=', '&', ';', '/', '?', '#']))
+        {
+            return Err(invalid(
+                "session_params",
+                format!("{bad:?} is not a parameter name (empty, or holds = & ; / ? #)"),
+            ));
         }
         self.seen()
             .validate()
