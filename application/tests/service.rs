@@ -16,7 +16,9 @@ use spool::formats::RequestReader;
 use spool::name::{FileKind, Priority};
 use spool::protocol::{AppProgress, Message, Role, ServerConfig, Token, server_handshake};
 use spool::publish::Publisher;
-use spool::warc::{Capture, RecordId, WarcDate, WarcHeaders, WarcWriter, payload_digest};
+use spool::warc::{
+    Capture, DEPTH_FIELD, HOPS_FIELD, RecordId, WarcDate, WarcHeaders, WarcWriter, payload_digest,
+};
 use spool::{AppId, ComponentId, Spool};
 use tokio::net::TcpListener;
 use tokio_util::sync::CancellationToken;
@@ -110,7 +112,9 @@ fn control(addr: &str) -> ControlSettings {
     )
 }
 
-fn response(url: &str, raw: &[u8], w: &mut WarcWriter<Vec<u8>>) {
+/// A response record as the downloader writes it: with the request's depth and
+/// redirect hops (`Polycrawl-Depth`, `Polycrawl-Hops` when not 0).
+fn response(url: &str, raw: &[u8], depth: u32, hops: u32, w: &mut WarcWriter<Vec<u8>>) {
     let capture = Capture {
         target_uri: url,
         date: WarcDate::now(),
@@ -119,7 +123,11 @@ fn response(url: &str, raw: &[u8], w: &mut WarcWriter<Vec<u8>>) {
     };
     let head = raw.windows(4).position(|w| w == b"\r\n\r\n").unwrap() + 4;
     let digest = payload_digest(&raw[head..]);
-    let h = WarcHeaders::response(RecordId::random(), &capture, digest).unwrap();
+    let mut h = WarcHeaders::response(RecordId::random(), &capture, digest).unwrap();
+    h.push(DEPTH_FIELD, &depth.to_string()).unwrap();
+    if hops > 0 {
+        h.push(HOPS_FIELD, &hops.to_string()).unwrap();
+    }
     w.write_record(&h, raw).unwrap();
 }
 
@@ -131,10 +139,23 @@ fn html(links: &[&str]) -> Vec<u8> {
     format!("HTTP/1.1 200 OK\r\nContent-Type: text/html\r\nContent-Length: {}\r\n\r\n<html><body>{body}</body></html>", body.len() + 26).into_bytes()
 }
 
-fn publish_batch(spool: &Path, pages: &[(&str, Vec<u8>)]) {
+/// Publishes a page batch of `pages` fetched at link depth `depth`.
+fn publish_batch(spool: &Path, depth: u32, pages: &[(&str, Vec<u8>)]) {
+    publish_hops(
+        spool,
+        depth,
+        &pages
+            .iter()
+            .map(|(u, r)| (*u, 0, r.clone()))
+            .collect::<Vec<_>>(),
+    );
+}
+
+/// Publishes a page batch of `(url, redirect hops, response)` at `depth`.
+fn publish_hops(spool: &Path, depth: u32, pages: &[(&str, u32, Vec<u8>)]) {
     let mut w = WarcWriter::new(Vec::new());
-    for (url, raw) in pages {
-        response(url, raw, &mut w);
+    for (url, hops, raw) in pages {
+        response(url, raw, depth, *hops, &mut w);
     }
     let data = w.finish().unwrap();
     let dir = Spool::new(spool)
@@ -201,6 +222,7 @@ async fn page_batches_become_request_files_and_the_crawl_completes() {
 
     publish_batch(
         &d.spool,
+        0,
         &[(
             "https://a.test/",
             html(&[
@@ -236,6 +258,7 @@ async fn page_batches_become_request_files_and_the_crawl_completes() {
     chunked.extend(b"0\r\n\r\n");
     publish_batch(
         &d.spool,
+        1,
         &[
             (
                 "https://a.test/p1",
@@ -295,7 +318,7 @@ async fn a_crash_mid_publication_loses_nothing() {
         })
         .collect();
     let refs: Vec<&str> = links.iter().map(String::as_str).collect();
-    publish_batch(&d.spool, &[("https://a.test/", html(&refs))]);
+    publish_batch(&d.spool, 0, &[("https://a.test/", html(&refs))]);
     let seeds = vec!["https://a.test/".to_owned()];
 
     let crashed = service::run_with_hook(
@@ -394,7 +417,7 @@ async fn the_emitted_request_stream_is_unshuffled() {
         .flat_map(|h| (0..PER_HOST).map(move |p| format!("https://h{h}.test/p{p:02}")))
         .collect();
     let refs: Vec<&str> = links.iter().map(String::as_str).collect();
-    publish_batch(&d.spool, &[("https://hub.test/", html(&refs))]);
+    publish_batch(&d.spool, 0, &[("https://hub.test/", html(&refs))]);
     let stream: Vec<String> = wait_requests(&d.spool, HOSTS * PER_HOST)
         .await
         .into_iter()
@@ -433,4 +456,106 @@ async fn the_emitted_request_stream_is_unshuffled() {
     assert_eq!(adjacent, 0, "stream: {stream:?}");
     stop.cancel();
     let _ = tokio::time::timeout(Duration::from_secs(20), app).await;
+}
+
+/// Issue 11: a redirect chain ends at `max_redirect_hops` (the hop count travels
+/// with the URL: request hint, then the stored page's `Polycrawl-Hops`), and a host
+/// gets `host_budget_base + host_budget_per_linking_site * linking sites` URLs.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn redirect_chains_end_at_the_hop_limit_and_hosts_at_their_budget() {
+    let mut d = dirs();
+    d.config.allowed_domains = vec!["s.test".into(), "t.test".into()];
+    d.config.host_budget_base = 3;
+    d.config.host_budget_per_linking_site = 2;
+    d.config.host_budget_max = 100;
+    let idle = Arc::new(AtomicBool::new(false));
+    let addr = fake_manager(idle.clone()).await;
+    let app = tokio::spawn(service::run(
+        d.config.clone(),
+        Spool::new(&d.spool),
+        vec!["https://s.test/".into()],
+        control(&addr),
+        CancellationToken::new(),
+    ));
+    wait_requests(&d.spool, 1).await;
+    // The seed's host links 10 pages of t.test (one linking site: budget 3 + 2)
+    // and 10 of its own (a seed's host: the largest budget).
+    let links: Vec<String> = (0..10)
+        .flat_map(|i| [format!("https://t.test/p{i}"), format!("/own{i}")])
+        .collect();
+    let refs: Vec<&str> = links.iter().map(String::as_str).collect();
+    publish_batch(&d.spool, 0, &[("https://s.test/", html(&refs))]);
+    let got = wait_requests(&d.spool, 15).await;
+    let on = |host: &str| got.iter().filter(|(u, _)| u.contains(host)).count();
+    assert_eq!((on("t.test"), on("s.test")), (5, 10), "{got:?}");
+
+    // Hop 4 redirects to hop 5 (requested, with its hint); hop 5's target is one
+    // hop too many.
+    let redirect = |to: &str| {
+        format!("HTTP/1.1 302 Found\r\nLocation: {to}\r\nContent-Length: 0\r\n\r\n").into_bytes()
+    };
+    publish_hops(
+        &d.spool,
+        1,
+        &[
+            ("https://s.test/own0", 4, redirect("/hop5")),
+            ("https://s.test/own1", 5, redirect("/hop6")),
+            ("https://s.test/own2", 0, redirect("/hop1")),
+        ],
+    );
+    let mut hops = Vec::new();
+    for _ in 0..200 {
+        hops.extend(take_hops(&d.spool));
+        if hops.len() >= 2 {
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(25)).await;
+    }
+    hops.sort();
+    assert_eq!(
+        hops,
+        [
+            ("https://s.test/hop1".to_owned(), Some(1)),
+            ("https://s.test/hop5".to_owned(), Some(5))
+        ]
+    );
+
+    idle.store(true, Ordering::SeqCst);
+    let summary = tokio::time::timeout(Duration::from_secs(20), app)
+        .await
+        .expect("the app ends once the manager is idle")
+        .unwrap()
+        .unwrap();
+    assert!(take_requests(&d.spool).is_empty());
+    assert_eq!((summary.budget_cut, summary.redirects_cut), (5, 1));
+    let t = &summary.most_cut[0];
+    assert_eq!(
+        (
+            t.host.as_str(),
+            t.budget,
+            t.requested,
+            t.cut,
+            t.linking_sites
+        ),
+        ("test.t", 5, 5, 5, 1)
+    );
+    println!("{summary}");
+}
+
+/// Takes every request file: (url, hops hint).
+fn take_hops(spool: &Path) -> Vec<(String, Option<u32>)> {
+    let dir = Spool::new(spool)
+        .requests(&AppId::new("bfs").unwrap())
+        .unwrap();
+    let mut out = Vec::new();
+    for name in dir.list().unwrap() {
+        let path = dir.file_path(&name);
+        let file = std::fs::File::open(&path).unwrap();
+        for req in RequestReader::new(std::io::BufReader::new(file)).unwrap() {
+            let req = req.unwrap();
+            out.push((req.url, req.hints.hops));
+        }
+        std::fs::remove_file(path).unwrap();
+    }
+    out
 }

@@ -487,6 +487,8 @@ fn run(
                             purpose: FetchPurpose::Page,
                             keep_alive: true,
                             limits,
+                            depth: None,
+                            hops: None,
                         })
                         .collect();
                     writer.send(&Message::FetchBatch { jobs }).await.unwrap();

@@ -7,6 +7,7 @@ use serde::{Deserialize, Serialize};
 use spool::AppId;
 use spool::name::Priority;
 
+use super::budget::BudgetRule;
 use super::error::AppError;
 use super::scope::Scope;
 use crate::canon::{CanonConfig, DEFAULT_MAX_URL_LEN, DEFAULT_SESSION_PARAMS};
@@ -33,8 +34,21 @@ pub struct AppConfig {
     pub max_url_len: usize,
     /// Deepest link followed (seeds are depth 0). Default 64.
     pub max_depth: u32,
-    /// Most URLs requested per host over the crawl; 0 = unlimited. Default 0.
+    /// Most URLs requested per host over the crawl, whatever its budget; 0 =
+    /// unlimited. Default 0.
     pub max_pages_per_host: u64,
+    /// Budget of a host no other site links to: URLs requested at most (see
+    /// `host_budget_per_linking_site`); 0 turns host budgets off. Default 100.
+    pub host_budget_base: u64,
+    /// A host's budget grows by this much per distinct other site linking to it,
+    /// up to `host_budget_max` (IRLbot's BEAST). Default 100.
+    pub host_budget_per_linking_site: u64,
+    /// The largest budget, also that of a seed's host. Default 1000000.
+    pub host_budget_max: u64,
+    /// Redirects followed in a row: the target of a longer chain is not requested
+    /// (counted as `redirects_cut`), so a loop or an endless chain costs at most
+    /// this many + 1 requests. Default 5.
+    pub max_redirect_hops: u32,
     /// A URL whose path repeats one segment more than this many times is a trap
     /// (`/a/b/a/b/a/b/...`); 0 turns the rule off. Default 3.
     pub max_repeated_segment: u32,
@@ -91,6 +105,10 @@ impl Default for AppConfig {
             max_url_len: DEFAULT_MAX_URL_LEN,
             max_depth: 64,
             max_pages_per_host: 0,
+            host_budget_base: 100,
+            host_budget_per_linking_site: 100,
+            host_budget_max: 1_000_000,
+            max_redirect_hops: 5,
             max_repeated_segment: 3,
             calendar_pattern: r"/\d{4}/\d{1,2}/\d{1,2}(/|$)".into(),
             calendar_max_depth: 2,
@@ -130,6 +148,16 @@ impl AppConfig {
         }
     }
 
+    /// The host budget rule.
+    pub(crate) fn budget_rule(&self) -> BudgetRule {
+        BudgetRule {
+            base: self.host_budget_base,
+            per_site: self.host_budget_per_linking_site,
+            max: self.host_budget_max,
+            cap: self.max_pages_per_host,
+        }
+    }
+
     /// Seen-set settings.
     pub fn seen(&self) -> SeenConfig {
         SeenConfig {
@@ -152,6 +180,15 @@ impl AppConfig {
             if value == 0 {
                 return Err(invalid(field, "must be at least 1".into()));
             }
+        }
+        if self.host_budget_base > 0 && self.host_budget_max < self.host_budget_base {
+            return Err(invalid(
+                "host_budget_max",
+                format!(
+                    "{} is below host_budget_base ({})",
+                    self.host_budget_max, self.host_budget_base
+                ),
+            ));
         }
         if let Some(bad) = self
             .session_params

@@ -3,7 +3,7 @@
 //! their links are published, count outcomes, and decide when the crawl is done.
 //! The crash-safety argument is in the [module docs](super).
 
-use std::collections::{BTreeMap, HashMap};
+use std::collections::BTreeMap;
 use std::fs;
 use std::io::BufReader;
 use std::path::PathBuf;
@@ -22,6 +22,7 @@ use tokio_util::sync::CancellationToken;
 use tracing::{info, warn};
 use url::Url;
 
+use super::budget::{HostBudgets, site_of};
 use super::config::AppConfig;
 use super::control::ProgressSeen;
 use super::error::AppError;
@@ -77,8 +78,7 @@ pub(crate) struct Crawl {
     repo: Repository,
     reader: BatchReader,
     awaiting: Vec<Awaiting>,
-    depths: HashMap<String, u32>,
-    per_host: HashMap<Vec<u8>, u64>,
+    budgets: HostBudgets,
     seeds: Vec<String>,
     seeds_generation: Option<u64>,
     input_generation: Option<u64>,
@@ -150,8 +150,7 @@ impl Crawl {
             progress,
             repo,
             awaiting: Vec::new(),
-            depths: HashMap::new(),
-            per_host: HashMap::new(),
+            budgets: HostBudgets::new(config.budget_rule()),
             seeds,
             seeds_generation: None,
             input_generation: None,
@@ -174,13 +173,25 @@ impl Crawl {
     }
 
     pub(crate) fn run(mut self) -> Result<Summary, AppError> {
+        // Seed hosts get the largest budget, also after a restart.
+        let seeds: Vec<Url> = std::mem::take(&mut self.seeds)
+            .into_iter()
+            .filter_map(|seed| match canon::parse(&seed, None, &self.canon) {
+                Ok(url) => Some(url),
+                Err(e) => {
+                    warn!(seed = %seed, error = %e, "app: seed rejected");
+                    None
+                }
+            })
+            .collect();
+        for url in &seeds {
+            self.budgets
+                .seed(key_host(reversed_host_key(url).as_bytes()));
+        }
         if !self.progress.seeds_done {
             self.input_generation = None;
-            for seed in std::mem::take(&mut self.seeds) {
-                match canon::parse(&seed, None, &self.canon) {
-                    Ok(url) => self.offer(&url, 0)?,
-                    Err(e) => warn!(seed = %seed, error = %e, "app: seed rejected"),
-                }
+            for url in &seeds {
+                self.offer(url, 0, 0, None)?;
             }
             self.seeds_generation = Some(self.input_done());
         }
@@ -310,8 +321,21 @@ impl Crawl {
         self.config.max_pages > 0 && self.progress.pages_stored >= self.config.max_pages
     }
 
-    /// Scope check, then into the seen set with the depth as payload.
-    fn offer(&mut self, url: &Url, depth: u32) -> Result<(), AppError> {
+    /// Scope and redirect checks, then into the seen set with the depth and the
+    /// redirect hops as payload; `from_site` (the linking page's site) counts
+    /// toward the host's budget.
+    fn offer(
+        &mut self,
+        url: &Url,
+        depth: u32,
+        hops: u32,
+        from_site: Option<&[u8]>,
+    ) -> Result<(), AppError> {
+        if hops > self.config.max_redirect_hops {
+            self.progress.redirects_cut += 1;
+            self.stats_unsaved = true;
+            return Ok(());
+        }
         if self.scope.check(url, depth).is_err() {
             return Ok(());
         }
@@ -319,8 +343,14 @@ impl Crawl {
         if key.len() > MAX_KEY_LEN {
             return Ok(());
         }
+        if let Some(site) = from_site {
+            self.budgets.linked(key_host(key.as_bytes()), site);
+        }
         let generation = self.seen.pending_generation();
-        self.seen.insert(key.as_bytes(), &depth.to_le_bytes())?;
+        let mut payload = [0u8; 8];
+        payload[..4].copy_from_slice(&depth.to_le_bytes());
+        payload[4..].copy_from_slice(&hops.to_le_bytes());
+        self.seen.insert(key.as_bytes(), &payload)?;
         self.input_generation = Some(self.input_generation.unwrap_or(0).max(generation));
         Ok(())
     }
@@ -343,9 +373,17 @@ impl Crawl {
         }
         self.input_generation = None;
         for page in pages {
-            let depth = self.depths.remove(&page.url).unwrap_or(0);
+            // Records written before depths travelled with the URL count as seeds.
+            let depth = page.depth.unwrap_or(0).saturating_add(1);
+            let site = Url::parse(&page.url)
+                .ok()
+                .map(|u| site_of(key_host(reversed_host_key(&u).as_bytes())).to_vec());
+            let site = site.as_deref();
+            if let Some(to) = &page.redirect {
+                self.offer(to, depth, page.hops.saturating_add(1), site)?;
+            }
             for link in &page.links {
-                self.offer(link, depth.saturating_add(1))?;
+                self.offer(link, depth, 0, site)?;
             }
         }
         let generation = self.input_done();
@@ -378,14 +416,12 @@ impl Crawl {
     fn outcome_file(&mut self, claimed: Claimed) -> Result<Option<Claimed>, AppError> {
         let file = claimed.open()?;
         let mut counts: BTreeMap<String, u64> = BTreeMap::new();
-        let mut urls = Vec::new();
         let parsed = OutcomeReader::new(BufReader::new(file)).and_then(|reader| {
             for outcome in reader {
                 let outcome = outcome?;
                 *counts
                     .entry(outcome.reason.as_str().to_owned())
                     .or_default() += 1;
-                urls.push(outcome.url);
             }
             Ok(())
         });
@@ -393,9 +429,6 @@ impl Crawl {
             warn!(file = %claimed.name(), error = %e, "app: outcome file quarantined");
             claimed.quarantine(&e.to_string())?;
             return Ok(None);
-        }
-        for url in urls {
-            self.depths.remove(&url);
         }
         for (reason, n) in counts {
             *self.progress.outcomes.entry(reason).or_default() += n;
@@ -407,22 +440,31 @@ impl Crawl {
     fn publish(&mut self, batch: NewBatch) -> Result<bool, AppError> {
         let generation = batch.generation();
         let stopping = self.max_pages_reached();
-        let cap = self.config.max_pages_per_host;
-        let mut entries: Vec<(&[u8], u32)> = Vec::with_capacity(batch.len());
+        let mut entries: Vec<(&[u8], u32, u32)> = Vec::with_capacity(batch.len());
+        let cut_before = self.budgets.cut();
         for (key, payload) in batch.iter() {
-            if cap > 0 {
-                let n = self.per_host.entry(key_host(key).to_vec()).or_default();
-                if *n >= cap {
-                    continue;
-                }
-                *n += 1;
+            let host = key_host(key);
+            let (admitted, first_cut) = self.budgets.admit(host);
+            if let Some(budget) = first_cut {
+                info!(
+                    host = %String::from_utf8_lossy(host),
+                    budget,
+                    linking_sites = self.budgets.linking_sites(host),
+                    "app: host budget used up; its further URLs are cut"
+                );
             }
-            let depth = payload
-                .get(..4)
-                .and_then(|b| b.try_into().ok())
-                .map_or(0, u32::from_le_bytes);
-            entries.push((key, depth));
+            if !admitted {
+                continue;
+            }
+            let word = |at: usize| {
+                payload
+                    .get(at..at + 4)
+                    .and_then(|b| b.try_into().ok())
+                    .map_or(0, u32::from_le_bytes)
+            };
+            entries.push((key, word(0), word(4)));
         }
+        self.progress.budget_cut += self.budgets.cut() - cut_before;
         let entries = unshuffle(entries, self.config.unshuffle_k, |e| key_host(e.0));
         let mut requested = 0;
         if !stopping {
@@ -432,7 +474,7 @@ impl Crawl {
                 };
                 let mut w = RequestWriter::new(Vec::new(), header).map_err(format_error)?;
                 let mut n = 0;
-                for &(key, depth) in chunk {
+                for &(key, depth, hops) in chunk {
                     let Some(url) = std::str::from_utf8(key)
                         .ok()
                         .and_then(|k| url_from_key(k).ok())
@@ -441,10 +483,10 @@ impl Crawl {
                     };
                     let hints = Hints {
                         depth: Some(depth),
+                        hops: (hops > 0).then_some(hops),
                         ..Hints::default()
                     };
                     if w.write(url.as_str(), &hints).is_ok() {
-                        self.depths.insert(url.into(), depth);
                         n += 1;
                     }
                 }
@@ -533,6 +575,9 @@ impl Crawl {
             outcomes: self.progress.outcomes.clone(),
             batches_quarantined: self.quarantined,
             seen_keys: self.seen.len(),
+            budget_cut: self.progress.budget_cut,
+            redirects_cut: self.progress.redirects_cut,
+            most_cut: self.budgets.most_cut(5),
         }
     }
 }

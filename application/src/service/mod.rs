@@ -63,6 +63,7 @@
 //! before it are taken as depth 0. `max_pages_per_host` counts per run. The page
 //! count misses a batch stored just before a crash (saved right after the ingest).
 
+mod budget;
 pub mod config;
 pub mod control;
 mod crawl;
@@ -77,6 +78,7 @@ use spool::Spool;
 use tokio::sync::{mpsc, watch};
 use tokio_util::sync::CancellationToken;
 
+pub use budget::HostCut;
 pub use config::AppConfig;
 pub use control::{ControlSettings, default_id};
 #[doc(hidden)]

@@ -1,7 +1,9 @@
-//! Reading one page batch: every `response` record's links. HTML responses
+//! Reading one page batch: every `response` record's links, with the record's
+//! `Polycrawl-Depth` and `Polycrawl-Hops` (the request's hints, written by the
+//! downloader), so the crawl loop needs no memory of what it requested. HTML responses
 //! (`text/html`, `application/xhtml+xml`, or no type and a body that sniffs as HTML)
 //! go through [`canonical_links`] (base, nofollow, meta refresh...); a 3xx response's
-//! `Location`, resolved against the record's URL, is a link too. Bodies are decoded
+//! `Location`, resolved against the record's URL, is its `redirect`. Bodies are decoded
 //! with [`spool::http`] under `max_body_bytes`; a record whose HTTP is broken counts
 //! as a page without links. A batch whose WARC framing is broken is an error (the
 //! caller quarantines it). O(batch bytes) plus extraction.
@@ -11,7 +13,9 @@ use std::io::BufReader;
 use std::path::Path;
 
 use spool::http::StoredResponse;
-use spool::warc::{Record, RecordType, WarcError, WarcErrorKind, WarcReader};
+use spool::warc::{
+    DEPTH_FIELD, HOPS_FIELD, Record, RecordType, WarcError, WarcErrorKind, WarcReader,
+};
 use url::Url;
 
 use crate::canon::{self, CanonConfig};
@@ -23,7 +27,13 @@ use crate::links::canonical_links;
 pub struct PageLinksOf {
     /// The record's `WARC-Target-URI`.
     pub url: String,
-    /// Canonical links found (repeats possible).
+    /// Its link depth (`Polycrawl-Depth`; `None` for records written without it).
+    pub depth: Option<u32>,
+    /// Redirects followed to reach it (`Polycrawl-Hops`; absent is 0).
+    pub hops: u32,
+    /// A 3xx response's canonical `Location`.
+    pub redirect: Option<Url>,
+    /// Canonical links found in the page (repeats possible).
     pub links: Vec<Url>,
 }
 
@@ -67,34 +77,44 @@ impl BatchReader {
                 continue;
             };
             let target = target.to_owned();
-            let links = self.links_of(&target, &rec.block);
-            page(PageLinksOf { url: target, links });
+            let number = |name| rec.headers.get(name).and_then(|v| v.trim().parse().ok());
+            let (depth, hops) = (number(DEPTH_FIELD), number(HOPS_FIELD).unwrap_or(0));
+            let (redirect, links) = self.links_of(&target, &rec.block);
+            page(PageLinksOf {
+                url: target,
+                depth,
+                hops,
+                redirect,
+                links,
+            });
         }
         Ok(())
     }
 
-    fn links_of(&mut self, target: &str, block: &[u8]) -> Vec<Url> {
+    /// The redirect target and the page's links.
+    fn links_of(&mut self, target: &str, block: &[u8]) -> (Option<Url>, Vec<Url>) {
         let Ok(base) = Url::parse(target) else {
-            return Vec::new();
+            return (None, Vec::new());
         };
         let Ok(resp) = StoredResponse::parse(block) else {
-            return Vec::new();
+            return (None, Vec::new());
         };
-        let mut links = Vec::new();
+        let mut redirect = None;
         if resp.is_redirect() {
             if let Some(loc) = resp.location() {
-                links.extend(canon::parse(loc, Some(&base), &self.canon).ok());
+                redirect = canon::parse(loc, Some(&base), &self.canon).ok();
             }
         }
+        let mut links = Vec::new();
         if !(200..300).contains(&resp.status) {
-            return links;
+            return (redirect, links);
         }
         let content_type = resp.content_type();
         let Ok(body) = resp.entity_body(self.body_cap) else {
-            return links;
+            return (redirect, links);
         };
         if !is_html(content_type, &body.bytes) {
-            return links;
+            return (redirect, links);
         }
         canonical_links(
             &mut self.extractor,
@@ -105,7 +125,7 @@ impl BatchReader {
             &mut self.out,
         );
         links.extend(self.out.links.drain(..).map(|l| l.url));
-        links
+        (redirect, links)
     }
 }
 

@@ -26,6 +26,11 @@ pub struct Progress {
     pub pages_stored: u64,
     /// Outcomes read, by reason name.
     pub outcomes: BTreeMap<String, u64>,
+    /// New URLs not requested because their host's budget was used up.
+    pub budget_cut: u64,
+    /// Redirect targets not requested because the chain was over
+    /// `max_redirect_hops`.
+    pub redirects_cut: u64,
 }
 
 impl Progress {
@@ -55,6 +60,8 @@ impl Progress {
                 "seeds_done" => p.seeds_done = n != 0,
                 "urls_requested" => p.urls_requested = n,
                 "pages_stored" => p.pages_stored = n,
+                "budget_cut" => p.budget_cut = n,
+                "redirects_cut" => p.redirects_cut = n,
                 _ => match key.strip_prefix("outcome.") {
                     Some(reason) => {
                         p.outcomes.insert(reason.to_owned(), n);
@@ -75,11 +82,14 @@ impl Progress {
             source,
         };
         let mut text = format!(
-            "last_published={}\nseeds_done={}\nurls_requested={}\npages_stored={}\n",
+            "last_published={}\nseeds_done={}\nurls_requested={}\npages_stored={}\n\
+             budget_cut={}\nredirects_cut={}\n",
             self.last_published,
             u8::from(self.seeds_done),
             self.urls_requested,
-            self.pages_stored
+            self.pages_stored,
+            self.budget_cut,
+            self.redirects_cut
         );
         for (reason, n) in &self.outcomes {
             text.push_str(&format!("outcome.{reason}={n}\n"));

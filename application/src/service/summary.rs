@@ -33,6 +33,12 @@ pub struct Summary {
     pub batches_quarantined: u64,
     /// Distinct URLs in the seen set.
     pub seen_keys: u64,
+    /// New URLs not requested because their host's budget was used up.
+    pub budget_cut: u64,
+    /// Redirect targets not requested: the chain was too long.
+    pub redirects_cut: u64,
+    /// The hosts with the most URLs cut by their budget (this run), most first.
+    pub most_cut: Vec<crate::service::HostCut>,
 }
 
 impl fmt::Display for Summary {
@@ -53,8 +59,23 @@ impl fmt::Display for Summary {
         }
         write!(
             f,
-            ", {} URLs seen, {} batches quarantined",
-            self.seen_keys, self.batches_quarantined
-        )
+            ", {} URLs seen, {} batches quarantined, {} URLs cut by host budgets, {} \
+             redirects cut",
+            self.seen_keys, self.batches_quarantined, self.budget_cut, self.redirects_cut
+        )?;
+        if !self.most_cut.is_empty() {
+            let parts: Vec<String> = self
+                .most_cut
+                .iter()
+                .map(|h| {
+                    format!(
+                        "{} budget={} requested={} cut={} linking_sites={}",
+                        h.host, h.budget, h.requested, h.cut, h.linking_sites
+                    )
+                })
+                .collect();
+            write!(f, " (most cut: {})", parts.join("; "))?;
+        }
+        Ok(())
     }
 }

@@ -12,7 +12,10 @@
 //! response's record id). Both carry `WARC-Target-URI` (the URL as requested on the
 //! wire: scheme, lower-case host, port unless the default, path and query; no
 //! fragment), `WARC-Date` (when the fetch took its connection slot) and
-//! `WARC-IP-Address` (the address connected to). The writer adds
+//! `WARC-IP-Address` (the address connected to). The response record also carries
+//! the request's link hints for the application, when the job has them:
+//! `Polycrawl-Depth` (link depth from the seeds) and `Polycrawl-Hops` (redirects
+//! followed to reach the URL; left out when 0). The writer adds
 //! `WARC-Block-Digest` and `Content-Length`.
 //!
 //! # Page batch
@@ -45,6 +48,8 @@ use spool::warc::{
     warc_fields_block,
 };
 
+use spool::warc::{DEPTH_FIELD, HOPS_FIELD};
+
 use crate::fetched::Truncation;
 use crate::service::error::WriteError;
 
@@ -74,6 +79,10 @@ pub(crate) struct Exchange {
     pub payload: Bytes,
     /// Why the body is incomplete, if it is.
     pub truncated: Option<Truncation>,
+    /// The job's `depth` hint (`Polycrawl-Depth` on the response record).
+    pub depth: Option<u32>,
+    /// The job's `hops` hint (`Polycrawl-Hops` on the response record).
+    pub hops: Option<u32>,
 }
 
 /// Which session and job a record belongs to (for `Committed`).
@@ -103,6 +112,12 @@ fn pair_headers(
             Truncation::Length => Truncated::Length,
             Truncation::Disconnect => Truncated::Disconnect,
         });
+    }
+    if let Some(depth) = x.depth {
+        response.push(DEPTH_FIELD, &depth.to_string())?;
+    }
+    if let Some(hops) = x.hops.filter(|&h| h > 0) {
+        response.push(HOPS_FIELD, &hops.to_string())?;
     }
     let mut request = WarcHeaders::request(RecordId::random(), &capture)?;
     request.set_concurrent_to(response_id);

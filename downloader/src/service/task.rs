@@ -134,6 +134,8 @@ pub(crate) async fn run(env: Arc<JobEnv>, session: u64, job: protocol::FetchJob,
             payload: fetched.raw.slice(fetched.head_len.min(fetched.raw.len())..),
             raw: fetched.raw,
             truncated: fetched.truncated,
+            depth: job.depth,
+            hops: job.hops,
         },
     };
     if env

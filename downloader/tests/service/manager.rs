@@ -344,6 +344,8 @@ pub fn page(id: u64, url: &str, addr: SocketAddr) -> FetchJob {
         purpose: FetchPurpose::Page,
         keep_alive: true,
         limits: no_limits(),
+        depth: None,
+        hops: None,
     }
 }
 

@@ -6,8 +6,8 @@ use std::net::SocketAddr;
 use std::time::Duration;
 
 use spool::OutcomeReason;
-use spool::protocol::{FetchResult, JobId, StoredPage};
-use spool::warc::{RecordType, payload_digest};
+use spool::protocol::{FetchJob, FetchResult, JobId, StoredPage};
+use spool::warc::{DEPTH_FIELD, HOPS_FIELD, RecordType, payload_digest};
 
 use crate::manager::{
     self, APP, TestManager, config, page, published, records, robots, start, warcio_check,
@@ -46,9 +46,14 @@ async fn pages_are_stored_reported_and_committed() {
 
     let dead = closed_port().await;
     let paths = ["/a", "/b", "/gzip", "/redirect"];
+    // Job n carries depth n and n - 1 redirect hops, written on its response.
     let mut jobs: Vec<_> = (1..)
         .zip(paths)
-        .map(|(id, path)| page(id, &site.url(path), site.addr))
+        .map(|(id, path)| FetchJob {
+            depth: Some(id as u32),
+            hops: Some(id as u32 - 1),
+            ..page(id, &site.url(path), site.addr)
+        })
         .collect();
     jobs.push(robots(10, &site.url("/robots.txt"), site.addr, 500 * 1024));
     jobs.push(page(
@@ -131,6 +136,12 @@ async fn pages_are_stored_reported_and_committed() {
         assert_eq!(request.get("WARC-IP-Address"), Some("127.0.0.1"));
         assert_eq!(response.get("WARC-Warcinfo-ID"), Some(info_id.as_str()));
         assert_eq!(request.get("WARC-Concurrent-To"), response.record_id());
+        let depth = id.to_string();
+        let hops = (id - 1).to_string();
+        assert_eq!(response.get(DEPTH_FIELD), Some(depth.as_str()), "job {id}");
+        let hops = (id > 1).then_some(hops.as_str());
+        assert_eq!(response.get(HOPS_FIELD), hops, "job {id}: absent when 0");
+        assert_eq!(request.get(DEPTH_FIELD), None);
         assert_eq!(pair[0].block, wire, "job {id}: the response as received");
         let head_end = wire.windows(4).position(|w| w == b"\r\n\r\n").unwrap() + 4;
         let payload = &wire[head_end..];

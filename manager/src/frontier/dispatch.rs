@@ -152,6 +152,8 @@ impl Frontier {
             purpose: FetchPurpose::Robots,
             keep_alive,
             limits: self.limits(self.config.max_robots_bytes),
+            depth: None,
+            hops: None,
         })
     }
 
@@ -184,6 +186,7 @@ impl Frontier {
                 continue;
             }
             let (app, url, port) = (head.app.clone(), head.url.clone(), host.port);
+            let (depth, hops) = (head.depth, head.hops);
             let keep_alive = host.queued() > 1 && self.keep_alive(id);
             let job = self.new_job_id();
             if let Some(host) = self.hosts.get_mut(id) {
@@ -209,6 +212,8 @@ impl Frontier {
                 purpose: FetchPurpose::Page,
                 keep_alive,
                 limits: self.limits(self.config.max_page_bytes),
+                depth,
+                hops,
             }));
         }
     }

@@ -130,6 +130,7 @@ impl Frontier {
                 url: request.url.clone(),
                 depth: request.hints.depth,
                 via: request.hints.via.clone(),
+                hops: request.hints.hops,
             };
             batch.put(Cf::Queue, queue_key(id, seq).to_vec(), &entry);
             self.counters.app(&app).queued += 1;

@@ -47,10 +47,14 @@ pub(crate) struct QueueEntry {
     pub app: AppId,
     /// The URL as requested.
     pub url: String,
-    /// The `depth` hint, kept for logs.
+    /// The `depth` hint, handed to the fetch job.
     pub depth: Option<u32>,
     /// The `via` hint, kept for logs.
     pub via: Option<String>,
+    /// The `hops` hint; with `depth`, handed to the fetch job (and so written on
+    /// the stored page for the application).
+    #[serde(default)]
+    pub hops: Option<u32>,
 }
 
 /// What must survive a crash about a host with queued URLs.

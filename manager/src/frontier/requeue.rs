@@ -91,6 +91,7 @@ impl Frontier {
             url: url.to_owned(),
             depth: None,
             via: None,
+            hops: None,
         };
         batch.put(Cf::Queue, queue_key(id, seq).to_vec(), &entry);
         self.counters.app(app).queued += 1;

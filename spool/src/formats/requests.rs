@@ -13,8 +13,12 @@
 //! 2. **URL lines**: the URL, then optionally a TAB and `key=value` hints, each
 //!    after its own TAB. URLs are taken as written (the manager canonicalizes); they
 //!    must be non-empty and hold no whitespace or control characters. The hints are
-//!    `interval_ms`, `depth` and `via`, described in [`Hints`]; an unknown key is an
-//!    error naming the line and the key.
+//!    `interval_ms`, `depth`, `via` and `hops`, described in [`Hints`]; an unknown
+//!    key is an error naming the line and the key. A missing `hops` means 0 (files
+//!    written before the hint existed read the same). The manager carries `depth`
+//!    and `hops` to the fetch job, and the downloader writes them on the stored
+//!    response record (`Polycrawl-Depth`, `Polycrawl-Hops`), so the application
+//!    knows both for every page without remembering the URLs it asked for.
 //! 3. **Blank lines** (empty or whitespace only) and **comment lines** (starting with
 //!    `#`) after the header are ignored.
 //!
@@ -176,6 +180,7 @@ mod tests {
             interval_ms: Some(60000),
             depth: Some(2),
             via: Some("http://example.net/".into()),
+            hops: None,
         };
         w.write("http://example.net/a?b=c", &hints).unwrap();
         assert_eq!(w.count(), 2);
@@ -204,9 +209,11 @@ mod tests {
             got.push((r.line(), req.clone()));
         }
         let lines: Vec<u64> = got.iter().map(|(l, _)| *l).collect();
-        assert_eq!(lines, [3, 4, 6]);
+        assert_eq!(lines, [3, 4, 6, 7]);
         assert_eq!(got[1].1.hints.interval_ms, Some(60000));
         assert_eq!(got[2].1.hints.via.as_deref(), Some("http://example.net/"));
+        assert_eq!(got[2].1.hints.hops, None);
+        assert_eq!(got[3].1.hints.hops, Some(1));
     }
 
     #[test]

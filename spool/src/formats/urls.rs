@@ -9,6 +9,7 @@
 //! | `interval_ms` | decimal `u64` | politeness interval for the URL's host, in milliseconds; the manager clamps it to its configured floor and applies it to the whole host |
 //! | `depth` | decimal `u32` | link depth: 0 for a seed, parent depth + 1 for a discovered link |
 //! | `via` | a URL (same rules as the URL field) | the page on which this URL was found, for crawl logs and debugging |
+//! | `hops` | decimal `u32` | redirects followed to reach this URL: 0 (or no hint) for a link, the redirecting URL's hops + 1 for a `Location`; carried to the stored page so a chain can be cut |
 //!
 //! Any other key is an error naming the line and the key, so a typo never silently
 //! changes what gets crawled.
@@ -27,12 +28,17 @@ pub struct Hints {
     pub depth: Option<u32>,
     /// The URL of the page that linked here (`via=`).
     pub via: Option<String>,
+    /// Redirects followed to reach this URL (`hops=`); no hint means 0.
+    pub hops: Option<u32>,
 }
 
 impl Hints {
     /// True when no hint is set.
     pub fn is_empty(&self) -> bool {
-        self.interval_ms.is_none() && self.depth.is_none() && self.via.is_none()
+        self.interval_ms.is_none()
+            && self.depth.is_none()
+            && self.via.is_none()
+            && self.hops.is_none()
     }
 }
 
@@ -86,6 +92,13 @@ pub(crate) fn parse_url_line(text: &str, into: &mut Request) -> Result<(), K> {
                     .and_then(|n| u32::try_from(n).ok())
                     .ok_or_else(|| bad("depth", value, U32))?;
                 h.depth = Some(n);
+            }
+            "hops" => {
+                dup(h.hops.is_some(), "hops")?;
+                let n = parse_decimal(value)
+                    .and_then(|n| u32::try_from(n).ok())
+                    .ok_or_else(|| bad("hops", value, U32))?;
+                h.hops = Some(n);
             }
             "via" => {
                 dup(h.via.is_some(), "via")?;
@@ -142,6 +155,9 @@ pub(crate) fn encode_url_line(url: &str, hints: &Hints, out: &mut Vec<u8>) -> Re
     if let Some(via) = &hints.via {
         out.extend_from_slice(b"\tvia=");
         out.extend_from_slice(via.as_bytes());
+    }
+    if let Some(n) = hints.hops {
+        let _ = write!(out, "\thops={n}");
     }
     out.push(b'\n');
     Ok(())
@@ -241,6 +257,9 @@ mod tests {
         assert_eq!(r.hints.interval_ms, Some(500));
         assert_eq!(r.hints.depth, Some(3));
         assert_eq!(r.hints.via.as_deref(), Some("http://b.example/p?q=1"));
+        assert_eq!(r.hints.hops, None, "no hint: 0 hops");
+        let r = parse("http://a.example/\thops=2\tdepth=1").unwrap();
+        assert_eq!((r.hints.hops, r.hints.depth), (Some(2), Some(1)));
         assert!(parse("http://a.example/").unwrap().hints.is_empty());
     }
 
@@ -269,6 +288,14 @@ mod tests {
             K::BadHintValue { key: "via", .. }
         ));
         assert!(matches!(k("http://a/\tdepth"), K::MalformedHint { .. }));
+        assert!(matches!(
+            k("http://a/\thops=1\thops=1"),
+            K::DuplicateHint { key: "hops" }
+        ));
+        assert!(matches!(
+            k("http://a/\thops=x"),
+            K::BadHintValue { key: "hops", .. }
+        ));
         assert!(matches!(k("http://a/\t"), K::EmptyField));
         assert!(matches!(k("http://a/\t\tdepth=1"), K::EmptyField));
         assert!(matches!(k("\tdepth=1"), K::EmptyUrl));
@@ -281,12 +308,13 @@ mod tests {
             interval_ms: Some(u64::MAX),
             depth: Some(0),
             via: Some("https://x.example/a=b".into()),
+            hops: Some(3),
         };
         let mut out = Vec::new();
         encode_url_line("https://y.example/", &hints, &mut out).unwrap();
         assert_eq!(
             out,
-            b"https://y.example/\tinterval_ms=18446744073709551615\tdepth=0\tvia=https://x.example/a=b\n"
+            b"https://y.example/\tinterval_ms=18446744073709551615\tdepth=0\tvia=https://x.example/a=b\thops=3\n"
         );
         let text = std::str::from_utf8(&out).unwrap().trim_end();
         assert_eq!(parse(text).unwrap().hints, hints);

@@ -38,6 +38,12 @@ pub struct FetchJob {
     pub keep_alive: bool,
     /// Caps and timeouts for this job.
     pub limits: FetchLimits,
+    /// The request's `depth` hint, written on the stored response record
+    /// (`Polycrawl-Depth`) for the application; `None` for robots.txt.
+    pub depth: Option<u32>,
+    /// The request's `hops` hint (redirects followed to reach the URL), written on
+    /// the stored response record (`Polycrawl-Hops`); `None` is 0.
+    pub hops: Option<u32>,
 }
 
 /// Why a URL is fetched; decides where the downloader stores the response.

@@ -85,7 +85,7 @@ pub use reader::{
     DEFAULT_MAX_BLOCK, DEFAULT_MAX_HEADER, Record, WarcError, WarcErrorKind, WarcReader,
 };
 pub use records::{
-    Capture, HTTP_REQUEST_TYPE, HTTP_RESPONSE_TYPE, IDENTICAL_PAYLOAD_PROFILE, Original,
-    WARC_FIELDS_TYPE, warc_fields_block,
+    Capture, DEPTH_FIELD, HOPS_FIELD, HTTP_REQUEST_TYPE, HTTP_RESPONSE_TYPE,
+    IDENTICAL_PAYLOAD_PROFILE, Original, WARC_FIELDS_TYPE, warc_fields_block,
 };
 pub use writer::{RecordLocation, WarcWriteError, WarcWriter, WriterOptions};

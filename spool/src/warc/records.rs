@@ -21,6 +21,13 @@ pub const WARC_FIELDS_TYPE: &str = "application/warc-fields";
 pub const IDENTICAL_PAYLOAD_PROFILE: &str =
     "http://netpreserve.org/warc/1.1/revisit/identical-payload-digest";
 
+/// Extension field of a page's `response` record: the request's link depth from
+/// the seeds (the `depth` hint of its request line), decimal.
+pub const DEPTH_FIELD: &str = "Polycrawl-Depth";
+/// Extension field of a page's `response` record: redirects followed to reach the
+/// URL (the `hops` hint of its request line), decimal; absent means 0.
+pub const HOPS_FIELD: &str = "Polycrawl-Hops";
+
 /// What every record of one fetch shares.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Capture<'a> {

@@ -1,0 +1,277 @@
+//! Per-host page budgets, after IRLbot's BEAST: a host may have as many URLs
+//! requested as other sites vouch for. Its budget is
+//! `min(base + per_site * linking_sites, max)`, where `linking_sites` counts the
+//! distinct *other* sites with a page linking (or redirecting) to it; a host of a
+//! seed URL gets `max` (the operator named it). `max_pages_per_host`, when set,
+//! caps every budget. New URLs of a host beyond its budget are not requested: they
+//! are counted as cut, per host and in all.
+//!
+//! A *site* is approximated by the last two labels of the host name
+//! (`shop.acme17.test` -> `acme17.test`; an IP address is its own site), so a trap
+//! cannot raise its own budget by linking itself from its subdomains.
+//!
+//! Calendars, page-number sequences and other endless URL spaces that no
+//! pattern catches end here: a trap host nobody else links to gets
+//! `base + per_site` URLs at most.
+//!
+//! Memory: one entry per host with URLs requested or linked from elsewhere, each
+//! with at most `(max - base) / per_site + 1` site hashes. Kept in memory only:
+//! after a restart the counts start again from zero, so a trap can cost one budget
+//! per restart.
+//!
+//! This module never reads or writes files; the crawl loop feeds it.
+
+use std::collections::{HashMap, HashSet};
+use std::hash::{BuildHasher, BuildHasherDefault, DefaultHasher};
+
+/// The budget rule's settings (see the module docs).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) struct BudgetRule {
+    /// Budget of a host no other site links to; 0 turns budgets off.
+    pub base: u64,
+    /// Added per distinct linking site.
+    pub per_site: u64,
+    /// The most any host gets.
+    pub max: u64,
+    /// `max_pages_per_host` (0: no cap).
+    pub cap: u64,
+}
+
+/// One host's counts.
+#[derive(Debug, Default)]
+struct HostBudget {
+    requested: u64,
+    cut: u64,
+    /// Hashes of the distinct other sites linking here (capped).
+    sites: HashSet<u64>,
+    seed: bool,
+}
+
+/// What the summary shows of one host.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct HostCut {
+    /// The host, host-reversed as in the seen set's keys (`test.acme17.www`).
+    pub host: String,
+    /// Its budget now.
+    pub budget: u64,
+    /// URLs requested.
+    pub requested: u64,
+    /// URLs cut.
+    pub cut: u64,
+    /// Distinct other sites seen linking to it (counted up to what the budget needs).
+    pub linking_sites: u64,
+}
+
+/// The budgets of every host seen (see the module docs).
+#[derive(Debug)]
+pub(crate) struct HostBudgets {
+    rule: BudgetRule,
+    hosts: HashMap<Box<[u8]>, HostBudget>,
+    /// Site hashes needed to reach `max`; more are not kept.
+    sites_needed: usize,
+    cut: u64,
+}
+
+/// The site of a host-reversed host (`test.acme17.www` -> `test.acme17`).
+pub(crate) fn site_of(host: &[u8]) -> &[u8] {
+    if host
+        .first()
+        .is_some_and(|b| b.is_ascii_digit() || *b == b'[')
+    {
+        return host;
+    }
+    let mut dots = host.iter().enumerate().filter(|(_, b)| **b == b'.');
+    match dots.nth(1) {
+        Some((i, _)) => &host[..i],
+        None => host,
+    }
+}
+
+fn site_hash(site: &[u8]) -> u64 {
+    BuildHasherDefault::<DefaultHasher>::default().hash_one(site)
+}
+
+impl HostBudgets {
+    pub(crate) fn new(rule: BudgetRule) -> Self {
+        let sites_needed = match rule.per_site {
+            0 => 0,
+            k => (rule.max.saturating_sub(rule.base).div_ceil(k)).min(1 << 20) as usize,
+        };
+        Self {
+            rule,
+            hosts: HashMap::new(),
+            sites_needed,
+            cut: 0,
+        }
+    }
+
+    fn entry(&mut self, host: &[u8]) -> &mut HostBudget {
+        if !self.hosts.contains_key(host) {
+            self.hosts.insert(host.into(), HostBudget::default());
+        }
+        self.hosts.get_mut(host).expect("just inserted")
+    }
+
+    /// `host` (host-reversed) is a seed's host: it gets the largest budget.
+    pub(crate) fn seed(&mut self, host: &[u8]) {
+        self.entry(host).seed = true;
+    }
+
+    /// A page of site `from_site` links (or redirects) to `host`.
+    pub(crate) fn linked(&mut self, host: &[u8], from_site: &[u8]) {
+        if self.rule.base == 0 || site_of(host) == from_site {
+            return;
+        }
+        let needed = self.sites_needed;
+        let b = self.entry(host);
+        if b.sites.len() < needed {
+            b.sites.insert(site_hash(from_site));
+        }
+    }
+
+    fn budget_of(&self, b: &HostBudget) -> u64 {
+        let rule = self.rule;
+        let mut budget = if rule.base == 0 {
+            u64::MAX
+        } else if b.seed {
+            rule.max
+        } else {
+            rule.per_site
+                .saturating_mul(b.sites.len() as u64)
+                .saturating_add(rule.base)
+                .min(rule.max)
+        };
+        if rule.cap > 0 {
+            budget = budget.min(rule.cap);
+        }
+        budget
+    }
+
+    /// Whether one more URL of `host` may be requested; counts it as requested or
+    /// as cut. Returns `Some(budget)` the first time the host is cut.
+    pub(crate) fn admit(&mut self, host: &[u8]) -> (bool, Option<u64>) {
+        if self.rule.base == 0 && self.rule.cap == 0 {
+            return (true, None);
+        }
+        let b = self.entry(host);
+        let (requested, first_cut) = (b.requested, b.cut == 0);
+        let b = &self.hosts[host];
+        let budget = self.budget_of(b);
+        let b = self.hosts.get_mut(host).expect("entry exists");
+        if requested < budget {
+            b.requested += 1;
+            (true, None)
+        } else {
+            b.cut += 1;
+            self.cut += 1;
+            (false, first_cut.then_some(budget))
+        }
+    }
+
+    /// Linking sites counted for `host`.
+    pub(crate) fn linking_sites(&self, host: &[u8]) -> u64 {
+        self.hosts.get(host).map_or(0, |b| b.sites.len() as u64)
+    }
+
+    /// URLs cut in all (this run).
+    pub(crate) fn cut(&self) -> u64 {
+        self.cut
+    }
+
+    /// The `n` hosts with the most URLs cut, most first.
+    pub(crate) fn most_cut(&self, n: usize) -> Vec<HostCut> {
+        let mut cut: Vec<HostCut> = self
+            .hosts
+            .iter()
+            .filter(|(_, b)| b.cut > 0)
+            .map(|(host, b)| HostCut {
+                host: String::from_utf8_lossy(host).into_owned(),
+                budget: self.budget_of(b),
+                requested: b.requested,
+                cut: b.cut,
+                linking_sites: b.sites.len() as u64,
+            })
+            .collect();
+        cut.sort_by(|a, b| b.cut.cmp(&a.cut).then_with(|| a.host.cmp(&b.host)));
+        cut.truncate(n);
+        cut
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const RULE: BudgetRule = BudgetRule {
+        base: 3,
+        per_site: 2,
+        max: 9,
+        cap: 0,
+    };
+
+    fn admitted(b: &mut HostBudgets, host: &[u8], n: usize) -> usize {
+        (0..n).filter(|_| b.admit(host).0).count()
+    }
+
+    #[test]
+    fn sites_are_the_last_two_labels() {
+        assert_eq!(site_of(b"test.acme17.www"), b"test.acme17");
+        assert_eq!(site_of(b"test.acme17"), b"test.acme17");
+        assert_eq!(site_of(b"test"), b"test");
+        assert_eq!(site_of(b"127.0.0.1"), b"127.0.0.1");
+        assert_eq!(site_of(b"[::1]"), b"[::1]");
+    }
+
+    #[test]
+    fn the_budget_grows_with_distinct_other_linking_sites() {
+        let mut b = HostBudgets::new(RULE);
+        let host = b"test.trap.www";
+        assert_eq!(admitted(&mut b, host, 10), 3, "base only");
+        // Its own site and repeats do not count.
+        b.linked(host, b"test.trap");
+        b.linked(host, b"test.a");
+        b.linked(host, b"test.a");
+        assert_eq!(b.linking_sites(host), 1);
+        assert_eq!(admitted(&mut b, host, 10), 2, "base + 1 site");
+        for s in [&b"test.b"[..], b"test.c", b"test.d", b"test.e", b"test.f"] {
+            b.linked(host, s);
+        }
+        assert_eq!(
+            b.linking_sites(host),
+            3,
+            "no more sites kept than max needs"
+        );
+        assert_eq!(admitted(&mut b, host, 10), 4, "capped at max");
+        assert_eq!(b.cut(), 7 + 8 + 6);
+        let top = b.most_cut(5);
+        assert_eq!(top.len(), 1);
+        assert_eq!((top[0].budget, top[0].requested, top[0].cut), (9, 9, 21));
+    }
+
+    #[test]
+    fn seeds_get_the_max_and_the_cap_caps_everything() {
+        let mut b = HostBudgets::new(RULE);
+        b.seed(b"test.s.www");
+        assert_eq!(admitted(&mut b, b"test.s.www", 20), 9);
+        let mut capped = HostBudgets::new(BudgetRule { cap: 2, ..RULE });
+        capped.seed(b"test.s.www");
+        assert_eq!(admitted(&mut capped, b"test.s.www", 20), 2);
+        let mut off = HostBudgets::new(BudgetRule { base: 0, ..RULE });
+        assert_eq!(admitted(&mut off, b"test.x", 100), 100);
+        let mut cap_only = HostBudgets::new(BudgetRule {
+            base: 0,
+            cap: 5,
+            ..RULE
+        });
+        assert_eq!(admitted(&mut cap_only, b"test.x", 100), 5);
+    }
+
+    #[test]
+    fn the_first_cut_is_reported_once() {
+        let mut b = HostBudgets::new(RULE);
+        let host = b"test.t.www";
+        admitted(&mut b, host, 3);
+        assert_eq!(b.admit(host), (false, Some(3)));
+        assert_eq!(b.admit(host), (false, None));
+    }
+}
