@@ -5,7 +5,7 @@
 //! | host | kind | real pages | the trap |
 //! |---|---|---|---|
 //! | [`SESSIONS_HOST`] | [`TrapSite::Sessions`] | `/` and `/p1.html` .. `/p29.html` ([`SESSION_PAGES`]) | every link carries a fresh session id: `?sid=`, `;jsessionid=`, `?PHPSESSID=` or `?sessionid=` plus 16 random hex digits; any id is served the same page |
-//! | [`CALENDAR_HOST`] | [`TrapSite::Calendar`] | `/` | `/cal/YYYY/MM` links the previous and next month (years 1000-9999), `/list?page=N` the next and previous page number (any `u32`) |
+//! | [`CALENDAR_HOST`] | [`TrapSite::Calendar`] | `/` | `/cal/YYYY/MM` links the previous and next month (years 1000-9999), `/list?page=N` is a pager linking the previous page number and the next nine (any `u32`) |
 //! | [`REDIRECTS_HOST`] | [`TrapSite::Redirects`] | `/` | `/chain/0` .. `/chain/49` each 302 to the next ([`CHAIN_HOPS`] hops), `/chain/50` is a 200 page |
 //!
 //! The real pages are in the manifest like any page (a crawler that strips session
@@ -190,7 +190,11 @@ fn calendar(path: &str, query: &str) -> Reply {
         else {
             return not_found();
         };
-        let mut links = vec![format!("/list?page={}", n.wrapping_add(1).max(1))];
+        // A pager: the previous page and the next nine.
+        let mut links: Vec<String> = (1..=9u32)
+            .filter_map(|k| n.checked_add(k))
+            .map(|k| format!("/list?page={k}"))
+            .collect();
         if n > 1 {
             links.push(format!("/list?page={}", n - 1));
         }
@@ -304,6 +308,7 @@ mod tests {
         assert!(text.contains("/cal/2024/12") && text.contains("/cal/2025/02"));
         let (_, text, _) = body(&route(h, TrapSite::Calendar, "/list?page=7"));
         assert!(text.contains("/list?page=8") && text.contains("/list?page=6"));
+        assert!(text.contains("/list?page=16") && !text.contains("/list?page=17"));
         assert_eq!(body(&route(h, TrapSite::Calendar, "/cal/2025/13")).0, 404);
     }
 
