@@ -559,3 +559,64 @@ fn take_hops(spool: &Path) -> Vec<(String, Option<u32>)> {
     }
     out
 }
+
+/// Issue 11, Done-when 4 (second half): depths survive an application restart.
+/// They travel with the URL (request hint, then the stored page's
+/// `Polycrawl-Depth`), so a page requested before the restart and stored after it
+/// gives its links the right depth; the application remembers nothing per URL.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn depths_are_right_after_a_restart() {
+    let d = dirs();
+    let idle = Arc::new(AtomicBool::new(false));
+    let addr = fake_manager(idle.clone()).await;
+    let start = |stop: CancellationToken| {
+        tokio::spawn(service::run(
+            d.config.clone(),
+            Spool::new(&d.spool),
+            vec!["https://a.test/".into()],
+            control(&addr),
+            stop,
+        ))
+    };
+    let stop = CancellationToken::new();
+    let app = start(stop.clone());
+    assert_eq!(
+        wait_requests(&d.spool, 1).await,
+        [("https://a.test/".to_owned(), 0)]
+    );
+    publish_batch(&d.spool, 0, &[("https://a.test/", html(&["/d1"]))]);
+    assert_eq!(
+        wait_requests(&d.spool, 1).await,
+        [("https://a.test/d1".to_owned(), 1)]
+    );
+    publish_batch(&d.spool, 1, &[("https://a.test/d1", html(&["/d2"]))]);
+    assert_eq!(
+        wait_requests(&d.spool, 1).await,
+        [("https://a.test/d2".to_owned(), 2)]
+    );
+    // Stop with /d2 requested (depth 2) and not yet fetched.
+    stop.cancel();
+    let first = tokio::time::timeout(Duration::from_secs(20), app)
+        .await
+        .expect("the app stops")
+        .unwrap()
+        .unwrap();
+    assert_eq!(first.end, End::Shutdown);
+
+    // A new process: /d2 is stored now, as the downloader writes it.
+    let app = start(CancellationToken::new());
+    publish_batch(&d.spool, 2, &[("https://a.test/d2", html(&["/d3", "/"]))]);
+    assert_eq!(
+        wait_requests(&d.spool, 1).await,
+        [("https://a.test/d3".to_owned(), 3)],
+        "the depth of a page requested before the restart"
+    );
+    idle.store(true, Ordering::SeqCst);
+    let summary = tokio::time::timeout(Duration::from_secs(20), app)
+        .await
+        .expect("the app ends once the manager is idle")
+        .unwrap()
+        .unwrap();
+    assert_eq!(summary.end, End::Complete);
+    assert!(take_requests(&d.spool).is_empty());
+}
