@@ -16,7 +16,9 @@
 //!
 //! Big-endian integer keys sort numerically, so one host's queue is one contiguous key
 //! range in FIFO order. Field order inside a record is its wire order (postcard):
-//! append new fields at the end only, with `#[serde(default)]`.
+//! append new fields at the end only. Postcard does not default a missing field
+//! (`#[serde(default)]` has no effect on it), so a record that gains a field needs a
+//! reader that takes its absence, as [`QueueEntry`]'s does for `hops`.
 //!
 //! This module must never do I/O; it only names and shapes the records.
 
@@ -38,8 +40,9 @@ pub(crate) const META_COUNTERS: &[u8] = b"counters";
 /// `meta` key prefix: `file/<app>/<file name>` -> [`FileProgress`].
 pub(crate) const META_FILE_PREFIX: &str = "file/";
 
-/// One queued URL.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+/// One queued URL. Its reader accepts entries written before `hops` existed (see
+/// [`QueueEntry`]'s `Deserialize`).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 pub(crate) struct QueueEntry {
     /// Its place in the global request stream (lower = asked earlier).
     pub reqno: u64,
@@ -52,9 +55,39 @@ pub(crate) struct QueueEntry {
     /// The `via` hint, kept for logs.
     pub via: Option<String>,
     /// The `hops` hint; with `depth`, handed to the fetch job (and so written on
-    /// the stored page for the application).
-    #[serde(default)]
+    /// the stored page for the application). Absent from entries written before it
+    /// existed (read as `None`).
     pub hops: Option<u32>,
+}
+
+/// Postcard cannot default a missing field (`#[serde(default)]` does nothing for
+/// it), so the entry is read by hand: the fields in order, and `hops`, the last,
+/// as `None` when the record ends before it.
+impl<'de> Deserialize<'de> for QueueEntry {
+    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        use serde::de::{Error, SeqAccess, Visitor};
+        struct Fields;
+        impl<'de> Visitor<'de> for Fields {
+            type Value = QueueEntry;
+            fn expecting(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+                f.write_str("a queue entry")
+            }
+            fn visit_seq<A: SeqAccess<'de>>(self, mut seq: A) -> Result<QueueEntry, A::Error> {
+                let short = |i| A::Error::invalid_length(i, &"a queue entry");
+                Ok(QueueEntry {
+                    reqno: seq.next_element()?.ok_or_else(|| short(0))?,
+                    app: seq.next_element()?.ok_or_else(|| short(1))?,
+                    url: seq.next_element()?.ok_or_else(|| short(2))?,
+                    depth: seq.next_element()?.ok_or_else(|| short(3))?,
+                    via: seq.next_element()?.ok_or_else(|| short(4))?,
+                    // Written before the field existed: the record ends here.
+                    hops: seq.next_element::<Option<u32>>().ok().flatten().flatten(),
+                })
+            }
+        }
+        const FIELDS: &[&str] = &["reqno", "app", "url", "depth", "via", "hops"];
+        d.deserialize_struct("QueueEntry", FIELDS, Fields)
+    }
 }
 
 /// What must survive a crash about a host with queued URLs.
@@ -219,5 +252,41 @@ mod tests {
             .unwrap();
         assert_eq!(c.outcomes_by_reason[i], 2);
         assert_eq!(c.app(&app).outcomes, 2);
+    }
+}
+
+#[cfg(test)]
+mod compat_tests {
+    use super::*;
+
+    /// A queue entry as written before the `hops` field existed.
+    #[derive(Serialize)]
+    struct QueueEntryV1 {
+        reqno: u64,
+        app: AppId,
+        url: String,
+        depth: Option<u32>,
+        via: Option<String>,
+    }
+
+    #[test]
+    fn a_queue_entry_written_before_hops_reads_with_none() {
+        let old = QueueEntryV1 {
+            reqno: 7,
+            app: AppId::new("bfs").unwrap(),
+            url: "http://a.test/".into(),
+            depth: Some(2),
+            via: None,
+        };
+        let bytes = postcard::to_allocvec(&old).unwrap();
+        let new: QueueEntry = postcard::from_bytes(&bytes).unwrap();
+        assert_eq!((new.reqno, new.depth, new.hops), (7, Some(2), None));
+        let now = QueueEntry {
+            hops: Some(3),
+            ..new
+        };
+        let bytes = postcard::to_allocvec(&now).unwrap();
+        assert_eq!(postcard::from_bytes::<QueueEntry>(&bytes).unwrap(), now);
+        assert!(postcard::from_bytes::<QueueEntry>(&bytes[..4]).is_err());
     }
 }
