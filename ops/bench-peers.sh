@@ -125,6 +125,24 @@ kv() { # FILE KEY: the value of " KEY=value" in a key=value line
 }
 load1() { cut -d' ' -f1 /proc/loadavg; }
 
+# TCP connections in TIME_WAIT on this machine (from /proc/net/tcp{,6}, state 06).
+time_wait() { awk '$4 == "06"' /proc/net/tcp /proc/net/tcp6 2>/dev/null | wc -l; }
+
+# Each run starts with the kernel's TIME_WAIT table drained (at most 90 s of waiting): a
+# crawler that opens a connection per request leaves tens of thousands of them, and connect()
+# then searches a crowded port space. Measured: wget2's system CPU rose from 4.3 s to 10.3 s
+# to 16.2 s over three runs a few seconds apart, the previous runs' sockets still in TIME_WAIT.
+wait_time_wait() {
+    local n i
+    for ((i = 0; i < 90; i++)); do
+        n="$(time_wait)"
+        [ "$n" -lt 500 ] && return 0
+        [ "$i" -eq 0 ] && log "waiting for $n TCP connections in TIME_WAIT to drain"
+        sleep 1
+    done
+    log "still $(time_wait) connections in TIME_WAIT after 90 s; going on"
+}
+
 machine_line() {
     local cpu cores
     cpu="$(sed -n 's/^model name[[:space:]]*: //p' /proc/cpuinfo | head -n1)"
@@ -224,6 +242,7 @@ run_one() { # CRAWLER RUN
             ;;
         *) die "unknown crawler $crawler" ;;
     esac
+    wait_time_wait
     load="$(load1)"
     log "$c_name: $crawler run $run (load $load)"
     "$bin" bench measure --out "$dir/measure.txt" --timeout-s "$timeout_s" -- "${cmd[@]}" \

@@ -189,8 +189,8 @@ pub(crate) fn stored_page(f: &Fetched) -> StoredPage {
     StoredPage {
         status,
         wire_bytes: f.bytes_received,
-        body_bytes: f.decoded.as_ref().map_or(f.payload.len(), |d| d.len()) as u64,
-        truncated: f.truncated.is_some() || f.decoded_truncated,
+        body_bytes: f.payload.len() as u64,
+        truncated: f.truncated.is_some(),
         timing: Timing {
             connect_ms: ms(connect),
             first_byte_ms: ms(connect + f.timings.first_byte),

@@ -12,7 +12,7 @@ use spool::warc::{RecordType, payload_digest};
 use crate::manager::{
     self, APP, TestManager, config, page, published, records, robots, start, warcio_check,
 };
-use crate::site::{self, CHUNKED_BODY, ROBOTS, Site, page_body};
+use crate::site::{self, CHUNKED_BODY, ROBOTS, Site, gzip, page_body};
 
 fn stored(result: &FetchResult) -> &StoredPage {
     match result {
@@ -87,7 +87,8 @@ async fn pages_are_stored_reported_and_committed() {
     );
     assert_eq!(
         stored(seen.result(3)).body_bytes,
-        page_body("/gzip").len() as u64
+        gzip(&page_body("/gzip")).len() as u64,
+        "the payload as received: the downloader does not decode what it archives"
     );
     let redirect = stored(seen.result(4));
     assert_eq!(
