@@ -74,6 +74,10 @@ pub(crate) struct Exchange {
     pub payload: Bytes,
     /// Why the body is incomplete, if it is.
     pub truncated: Option<Truncation>,
+    /// The body carries a content coding (gzip, br...): the response record is
+    /// written as a stored gzip member ([`WarcWriter::write_record_stored`]), since
+    /// deflating compressed bytes again costs CPU and saves nothing.
+    pub precompressed: bool,
 }
 
 /// Which session and job a record belongs to (for `Committed`).
@@ -117,7 +121,12 @@ fn write_pair<W: Write>(
     path: impl FnOnce() -> PathBuf,
 ) -> Result<(), WriteError> {
     let (response, request) = pair_headers(x, warcinfo_id)?;
-    w.write_record(&response, &x.raw)
+    let written = if x.precompressed {
+        w.write_record_stored(&response, &x.raw)
+    } else {
+        w.write_record(&response, &x.raw)
+    };
+    written
         .and_then(|_| w.write_record(&request, &x.request))
         .map_err(|source| WriteError::Warc {
             path: path(),

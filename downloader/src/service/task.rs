@@ -125,6 +125,7 @@ pub(crate) async fn run(env: Arc<JobEnv>, session: u64, job: protocol::FetchJob,
         },
         page: stored_page(&fetched),
         exchange: Exchange {
+            precompressed: has_content_coding(&fetched),
             target_uri: engine.target.to_string(),
             date,
             ip: fetched.addr.ip(),
@@ -172,6 +173,15 @@ fn fail(env: &JobEnv, tag: JobTag, url: &str, e: &FetchError) {
         report,
         in_batch: false,
     });
+}
+
+/// The body came with a content coding (gzip, br...): already compressed, so its
+/// record is stored, not deflated again.
+fn has_content_coding(f: &Fetched) -> bool {
+    f.head
+        .tokens("content-encoding")
+        .iter()
+        .any(|t| !t.eq_ignore_ascii_case("identity"))
 }
 
 /// The report of a stored response; the writer fills in `file`.

@@ -142,6 +142,15 @@ async fn pages_are_stored_reported_and_committed() {
         );
         assert!(pair[1].block.starts_with(b"GET "), "job {id}");
         assert_eq!(response.truncated(), None);
+        // A body that came compressed is stored, not deflated again: its gzip
+        // member holds the record's bytes as they are. The others are deflated
+        // (the test pages compress well).
+        let member = pair[0].location.length as usize;
+        if uri.ends_with("/gzip") {
+            assert!(member > wire.len(), "job {id}: stored, {member} bytes");
+        } else if wire.len() > 1000 {
+            assert!(member < wire.len(), "job {id}: deflated, {member} bytes");
+        }
     }
     assert!(expected.is_empty());
 
