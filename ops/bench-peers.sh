@@ -267,14 +267,14 @@ run_one() { # CRAWLER RUN
         [ -n "$mgr" ] || mgr="-"
         [ -n "$inner" ] || inner="-"
     fi
-    printf '%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n' \
+    printf '%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n' \
         "$c_name" "$crawler" "$run" "$load" "$wall" "$inner" "$pages" "$cpu" \
         "$(kv "$m" tree_rss_peak_mib)" "$(kv "$m" max_proc_rss_mib)" "$(kv "$m" exit)" "$(kv "$m" timed_out)" \
         "$(kv "$k" requests)" "$(kv "$k" covered)" "$(kv "$k" expected)" "$(kv "$k" coverage_pct)" \
         "$(kv "$k" duplicate_urls)" "$(kv "$k" robots_disallowed)" "$(kv "$k" never_other)" "$(kv "$k" unexpected)" \
         "$(kv "$k" rate_mid80)" "$(kv "$k" rate_peak10s)" "$(kv "$k" bound_per_s)" \
         "$(kv "$k" origin_violations)/$(kv "$k" ip_violations)" "$(kv "$k" origin_min_ms)/$(kv "$k" ip_min_ms)" "$mgr" \
-        >>"$results"
+        "$(kv "$k" work_bound_share)" >>"$results"
     # wget2 exits 8 when a server answered an error (websim's 404s): expected.
     case "$crawler:$(kv "$m" exit)" in
         *:0 | wget2:8) ;;
@@ -290,6 +290,7 @@ run_one() { # CRAWLER RUN
 #  10 max_proc_rss_mib 11 exit 12 timed_out 13 requests 14 covered 15 expected 16 coverage_pct
 #  17 dup_urls 18 robots_disallowed 19 never_other 20 unexpected 21 rate_mid80
 #  22 rate_peak10s 23 bound 24 violations origin/ip 25 min gap ms origin/ip 26 manager_cpu_s
+#  27 work_bound_share (polite: rate over what per-IP politeness allowed while IPs had work)
 median() { sort -g | awk '{a[NR]=$1} END {if (NR == 0) print "-"; else if (NR % 2) print a[(NR+1)/2]; else print (a[NR/2]+a[NR/2+1])/2}'; }
 col() { # CONFIG CRAWLER AWK-EXPR: one value per run
     awk -F'\t' -v c="$1" -v w="$2" "\$1==c && \$2==w {print $3}" "$results"
@@ -329,14 +330,14 @@ print_polite_table() { # CONFIG
     local c="$1"
     printf '\n%s: websim%s --hosts %s --pages %s --size-skew %s --seed %s --slow-ms %s; %s ms per host and per IP; polycrawl alone (wget2 has no per-host politeness); load average %s\n' \
         "$c" "$([ "$plain" = 1 ] && echo ' --plain')" "$c_hosts" "$c_pages" "$c_skew" "$seed" "$slow_ms" "$c_interval" "$(cut -d' ' -f1-3 /proc/loadavg)"
-    printf '| run | load | wall s | requests | coverage | fetch rate, middle 80 %% (/bound) | peak 10 s rate (/bound) | bound (live addresses / interval) | violations origin / IP | min gap ms origin / IP start | manager CPU s | manager CPU-us per request | CPU-ms/page (all) | peak RSS MiB (tree / 1 proc) |\n'
-    printf '|---|---|---|---|---|---|---|---|---|---|---|---|---|---|\n'
+    printf '| run | load | wall s | requests | coverage | fetch rate, middle 80 %% (/bound) | peak 10 s rate (/bound) | bound (live addresses / interval) | rate / bound while IPs had work | violations origin / IP | min gap ms origin / IP start | manager CPU s | manager CPU-us per request | CPU-ms/page (all) | peak RSS MiB (tree / 1 proc) |\n'
+    printf '|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|\n'
     awk -F'\t' -v c="$c" '$1==c && $2=="polycrawl" {
         b = ($23 > 0) ? $23 : 0; cpp = ($7 > 0) ? $8 * 1000 / $7 : 0
         mgr = ($26 == "-" || $13 == 0) ? "-" : sprintf("%.1f", $26 * 1e6 / $13)
-        printf "| %s | %s | %.1f | %d | %d/%d (%s %%) | %.0f (%.2f) | %.0f (%.2f) | %.0f | %s | %s | %s | %s | %.3f | %.0f / %.0f |\n",
+        printf "| %s | %s | %.1f | %d | %d/%d (%s %%) | %.0f (%.2f) | %.0f (%.2f) | %.0f | %s | %s | %s | %s | %s | %.3f | %.0f / %.0f |\n",
             $3, $4, $5, $13, $14, $15, $16, $21, (b > 0) ? $21 / b : 0, $22, (b > 0) ? $22 / b : 0, b,
-            $24, $25, $26, mgr, cpp, $9, $10 }' "$results"
+            $27, $24, $25, $26, mgr, cpp, $9, $10 }' "$results"
     printf 'bound as the issue states it: %s hosts / %s ms = %.0f fetches/s; "bound" above counts live addresses (virtual hosts share one, dead hosts have none).\n' \
         "$c_hosts" "$c_interval" "$(awk -v h="$c_hosts" -v i="$c_interval" 'BEGIN {print h * 1000 / i}')"
     printf 'manager CPU per request: the manager process'"'"'s CPU over the requests websim logged (connects to dead hosts are not logged).\n'
