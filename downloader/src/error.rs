@@ -100,7 +100,7 @@ pub enum FetchError {
         max_fields: usize,
     },
     /// The body's Content-Encoding could not be decoded; only returned by
-    /// [`Fetched::decoded_body`](crate::Fetched::decoded_body), never by `fetch`.
+    /// [`Fetched::decode`](crate::Fetched::decode), never by `fetch`.
     #[error("cannot decode the response body: {0}")]
     BodyDecode(#[from] DecodeError),
 }
@@ -151,9 +151,6 @@ pub enum DecodeError {
         /// flate2's description of the problem.
         message: String,
     },
-    /// The decoding task was cancelled (the runtime is shutting down).
-    #[error("decoding was cancelled")]
-    Aborted,
 }
 
 /// Why a [`FetcherConfig`](crate::FetcherConfig) was rejected.

@@ -15,18 +15,22 @@
 //! stored in the record, chunks kept, as `spool::warc::payload_digest` defines
 //! it.) For a non-chunked body it is a zero-copy slice of `raw`.
 //!
-//! [`Fetched::decoded`] is the payload with Content-Encoding undone (gzip, deflate),
-//! capped at `max_decoded_bytes`; it is what link extraction reads. Without a content
-//! coding it shares `payload`'s memory. A decoding failure does not fail the fetch:
-//! the server did answer and the answer is archived; the error sits in `decoded`
-//! and [`Fetched::decoded_body`] turns it into a [`FetchError::BodyDecode`].
+//! [`Fetched::decode`] gives the payload with Content-Encoding undone (gzip, deflate),
+//! capped at `max_decoded_bytes`: what link extraction reads. It runs only when
+//! called: the crawler's downloader archives the payload as received and never
+//! decodes it (the application does, once, when it reads the stored page), so an
+//! inflate per page is not paid twice. Without a content coding the decoded body
+//! shares `payload`'s memory. A decoding failure does not fail the fetch: the server
+//! did answer and the answer is archived; `decode` reports it as a
+//! [`FetchError::BodyDecode`].
 
 use std::net::SocketAddr;
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 use bytes::Bytes;
 
-use crate::error::{DecodeError, FetchError};
+use crate::decode;
+use crate::error::FetchError;
 use crate::head::ResponseHead;
 
 /// Why the raw body is incomplete; the WARC `WARC-Truncated` value.
@@ -99,10 +103,8 @@ pub struct Fetched {
     pub truncated: Option<Truncation>,
     /// The body with chunking removed, content coding kept (WARC payload).
     pub payload: Bytes,
-    /// The body with content coding undone, capped at `max_decoded_bytes`.
-    pub decoded: Result<Bytes, DecodeError>,
-    /// `decoded` is incomplete: the decoded-size cap was reached or the input was cut.
-    pub decoded_truncated: bool,
+    /// The cap [`Fetched::decode`] applies (the fetcher's `max_decoded_bytes`).
+    pub max_decoded_bytes: usize,
     /// Where the time went.
     pub timings: Timings,
     /// When the request and the response crossed the wire.
@@ -126,8 +128,31 @@ impl Fetched {
         self.head.get(name)
     }
 
-    /// The decoded entity body, or the decoding failure as a [`FetchError`].
-    pub fn decoded_body(&self) -> Result<&Bytes, FetchError> {
-        self.decoded.as_ref().map_err(|e| e.clone().into())
+    /// The entity body with Content-Encoding undone, at most `max_decoded_bytes` of
+    /// it, or the decoding failure as a [`FetchError::BodyDecode`]. Runs the inflate
+    /// on every call, on the calling thread (O(decoded bytes)); without a content
+    /// coding it is a cheap clone of `payload`.
+    pub fn decode(&self) -> Result<DecodedBody, FetchError> {
+        let codings =
+            decode::codings(&self.head.tokens("content-encoding")).map_err(FetchError::from)?;
+        let d = decode::decode(
+            self.payload.clone(),
+            &codings,
+            self.max_decoded_bytes,
+            self.truncated.is_some(),
+        )?;
+        Ok(DecodedBody {
+            body: d.body,
+            truncated: d.truncated,
+        })
     }
+}
+
+/// A body with its Content-Encoding undone ([`Fetched::decode`]).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct DecodedBody {
+    /// The decoded bytes.
+    pub body: Bytes,
+    /// Incomplete: the decoded-size cap was reached, or the payload itself was cut.
+    pub truncated: bool,
 }

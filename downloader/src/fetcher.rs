@@ -24,8 +24,7 @@ use tokio_rustls::TlsConnector;
 use crate::address;
 use crate::config::FetcherConfig;
 use crate::conn::{self, Conn, TlsParams};
-use crate::decode::{self, Decoded};
-use crate::error::{ConfigError, DecodeError, FetchError};
+use crate::error::{ConfigError, FetchError};
 use crate::exchange::{self, Limits, RawResponse, Wire};
 use crate::fetched::{Fetched, Timings, WireTimes};
 use crate::ip_gate::IpGate;
@@ -34,9 +33,6 @@ use crate::limit::{ConcurrencyLimit, Permit};
 use crate::pool::{Pool, PoolKey};
 use crate::request;
 use crate::tls;
-
-/// Compressed bodies larger than this are inflated on tokio's blocking pool.
-const INLINE_DECODE_MAX: usize = 32 * 1024;
 
 /// The HTTP/1.1 fetch engine. Cheap to clone; clones share the pool and the limit.
 #[derive(Clone)]
@@ -212,10 +208,6 @@ impl Fetcher {
         let total = start.elapsed();
 
         let response = transfer.response;
-        let (decoded, decoded_truncated) = match self.decode(&response).await {
-            Ok(d) => (Ok(d.body), d.truncated),
-            Err(e) => (Err(e), false),
-        };
         Ok(Fetched {
             addr: job.addr,
             request,
@@ -224,8 +216,7 @@ impl Fetcher {
             head: response.head,
             truncated: response.truncated,
             payload: response.payload,
-            decoded,
-            decoded_truncated,
+            max_decoded_bytes: self.inner.config.max_decoded_bytes,
             timings: Timings {
                 queued: start - queued_at,
                 connect: transfer.connect,
@@ -300,22 +291,6 @@ impl Fetcher {
             connect,
             bytes: (after.0 - before.0, after.1 - before.1),
             reused: connect.is_none(),
-        }
-    }
-
-    async fn decode(&self, response: &RawResponse) -> Result<Decoded, DecodeError> {
-        let codings = decode::codings(&response.head.tokens("content-encoding"))?;
-        let payload = response.payload.clone();
-        let cap = self.inner.config.max_decoded_bytes;
-        let cut = response.truncated.is_some();
-        if codings.is_empty() || payload.len() <= INLINE_DECODE_MAX {
-            return decode::decode(payload, &codings, cap, cut);
-        }
-        match tokio::task::spawn_blocking(move || decode::decode(payload, &codings, cap, cut)).await
-        {
-            Ok(result) => result,
-            Err(e) if e.is_panic() => std::panic::resume_unwind(e.into_panic()),
-            Err(_) => Err(DecodeError::Aborted),
         }
     }
 }

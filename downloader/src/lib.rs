@@ -67,7 +67,7 @@ mod tls;
 pub use address::AddressClass;
 pub use config::FetcherConfig;
 pub use error::{ConfigError, DecodeError, FetchError};
-pub use fetched::{Fetched, Timings, Truncation, WireTimes};
+pub use fetched::{DecodedBody, Fetched, Timings, Truncation, WireTimes};
 pub use fetcher::Fetcher;
 pub use head::ResponseHead;
 pub use job::{FetchJob, JobLimits, Method, Scheme, Target};

@@ -200,6 +200,13 @@ struct ConfigArgs {
     check: Option<PathBuf>,
 }
 
+/// Every polycrawl process (manager, downloader, resolver, application, websim)
+/// allocates through mimalloc: the crawl allocates and frees small buffers per URL
+/// and per page on every thread, and glibc's malloc was a tenth of the
+/// application's CPU in the peer benchmark's profile (BENCHMARKS.md, issue 9).
+#[global_allocator]
+static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
+
 fn main() -> ExitCode {
     let cli = Cli::parse();
     init_logging();

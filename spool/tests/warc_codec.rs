@@ -226,6 +226,54 @@ fn one_mebibyte_record_round_trips() {
 }
 
 #[test]
+fn stored_members_round_trip_and_are_plain_gzip() {
+    let capture = Capture {
+        target_uri: "http://gz.example/page",
+        date: WarcDate::now(),
+        ip: None,
+        warcinfo_id: None,
+    };
+    // Sizes around the 65,535-byte stored-block limit, and an empty block.
+    for len in [0, 1, 65_535 - 400, 65_535, 65_536, 200_000] {
+        let body = noise(len, 7 + len as u64);
+        let mut block = RESPONSE_HEAD.to_vec();
+        block.extend_from_slice(&body);
+        let mut w = WarcWriter::new(Vec::new());
+        let h = WarcHeaders::response(RecordId::random(), &capture, payload_digest(&body)).unwrap();
+        let first = w.write_record_stored(&h, &block).unwrap();
+        let second = w.write_record(&h, &block).unwrap();
+        let bytes = w.finish().unwrap();
+        assert_eq!(second.offset, first.length, "{len}");
+        // Stored: the member is the record plus a few bytes of framing per 64 KiB.
+        let framing = 10 + 8 + 5 * (first.length as usize / 65_535 + 1);
+        assert!(first.length as usize >= block.len(), "{len}");
+        assert!(
+            first.length as usize <= block.len() + 1024 + framing,
+            "{len}"
+        );
+        let records = read_all(&bytes);
+        assert_eq!(records.len(), 2, "{len}");
+        for r in &records {
+            assert_eq!(r.block, block, "{len}");
+            assert_eq!(r.headers.target_uri(), Some("http://gz.example/page"));
+        }
+        assert_eq!(records[0].location, first);
+        // Any gzip reader reads the member: flate2's own decoder, member by member.
+        let member = &bytes[..first.length as usize];
+        let mut text = Vec::new();
+        flate2::read::GzDecoder::new(member)
+            .read_to_end(&mut text)
+            .unwrap();
+        assert!(text.starts_with(b"WARC/1.1\r\n"), "{len}");
+        assert!(text.ends_with(b"\r\n\r\n"), "{len}");
+        assert_eq!(
+            &text[text.len() - 4 - body.len()..text.len() - 4],
+            &body[..]
+        );
+    }
+}
+
+#[test]
 fn revisit_records_round_trip() {
     let date: WarcDate = "2026-11-23T08:30:00Z".parse().unwrap();
     let capture = Capture {

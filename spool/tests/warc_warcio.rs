@@ -77,11 +77,14 @@ fn write_batch(options: WriterOptions) -> (Vec<u8>, Vec<(&'static str, RecordLoc
         if let Some(why) = truncated {
             response.set_truncated(why);
         }
-        at.push((
-            "response",
+        // The big one as a stored (uncompressed) gzip member, as the downloader
+        // writes a response whose body came compressed: warcio must read it alike.
+        let written = if i == 1 {
+            w.write_record_stored(&response, &[head.as_bytes(), body].concat())
+        } else {
             w.write_record_parts(&response, &[head.as_bytes(), body])
-                .unwrap(),
-        ));
+        };
+        at.push(("response", written.unwrap()));
         let mut request = WarcHeaders::request(RecordId::random(), &capture).unwrap();
         request.set_concurrent_to(response_id);
         let get = format!("GET / HTTP/1.1\r\nHost: {}\r\n\r\n", &uri[7..]);

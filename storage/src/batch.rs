@@ -69,6 +69,13 @@ impl ScannedBatch {
 
 /// Reads and checks the batch at `path`.
 pub(crate) fn scan(path: &Path) -> Result<ScannedBatch> {
+    scan_with(path, |_| {})
+}
+
+/// Reads and checks the batch at `path`, handing each record to `visit` once it has
+/// passed the checks (in file order). On an error, `visit` has seen the records
+/// before the bad one: its caller must drop what it made of them.
+pub(crate) fn scan_with(path: &Path, mut visit: impl FnMut(&Record)) -> Result<ScannedBatch> {
     let file = File::open(path).map_err(StorageError::io(path))?;
     let bytes = file.metadata().map_err(StorageError::io(path))?.len();
     let mut reader = WarcReader::new(BufReader::with_capacity(256 * 1024, file));
@@ -91,6 +98,7 @@ pub(crate) fn scan(path: &Path) -> Result<ScannedBatch> {
             problem,
         };
         records.push(check(&rec).map_err(bad)?);
+        visit(&rec);
     }
     if records.is_empty() {
         return Err(StorageError::BadRecord {

@@ -78,12 +78,72 @@ pub struct IngestSummary {
     pub already_stored: bool,
 }
 
+/// A page batch read and checked by [`check_batch`], not yet stored: what
+/// [`Repository::ingest_checked`] needs of it, so that the batch is read (inflated,
+/// digests computed) once, not once by its reader and again by storage.
+#[derive(Debug)]
+pub struct CheckedBatch {
+    path: PathBuf,
+    /// Device, inode and size of the file checked: a different file at `path` by the
+    /// time of the ingest is read again.
+    identity: (u64, u64, u64),
+    scanned: ScannedBatch,
+}
+
+impl CheckedBatch {
+    /// The batch file that was checked.
+    pub fn path(&self) -> &Path {
+        &self.path
+    }
+
+    /// Its records, every kind.
+    pub fn records(&self) -> usize {
+        self.scanned.records.len()
+    }
+}
+
+/// Reads and checks the batch at `path` as [`Repository::ingest`] does (step 2),
+/// handing every record that passes the checks to `visit`, in file order, so a caller
+/// can read the pages (their links, say) in the same pass. Errors are those of
+/// `ingest`'s step 2 ([`StorageError::is_batch_fault`]: quarantine the batch); `visit`
+/// has then seen the records before the bad one. Holds per record what the index
+/// needs (URL, SURT key, HTTP head), never a body: O(records) memory.
+pub fn check_batch(path: &Path, visit: impl FnMut(&spool::warc::Record)) -> Result<CheckedBatch> {
+    let scanned = batch::scan_with(path, visit)?;
+    Ok(CheckedBatch {
+        path: path.to_owned(),
+        identity: identity(path)?,
+        scanned,
+    })
+}
+
+fn identity(path: &Path) -> Result<(u64, u64, u64)> {
+    let m = std::fs::metadata(path).map_err(StorageError::io(path))?;
+    Ok((m.dev(), m.ino(), m.len()))
+}
+
 impl Repository {
     /// Stores the batch at `batch_path` (see the module docs for the steps). The file
     /// is moved: afterwards it is no longer at `batch_path` (a spool `Claimed` handle
     /// for it needs no `done`). Idempotent: calling again after a crash or a success
     /// finishes or reports the same ingest.
     pub fn ingest(&mut self, batch_path: &Path) -> Result<IngestSummary> {
+        self.ingest_inner(batch_path, None)
+    }
+
+    /// [`Repository::ingest`] of a batch already read by [`check_batch`]: the same
+    /// steps, without reading the batch again (unless it has moved since, as after a
+    /// crash between this call's move and its end: then it is read again).
+    pub fn ingest_checked(&mut self, batch: CheckedBatch) -> Result<IngestSummary> {
+        let path = batch.path.clone();
+        self.ingest_inner(&path, Some(batch))
+    }
+
+    fn ingest_inner(
+        &mut self,
+        batch_path: &Path,
+        checked: Option<CheckedBatch>,
+    ) -> Result<IngestSummary> {
         let name = batch_name(batch_path)?;
         if let Some(done) = self.catalog.done(&name)? {
             let stored = self.reader.warc.join(&done.stored);
@@ -110,7 +170,10 @@ impl Repository {
                 }
             }
         };
-        let scanned = batch::scan(&source)?;
+        let scanned = match checked {
+            Some(c) if c.path == source && identity(&source)? == c.identity => c.scanned,
+            _ => batch::scan(&source)?,
+        };
 
         let (seq, stored) = match pending {
             Some(p) => p,

@@ -107,7 +107,7 @@ pub mod surt;
 pub use catalog::CatalogOptions;
 pub use cdxj::CdxjLine;
 pub use error::{RecordProblem, Result, StorageError};
-pub use ingest::IngestSummary;
+pub use ingest::{CheckedBatch, IngestSummary, check_batch};
 pub use read::{StoredPage, print_page};
 pub use repository::{CrashPoint, Repository, RepositoryOptions, RepositoryReader};
 pub use surt::surt;

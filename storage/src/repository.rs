@@ -87,6 +87,13 @@ impl RepositoryReader {
         &self.root
     }
 
+    /// Calls `line` once for every CDXJ line of the index: one per stored response
+    /// or revisit record. O(index size) time and I/O, one line in memory. Use it when
+    /// no ingest runs (after a crawl): an index merge running meanwhile makes it fail.
+    pub fn for_each_index_line(&self, line: impl FnMut(crate::CdxjLine)) -> Result<()> {
+        self.index.for_each(line)
+    }
+
     /// The path of a WARC file named in the index (relative to `warc/`).
     pub fn warc_path(&self, file: &str) -> PathBuf {
         self.warc.join(file)

@@ -8,7 +8,8 @@ use std::fs;
 use std::path::Path;
 
 use storage::{
-    CrashPoint, Repository, RepositoryOptions, RepositoryReader, StorageError, print_page,
+    CrashPoint, Repository, RepositoryOptions, RepositoryReader, StorageError, check_batch,
+    print_page,
 };
 use support::{Page, batch_name, body, index_lines, snapshot, warc_files, write_batch};
 
@@ -233,6 +234,80 @@ fn duplicate_payloads_become_revisits_and_get_follows_them() {
     assert_eq!(r.target_uri(), Some("http://b.example/copy"));
     assert!(r.get("WARC-Refers-To").is_some() && r.get("WARC-Concurrent-To").is_some());
     assert_eq!(records[1].block, b[0].head);
+}
+
+#[test]
+fn a_checked_batch_is_read_once_and_stored_as_ingest_stores_it() {
+    let (_t, spool, repo_dir) = dirs();
+    let shared = body(3, 4_000);
+    let pages = vec![
+        Page::html("http://a.example/", 0, &shared),
+        Page::html("http://a.example/copy", 1, &shared),
+        Page::with_status(
+            "http://a.example/gone",
+            2,
+            "404 Not Found",
+            "text/html",
+            b"no",
+        ),
+    ];
+    let path = write_batch(&spool, &batch_name(1), &pages);
+    let mut visited = Vec::new();
+    let checked = check_batch(&path, |rec| {
+        if rec.headers.record_type() == Some(spool::warc::RecordType::Response) {
+            let uri = rec.headers.target_uri().unwrap();
+            visited.push((uri.to_owned(), rec.block.len()));
+        }
+    })
+    .unwrap();
+    assert_eq!(
+        checked.records(),
+        7,
+        "warcinfo, three responses and their requests"
+    );
+    let urls: Vec<&str> = visited.iter().map(|(u, _)| u.as_str()).collect();
+    assert_eq!(
+        urls,
+        [
+            "http://a.example/",
+            "http://a.example/copy",
+            "http://a.example/gone"
+        ]
+    );
+    assert!(visited[0].1 > 4_000, "the visitor sees the whole block");
+
+    let mut repo = Repository::open(&repo_dir).unwrap();
+    let s = repo.ingest_checked(checked).unwrap();
+    assert!(!path.exists(), "moved");
+    assert_eq!((s.responses, s.revisits, s.index_lines), (2, 1, 3));
+    for p in &pages {
+        assert_page(&repo, p);
+    }
+    // The index, line by line: one line per stored response or revisit.
+    let mut lines = Vec::new();
+    repo.reader()
+        .for_each_index_line(|l| lines.push((l.is_revisit(), l.url, l.status)))
+        .unwrap();
+    lines.sort();
+    assert_eq!(
+        lines,
+        [
+            (false, "http://a.example/".to_owned(), "200".to_owned()),
+            (false, "http://a.example/gone".to_owned(), "404".to_owned()),
+            (true, "http://a.example/copy".to_owned(), "200".to_owned()),
+        ]
+    );
+    // A checked batch replaced by a damaged file before the ingest is read again,
+    // and refused.
+    let path2 = write_batch(&spool, &batch_name(2), &pages[..1]);
+    let checked = check_batch(&path2, |_| {}).unwrap();
+    let mut bytes = fs::read(&path2).unwrap();
+    bytes.truncate(bytes.len() - 9);
+    fs::remove_file(&path2).unwrap();
+    fs::write(&path2, &bytes).unwrap();
+    let err = repo.ingest_checked(checked).unwrap_err();
+    assert!(err.is_batch_fault(), "{err}");
+    assert!(path2.exists(), "a refused batch stays where it was");
 }
 
 #[test]

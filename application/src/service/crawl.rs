@@ -59,6 +59,8 @@ const MERGE_POLL: Duration = Duration::from_millis(2);
 /// A page batch whose links are inserted, waiting for their generation's publication.
 struct Awaiting {
     claimed: Claimed,
+    /// What storage checked of it while its links were read (so it is read once).
+    checked: storage::CheckedBatch,
     generation: u64,
 }
 
@@ -364,13 +366,19 @@ impl Crawl {
 
     fn page_batch(&mut self, claimed: Claimed) -> Result<(), AppError> {
         let mut pages = Vec::new();
-        let read = self.reader.read(claimed.path(), |page| pages.push(page));
-        if let Err(e) = read {
-            warn!(batch = %claimed.name(), error = %e, "app: page batch quarantined");
-            claimed.quarantine(&e.to_string())?;
-            self.quarantined += 1;
-            return Ok(());
-        }
+        let checked = match self
+            .reader
+            .read_checked(claimed.path(), |page| pages.push(page))
+        {
+            Ok(checked) => checked,
+            Err(e) if e.is_batch_fault() => {
+                warn!(batch = %claimed.name(), error = %e, "app: page batch quarantined");
+                claimed.quarantine(&e.to_string())?;
+                self.quarantined += 1;
+                return Ok(());
+            }
+            Err(e) => return Err(e.into()),
+        };
         self.input_generation = None;
         for page in pages {
             // Records written before depths travelled with the URL count as seeds.
@@ -389,6 +397,7 @@ impl Crawl {
         let generation = self.input_done();
         self.awaiting.push(Awaiting {
             claimed,
+            checked,
             generation,
         });
         self.finish_inputs()
@@ -537,8 +546,11 @@ impl Crawl {
         if ready.is_empty() {
             return Ok(());
         }
-        for Awaiting { claimed, .. } in ready {
-            match self.repo.ingest(claimed.path()) {
+        for Awaiting {
+            claimed, checked, ..
+        } in ready
+        {
+            match self.repo.ingest_checked(checked) {
                 Ok(summary) => {
                     self.progress.pages_stored += summary.responses + summary.revisits;
                 }

@@ -5,17 +5,15 @@
 //! go through [`canonical_links`] (base, nofollow, meta refresh...); a 3xx response's
 //! `Location`, resolved against the record's URL, is its `redirect`. Bodies are decoded
 //! with [`spool::http`] under `max_body_bytes`; a record whose HTTP is broken counts
-//! as a page without links. A batch whose WARC framing is broken is an error (the
-//! caller quarantines it). O(batch bytes) plus extraction.
+//! as a page without links. The batch is read through storage's check
+//! ([`storage::check_batch`]), so it is inflated once for both its links and its
+//! ingest; a batch storage refuses (broken WARC framing, a wrong payload digest) is an
+//! error (the caller quarantines it). O(batch bytes) plus extraction.
 
-use std::fs::File;
-use std::io::BufReader;
 use std::path::Path;
 
 use spool::http::StoredResponse;
-use spool::warc::{
-    DEPTH_FIELD, HOPS_FIELD, Record, RecordType, WarcError, WarcErrorKind, WarcReader,
-};
+use spool::warc::{DEPTH_FIELD, HOPS_FIELD, Record, RecordType};
 use url::Url;
 
 use crate::canon::{self, CanonConfig};
@@ -57,38 +55,38 @@ impl BatchReader {
         }
     }
 
-    /// Calls `page` once per response record of the batch at `path`.
-    pub fn read(
+    /// Reads the batch at `path` once for both its links and storage: storage's checks
+    /// ([`storage::check_batch`]) and, for every response record that passes them,
+    /// `page` with its URL, hints, redirect and links. The result is handed to
+    /// [`storage::Repository::ingest_checked`] later, which then does not read the
+    /// batch again. On an error, drop the pages given so far (a batch storage refuses
+    /// is quarantined whole).
+    pub fn read_checked(
         &mut self,
         path: &Path,
         mut page: impl FnMut(PageLinksOf),
-    ) -> Result<(), WarcError> {
-        let file = File::open(path).map_err(|e| WarcError {
-            offset: 0,
-            kind: WarcErrorKind::Io(e),
-        })?;
-        let mut reader = WarcReader::new(BufReader::with_capacity(256 << 10, file));
-        let mut rec = Record::default();
-        while reader.read_into(&mut rec)? {
-            if rec.headers.record_type() != Some(RecordType::Response) {
-                continue;
-            }
-            let Some(target) = rec.headers.target_uri() else {
-                continue;
-            };
-            let target = target.to_owned();
-            let number = |name| rec.headers.get(name).and_then(|v| v.trim().parse().ok());
-            let (depth, hops) = (number(DEPTH_FIELD), number(HOPS_FIELD).unwrap_or(0));
-            let (redirect, links) = self.links_of(&target, &rec.block);
-            page(PageLinksOf {
-                url: target,
-                depth,
-                hops,
-                redirect,
-                links,
-            });
+    ) -> Result<storage::CheckedBatch, storage::StorageError> {
+        storage::check_batch(path, |rec| self.record(rec, &mut page))
+    }
+
+    fn record(&mut self, rec: &Record, page: &mut impl FnMut(PageLinksOf)) {
+        if rec.headers.record_type() != Some(RecordType::Response) {
+            return;
         }
-        Ok(())
+        let Some(target) = rec.headers.target_uri() else {
+            return;
+        };
+        let target = target.to_owned();
+        let number = |name| rec.headers.get(name).and_then(|v| v.trim().parse().ok());
+        let (depth, hops) = (number(DEPTH_FIELD), number(HOPS_FIELD).unwrap_or(0));
+        let (redirect, links) = self.links_of(&target, &rec.block);
+        page(PageLinksOf {
+            url: target,
+            depth,
+            hops,
+            redirect,
+            links,
+        });
     }
 
     /// The redirect target and the page's links.

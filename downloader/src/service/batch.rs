@@ -79,6 +79,10 @@ pub(crate) struct Exchange {
     pub payload: Bytes,
     /// Why the body is incomplete, if it is.
     pub truncated: Option<Truncation>,
+    /// The body carries a content coding (gzip, br...): the response record is
+    /// written as a stored gzip member ([`WarcWriter::write_record_stored`]), since
+    /// deflating compressed bytes again costs CPU and saves nothing.
+    pub precompressed: bool,
     /// The job's `depth` hint (`Polycrawl-Depth` on the response record).
     pub depth: Option<u32>,
     /// The job's `hops` hint (`Polycrawl-Hops` on the response record).
@@ -132,7 +136,12 @@ fn write_pair<W: Write>(
     path: impl FnOnce() -> PathBuf,
 ) -> Result<(), WriteError> {
     let (response, request) = pair_headers(x, warcinfo_id)?;
-    w.write_record(&response, &x.raw)
+    let written = if x.precompressed {
+        w.write_record_stored(&response, &x.raw)
+    } else {
+        w.write_record(&response, &x.raw)
+    };
+    written
         .and_then(|_| w.write_record(&request, &x.request))
         .map_err(|source| WriteError::Warc {
             path: path(),

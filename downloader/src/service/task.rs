@@ -125,6 +125,7 @@ pub(crate) async fn run(env: Arc<JobEnv>, session: u64, job: protocol::FetchJob,
         },
         page: stored_page(&fetched),
         exchange: Exchange {
+            precompressed: has_content_coding(&fetched),
             target_uri: engine.target.to_string(),
             date,
             ip: fetched.addr.ip(),
@@ -176,6 +177,15 @@ fn fail(env: &JobEnv, tag: JobTag, url: &str, e: &FetchError) {
     });
 }
 
+/// The body came with a content coding (gzip, br...): already compressed, so its
+/// record is stored, not deflated again.
+fn has_content_coding(f: &Fetched) -> bool {
+    f.head
+        .tokens("content-encoding")
+        .iter()
+        .any(|t| !t.eq_ignore_ascii_case("identity"))
+}
+
 /// The report of a stored response; the writer fills in `file`.
 pub(crate) fn stored_page(f: &Fetched) -> StoredPage {
     let status = f.status();
@@ -191,8 +201,8 @@ pub(crate) fn stored_page(f: &Fetched) -> StoredPage {
     StoredPage {
         status,
         wire_bytes: f.bytes_received,
-        body_bytes: f.decoded.as_ref().map_or(f.payload.len(), |d| d.len()) as u64,
-        truncated: f.truncated.is_some() || f.decoded_truncated,
+        body_bytes: f.payload.len() as u64,
+        truncated: f.truncated.is_some(),
         timing: Timing {
             connect_ms: ms(connect),
             first_byte_ms: ms(connect + f.timings.first_byte),

@@ -17,7 +17,7 @@ async fn content_length_body_and_exact_bytes() {
     assert_eq!(got.raw, resp, "raw is the response as sent");
     assert_eq!(&got.raw[got.head_len..], b"Hello, world!");
     assert_eq!(&got.payload[..], b"Hello, world!");
-    assert_eq!(&got.decoded_body().unwrap()[..], b"Hello, world!");
+    assert_eq!(&got.decode().unwrap().body[..], b"Hello, world!");
     assert_eq!(got.truncated, None);
     assert_eq!(got.header("content-type"), Some(&b"text/html"[..]));
     assert_eq!(got.bytes_received, resp.len() as u64);
@@ -84,8 +84,9 @@ async fn gzip_and_deflate_are_decoded_and_raw_is_kept() {
         let got = fetcher().fetch(&server.job("/")).await.unwrap();
         assert_eq!(got.raw, resp, "{name}: raw keeps the compressed bytes");
         assert_eq!(got.payload, encoded, "{name}: payload is still encoded");
-        assert_eq!(got.decoded_body().unwrap(), &page, "{name}");
-        assert!(!got.decoded_truncated);
+        let decoded = got.decode().unwrap();
+        assert_eq!(decoded.body, &page[..], "{name}");
+        assert!(!decoded.truncated);
     }
 }
 
@@ -106,7 +107,7 @@ async fn chunked_gzip_is_dechunked_then_decoded() {
     let got = fetcher().fetch(&server.job("/")).await.unwrap();
     assert_eq!(got.raw, resp);
     assert_eq!(got.payload, encoded);
-    assert_eq!(got.decoded_body().unwrap(), &page);
+    assert_eq!(got.decode().unwrap().body, &page[..]);
 }
 
 #[tokio::test]
@@ -122,8 +123,9 @@ async fn gzip_bomb_stops_at_decoded_cap() {
     let got = f.fetch(&server.job("/")).await.unwrap();
     assert_eq!(got.truncated, None, "the raw body is complete");
     assert_eq!(got.payload.len(), bomb.len());
-    assert_eq!(got.decoded_body().unwrap().len(), 256 * 1024);
-    assert!(got.decoded_truncated);
+    let decoded = got.decode().unwrap();
+    assert_eq!(decoded.body.len(), 256 * 1024);
+    assert!(decoded.truncated);
 }
 
 #[tokio::test]
@@ -135,7 +137,7 @@ async fn corrupt_gzip_is_archived_with_a_decode_error() {
     .await;
     let got = fetcher().fetch(&server.job("/")).await.unwrap();
     assert_eq!(&got.payload[..], b"definitely not gzip");
-    let err = got.decoded_body().unwrap_err();
+    let err = got.decode().unwrap_err();
     assert!(
         matches!(err, downloader::FetchError::BodyDecode(_)),
         "{err}"

@@ -191,6 +191,9 @@ pub struct Report {
     pub ips: Option<pace::GroupPace>,
     /// Fetches per second politeness allows, when an interval was given.
     pub bound_per_s: Option<f64>,
+    /// Requests started over what per-IP politeness allowed while addresses had
+    /// work left ([`pace::work_bound_share`]), when an IP interval was given.
+    pub work_bound_share: Option<f64>,
 }
 
 /// Judges the run in websim's output directory `dir`.
@@ -261,6 +264,7 @@ pub fn judge(
     }
     report.origins = interval_ms.map(|ms| pace::by_origin(&log, ms * 1000));
     report.ips = ip_interval_ms.map(|ms| pace::by_ip(&log, ms * 1000));
+    report.work_bound_share = ip_interval_ms.and_then(|ms| pace::work_bound_share(&log, ms * 1000));
     let rows: Vec<HostRow> = hosts.into_values().collect();
     report.bound_per_s = pace::bound_per_s(&rows, interval_ms, ip_interval_ms);
     report.oracle = oracle;
@@ -328,6 +332,9 @@ impl Report {
         }
         if let Some(b) = self.bound_per_s {
             let _ = write!(s, " bound_per_s={b:.1}");
+        }
+        if let Some(w) = self.work_bound_share {
+            let _ = write!(s, " work_bound_share={w:.3}");
         }
         s
     }

@@ -9,6 +9,8 @@
 //!   manifest, duplicate and robots-disallowed fetches and, for the
 //!   politeness-bound regime, the fetch rate and interval violations
 //!   ([`pace`]).
+//! - [`roundtrip`]: `polycrawl bench roundtrip --websim DIR --warcs DIR`: the delay
+//!   from a page's last byte to its links on the wire.
 //!
 //! Both print one machine-readable line of `key=value` words (the script parses
 //! it) and never talk to the network: they read files and `/proc`.
@@ -19,6 +21,7 @@
 pub mod check;
 pub mod measure;
 pub mod pace;
+pub mod roundtrip;
 
 /// `polycrawl bench` subcommands.
 #[derive(Debug, clap::Subcommand)]
@@ -28,6 +31,9 @@ pub enum BenchCommand {
     Measure(measure::MeasureArgs),
     /// Judge a crawl by websim's manifest and request log (any crawler).
     Check(check::CheckArgs),
+    /// From a finished crawl's WARC files and websim's request log: the delay from a
+    /// page's last byte to its links' requests (the pipeline's round trip).
+    Roundtrip(roundtrip::RoundtripArgs),
 }
 
 /// Runs one `polycrawl bench` subcommand; the exit code is the measured
@@ -37,6 +43,10 @@ pub fn run(command: BenchCommand) -> anyhow::Result<u8> {
         BenchCommand::Measure(args) => measure::run(&args),
         BenchCommand::Check(args) => {
             check::run(&args)?;
+            Ok(0)
+        }
+        BenchCommand::Roundtrip(args) => {
+            roundtrip::run(&args)?;
             Ok(0)
         }
     }

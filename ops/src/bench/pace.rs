@@ -68,6 +68,42 @@ pub fn rates(requests: &[Request]) -> Rates {
     }
 }
 
+/// The fetch rate against what per-IP politeness allowed *while work was left*: an
+/// address counts from its first request's start to its last one's, and allows one
+/// start per `ip_interval_us` meanwhile. Over the middle 80 % of the run (the starts
+/// of the 10 % and the 90 % request), the requests started divided by the starts
+/// those addresses allowed. The static bound (every address busy all the time) is
+/// out of reach near a crawl's end, when only the largest virtual-hosting groups
+/// (many hosts, one address) have pages left; this share is not. `None` without an
+/// interval or requests. O(requests log requests).
+pub fn work_bound_share(requests: &[Request], ip_interval_us: u64) -> Option<f64> {
+    if ip_interval_us == 0 || requests.is_empty() {
+        return None;
+    }
+    let mut starts: Vec<u64> = requests.iter().map(|r| r.start_us).collect();
+    starts.sort_unstable();
+    let n = starts.len();
+    let (lo, hi) = (starts[n / 10], starts[n * 9 / 10]);
+    if hi <= lo {
+        return None;
+    }
+    let mut spans: BTreeMap<IpAddr, (u64, u64)> = BTreeMap::new();
+    for r in requests {
+        let e = spans.entry(r.server_ip).or_insert((r.start_us, r.start_us));
+        e.0 = e.0.min(r.start_us);
+        e.1 = e.1.max(r.start_us);
+    }
+    // An address with work left during [from, to] (its span cut to [lo, hi]) allows
+    // one start at `from` and one per interval after it.
+    let allowed: u64 = spans
+        .values()
+        .filter(|&&(a, b)| b >= lo && a <= hi)
+        .map(|&(a, b)| (b.min(hi) - a.max(lo)) / ip_interval_us + 1)
+        .sum();
+    let started = starts.iter().filter(|&&t| t >= lo && t <= hi).count();
+    (allowed > 0).then(|| started as f64 / allowed as f64)
+}
+
 /// Politeness figures of one kind of group (origins or IP addresses).
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
 pub struct GroupPace {
@@ -188,6 +224,45 @@ pub fn bound_per_s(
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn work_bound_share_counts_addresses_only_while_they_have_work() {
+        // Address 1: 11 requests 1 s apart (busy at the interval all along);
+        // address 2: 3 requests, 1 s apart, then nothing. Interval 1 s.
+        let mut r = Vec::new();
+        for i in 0..11 {
+            r.push(req(
+                "http://a.test",
+                "127.0.0.1",
+                i * 1_000_000,
+                i * 1_000_000 + 10,
+            ));
+        }
+        for i in 0..3 {
+            r.push(req(
+                "http://b.test",
+                "127.0.0.2",
+                i * 1_000_000,
+                i * 1_000_000 + 10,
+            ));
+        }
+        let share = work_bound_share(&r, 1_000_000).unwrap();
+        assert!((0.95..=1.05).contains(&share), "{share}");
+        // Half the rate on address 1 (2 s apart): about half the share.
+        let slow: Vec<Request> = (0..11)
+            .map(|i| {
+                req(
+                    "http://a.test",
+                    "127.0.0.1",
+                    i * 2_000_000,
+                    i * 2_000_000 + 10,
+                )
+            })
+            .collect();
+        let share = work_bound_share(&slow, 1_000_000).unwrap();
+        assert!((0.45..=0.55).contains(&share), "{share}");
+        assert_eq!(work_bound_share(&slow, 0), None);
+    }
 
     fn req(origin: &str, ip: &str, start: u64, end: u64) -> Request {
         Request {

@@ -1,13 +1,20 @@
-//! [`RepoScan`]: what a run stored, read back from the repository's WARC files
-//! with the spool's own reader (`<repo>/warc/**/*.warc.gz`): response records by
-//! HTTP status, the set of URLs stored with status 200, and bytes of WARC.
+//! [`RepoScan`]: what a run stored, read back from the repository's CDXJ index
+//! (`<repo>/index/`, one line per stored response or revisit record): records by HTTP
+//! status, the set of URLs stored with status 200, and bytes of WARC
+//! (`<repo>/warc/**/*.warc.gz`, by their sizes).
+//!
+//! It reads the index, not the WARC files: inflating every stored page again only to
+//! count it cost the summary about a tenth of a whole crawl's CPU (the peer benchmark
+//! of issue 9). The index is written by the same ingest step that moves a batch into
+//! the repository and is what `polycrawl get` looks pages up in, so a page it lists is
+//! a page a user can read. Run it only when the application has stopped (an index
+//! merge running meanwhile makes it fail).
 
 use std::collections::{BTreeMap, HashSet};
-use std::io::BufReader;
 use std::path::{Path, PathBuf};
 
 use anyhow::Context;
-use spool::warc::{RecordType, WarcReader};
+use storage::RepositoryReader;
 
 /// What the repository holds.
 #[derive(Debug, Clone, Default)]
@@ -16,50 +23,46 @@ pub struct RepoScan {
     pub files: Vec<PathBuf>,
     /// Their total size in bytes.
     pub bytes: u64,
-    /// Response records by HTTP status (0: no readable status line).
+    /// Stored responses (revisits included) by HTTP status (0: unknown).
     pub by_status: BTreeMap<u16, u64>,
     /// Revisit records (duplicate content stored by reference).
     pub revisits: u64,
-    /// `WARC-Target-URI`s of the responses with status 200.
+    /// URLs of the responses (revisits included) with status 200.
     pub ok_urls: HashSet<String>,
-    /// Response records in all (a URL stored twice counts twice).
+    /// Stored responses in all, revisits included (a URL stored twice counts twice).
     pub responses: u64,
 }
 
 impl RepoScan {
-    /// Reads every WARC file under `<repo>/warc`.
+    /// Reads the index and lists the WARC files of the repository at `repo`; an
+    /// absent repository is empty.
     pub fn read(repo: &Path) -> anyhow::Result<RepoScan> {
         let mut scan = RepoScan::default();
         collect_warcs(&repo.join(storage::repository::WARC_DIR), &mut scan.files)?;
         scan.files.sort();
-        for path in scan.files.clone() {
-            scan.read_file(&path)
-                .with_context(|| format!("reading {}", path.display()))?;
+        for path in &scan.files {
+            let meta = std::fs::metadata(path).with_context(|| format!("{}", path.display()))?;
+            scan.bytes += meta.len();
         }
-        Ok(scan)
-    }
-
-    fn read_file(&mut self, path: &Path) -> anyhow::Result<()> {
-        let file = std::fs::File::open(path)?;
-        self.bytes += file.metadata()?.len();
-        for record in WarcReader::new(BufReader::new(file)) {
-            let record = record?;
-            match record.headers.record_type() {
-                Some(RecordType::Response) => {
-                    self.responses += 1;
-                    let status = http_status(&record.block).unwrap_or(0);
-                    *self.by_status.entry(status).or_default() += 1;
-                    if status == 200 {
-                        if let Some(uri) = record.headers.target_uri() {
-                            self.ok_urls.insert(uri.to_owned());
-                        }
-                    }
+        if !repo.join(storage::repository::INDEX_DIR).is_dir() {
+            return Ok(scan);
+        }
+        let reader = RepositoryReader::open(repo)
+            .with_context(|| format!("opening the repository {}", repo.display()))?;
+        reader
+            .for_each_index_line(|line| {
+                scan.responses += 1;
+                if line.is_revisit() {
+                    scan.revisits += 1;
                 }
-                Some(RecordType::Revisit) => self.revisits += 1,
-                _ => {}
-            }
-        }
-        Ok(())
+                let status = line.status.parse().unwrap_or(0);
+                *scan.by_status.entry(status).or_default() += 1;
+                if status == 200 {
+                    scan.ok_urls.insert(line.url);
+                }
+            })
+            .with_context(|| format!("reading the index of {}", repo.display()))?;
+        Ok(scan)
     }
 
     /// Responses whose status is not 200, as `404=3 301=12`.
@@ -76,20 +79,6 @@ impl RepoScan {
             parts.join(" ")
         }
     }
-}
-
-/// The status code of an HTTP response block (`HTTP/1.1 200 OK\r\n...`).
-pub fn http_status(block: &[u8]) -> Option<u16> {
-    let end = block
-        .iter()
-        .position(|&b| b == b'\n')
-        .unwrap_or(block.len());
-    let line = std::str::from_utf8(&block[..end]).ok()?;
-    let mut words = line.split_whitespace();
-    if !words.next()?.starts_with("HTTP/") {
-        return None;
-    }
-    words.next()?.parse().ok()
 }
 
 fn collect_warcs(dir: &Path, out: &mut Vec<PathBuf>) -> anyhow::Result<()> {
@@ -113,14 +102,6 @@ fn collect_warcs(dir: &Path, out: &mut Vec<PathBuf>) -> anyhow::Result<()> {
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn status_lines() {
-        assert_eq!(http_status(b"HTTP/1.1 200 OK\r\nA: b\r\n\r\n"), Some(200));
-        assert_eq!(http_status(b"HTTP/1.0 404\r\n"), Some(404));
-        assert_eq!(http_status(b"garbage"), None);
-        assert_eq!(http_status(b""), None);
-    }
 
     #[test]
     fn missing_repository_is_empty() {

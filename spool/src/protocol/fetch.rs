@@ -107,9 +107,10 @@ pub struct StoredPage {
     pub status: u16,
     /// Response bytes read from the socket, headers included, before decoding.
     pub wire_bytes: u64,
-    /// Body bytes stored, after Content-Encoding decoding and truncation.
+    /// Body bytes stored: the payload as received (chunking removed, content coding
+    /// kept: the downloader does not decode what it archives), after truncation.
     pub body_bytes: u64,
-    /// The body was cut at `max_body_bytes` (or the decompression cap).
+    /// The body was cut at `max_body_bytes`, or by the server closing early.
     pub truncated: bool,
     /// How long the fetch took.
     pub timing: Timing,

@@ -74,6 +74,17 @@ pub enum WarcWriteError {
 
 const GZIP_HEADER: [u8; 10] = [0x1f, 0x8b, 8, 0, 0, 0, 0, 0, 0, 0xff];
 const FLUSH_AT: usize = 64 * 1024;
+/// Largest stored deflate block (`LEN` is 16 bits).
+const STORED_MAX: usize = 65_535;
+
+/// How a record's gzip member packs its bytes.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Packing {
+    /// Deflate at the writer's level.
+    Deflate,
+    /// Stored blocks: copied, not compressed.
+    Store,
+}
 
 /// Writes WARC records to `W`, one gzip member per record (or uncompressed).
 ///
@@ -130,6 +141,29 @@ impl<W: Write> WarcWriter<W> {
         headers: &WarcHeaders,
         parts: &[&[u8]],
     ) -> Result<RecordLocation, WarcWriteError> {
+        self.write(headers, parts, Packing::Deflate)
+    }
+
+    /// Writes one record as [`WarcWriter::write_record`] does, but, in a `.warc.gz`,
+    /// as a gzip member of *stored* deflate blocks (RFC 1951 `BTYPE=00`: the bytes as
+    /// they are, framed, with the gzip CRC): for a block that is already compressed,
+    /// such as an HTTP response whose body came with `Content-Encoding: gzip`.
+    /// Deflating such a block again costs most of a downloader's CPU per page and
+    /// gains only its few hundred bytes of headers. Any gzip reader reads the member.
+    pub fn write_record_stored(
+        &mut self,
+        headers: &WarcHeaders,
+        block: &[u8],
+    ) -> Result<RecordLocation, WarcWriteError> {
+        self.write(headers, &[block], Packing::Store)
+    }
+
+    fn write(
+        &mut self,
+        headers: &WarcHeaders,
+        parts: &[&[u8]],
+        packing: Packing,
+    ) -> Result<RecordLocation, WarcWriteError> {
         if self.poisoned {
             return Err(WarcWriteError::Poisoned);
         }
@@ -166,10 +200,10 @@ impl<W: Write> WarcWriter<W> {
         self.head.extend_from_slice(b"\r\n");
 
         let offset = self.pos;
-        let result = if self.compress.is_some() {
-            self.write_member(parts)
-        } else {
-            self.write_plain(parts)
+        let result = match (self.compress.is_some(), packing) {
+            (false, _) => self.write_plain(parts),
+            (true, Packing::Deflate) => self.write_member(parts),
+            (true, Packing::Store) => self.write_stored_member(parts),
         };
         if let Err(e) = result {
             self.poisoned = true;
@@ -216,6 +250,58 @@ impl<W: Write> WarcWriter<W> {
             deflate(c, piece, FlushCompress::None, out, inner, pos)?;
         }
         deflate(c, &[], FlushCompress::Finish, out, inner, pos)?;
+        out.extend_from_slice(&crc.sum().to_le_bytes());
+        out.extend_from_slice(&crc.amount().to_le_bytes());
+        inner.write_all(out)?;
+        *pos += out.len() as u64;
+        out.clear();
+        Ok(())
+    }
+
+    /// A gzip member of stored deflate blocks (at most 65,535 bytes each): header,
+    /// then per block one byte (`BFINAL`, `BTYPE=00`), `LEN` and `NLEN`, the bytes;
+    /// then CRC-32 and size. O(record bytes): a copy and a CRC.
+    fn write_stored_member(&mut self, parts: &[&[u8]]) -> io::Result<()> {
+        let Self {
+            inner,
+            pos,
+            head,
+            out,
+            ..
+        } = self;
+        let mut crc = Crc::new();
+        out.clear();
+        out.extend_from_slice(&GZIP_HEADER);
+        let total = head.len() + parts.iter().map(|p| p.len()).sum::<usize>() + 4;
+        let pieces = std::iter::once(&head[..])
+            .chain(parts.iter().copied())
+            .chain(std::iter::once(&b"\r\n\r\n"[..]));
+        let mut left_in_block = 0usize;
+        let mut left = total;
+        for piece in pieces {
+            crc.update(piece);
+            let mut piece = piece;
+            while !piece.is_empty() {
+                if left_in_block == 0 {
+                    left_in_block = left.min(STORED_MAX);
+                    let last = left_in_block == left;
+                    let len = left_in_block as u16;
+                    out.push(u8::from(last));
+                    out.extend_from_slice(&len.to_le_bytes());
+                    out.extend_from_slice(&(!len).to_le_bytes());
+                }
+                let n = piece.len().min(left_in_block);
+                out.extend_from_slice(&piece[..n]);
+                piece = &piece[n..];
+                left_in_block -= n;
+                left -= n;
+                if out.len() >= FLUSH_AT {
+                    inner.write_all(out)?;
+                    *pos += out.len() as u64;
+                    out.clear();
+                }
+            }
+        }
         out.extend_from_slice(&crc.sum().to_le_bytes());
         out.extend_from_slice(&crc.amount().to_le_bytes());
         inner.write_all(out)?;
