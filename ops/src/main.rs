@@ -201,6 +201,11 @@ struct ConfigArgs {
 }
 
 fn main() -> ExitCode {
+    // A child of `polycrawl demo` / `crawl` dies with it, even if it is SIGKILLed.
+    if let Err(err) = ops::orchestrate::child::die_with_parent() {
+        eprintln!("polycrawl: error: {err:#}");
+        return ExitCode::FAILURE;
+    }
     let cli = Cli::parse();
     init_logging();
     match run(cli.command) {
