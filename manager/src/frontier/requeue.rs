@@ -233,4 +233,61 @@ mod tests {
         assert_eq!(progress.outcomes_total, 1);
         assert!(progress.is_idle());
     }
+
+    /// Issue 11: the earlier run's last request to a host may have ended just before
+    /// the crash; after a restart the host rests one interval before its next one.
+    #[test]
+    fn after_a_restart_no_host_is_contacted_before_its_interval() {
+        let dir = tempfile::tempdir().unwrap();
+        let spool = Spool::new(dir.path().join("spool"));
+        let db = dir.path().join("db");
+        let app = spool::AppId::new("bfs").unwrap();
+        let publisher = Publisher::new(
+            spool.requests(&app).unwrap(),
+            ComponentId::new("test").unwrap(),
+        )
+        .unwrap();
+        let priority = Priority::NORMAL;
+        let mut w = RequestWriter::new(Vec::new(), RequestHeader { priority }).unwrap();
+        for url in ["http://a.test/1", "http://a.test/2", "http://a.test/3"] {
+            w.write(url, &Hints::default()).unwrap();
+        }
+        let bytes = w.finish().unwrap();
+        publisher
+            .publish(priority, FileKind::Requests, &bytes)
+            .unwrap();
+        let polite = || FrontierConfig {
+            interval_ms: 1000,
+            min_interval_ms: 1000,
+            ..config()
+        };
+
+        let mut f = Frontier::open(&db, spool.clone(), polite()).unwrap();
+        f.rest_after_restart(T0); // A fresh state: nothing to wait for.
+        // robots.txt at T0, then the first page one interval later.
+        let mut first = Vec::new();
+        for step in 0..3 {
+            first.extend(pages(&mut f, T0 + step * 1001));
+        }
+        assert_eq!(first.len(), 1);
+        let sent = T0 + 2002;
+        assert!(f.on_report(&stored(&first[0]), sent).unwrap());
+        drop(f); // kill -9 right after the request ended
+
+        let restart = sent + 100;
+        let mut f = Frontier::open(&db, spool, polite()).unwrap();
+        f.rest_after_restart(restart);
+        for now in [restart, restart + 500, restart + 1000] {
+            let early = pages(&mut f, now);
+            assert!(
+                early.is_empty(),
+                "contacted {} ms after the restart: {early:?}",
+                now - restart
+            );
+        }
+        let due = f.next_wakeup().expect("the host waits for a timer");
+        assert_eq!(due, restart + 1001);
+        let jobs = pages(&mut f, due);
+        assert_eq!(jobs.len(), 1, "the host is ready once its interval is over");
+    }
 }

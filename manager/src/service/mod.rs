@@ -210,7 +210,8 @@ pub async fn run_with_admin(
     if orphans > 0 {
         tracing::info!(orphans, "old robots files of earlier runs deleted");
     }
-    let frontier = Frontier::open(&state.join("db"), spool, config.frontier.clone())?;
+    let mut frontier = Frontier::open(&state.join("db"), spool, config.frontier.clone())?;
+    frontier.rest_after_restart(crate::frontier::wall_clock_ms());
     let id =
         ComponentId::new(config.frontier.component_id.as_str()).map_err(|e| InvalidConfig {
             field: "manager.frontier.component_id",
