@@ -223,6 +223,92 @@ fn sigkill_of_the_crawl_leaves_no_process_behind() {
     );
 }
 
+/// A process that keeps dying is given up on: the run stops every other process,
+/// prints its summary and exits non-zero, naming the process.
+#[test]
+fn a_process_that_keeps_dying_ends_the_run_with_its_summary() {
+    let ws = Websim::start(&["--hosts", "40", "--pages", "4000", "--slow-ms", "50"]);
+    let dir = tempfile::tempdir().unwrap();
+    let knobs = Knobs::default();
+    let config = crawl_config(&ws, &knobs, dir.path());
+    let out = dir.path().join("out");
+    let mut crawl = start_crawl(
+        &ws,
+        &config,
+        dir.path(),
+        &["--max-deaths", "3", "--restart-window", "60"],
+    );
+    wait_pids(&out, 4, &mut crawl);
+    let mut others = Vec::new();
+    for death in 1..=3 {
+        // Wait for the resolver's restart (a new pid in the pids file), then kill it.
+        let deadline = Instant::now() + Duration::from_secs(30);
+        let pid = loop {
+            let pids = read_pids(&out);
+            if let Some((_, pid)) = pids.iter().find(|(n, _)| n == "resolver") {
+                others = pids
+                    .iter()
+                    .filter(|(n, _)| n != "resolver")
+                    .filter_map(|(n, p)| proc_stat(*p).map(|(_, s)| (n.clone(), *p, s)))
+                    .collect();
+                break *pid;
+            }
+            assert!(
+                Instant::now() < deadline,
+                "{}",
+                crawl.report("no resolver restart")
+            );
+            std::thread::sleep(Duration::from_millis(50));
+        };
+        nix::sys::signal::kill(
+            nix::unistd::Pid::from_raw(pid as i32),
+            nix::sys::signal::Signal::SIGKILL,
+        )
+        .expect("SIGKILL to the resolver");
+        if death < 3 {
+            // Until it is restarted the pids file must not name the dead one.
+            let deadline = Instant::now() + Duration::from_secs(30);
+            while read_pids(&out).iter().any(|(_, p)| *p == pid) {
+                assert!(
+                    Instant::now() < deadline,
+                    "{}",
+                    crawl.report("resolver not restarted")
+                );
+                std::thread::sleep(Duration::from_millis(20));
+            }
+        }
+    }
+    let status = crawl
+        .wait_exit(Duration::from_secs(60))
+        .unwrap()
+        .unwrap_or_else(|| panic!("{}", crawl.report("still running after the third death")));
+    std::thread::sleep(Duration::from_millis(200));
+    let stdout = crawl.stdout().join("\n");
+    let stderr = crawl.stderr();
+    println!("supervise: gave up on the resolver:\n{stdout}");
+    assert!(
+        !status.success(),
+        "exit 0 after giving up:\n{stdout}\n{stderr}"
+    );
+    assert!(
+        line_of(&stdout, "polycrawl crawl: ").contains("a process kept dying"),
+        "{stdout}"
+    );
+    assert!(
+        line_of(&stdout, "restarts: ").contains("resolver 2"),
+        "{stdout}"
+    );
+    assert!(stdout.contains("\npages: "), "no summary:\n{stdout}");
+    assert!(
+        stderr.contains("resolver (pid") && stderr.contains("died 3 times within 60 s"),
+        "{stderr}"
+    );
+    // Everything else was stopped in order, not left behind.
+    for (name, pid, start) in &others {
+        assert!(!alive(*pid, *start), "{name} (pid {pid}) still running");
+    }
+}
+
 /// Runs `polycrawl demo ARGS --out OUT` to its end; `(exit success, stdout,
 /// stderr, time)`.
 fn demo(
