@@ -10,7 +10,7 @@
 //! application. The admin token is random per run and written to
 //! `<out>/admin-token` (mode 0600) for the operator to paste into the admin page.
 //! `<out>/pids` lists every running child (`NAME PID` a line), rewritten whenever
-//! one starts. The run ends when the application exits 0 with its crawl complete
+//! one starts or dies. The run ends when the application exits 0 with its crawl complete
 //! (or `--max-pages` reached), or when the shutdown token fires (SIGTERM, Ctrl-C).
 //!
 //! **Supervision.** A process that dies otherwise (killed, crashed, or exited
@@ -711,7 +711,8 @@ impl System {
                 }
             }
             let mut gave_up = None;
-            let mut started_any = false;
+            // A process started or died: `<out>/pids` is rewritten.
+            let mut changed = false;
             let supervised = [&mut self.manager, &mut self.resolver]
                 .into_iter()
                 .chain(self.downloaders.iter_mut())
@@ -722,7 +723,7 @@ impl System {
                 match event {
                     Event::None => {}
                     Event::Restarted { pid } => {
-                        started_any = true;
+                        changed = true;
                         progress.println(&format!(
                             "{}: {} started again (pid {pid}, restart {})",
                             self.what,
@@ -735,6 +736,7 @@ impl System {
                         status,
                         verdict,
                     } => {
+                        changed = true;
                         let how = describe(Some(status));
                         match verdict {
                             Verdict::Restart { delay, recent } => {
@@ -766,7 +768,7 @@ impl System {
                     break;
                 }
             }
-            if started_any {
+            if changed {
                 self.write_pids()?;
             }
             if let Some(why) = gave_up {
