@@ -4,6 +4,9 @@
 //! - SIGKILL of `polycrawl crawl` mid-crawl leaves none of its children alive (the
 //!   kernel's parent-death signal): checked in `/proc`, by the pids it wrote and by
 //!   every process carrying its pid in `POLYCRAWL_PARENT_PID`.
+//! - Ctrl-C (SIGINT to the process group) reaches only `polycrawl crawl`, which
+//!   stops its children in order, with its summary and exit 0.
+//! - A process that keeps dying ends the run with its summary and a non-zero exit.
 //! - SIGTERM ends a demo in order, with its summary and exit 0; the same command
 //!   then resumes and completes the crawl exactly (100 % coverage, no duplicate and
 //!   no robots-disallowed fetch over both runs).
@@ -220,6 +223,73 @@ fn sigkill_of_the_crawl_leaves_no_process_behind() {
         "supervise: SIGKILL of polycrawl crawl (pid {crawl_pid}): its {} children were gone after {:.2} s",
         started.len(),
         killed.elapsed().as_secs_f64()
+    );
+}
+
+/// Ctrl-C in a terminal sends SIGINT to the whole foreground process group. The
+/// children have groups of their own, so only `polycrawl crawl` gets it and stops
+/// them in order: summary, exit 0, every child stopped cleanly.
+#[test]
+fn ctrl_c_to_the_process_group_stops_a_crawl_in_order_with_its_summary() {
+    use std::os::unix::process::CommandExt as _;
+    let ws = Websim::start(&["--hosts", "40", "--pages", "4000", "--slow-ms", "50"]);
+    let dir = tempfile::tempdir().unwrap();
+    let knobs = Knobs::default();
+    let config = crawl_config(&ws, &knobs, dir.path());
+    let out = dir.path().join("out");
+    let mut cmd = Command::new(bin::polycrawl());
+    cmd.arg("crawl")
+        .arg("--seeds")
+        .arg(ws.path("seeds"))
+        .arg("--out")
+        .arg(&out)
+        .arg("--config")
+        .arg(&config)
+        .env("RUST_LOG", "info")
+        .env("NO_COLOR", "1")
+        // A group of its own, like a shell's foreground job.
+        .process_group(0);
+    let mut crawl =
+        ProcessGuard::spawn("crawl", cmd, dir.path()).expect("starting polycrawl crawl");
+    let pids = wait_pids(&out, 4, &mut crawl);
+    for (name, pid) in &pids {
+        let group = nix::unistd::getpgid(Some(nix::unistd::Pid::from_raw(*pid as i32)))
+            .expect("the child's process group");
+        assert_ne!(
+            group.as_raw() as u32,
+            crawl.pid(),
+            "{name} is in the orchestrator's process group"
+        );
+    }
+    std::thread::sleep(Duration::from_secs(3));
+    nix::sys::signal::killpg(
+        nix::unistd::Pid::from_raw(crawl.pid() as i32),
+        nix::sys::signal::Signal::SIGINT,
+    )
+    .expect("SIGINT to the crawl's process group");
+    let status = crawl
+        .wait_exit(Duration::from_secs(60))
+        .unwrap()
+        .unwrap_or_else(|| panic!("{}", crawl.report("still running after Ctrl-C")));
+    std::thread::sleep(Duration::from_millis(200));
+    let stdout = crawl.stdout().join("\n");
+    let stderr = crawl.stderr();
+    println!("supervise: Ctrl-C:\n{stdout}");
+    assert!(
+        status.success(),
+        "exit {status} after Ctrl-C:\n{stdout}\n{stderr}"
+    );
+    assert!(
+        line_of(&stdout, "polycrawl crawl: ").contains("interrupted after"),
+        "{stdout}"
+    );
+    assert!(
+        line_of(&stdout, "app: ").contains(": Shutdown:"),
+        "{stdout}"
+    );
+    assert!(
+        !stderr.contains("did not stop cleanly") && !stderr.contains("polycrawl: error"),
+        "{stderr}"
     );
 }
 
