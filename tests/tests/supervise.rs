@@ -765,18 +765,20 @@ fn chaos_kills_a_process_every_few_seconds_and_the_crawl_completes() {
         pages.entry(l.url()).or_default().push(l);
     }
     // In flight at a kill of a manager or downloader: a request started before the
-    // kill that had not ended, or ended so recently that its batch may not have
-    // been published and committed yet (batch age, plus a publication and report
-    // margin).
+    // kill (or just after it, see `noticed_us`) that had not ended, or ended so
+    // recently that its batch may not have been published and committed yet
+    // (batch age, plus a publication and report margin).
     let window_us = (BATCH_AGE_MS + 700) * 1000;
     // An application killed between publishing a generation's request files and
-    // recording it publishes those URLs again after its restart: every request
-    // that started after its last record before the kill may be fetched again.
+    // recording it publishes those URLs again after its restart: a request whose
+    // URL was in that generation started after the app's last record before the
+    // kill, and (it was queued before the copy) before the restarted app's first
+    // record.
     let records = app_records(&out.join("logs").join("app.log"));
+    // A job dispatched before a manager or downloader kill may still start until
+    // the downloader sees the connection close.
+    let noticed_us = 500_000;
     let in_flight = |l: &LogLine, k: &Kill| {
-        if l.start_us > k.at_us {
-            return false;
-        }
         if k.name == "app" {
             let last_record = records
                 .iter()
@@ -784,9 +786,14 @@ fn chaos_kills_a_process_every_few_seconds_and_the_crawl_completes() {
                 .find(|t| **t <= k.at_us)
                 .copied()
                 .unwrap_or(0);
-            l.start_us >= last_record
+            let next_record = records
+                .iter()
+                .find(|t| **t > k.at_us)
+                .copied()
+                .unwrap_or(u64::MAX);
+            l.start_us >= last_record && l.start_us <= next_record
         } else {
-            l.end_us + window_us >= k.at_us
+            l.start_us <= k.at_us + noticed_us && l.end_us + window_us >= k.at_us
         }
     };
     // A resolver fetches nothing: its kills cannot make a URL fetched twice.
