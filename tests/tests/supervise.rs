@@ -770,10 +770,10 @@ fn chaos_kills_a_process_every_few_seconds_and_the_crawl_completes() {
     // (batch age, plus a publication and report margin).
     let window_us = (BATCH_AGE_MS + 700) * 1000;
     // An application killed between publishing a generation's request files and
-    // recording it publishes those URLs again after its restart: a request whose
-    // URL was in that generation started after the app's last record before the
-    // kill, and (it was queued before the copy) before the restarted app's first
-    // record.
+    // recording it publishes those URLs again after its restart, and the two copies
+    // may wait in their host's queue for a long time: a URL of that generation was
+    // first requested after the app's last record before the kill, at any time
+    // after (the bound counts every such request, so it is loose for app kills).
     let records = app_records(&out.join("logs").join("app.log"));
     // A job dispatched before a manager or downloader kill may still start until
     // the downloader sees the connection close.
@@ -786,12 +786,7 @@ fn chaos_kills_a_process_every_few_seconds_and_the_crawl_completes() {
                 .find(|t| **t <= k.at_us)
                 .copied()
                 .unwrap_or(0);
-            let next_record = records
-                .iter()
-                .find(|t| **t > k.at_us)
-                .copied()
-                .unwrap_or(u64::MAX);
-            l.start_us >= last_record && l.start_us <= next_record
+            l.start_us >= last_record
         } else {
             l.start_us <= k.at_us + noticed_us && l.end_us + window_us >= k.at_us
         }
