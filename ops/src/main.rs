@@ -208,6 +208,11 @@ struct ConfigArgs {
 static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
 
 fn main() -> ExitCode {
+    // A child of `polycrawl demo` / `crawl` dies with it, even if it is SIGKILLed.
+    if let Err(err) = ops::orchestrate::child::die_with_parent() {
+        eprintln!("polycrawl: error: {err:#}");
+        return ExitCode::FAILURE;
+    }
     let cli = Cli::parse();
     init_logging();
     match run(cli.command) {

@@ -159,6 +159,9 @@ pub struct Frontier {
     next_reqno: u64,
     next_host_id: u64,
     target_rate: f64,
+    /// When this frontier reopened an earlier run's state (wall-clock ms), 0 for a
+    /// fresh one: see [`Frontier::rest_after_restart`].
+    reopened_ms: u64,
 }
 
 impl Frontier {
@@ -229,6 +232,7 @@ impl Frontier {
             next_reqno,
             next_host_id,
             target_rate,
+            reopened_ms: 0,
         };
         frontier.rebuild_hosts()?;
         let mut batch = Batch::default();
@@ -299,6 +303,27 @@ impl Frontier {
         } else {
             self.store.write(batch)
         }
+    }
+
+    /// Politeness across a restart: when the frontier reopened an earlier run's
+    /// state (`open` found dispatched requests), no host is contacted before one
+    /// interval (its own, crawl delay included when its robots.txt is cached) after
+    /// `now_ms`. The last request of the earlier run to a host may have ended just
+    /// before the crash, and when it did is not stored. The service calls this once,
+    /// right after [`Frontier::open`]; a fresh state has nothing to wait for.
+    pub fn rest_after_restart(&mut self, now_ms: u64) {
+        if self.next_reqno > 0 {
+            self.reopened_ms = now_ms;
+        }
+    }
+
+    /// The earliest time host `host` may be contacted after a restart (0 if no
+    /// restart, see [`Frontier::rest_after_restart`]).
+    pub(crate) fn restart_rest_until(&self, host: &hosts::Host) -> u64 {
+        if self.reopened_ms == 0 {
+            return 0;
+        }
+        crate::politeness::rest_until(self.reopened_ms, self.interval_of(host))
     }
 
     /// The config in force.

@@ -98,6 +98,32 @@ impl Frontier {
         Ok(true)
     }
 
+    /// A job whose downloader vanished before reporting it (killed, crashed, cut
+    /// off): its URL stays at the head of the queue like [`on_returned`], but the
+    /// request may have reached the host, even been answered, a moment ago, so the
+    /// host rests one interval from `now_ms` before its next request. Returns false
+    /// if the job is unknown.
+    ///
+    /// [`on_returned`]: Frontier::on_returned
+    pub fn on_lost(&mut self, job: JobId, now_ms: u64) -> Result<bool, FrontierError> {
+        let Some(purpose) = self.jobs.get(&job).map(|j| j.purpose) else {
+            return Ok(false);
+        };
+        let Some(id) = self.finish_job(job, purpose, now_ms) else {
+            return Ok(false);
+        };
+        if let Some(host) = self.hosts.get(id) {
+            let until = politeness::rest_until(now_ms, self.interval_of(host));
+            if let Some(host) = self.hosts.get_mut(id) {
+                host.next_allowed_ms = host.next_allowed_ms.max(until);
+            }
+        }
+        let mut batch = Batch::default();
+        self.advance(id, now_ms, &mut batch)?;
+        self.commit(batch)?;
+        Ok(true)
+    }
+
     /// Forgets job `job` (of `purpose`) and frees its host and IP; returns the host.
     pub(crate) fn finish_job(
         &mut self,

@@ -234,4 +234,115 @@ mod tests {
         assert_eq!(progress.outcomes_total, 1);
         assert!(progress.is_idle());
     }
+
+    /// Issue 11: the earlier run's last request to a host may have ended just before
+    /// the crash; after a restart the host rests one interval before its next one.
+    #[test]
+    fn after_a_restart_no_host_is_contacted_before_its_interval() {
+        let dir = tempfile::tempdir().unwrap();
+        let spool = Spool::new(dir.path().join("spool"));
+        let db = dir.path().join("db");
+        let app = spool::AppId::new("bfs").unwrap();
+        let publisher = Publisher::new(
+            spool.requests(&app).unwrap(),
+            ComponentId::new("test").unwrap(),
+        )
+        .unwrap();
+        let priority = Priority::NORMAL;
+        let mut w = RequestWriter::new(Vec::new(), RequestHeader { priority }).unwrap();
+        for url in ["http://a.test/1", "http://a.test/2", "http://a.test/3"] {
+            w.write(url, &Hints::default()).unwrap();
+        }
+        let bytes = w.finish().unwrap();
+        publisher
+            .publish(priority, FileKind::Requests, &bytes)
+            .unwrap();
+        let polite = || FrontierConfig {
+            interval_ms: 1000,
+            min_interval_ms: 1000,
+            ..config()
+        };
+
+        let mut f = Frontier::open(&db, spool.clone(), polite()).unwrap();
+        f.rest_after_restart(T0); // A fresh state: nothing to wait for.
+        // robots.txt at T0, then the first page one interval later.
+        let mut first = Vec::new();
+        for step in 0..3 {
+            first.extend(pages(&mut f, T0 + step * 1001));
+        }
+        assert_eq!(first.len(), 1);
+        let sent = T0 + 2002;
+        assert!(f.on_report(&stored(&first[0]), sent).unwrap());
+        drop(f); // kill -9 right after the request ended
+
+        let restart = sent + 100;
+        let mut f = Frontier::open(&db, spool, polite()).unwrap();
+        f.rest_after_restart(restart);
+        for now in [restart, restart + 500, restart + 1000] {
+            let early = pages(&mut f, now);
+            assert!(
+                early.is_empty(),
+                "contacted {} ms after the restart: {early:?}",
+                now - restart
+            );
+        }
+        let due = f.next_wakeup().expect("the host waits for a timer");
+        assert_eq!(due, restart + 1001);
+        let jobs = pages(&mut f, due);
+        assert_eq!(jobs.len(), 1, "the host is ready once its interval is over");
+    }
+
+    /// Issue 11 (found by the chaos test): a downloader killed right after its
+    /// request was answered never reports it; the host must still rest one interval
+    /// before the URL goes out again. A job handed back unstarted needs no rest.
+    #[test]
+    fn a_job_lost_with_its_downloader_rests_its_host_but_a_returned_one_does_not() {
+        let dir = tempfile::tempdir().unwrap();
+        let spool = Spool::new(dir.path().join("spool"));
+        let app = spool::AppId::new("bfs").unwrap();
+        let publisher = Publisher::new(
+            spool.requests(&app).unwrap(),
+            ComponentId::new("test").unwrap(),
+        )
+        .unwrap();
+        let priority = Priority::NORMAL;
+        let mut w = RequestWriter::new(Vec::new(), RequestHeader { priority }).unwrap();
+        w.write("http://a.test/1", &Hints::default()).unwrap();
+        let bytes = w.finish().unwrap();
+        publisher
+            .publish(priority, FileKind::Requests, &bytes)
+            .unwrap();
+        let config = FrontierConfig {
+            interval_ms: 1000,
+            min_interval_ms: 1000,
+            ..config()
+        };
+        let mut f = Frontier::open(&dir.path().join("db"), spool, config).unwrap();
+        let mut jobs = Vec::new();
+        for step in 0..3 {
+            jobs.extend(pages(&mut f, T0 + step * 1001));
+        }
+        assert_eq!(jobs.len(), 1);
+        let t = T0 + 2002;
+
+        // Handed back unstarted: out again at once.
+        assert!(f.on_returned(jobs[0].job, t).unwrap());
+        let again = pages(&mut f, t);
+        assert_eq!(again.len(), 1, "a returned job goes out again at once");
+
+        // Its downloader vanished: the host rests one interval from then.
+        let lost = t + 5;
+        assert!(f.on_lost(again[0].job, lost).unwrap());
+        for now in [lost, lost + 500, lost + 1000] {
+            assert!(
+                pages(&mut f, now).is_empty(),
+                "sent {} ms after the loss",
+                now - lost
+            );
+        }
+        let third = pages(&mut f, lost + 1001);
+        assert_eq!(third.len(), 1);
+        assert_eq!(third[0].url, "http://a.test/1");
+        assert!(!f.on_lost(again[0].job, lost).unwrap(), "an unknown job");
+    }
 }

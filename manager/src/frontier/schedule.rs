@@ -110,23 +110,26 @@ impl Frontier {
         now_ms: u64,
         batch: &mut Batch,
     ) -> Result<(), FrontierError> {
-        let Some(host) = self.hosts.get_mut(id) else {
+        let Some(host) = self.hosts.get(id) else {
             return Ok(());
         };
         if host.queued() == 0 {
             return self.idle(id, now_ms, batch);
         }
-        if now_ms < host.next_allowed_ms {
+        let due = host.next_allowed_ms.max(self.restart_rest_until(host));
+        if now_ms < due {
             let state = if host.failures > 0 {
                 HostState::BackedOff
             } else {
                 HostState::Waiting
             };
-            let due = host.next_allowed_ms;
             self.hosts.set_state(id, state);
             self.waiting.push(due, id);
             return Ok(());
         }
+        let Some(host) = self.hosts.get_mut(id) else {
+            return Ok(());
+        };
         // An address for the host, and for a robots.txt redirect target on another name.
         if host.fresh_addr(now_ms).is_none() {
             let name = host.name.clone();

@@ -20,7 +20,8 @@
 //!   published, which `Committed` announces. Until then the job stays in the
 //!   downloader's `uncommitted` map; if the downloader goes away first, the URL is
 //!   queued again ([`Frontier::requeue`](crate::Frontier::requeue)). Jobs with no
-//!   report go back with [`Frontier::on_returned`](crate::Frontier::on_returned).
+//!   report go back with [`Frontier::on_lost`](crate::Frontier::on_lost): their
+//!   request may have reached the host, so it rests one interval first.
 //!   If the *manager* dies instead, running downloaders still publish their open
 //!   batches (their contract), so nothing is lost either.
 //! - **robots.txt**: a `Stored` robots report names a published file in `robots/`;
@@ -311,8 +312,9 @@ impl Engine {
         let (returned, requeued) = (work.outstanding.len(), work.uncommitted.len());
         let mut jobs: Vec<JobId> = work.outstanding.into_keys().collect();
         jobs.sort_unstable();
+        // Unreported jobs may have been sent: their hosts rest one interval.
         for job in jobs {
-            self.frontier.on_returned(job, wall)?;
+            self.frontier.on_lost(job, wall)?;
         }
         let mut pages: Vec<(JobId, (AppId, String))> = work.uncommitted.into_iter().collect();
         pages.sort_unstable_by_key(|(job, _)| *job);

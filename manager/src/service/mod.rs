@@ -45,6 +45,9 @@
 //! Every frontier change is a RocksDB batch with the WAL on, so `kill -9` loses
 //! nothing: URLs in flight are at the head of their queues and go out again, pages
 //! reported but not committed are still published by their (running) downloader.
+//! When each host was last contacted is not stored, so after a restart every host
+//! rests one interval before its first request
+//! ([`Frontier::rest_after_restart`](crate::Frontier::rest_after_restart)).
 //! On the shutdown token (SIGTERM) or `Admin(Shutdown)`, no new work goes out,
 //! downloaders get `Drain { grace }` (resolvers too for `Shutdown`), their last
 //! reports and commits are taken in, what is still held after the grace goes back
@@ -210,7 +213,8 @@ pub async fn run_with_admin(
     if orphans > 0 {
         tracing::info!(orphans, "old robots files of earlier runs deleted");
     }
-    let frontier = Frontier::open(&state.join("db"), spool, config.frontier.clone())?;
+    let mut frontier = Frontier::open(&state.join("db"), spool, config.frontier.clone())?;
+    frontier.rest_after_restart(crate::frontier::wall_clock_ms());
     let id =
         ComponentId::new(config.frontier.component_id.as_str()).map_err(|e| InvalidConfig {
             field: "manager.frontier.component_id",

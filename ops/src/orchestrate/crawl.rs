@@ -8,7 +8,12 @@
 //! effective config), `admin-token`, `spool/`, `state/`, `repository/`, `logs/`.
 //! The admin page listens on `manager.admin_http` (printed at the start as
 //! `admin: http://ADDR/`). The state is kept
-//! between runs, so a crawl started again with the same `--out` resumes.
+//! between runs, so a crawl started again with the same `--out` resumes, after a
+//! completed run, a SIGTERM or Ctrl-C (which stop every process in order, print the
+//! summary of what was done and exit 0) or a crash.
+//!
+//! A process that dies is started again (see [`super::system`]); one that keeps
+//! dying ends the run with the summary and an error.
 
 use std::path::PathBuf;
 
@@ -19,7 +24,7 @@ use tokio_util::sync::CancellationToken;
 use super::progress::Progress;
 use super::repo_scan::RepoScan;
 use super::summary;
-use super::system::{Layout, Plan, System};
+use super::system::{Ending, Layout, Plan, SupervisionArgs, System};
 use crate::config::Config;
 
 /// Flags of `polycrawl crawl`.
@@ -40,6 +45,9 @@ pub struct CrawlArgs {
     /// Stop after this many stored pages, overriding app.max_pages.
     #[arg(long, value_name = "N")]
     pub max_pages: Option<u64>,
+    /// When to give up restarting a process that keeps dying.
+    #[command(flatten)]
+    pub supervision: SupervisionArgs,
 }
 
 /// Runs the crawl until it is complete (or `shutdown`), then prints the summary.
@@ -61,8 +69,9 @@ pub fn run(args: CrawlArgs, shutdown: CancellationToken, rt: Handle) -> anyhow::
         downloaders: args.downloaders,
         max_pages: args.max_pages,
         expected_pages: None,
+        supervision: args.supervision.policy(),
     };
-    let mut system = System::start(&plan, &shutdown)?;
+    let mut system = System::start(&plan, &shutdown, "crawl")?;
     system.announce_admin(&layout);
     eprintln!(
         "crawl: manager at {}; config {}, logs {}",
@@ -74,7 +83,10 @@ pub fn run(args: CrawlArgs, shutdown: CancellationToken, rt: Handle) -> anyhow::
     let result = system.wait(&mut progress, &shutdown, &rt);
     progress.finish();
     let stopped = system.stop();
-    let finished = result?;
+    let mut finished = result?;
+    if stopped.app_summary.is_some() {
+        finished.app_summary = stopped.app_summary.clone();
+    }
     if !stopped.unclean.is_empty() {
         eprintln!(
             "crawl: did not stop cleanly: {}",
@@ -94,5 +106,8 @@ pub fn run(args: CrawlArgs, shutdown: CancellationToken, rt: Handle) -> anyhow::
             None
         )
     );
-    Ok(())
+    match finished.ending {
+        Ending::GaveUp(why) => anyhow::bail!("{why}"),
+        Ending::Complete | Ending::Interrupted => Ok(()),
+    }
 }

@@ -10,11 +10,20 @@
 //! exclusion, one request in flight per host and the per-IP limits stay on: the
 //! demo runs the same code as a crawl of the web.
 //!
-//! `--out` (default `demo-out`) holds `config.ron`, `admin-token`, `websim/`,
-//! `spool/`, `state/`, `repository/` and `logs/`. The admin page listens on a free
-//! loopback port, printed at the start as `admin: http://ADDR/`. A directory left by an earlier demo (it has
-//! `config.ron`) is emptied of those first; any other non-empty directory is
-//! refused.
+//! `--out` (default `demo-out`) holds `config.ron`, `admin-token`, `pids`,
+//! `websim/`, `spool/`, `state/`, `repository/` and `logs/`. The admin page
+//! listens on a free loopback port, printed at the start as `admin: http://ADDR/`.
+//!
+//! **Resuming.** From websim's start until the crawl is complete, `demo-resume`
+//! records the web (hosts, pages, seed, slow-host delay), websim's ports and its
+//! request logs so far. A demo started on a directory that has it, with the same
+//! web, resumes: the state, spool and repository are kept, websim serves the same
+//! web on the same ports (the crawl's URLs carry them) and logs into a new file,
+//! and the summary's duplicate count spans every run's log. So after Ctrl-C or
+//! SIGTERM (which stop every process in order, print the summary and exit 0), or
+//! even a kill of the demo, the same command finishes the crawl. Otherwise a
+//! directory left by an earlier demo (it has `config.ron`) is emptied of the
+//! demo's files first; any other non-empty directory is refused.
 
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};
@@ -29,7 +38,7 @@ use super::child::Child;
 use super::progress::Progress;
 use super::repo_scan::RepoScan;
 use super::summary;
-use super::system::{Layout, Plan, System};
+use super::system::{Ending, Layout, Plan, SupervisionArgs, System};
 use super::websim_check::WebsimCheck;
 use crate::config::Config;
 
@@ -37,10 +46,14 @@ use crate::config::Config;
 const WEBSIM_READY: Duration = Duration::from_secs(120);
 /// How long websim gets to flush its request log after SIGTERM.
 const WEBSIM_GRACE: Duration = Duration::from_secs(10);
+/// The record of a demo that is not complete yet, in `--out`.
+const RESUME: &str = "demo-resume";
 /// What an earlier demo leaves in `--out`, removed before a new one.
-const OWNED: [&str; 7] = [
+const OWNED: [&str; 9] = [
     "config.ron",
     "admin-token",
+    "pids",
+    RESUME,
     "websim",
     "spool",
     "state",
@@ -73,6 +86,73 @@ pub struct DemoArgs {
     /// First-byte delay of websim's slow hosts, in milliseconds.
     #[arg(long, value_name = "MS", default_value_t = 300)]
     pub slow_ms: u64,
+    /// When to give up restarting a process that keeps dying.
+    #[command(flatten)]
+    pub supervision: SupervisionArgs,
+}
+
+impl DemoArgs {
+    /// The flags that make the web (a resumed demo needs the same).
+    fn web(&self) -> String {
+        format!(
+            "hosts={} pages={} seed={} slow_ms={}",
+            self.hosts, self.pages, self.seed, self.slow_ms
+        )
+    }
+}
+
+/// An unfinished demo: its web, websim's ports and request logs (`demo-resume`).
+#[derive(Debug, Clone, PartialEq, Eq)]
+struct Resume {
+    web: String,
+    http_port: u16,
+    https_port: u16,
+    logs: Vec<PathBuf>,
+}
+
+impl Resume {
+    fn render(&self) -> String {
+        let mut text = format!(
+            "web {}\nhttp_port {}\nhttps_port {}\n",
+            self.web, self.http_port, self.https_port
+        );
+        for log in &self.logs {
+            text.push_str(&format!("log {}\n", log.display()));
+        }
+        text
+    }
+
+    fn parse(text: &str) -> Option<Resume> {
+        let mut web = None;
+        let mut http_port = None;
+        let mut https_port = None;
+        let mut logs = Vec::new();
+        for line in text.lines() {
+            let (key, value) = line.split_once(' ')?;
+            match key {
+                "web" => web = Some(value.to_owned()),
+                "http_port" => http_port = value.parse().ok(),
+                "https_port" => https_port = value.parse().ok(),
+                "log" => logs.push(PathBuf::from(value)),
+                _ => return None,
+            }
+        }
+        Some(Resume {
+            web: web?,
+            http_port: http_port?,
+            https_port: https_port?,
+            logs,
+        })
+    }
+
+    /// Writes it to `<out>/demo-resume` (temporary file, then rename).
+    fn save(&self, out: &Path) -> anyhow::Result<()> {
+        let path = out.join(RESUME);
+        let tmp = out.join(format!("{RESUME}.tmp"));
+        std::fs::write(&tmp, self.render())
+            .with_context(|| format!("writing {}", tmp.display()))?;
+        std::fs::rename(&tmp, &path).with_context(|| format!("writing {}", path.display()))
+    }
 }
 
 /// What websim's ready line says (paths are absolute).
@@ -84,6 +164,8 @@ struct Ready {
     never: PathBuf,
     log: PathBuf,
     ca: PathBuf,
+    http_port: u16,
+    https_port: u16,
 }
 
 impl Ready {
@@ -104,6 +186,8 @@ impl Ready {
             never: get("never")?.into(),
             log: get("log")?.into(),
             ca: get("ca")?.into(),
+            http_port: get("http_port")?.parse().context("websim's http_port=")?,
+            https_port: get("https_port")?.parse().context("websim's https_port=")?,
         })
     }
 }
@@ -142,20 +226,35 @@ fn demo_config(layout: &Layout, ready: &Ready, args: &DemoArgs) -> Config {
     c
 }
 
-/// Empties `out` of an earlier demo's files; refuses a non-empty directory that
+/// The unfinished demo in `out` to resume, if it crawls the web `web`; otherwise
+/// empties `out` of an earlier demo's files. Refuses a non-empty directory that
 /// is not a demo's.
-fn prepare_out(out: &Path) -> anyhow::Result<()> {
+fn prepare_out(out: &Path, web: &str) -> anyhow::Result<Option<Resume>> {
     let Ok(mut entries) = std::fs::read_dir(out) else {
-        return Ok(()); // Not there yet.
+        return Ok(None); // Not there yet.
     };
     if entries.next().is_none() {
-        return Ok(());
+        return Ok(None);
     }
     anyhow::ensure!(
         out.join("config.ron").exists(),
         "{} is not empty and not an earlier demo's output (no config.ron): choose another --out",
         out.display()
     );
+    if let Ok(text) = std::fs::read_to_string(out.join(RESUME)) {
+        match Resume::parse(&text) {
+            Some(r) if r.web == web => return Ok(Some(r)),
+            Some(r) => eprintln!(
+                "demo: the unfinished demo in {} crawls another web ({}); starting afresh",
+                out.display(),
+                r.web
+            ),
+            None => eprintln!(
+                "demo: {} is unreadable; starting afresh",
+                out.join(RESUME).display()
+            ),
+        }
+    }
     for name in OWNED {
         let p = out.join(name);
         let result = if p.is_dir() {
@@ -169,7 +268,7 @@ fn prepare_out(out: &Path) -> anyhow::Result<()> {
             Err(e) => return Err(e).with_context(|| format!("removing {}", p.display())),
         }
     }
-    Ok(())
+    Ok(None)
 }
 
 fn manifest_rows(path: &Path) -> anyhow::Result<u64> {
@@ -185,7 +284,7 @@ fn manifest_rows(path: &Path) -> anyhow::Result<u64> {
 /// summary; an error if a process fails or the crawl differs from the manifest.
 pub fn run(args: DemoArgs, shutdown: CancellationToken, rt: Handle) -> anyhow::Result<()> {
     let layout = Layout::new(&args.out)?;
-    prepare_out(&layout.out)?;
+    let resume = prepare_out(&layout.out, &args.web())?;
     layout.create()?;
     let exe = std::env::current_exe().context("finding the polycrawl binary")?;
     let mut cmd = Command::new(&exe);
@@ -197,6 +296,22 @@ pub fn run(args: DemoArgs, shutdown: CancellationToken, rt: Handle) -> anyhow::R
         .arg("--out")
         .arg(layout.out.join("websim"))
         .arg("--exit-with-parent");
+    if let Some(r) = &resume {
+        cmd.args(["--http-port", &r.http_port.to_string()])
+            .args(["--https-port", &r.https_port.to_string()])
+            .arg("--log")
+            .arg(
+                layout
+                    .out
+                    .join("websim")
+                    .join(format!("requests-{}.tsv", r.logs.len() + 1)),
+            );
+        eprintln!(
+            "demo: resuming the unfinished demo in {} (run {})",
+            layout.out.display(),
+            r.logs.len() + 1
+        );
+    }
     if std::env::var_os("RUST_LOG").is_none() {
         cmd.env("RUST_LOG", "warn");
     }
@@ -211,6 +326,14 @@ pub fn run(args: DemoArgs, shutdown: CancellationToken, rt: Handle) -> anyhow::R
         || shutdown.is_cancelled(),
     )?;
     let ready = Ready::parse(&line)?;
+    let mut record = resume.unwrap_or(Resume {
+        web: args.web(),
+        http_port: ready.http_port,
+        https_port: ready.https_port,
+        logs: Vec::new(),
+    });
+    record.logs.push(ready.log.clone());
+    record.save(&layout.out)?;
     let config = demo_config(&layout, &ready, &args);
     let plan = Plan {
         layout: layout.clone(),
@@ -219,9 +342,10 @@ pub fn run(args: DemoArgs, shutdown: CancellationToken, rt: Handle) -> anyhow::R
         downloaders: args.downloaders,
         max_pages: None,
         expected_pages: Some(manifest_rows(&ready.manifest)?),
+        supervision: args.supervision.policy(),
     };
 
-    let mut system = System::start(&plan, &shutdown)?;
+    let mut system = System::start(&plan, &shutdown, "demo")?;
     system.announce_admin(&layout);
     let pids: Vec<String> = std::iter::once(format!("websim={}", websim.pid()))
         .chain(system.pids().into_iter().map(|(n, p)| format!("{n}={p}")))
@@ -241,7 +365,10 @@ pub fn run(args: DemoArgs, shutdown: CancellationToken, rt: Handle) -> anyhow::R
     progress.finish();
     let stopped = system.stop();
     let websim_status = websim.stop(WEBSIM_GRACE);
-    let finished = result?;
+    let mut finished = result?;
+    if stopped.app_summary.is_some() {
+        finished.app_summary = stopped.app_summary.clone();
+    }
     if !stopped.unclean.is_empty() {
         eprintln!("demo: did not stop cleanly: {}", stopped.unclean.join(", "));
     }
@@ -250,7 +377,8 @@ pub fn run(args: DemoArgs, shutdown: CancellationToken, rt: Handle) -> anyhow::R
     }
 
     let scan = RepoScan::read(&layout.repository)?;
-    let check = WebsimCheck::run(&scan.ok_urls, &ready.manifest, &ready.never, &ready.log)?;
+    let logs: Vec<&Path> = record.logs.iter().map(PathBuf::as_path).collect();
+    let check = WebsimCheck::run_logs(&scan.ok_urls, &ready.manifest, &ready.never, &logs)?;
     print!(
         "{}",
         summary::render(
@@ -263,6 +391,13 @@ pub fn run(args: DemoArgs, shutdown: CancellationToken, rt: Handle) -> anyhow::R
             Some(websim.cpu()),
         )
     );
+    match finished.ending {
+        Ending::Complete => {}
+        Ending::Interrupted => return Ok(()),
+        Ending::GaveUp(why) => anyhow::bail!("{why}"),
+    }
+    // Complete: the next demo on this directory starts afresh.
+    let _ = std::fs::remove_file(layout.out.join(RESUME));
     anyhow::ensure!(
         check.perfect(),
         "the crawl differs from websim's manifest (coverage {}/{}, {} duplicate fetches, {} robots-disallowed fetches)",
@@ -283,21 +418,56 @@ mod tests {
         let r = Ready::parse("websim ready dns=127.0.0.1:5300 http_port=1 https_port=2 out=/o seeds=/o/seeds.txt manifest=/o/manifest.tsv never=/o/never.txt unreachable=/o/u.tsv hosts=/o/hosts.tsv log=/o/requests.tsv ca=/o/ca.pem addresses=127.1.0.1-127.1.0.9").unwrap();
         assert_eq!(r.dns.port(), 5300);
         assert_eq!(r.ca, PathBuf::from("/o/ca.pem"));
+        assert_eq!((r.http_port, r.https_port), (1, 2));
         assert!(Ready::parse("websim ready dns=127.0.0.1:1").is_err());
     }
 
     #[test]
     fn out_dir_rules() {
         let dir = tempfile::tempdir().unwrap();
-        prepare_out(&dir.path().join("new")).unwrap();
-        prepare_out(dir.path()).unwrap();
+        let web = "hosts=20 pages=40 seed=1 slow_ms=300";
+        assert_eq!(prepare_out(&dir.path().join("new"), web).unwrap(), None);
+        assert_eq!(prepare_out(dir.path(), web).unwrap(), None);
         std::fs::write(dir.path().join("mine.txt"), "x").unwrap();
-        assert!(prepare_out(dir.path()).is_err());
+        assert!(prepare_out(dir.path(), web).is_err());
         std::fs::write(dir.path().join("config.ron"), "()").unwrap();
         std::fs::create_dir_all(dir.path().join("spool/x")).unwrap();
-        prepare_out(dir.path()).unwrap();
+        assert_eq!(prepare_out(dir.path(), web).unwrap(), None);
         assert!(!dir.path().join("spool").exists());
         assert!(dir.path().join("mine.txt").exists());
+
+        // An unfinished demo of the same web is resumed, its files kept; one of
+        // another web is removed.
+        std::fs::write(dir.path().join("config.ron"), "()").unwrap();
+        std::fs::create_dir_all(dir.path().join("spool/x")).unwrap();
+        let r = Resume {
+            web: web.to_owned(),
+            http_port: 8080,
+            https_port: 8443,
+            logs: vec!["/o/websim/requests.tsv".into()],
+        };
+        r.save(dir.path()).unwrap();
+        assert_eq!(prepare_out(dir.path(), web).unwrap(), Some(r));
+        assert!(dir.path().join("spool/x").exists());
+        assert_eq!(
+            prepare_out(dir.path(), "hosts=20 pages=40 seed=2 slow_ms=300").unwrap(),
+            None
+        );
+        assert!(!dir.path().join("spool").exists());
+        assert!(!dir.path().join(RESUME).exists());
+    }
+
+    #[test]
+    fn resume_record_round_trips() {
+        let r = Resume {
+            web: "hosts=20 pages=40 seed=1 slow_ms=300".to_owned(),
+            http_port: 1,
+            https_port: 2,
+            logs: vec!["/a/requests.tsv".into(), "/a/requests-2.tsv".into()],
+        };
+        assert_eq!(Resume::parse(&r.render()), Some(r));
+        assert_eq!(Resume::parse("web x\nhttp_port 1\n"), None);
+        assert_eq!(Resume::parse("junk"), None);
     }
 
     #[test]
@@ -305,7 +475,7 @@ mod tests {
         let dir = tempfile::tempdir().unwrap();
         let layout = Layout::new(dir.path()).unwrap();
         let ready = Ready::parse(
-            "websim ready dns=127.0.0.1:5300 seeds=/s manifest=/m never=/n log=/l ca=/c",
+            "websim ready dns=127.0.0.1:5300 http_port=1 https_port=2 seeds=/s manifest=/m never=/n log=/l ca=/c",
         )
         .unwrap();
         let args = DemoArgs {
@@ -316,6 +486,10 @@ mod tests {
             downloaders: 1,
             interval_ms: 100,
             slow_ms: 300,
+            supervision: SupervisionArgs {
+                max_deaths: 5,
+                restart_window: 60,
+            },
         };
         let c = demo_config(&layout, &ready, &args);
         c.validate("demo").unwrap();

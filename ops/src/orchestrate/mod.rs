@@ -3,9 +3,11 @@
 //! (DESIGN.md section 2): one code path, not a toy mode.
 //!
 //! - [`child`]: [`child::Child`], a started process owned by a guard (SIGTERM,
-//!   grace, SIGKILL, reaped; killed on drop).
+//!   grace, SIGKILL, reaped; killed on drop), tied to the orchestrator by the
+//!   kernel's parent-death signal and in a process group of its own.
 //! - [`system`]: [`system::System`]: generated config, tokens, start order, the
-//!   watch loop and the stop order.
+//!   watch loop that restarts a process that dies (with back-off, giving up on
+//!   one that keeps dying), and the stop order.
 //! - [`progress`]: live progress (indicatif) from the manager's status.
 //! - [`repo_scan`]: what the repository holds, read back from its WARC files.
 //! - [`websim_check`]: a demo measured against websim's manifest and request log.
@@ -15,7 +17,9 @@
 //!
 //! Every child is signalled by its own pid only; the orchestrator never kills by
 //! name. Ctrl-C / SIGTERM cancel the token given to [`demo::run`] / [`crawl::run`],
-//! which then stop every child in order before returning.
+//! which then stop every child in order, print the summary of what was done and
+//! return `Ok` (exit 0): the same command resumes. Children must be spawned from
+//! the main thread (the parent-death signal follows the thread that forked).
 
 pub mod child;
 pub mod crawl;

@@ -5,7 +5,7 @@ use std::fmt::Write as _;
 use std::time::Duration;
 
 use super::repo_scan::RepoScan;
-use super::system::{Finished, Layout};
+use super::system::{Ending, Finished, Layout};
 use super::websim_check::WebsimCheck;
 
 /// The outcome counts of the application's summary line (the part in
@@ -60,7 +60,31 @@ pub fn render(
     } else {
         0.0
     };
-    let _ = writeln!(o, "{what}: crawl complete in {secs:.1} s");
+    match &finished.ending {
+        Ending::Complete => {
+            let _ = writeln!(o, "{what}: crawl complete in {secs:.1} s");
+        }
+        Ending::Interrupted => {
+            let _ = writeln!(
+                o,
+                "{what}: interrupted after {secs:.1} s; state kept: the same command resumes the crawl"
+            );
+        }
+        Ending::GaveUp(_) => {
+            let _ = writeln!(
+                o,
+                "{what}: stopped after {secs:.1} s: a process kept dying (see below)"
+            );
+        }
+    }
+    if !finished.restarts.is_empty() {
+        let parts: Vec<String> = finished
+            .restarts
+            .iter()
+            .map(|(name, n)| format!("{name} {n}"))
+            .collect();
+        let _ = writeln!(o, "restarts:   {}", parts.join(", "));
+    }
     let _ = writeln!(
         o,
         "pages:      {} responses stored, {ok} with status 200; others: {}",

@@ -8,13 +8,33 @@
 //! Start order: manager (wait for `manager listening addr=` and, when the admin
 //! page is on, `manager admin listening addr=`), resolver, downloaders,
 //! application. The admin token is random per run and written to
-//! `<out>/admin-token` (mode 0600) for the operator to paste into the admin page. The run ends when the application exits 0 (the crawl
-//! is complete or reached `--max-pages`); any other process exiting first is an
-//! error naming it and quoting its log. Stop order: application, then downloaders
-//! and resolver (SIGTERM, so in-flight work is published), then the manager.
+//! `<out>/admin-token` (mode 0600) for the operator to paste into the admin page.
+//! `<out>/pids` lists every running child (`NAME PID` a line), rewritten whenever
+//! one starts or dies. The run ends when the application exits 0 with its crawl complete
+//! (or `--max-pages` reached), or when the shutdown token fires (SIGTERM, Ctrl-C).
+//!
+//! **Supervision.** A process that dies otherwise (killed, crashed, or exited
+//! while the crawl is not done) is started again with the same command, after a
+//! back-off of [`BACKOFF_MIN`] doubling to [`BACKOFF_MAX`] (back to the minimum
+//! once a process has run [`BACKOFF_RESET`]), with a line on stderr and in its
+//! log. The components make this safe: their state is crash-safe, downloaders,
+//! resolvers and the application reconnect to the manager with back-off, and a
+//! restarted manager listens on the same control and admin ports as the first one
+//! (they are fixed after the first start), on the same state directory. A process
+//! that dies [`Supervision::max_deaths`] times within [`Supervision::window`] is
+//! not restarted: the run ends ([`Ending::GaveUp`]), everything is stopped in
+//! order and the caller reports it.
+//!
+//! Stop order: application, then downloaders and resolver (SIGTERM: they stop
+//! taking work, finish or return their fetches and publish their batches), then
+//! the manager (SIGTERM: it saves its state); each has [`STOP_GRACE`], then
+//! SIGKILL. Nothing is lost by a stop: the next run on the same directories
+//! resumes.
 
+use std::collections::VecDeque;
+use std::ffi::OsString;
 use std::path::{Path, PathBuf};
-use std::process::Command;
+use std::process::{Command, ExitStatus};
 use std::time::{Duration, Instant};
 
 use anyhow::Context;
@@ -34,6 +54,12 @@ const STOP_GRACE: Duration = Duration::from_secs(15);
 const STATUS_EVERY: Duration = Duration::from_millis(500);
 /// How often the children are checked.
 const TICK: Duration = Duration::from_millis(100);
+/// First delay before a dead process is started again.
+pub const BACKOFF_MIN: Duration = Duration::from_millis(200);
+/// Longest delay before a dead process is started again.
+pub const BACKOFF_MAX: Duration = Duration::from_secs(5);
+/// A process that ran this long before it died starts again after [`BACKOFF_MIN`].
+pub const BACKOFF_RESET: Duration = Duration::from_secs(30);
 
 /// Where a run keeps its files, all under one output directory.
 #[derive(Debug, Clone)]
@@ -54,6 +80,8 @@ pub struct Layout {
     pub logs: PathBuf,
     /// The run's admin token (readable by the owner only), `<out>/admin-token`.
     pub admin_token: PathBuf,
+    /// The running children, `NAME PID` a line, `<out>/pids`.
+    pub pids: PathBuf,
 }
 
 impl Layout {
@@ -69,6 +97,7 @@ impl Layout {
             repository: out.join("repository"),
             logs: out.join("logs"),
             admin_token: out.join("admin-token"),
+            pids: out.join("pids"),
             out,
         })
     }
@@ -114,19 +143,79 @@ pub struct Plan {
     pub max_pages: Option<u64>,
     /// Pages expected, for the progress bar.
     pub expected_pages: Option<u64>,
+    /// When to give up restarting a process.
+    pub supervision: Supervision,
 }
 
-/// How a completed run went.
+/// When a process that keeps dying is given up on: `max_deaths` deaths within
+/// `window`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Supervision {
+    /// Deaths within `window` that end the run (at least 1).
+    pub max_deaths: u32,
+    /// The window deaths are counted in.
+    pub window: Duration,
+}
+
+impl Default for Supervision {
+    fn default() -> Self {
+        Supervision {
+            max_deaths: 5,
+            window: Duration::from_secs(60),
+        }
+    }
+}
+
+/// The supervision flags of `polycrawl demo` and `polycrawl crawl`.
+#[derive(Debug, Clone, clap::Args)]
+pub struct SupervisionArgs {
+    /// Give up (stop the run, exit non-zero) on a process that dies this many times
+    /// within --restart-window seconds; until then it is restarted with back-off.
+    #[arg(long, value_name = "N", default_value_t = 5,
+          value_parser = clap::value_parser!(u32).range(1..))]
+    pub max_deaths: u32,
+    /// The window --max-deaths counts deaths in, in seconds.
+    #[arg(long, value_name = "SECS", default_value_t = 60,
+          value_parser = clap::value_parser!(u64).range(1..))]
+    pub restart_window: u64,
+}
+
+impl SupervisionArgs {
+    /// The policy these flags describe.
+    pub fn policy(&self) -> Supervision {
+        Supervision {
+            max_deaths: self.max_deaths,
+            window: Duration::from_secs(self.restart_window),
+        }
+    }
+}
+
+/// Why a run ended.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Ending {
+    /// The application finished the crawl (or reached `--max-pages`).
+    Complete,
+    /// SIGTERM or Ctrl-C: everything was stopped in order; the next run resumes.
+    Interrupted,
+    /// A process kept dying: what happened, for the report.
+    GaveUp(String),
+}
+
+/// How a run went.
 #[derive(Debug, Clone)]
 pub struct Finished {
-    /// The application's one-line summary.
+    /// Why it ended.
+    pub ending: Ending,
+    /// The application's one-line summary (of its last process).
     pub app_summary: Option<String>,
-    /// Time from the manager's start to the application's exit.
+    /// Time from the manager's start to the end.
     pub elapsed: Duration,
     /// The manager's last status snapshot.
     pub last_status: Option<StatusSnapshot>,
     /// The manager's address.
     pub manager_addr: String,
+    /// Restarts by process name (only those restarted at least once).
+    pub restarts: Vec<(String, u32)>,
 }
 
 /// How the processes ended.
@@ -134,8 +223,11 @@ pub struct Finished {
 pub struct Stopped {
     /// The processes that did not exit cleanly, with how they ended.
     pub unclean: Vec<String>,
-    /// CPU time (user + system) of each process over its life, by name.
+    /// CPU time (user + system) of each process over its life (all its restarts),
+    /// by name.
     pub cpu: Vec<(String, Duration)>,
+    /// The application's last summary line, if it printed one while stopping.
+    pub app_summary: Option<String>,
 }
 
 /// Writes `token` to `path`, readable and writable by the owner only.
@@ -150,19 +242,6 @@ fn write_secret(path: &Path, token: &str) -> anyhow::Result<()> {
         .open(path)
         .with_context(|| format!("creating {}", path.display()))?;
     writeln!(file, "{token}").with_context(|| format!("writing {}", path.display()))
-}
-
-/// The running processes.
-#[derive(Debug)]
-pub struct System {
-    manager: Child,
-    resolver: Child,
-    downloaders: Vec<Child>,
-    app: Option<Child>,
-    manager_addr: String,
-    admin_addr: Option<String>,
-    admin_token: String,
-    max_frame: u32,
 }
 
 /// A random secret: 32 hex digits from the kernel's generator.
@@ -193,21 +272,251 @@ pub fn write_config(path: &Path, config: &Config, origin: &str) -> anyhow::Resul
     std::fs::write(path, text).with_context(|| format!("writing {}", path.display()))
 }
 
-fn base_command(exe: &Path, sub: &str, config: &Path, token: &str) -> Command {
-    let mut cmd = Command::new(exe);
-    cmd.arg(sub).arg("--config").arg(config);
-    cmd.env("POLYCRAWL_TOKEN", token);
-    cmd.env_remove("POLYCRAWL_ADMIN_TOKEN");
-    if std::env::var_os("RUST_LOG").is_none() {
-        cmd.env("RUST_LOG", "info");
+/// How to start one process, kept so it can be started again (a `Command` cannot
+/// be cloned).
+#[derive(Debug, Clone)]
+struct Spec {
+    program: PathBuf,
+    args: Vec<OsString>,
+    env: Vec<(String, OsString)>,
+}
+
+impl Spec {
+    /// `EXE SUB --config CONFIG` with the control token in `POLYCRAWL_TOKEN`.
+    fn new(exe: &Path, sub: &str, config: &Path, token: &str) -> Spec {
+        Spec {
+            program: exe.to_owned(),
+            args: vec![sub.into(), "--config".into(), config.into()],
+            env: vec![("POLYCRAWL_TOKEN".to_owned(), token.into())],
+        }
     }
-    cmd
+
+    fn arg(&mut self, arg: impl Into<OsString>) -> &mut Spec {
+        self.args.push(arg.into());
+        self
+    }
+
+    fn env(&mut self, key: &str, value: impl Into<OsString>) -> &mut Spec {
+        self.env.push((key.to_owned(), value.into()));
+        self
+    }
+
+    /// Sets the value following flag `flag` (which must be there).
+    fn set_flag(&mut self, flag: &str, value: impl Into<OsString>) {
+        if let Some(i) = self.args.iter().position(|a| a == flag) {
+            if let Some(v) = self.args.get_mut(i + 1) {
+                *v = value.into();
+                return;
+            }
+        }
+        self.args.push(flag.into());
+        self.args.push(value.into());
+    }
+
+    fn command(&self) -> Command {
+        let mut cmd = Command::new(&self.program);
+        cmd.args(&self.args);
+        cmd.env_remove("POLYCRAWL_ADMIN_TOKEN");
+        for (k, v) in &self.env {
+            cmd.env(k, v);
+        }
+        if std::env::var_os("RUST_LOG").is_none() {
+            cmd.env("RUST_LOG", "info");
+        }
+        cmd
+    }
+}
+
+/// What the supervisor does about one death.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Verdict {
+    /// Start it again after `delay`.
+    Restart {
+        /// How long to wait before the restart.
+        delay: Duration,
+        /// Deaths within the window so far.
+        recent: u32,
+    },
+    /// It died `recent` times within the window: give up.
+    GiveUp {
+        /// Deaths within the window.
+        recent: u32,
+    },
+}
+
+/// The death record of one process: back-off and the deaths within the window.
+#[derive(Debug, Clone)]
+pub struct Deaths {
+    policy: Supervision,
+    recent: VecDeque<Instant>,
+    backoff: Duration,
+}
+
+impl Deaths {
+    /// No death yet.
+    pub fn new(policy: Supervision) -> Deaths {
+        Deaths {
+            policy,
+            recent: VecDeque::new(),
+            backoff: BACKOFF_MIN,
+        }
+    }
+
+    /// Records a death at `now` of a process that ran `ran` since its start.
+    pub fn died(&mut self, now: Instant, ran: Duration) -> Verdict {
+        while self
+            .recent
+            .front()
+            .is_some_and(|t| now.duration_since(*t) >= self.policy.window)
+        {
+            self.recent.pop_front();
+        }
+        self.recent.push_back(now);
+        let recent = self.recent.len() as u32;
+        if recent >= self.policy.max_deaths {
+            return Verdict::GiveUp { recent };
+        }
+        if ran >= BACKOFF_RESET {
+            self.backoff = BACKOFF_MIN;
+        }
+        let delay = self.backoff;
+        self.backoff = (self.backoff * 2).min(BACKOFF_MAX);
+        Verdict::Restart { delay, recent }
+    }
+}
+
+/// One supervised process: its command, its current process (running or dead),
+/// and its deaths.
+#[derive(Debug)]
+struct Supervised {
+    spec: Spec,
+    child: Child,
+    started: Instant,
+    deaths: Deaths,
+    /// Dead, to be started again at this time.
+    restart_at: Option<Instant>,
+    restarts: u32,
+    /// CPU time of its earlier processes.
+    cpu_before: Duration,
+}
+
+/// What one check of a supervised process found.
+enum Event {
+    None,
+    Died {
+        pid: u32,
+        status: ExitStatus,
+        verdict: Verdict,
+    },
+    Restarted {
+        pid: u32,
+    },
+}
+
+impl Supervised {
+    fn spawn(name: &str, spec: Spec, logs: &Path, policy: Supervision) -> anyhow::Result<Self> {
+        let child = Child::spawn(name, spec.command(), logs)?;
+        Ok(Supervised {
+            spec,
+            child,
+            started: Instant::now(),
+            deaths: Deaths::new(policy),
+            restart_at: None,
+            restarts: 0,
+            cpu_before: Duration::ZERO,
+        })
+    }
+
+    fn name(&self) -> &str {
+        self.child.name()
+    }
+
+    /// Running (not dead and waiting for its restart).
+    fn alive(&self) -> bool {
+        self.restart_at.is_none()
+    }
+
+    /// Checks for a death (`finished` says whether an exit is the expected end)
+    /// and performs a due restart.
+    fn check(
+        &mut self,
+        logs: &Path,
+        finished: impl Fn(ExitStatus) -> bool,
+    ) -> anyhow::Result<Event> {
+        let now = Instant::now();
+        if let Some(at) = self.restart_at {
+            if now < at {
+                return Ok(Event::None);
+            }
+            self.cpu_before += self.child.cpu();
+            note_in_log(
+                self.child.log_path(),
+                &format!("--- polycrawl supervisor: starting {} again", self.name()),
+            );
+            let name = self.name().to_owned();
+            self.child = Child::spawn(&name, self.spec.command(), logs)?;
+            self.started = now;
+            self.restart_at = None;
+            self.restarts += 1;
+            return Ok(Event::Restarted {
+                pid: self.child.pid(),
+            });
+        }
+        let Some(status) = self.child.exited()? else {
+            return Ok(Event::None);
+        };
+        if finished(status) {
+            return Ok(Event::None);
+        }
+        let verdict = self.deaths.died(now, now.duration_since(self.started));
+        if let Verdict::Restart { delay, .. } = verdict {
+            self.restart_at = Some(now + delay);
+        }
+        Ok(Event::Died {
+            pid: self.child.pid(),
+            status,
+            verdict,
+        })
+    }
+
+    fn cpu(&mut self) -> Duration {
+        self.cpu_before + self.child.cpu()
+    }
+}
+
+/// Appends `line` to a child's log file (best effort: it is a note for people).
+fn note_in_log(log: &Path, line: &str) {
+    use std::io::Write as _;
+    if let Ok(mut f) = std::fs::File::options().append(true).open(log) {
+        let _ = writeln!(f, "{line}");
+    }
+}
+
+/// The running processes.
+#[derive(Debug)]
+pub struct System {
+    manager: Supervised,
+    resolver: Supervised,
+    downloaders: Vec<Supervised>,
+    app: Option<Supervised>,
+    manager_addr: String,
+    admin_addr: Option<String>,
+    admin_token: String,
+    max_frame: u32,
+    logs: PathBuf,
+    pids_file: PathBuf,
+    app_lines: Vec<String>,
+    what: &'static str,
 }
 
 impl System {
     /// Writes the config and starts every process; returns once they are started
-    /// (the manager listening).
-    pub fn start(plan: &Plan, shutdown: &CancellationToken) -> anyhow::Result<System> {
+    /// (the manager listening). `what` names the run in log lines (`crawl`, `demo`).
+    pub fn start(
+        plan: &Plan,
+        shutdown: &CancellationToken,
+        what: &'static str,
+    ) -> anyhow::Result<System> {
         let l = &plan.layout;
         l.create()?;
         write_config(&l.config, &plan.config, "polycrawl")?;
@@ -215,16 +524,18 @@ impl System {
         let token = random_token()?;
         let admin_token = random_token()?;
         write_secret(&l.admin_token, &admin_token)?;
+        let policy = plan.supervision;
 
-        let mut cmd = base_command(&exe, "manager", &l.config, &token);
-        cmd.args(["--listen", "127.0.0.1:0"])
+        let mut spec = Spec::new(&exe, "manager", &l.config, &token);
+        spec.arg("--listen")
+            .arg("127.0.0.1:0")
             .arg("--state")
             .arg(&l.manager_state)
             .arg("--spool")
             .arg(&l.spool)
             .env("POLYCRAWL_ADMIN_TOKEN", &admin_token);
-        let mut manager = Child::spawn("manager", cmd, &l.logs)?;
-        let line = manager.wait_line(
+        let mut manager = Supervised::spawn("manager", spec, &l.logs, policy)?;
+        let line = manager.child.wait_line(
             |l| l.starts_with("manager listening addr="),
             READY_TIMEOUT,
             || shutdown.is_cancelled(),
@@ -238,31 +549,37 @@ impl System {
         let admin_addr = if plan.config.manager.admin_http.is_empty() {
             None
         } else {
-            let line = manager.wait_line(
+            let line = manager.child.wait_line(
                 |l| admin_address(l).is_some(),
                 READY_TIMEOUT,
                 || shutdown.is_cancelled(),
             )?;
             admin_address(&line).map(str::to_owned)
         };
+        // A restarted manager must be where the others (and the operator's
+        // browser) look for it: the ports chosen now are fixed from here on.
+        manager.spec.set_flag("--listen", &manager_addr);
+        if let Some(admin) = &admin_addr {
+            manager.spec.set_flag("--admin-listen", admin);
+        }
 
         let service = |sub: &str| {
-            let mut cmd = base_command(&exe, sub, &l.config, &token);
-            cmd.arg("--manager").arg(&manager_addr);
-            cmd
+            let mut spec = Spec::new(&exe, sub, &l.config, &token);
+            spec.arg("--manager").arg(&manager_addr);
+            spec
         };
-        let mut cmd = service("resolver");
-        cmd.args(["--id", "resolver-1"]);
-        let resolver = Child::spawn("resolver", cmd, &l.logs)?;
+        let mut spec = service("resolver");
+        spec.arg("--id").arg("resolver-1");
+        let resolver = Supervised::spawn("resolver", spec, &l.logs, policy)?;
         let mut downloaders = Vec::new();
         for n in 1..=plan.downloaders.max(1) {
             let id = format!("dl-{n}");
-            let mut cmd = service("downloader");
-            cmd.arg("--spool").arg(&l.spool).args(["--id", &id]);
-            downloaders.push(Child::spawn(&id, cmd, &l.logs)?);
+            let mut spec = service("downloader");
+            spec.arg("--spool").arg(&l.spool).arg("--id").arg(&id);
+            downloaders.push(Supervised::spawn(&id, spec, &l.logs, policy)?);
         }
-        let mut cmd = service("app");
-        cmd.arg("--spool")
+        let mut spec = service("app");
+        spec.arg("--spool")
             .arg(&l.spool)
             .arg("--state")
             .arg(&l.app_state)
@@ -271,10 +588,10 @@ impl System {
             .arg("--seeds")
             .arg(&plan.seeds);
         if let Some(n) = plan.max_pages {
-            cmd.arg("--max-pages").arg(n.to_string());
+            spec.arg("--max-pages").arg(n.to_string());
         }
-        let app = Child::spawn("app", cmd, &l.logs)?;
-        Ok(System {
+        let app = Supervised::spawn("app", spec, &l.logs, policy)?;
+        let system = System {
             manager,
             resolver,
             downloaders,
@@ -283,7 +600,13 @@ impl System {
             admin_addr,
             admin_token,
             max_frame: plan.config.control.max_frame_bytes,
-        })
+            logs: l.logs.clone(),
+            pids_file: l.pids.clone(),
+            app_lines: Vec::new(),
+            what,
+        };
+        system.write_pids()?;
+        Ok(system)
     }
 
     /// The manager's control address.
@@ -308,12 +631,32 @@ impl System {
         }
     }
 
-    /// Every process, as (name, pid).
+    fn all(&self) -> impl Iterator<Item = &Supervised> {
+        [&self.manager, &self.resolver]
+            .into_iter()
+            .chain(self.downloaders.iter())
+            .chain(self.app.iter())
+    }
+
+    /// Every running process, as (name, pid).
     pub fn pids(&self) -> Vec<(String, u32)> {
-        let mut all = vec![&self.manager, &self.resolver];
-        all.extend(self.downloaders.iter());
-        all.extend(self.app.iter());
-        all.iter().map(|c| (c.name().to_owned(), c.pid())).collect()
+        self.all()
+            .filter(|s| s.alive())
+            .map(|s| (s.name().to_owned(), s.child.pid()))
+            .collect()
+    }
+
+    /// Rewrites `<out>/pids` (temporary file, then rename).
+    fn write_pids(&self) -> anyhow::Result<()> {
+        let text: String = self
+            .pids()
+            .iter()
+            .map(|(n, p)| format!("{n} {p}\n"))
+            .collect();
+        let tmp = self.pids_file.with_extension("tmp");
+        std::fs::write(&tmp, text).with_context(|| format!("writing {}", tmp.display()))?;
+        std::fs::rename(&tmp, &self.pids_file)
+            .with_context(|| format!("writing {}", self.pids_file.display()))
     }
 
     /// Reads the manager's status (admin role); `None` if it does not answer.
@@ -325,7 +668,18 @@ impl System {
             .ok()
     }
 
-    /// Runs until the application exits: shows progress, watches every process.
+    /// The application's last summary line so far.
+    fn app_summary(&self) -> Option<String> {
+        self.app_lines
+            .iter()
+            .rev()
+            .find(|l| l.starts_with("app "))
+            .cloned()
+    }
+
+    /// Runs until the crawl is complete, `shutdown` fires or a process keeps
+    /// dying; shows progress and restarts what dies. Processes are left running:
+    /// [`System::stop`] stops them.
     pub fn wait(
         &mut self,
         progress: &mut Progress,
@@ -335,50 +689,93 @@ impl System {
         let started = Instant::now();
         let mut last_status = None;
         let mut next_status = Instant::now();
-        let mut app_lines = Vec::new();
-        loop {
-            anyhow::ensure!(!shutdown.is_cancelled(), "interrupted");
-            let app = self.app.as_mut().context("the application is gone")?;
-            app_lines.extend(app.new_lines());
-            if let Some(status) = app.exited()? {
-                app_lines.extend(app.new_lines());
-                // The reader thread may still hold the last line for a moment.
-                std::thread::sleep(Duration::from_millis(50));
-                app_lines.extend(app.new_lines());
-                anyhow::ensure!(
-                    status.success(),
-                    "the application exited ({status}){}",
-                    app.log_tail(15)
-                );
-                if let Some(s) = self.status(rt) {
-                    progress.update(&s);
-                    last_status = Some(s);
-                }
-                let app_summary = app_lines
-                    .iter()
-                    .rev()
-                    .find(|l| l.starts_with("app "))
-                    .cloned();
-                return Ok(Finished {
-                    app_summary,
-                    elapsed: started.elapsed(),
-                    last_status,
-                    manager_addr: self.manager_addr.clone(),
-                });
+        let ending = loop {
+            if shutdown.is_cancelled() {
+                break Ending::Interrupted;
             }
-            let others = std::iter::once(&mut self.manager)
-                .chain(std::iter::once(&mut self.resolver))
-                .chain(self.downloaders.iter_mut());
-            for child in others {
-                if let Some(status) = child.exited()? {
-                    anyhow::bail!(
-                        "{} (pid {}) exited unexpectedly ({}){}",
-                        child.name(),
-                        child.pid(),
-                        describe(Some(status)),
-                        child.log_tail(15)
-                    );
+            // The application's exit 0 ends the run if its summary says the crawl
+            // is done; an exit 0 after a SIGTERM from outside is a death like any.
+            let mut complete = false;
+            if let Some(app) = self.app.as_mut() {
+                self.app_lines.extend(app.child.new_lines());
+                if app.alive() && app.child.exited()?.is_some_and(|s| s.success()) {
+                    // The reader thread may still hold the last line for a moment.
+                    std::thread::sleep(Duration::from_millis(50));
+                    self.app_lines.extend(app.child.new_lines());
+                    complete = self
+                        .app_lines
+                        .iter()
+                        .rev()
+                        .find(|l| l.starts_with("app "))
+                        .is_some_and(|l| l.contains(": Complete:") || l.contains(": MaxPages:"));
                 }
+            }
+            let mut gave_up = None;
+            // A process started or died: `<out>/pids` is rewritten.
+            let mut changed = false;
+            let supervised = [&mut self.manager, &mut self.resolver]
+                .into_iter()
+                .chain(self.downloaders.iter_mut())
+                .chain(self.app.iter_mut());
+            for s in supervised {
+                let is_app = s.name() == "app";
+                let event = s.check(&self.logs, |_| is_app && complete)?;
+                match event {
+                    Event::None => {}
+                    Event::Restarted { pid } => {
+                        changed = true;
+                        progress.println(&format!(
+                            "{}: {} started again (pid {pid}, restart {})",
+                            self.what,
+                            s.name(),
+                            s.restarts
+                        ));
+                    }
+                    Event::Died {
+                        pid,
+                        status,
+                        verdict,
+                    } => {
+                        changed = true;
+                        let how = describe(Some(status));
+                        match verdict {
+                            Verdict::Restart { delay, recent } => {
+                                let line = format!(
+                                    "{}: {} (pid {pid}) died ({how}); starting it again in {:.1} s ({recent} death(s) in the last {} s)",
+                                    self.what,
+                                    s.name(),
+                                    delay.as_secs_f64(),
+                                    s.deaths.policy.window.as_secs()
+                                );
+                                note_in_log(
+                                    s.child.log_path(),
+                                    &format!("--- polycrawl supervisor: {line}"),
+                                );
+                                progress.println(&line);
+                            }
+                            Verdict::GiveUp { recent } => {
+                                gave_up = Some(format!(
+                                    "{} (pid {pid}) died {recent} times within {} s, last ({how}); not restarting it{}",
+                                    s.name(),
+                                    s.deaths.policy.window.as_secs(),
+                                    s.child.log_tail(15)
+                                ));
+                            }
+                        }
+                    }
+                }
+                if gave_up.is_some() {
+                    break;
+                }
+            }
+            if changed {
+                self.write_pids()?;
+            }
+            if let Some(why) = gave_up {
+                break Ending::GaveUp(why);
+            }
+            if complete {
+                break Ending::Complete;
             }
             if Instant::now() >= next_status {
                 next_status = Instant::now() + STATUS_EVERY;
@@ -388,42 +785,77 @@ impl System {
                 }
             }
             std::thread::sleep(TICK);
+        };
+        if ending == Ending::Complete {
+            if let Some(s) = self.status(rt) {
+                progress.update(&s);
+                last_status = Some(s);
+            }
         }
+        let restarts = self
+            .all()
+            .filter(|s| s.restarts > 0)
+            .map(|s| (s.name().to_owned(), s.restarts))
+            .collect();
+        Ok(Finished {
+            ending,
+            app_summary: self.app_summary(),
+            elapsed: started.elapsed(),
+            last_status,
+            manager_addr: self.manager_addr.clone(),
+            restarts,
+        })
     }
 
     /// Stops everything in order (application, then downloaders and resolver, then
-    /// the manager), each with SIGTERM and a grace period, then SIGKILL. Returns the
-    /// processes that did not exit cleanly and the CPU time each one used.
+    /// the manager), each with SIGTERM and a grace period, then SIGKILL; a process
+    /// waiting for its restart is left dead. Returns the processes that did not
+    /// exit cleanly, the CPU time each one used and the application's last summary.
     pub fn stop(mut self) -> Stopped {
         let mut unclean = Vec::new();
-        let mut note = |c: &Child, s: Option<std::process::ExitStatus>| {
+        let mut note = |c: &Child, s: Option<ExitStatus>| {
             if !s.is_some_and(|s| s.success()) {
                 unclean.push(format!("{} ({})", c.name(), describe(s)));
             }
         };
         let mut app_cpu = None;
         if let Some(mut app) = self.app.take() {
-            let s = app.stop(STOP_GRACE);
-            note(&app, s);
+            if app.alive() {
+                let s = app.child.stop(STOP_GRACE);
+                note(&app.child, s);
+                std::thread::sleep(Duration::from_millis(50));
+            }
+            self.app_lines.extend(app.child.new_lines());
             app_cpu = Some((app.name().to_owned(), app.cpu()));
         }
         let deadline = Instant::now() + STOP_GRACE;
         for c in self.downloaders.iter_mut().chain([&mut self.resolver]) {
-            c.terminate();
+            if c.alive() {
+                c.child.terminate();
+            }
         }
         for c in self.downloaders.iter_mut().chain([&mut self.resolver]) {
-            let s = c.wait_or_kill(deadline);
-            note(c, s);
+            if c.alive() {
+                let s = c.child.wait_or_kill(deadline);
+                note(&c.child, s);
+            }
         }
-        let s = self.manager.stop(STOP_GRACE);
-        note(&self.manager, s);
+        if self.manager.alive() {
+            let s = self.manager.child.stop(STOP_GRACE);
+            note(&self.manager.child, s);
+        }
         let mut cpu = vec![(self.manager.name().to_owned(), self.manager.cpu())];
         cpu.push((self.resolver.name().to_owned(), self.resolver.cpu()));
         for c in &mut self.downloaders {
             cpu.push((c.name().to_owned(), c.cpu()));
         }
         cpu.extend(app_cpu);
-        Stopped { unclean, cpu }
+        let _ = std::fs::remove_file(&self.pids_file);
+        Stopped {
+            unclean,
+            cpu,
+            app_summary: self.app_summary(),
+        }
     }
 }
 
@@ -446,6 +878,81 @@ mod tests {
             Some("127.0.0.1:7401")
         );
         assert_eq!(admin_address("manager listening addr=127.0.0.1:1"), None);
+    }
+
+    #[test]
+    fn deaths_back_off_reset_and_give_up() {
+        let policy = Supervision {
+            max_deaths: 4,
+            window: Duration::from_secs(60),
+        };
+        let mut d = Deaths::new(policy);
+        let t0 = Instant::now();
+        let s = Duration::from_secs;
+        let restart = |ms: u64, recent: u32| Verdict::Restart {
+            delay: Duration::from_millis(ms),
+            recent,
+        };
+        assert_eq!(d.died(t0, s(1)), restart(200, 1));
+        assert_eq!(d.died(t0 + s(1), s(1)), restart(400, 2));
+        assert_eq!(d.died(t0 + s(2), s(1)), restart(800, 3));
+        // Deaths older than the window are forgotten; a long run resets the back-off.
+        assert_eq!(d.died(t0 + s(70), BACKOFF_RESET), restart(200, 1));
+        assert_eq!(d.died(t0 + s(71), s(1)), restart(400, 2));
+        assert_eq!(d.died(t0 + s(72), s(1)), restart(800, 3));
+        assert_eq!(d.died(t0 + s(73), s(1)), Verdict::GiveUp { recent: 4 });
+
+        // The back-off stops growing at its maximum.
+        let mut d = Deaths::new(Supervision {
+            max_deaths: 100,
+            window: Duration::from_secs(1),
+        });
+        let mut last = Duration::ZERO;
+        for i in 0..12 {
+            match d.died(t0 + s(10 * i), s(1)) {
+                Verdict::Restart { delay, recent } => {
+                    assert_eq!(recent, 1);
+                    last = delay;
+                }
+                Verdict::GiveUp { .. } => panic!("gave up"),
+            }
+        }
+        assert_eq!(last, BACKOFF_MAX);
+    }
+
+    #[test]
+    fn a_restart_command_keeps_the_first_ports() {
+        let mut spec = Spec::new(
+            Path::new("/bin/polycrawl"),
+            "manager",
+            Path::new("/c.ron"),
+            "t",
+        );
+        spec.arg("--listen")
+            .arg("127.0.0.1:0")
+            .arg("--state")
+            .arg("/s");
+        spec.set_flag("--listen", "127.0.0.1:4000");
+        spec.set_flag("--admin-listen", "127.0.0.1:4001");
+        let args: Vec<String> = spec
+            .command()
+            .get_args()
+            .map(|a| a.to_string_lossy().into_owned())
+            .collect();
+        assert_eq!(
+            args,
+            [
+                "manager",
+                "--config",
+                "/c.ron",
+                "--listen",
+                "127.0.0.1:4000",
+                "--state",
+                "/s",
+                "--admin-listen",
+                "127.0.0.1:4001"
+            ]
+        );
     }
 
     #[test]

@@ -45,6 +45,17 @@ impl WebsimCheck {
         never: &Path,
         log: &Path,
     ) -> anyhow::Result<WebsimCheck> {
+        WebsimCheck::run_logs(stored, manifest, never, &[log])
+    }
+
+    /// [`WebsimCheck::run`] over the request logs of several websim runs serving
+    /// the same web (a resumed demo): a URL requested in two runs is a duplicate.
+    pub fn run_logs(
+        stored: &HashSet<String>,
+        manifest: &Path,
+        never: &Path,
+        logs: &[&Path],
+    ) -> anyhow::Result<WebsimCheck> {
         let mut check = WebsimCheck::default();
         for fields in tsv(manifest)? {
             if fields.get(1).map(String::as_str) == Some("200") {
@@ -58,7 +69,11 @@ impl WebsimCheck {
         }
         let never: HashSet<String> = read(never)?.lines().map(str::to_owned).collect();
         let mut counts: HashMap<(String, bool), u32> = HashMap::new();
-        for f in tsv(log)? {
+        let mut lines = Vec::new();
+        for log in logs {
+            lines.extend(tsv(log)?);
+        }
+        for f in lines {
             if f.len() < 8 {
                 continue;
             }
