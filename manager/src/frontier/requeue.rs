@@ -181,26 +181,31 @@ mod tests {
         }
     }
 
-    #[test]
-    fn a_requeued_url_survives_a_restart_and_is_dispatched_again() {
-        let dir = tempfile::tempdir().unwrap();
-        let spool = Spool::new(dir.path().join("spool"));
-        let db = dir.path().join("db");
-        let app = spool::AppId::new("bfs").unwrap();
+    /// Publishes one request file of `urls` for `app`.
+    fn publish_requests(spool: &Spool, app: &spool::AppId, urls: &[&str]) {
         let publisher = Publisher::new(
-            spool.requests(&app).unwrap(),
+            spool.requests(app).unwrap(),
             ComponentId::new("test").unwrap(),
         )
         .unwrap();
         let priority = Priority::NORMAL;
         let mut w = RequestWriter::new(Vec::new(), RequestHeader { priority }).unwrap();
-        for url in ["http://a.test/1", "http://a.test/2"] {
+        for url in urls {
             w.write(url, &Hints::default()).unwrap();
         }
         let bytes = w.finish().unwrap();
         publisher
             .publish(priority, FileKind::Requests, &bytes)
             .unwrap();
+    }
+
+    #[test]
+    fn a_requeued_url_survives_a_restart_and_is_dispatched_again() {
+        let dir = tempfile::tempdir().unwrap();
+        let spool = Spool::new(dir.path().join("spool"));
+        let db = dir.path().join("db");
+        let app = spool::AppId::new("bfs").unwrap();
+        publish_requests(&spool, &app, &["http://a.test/1", "http://a.test/2"]);
 
         let mut f = Frontier::open(&db, spool.clone(), config()).unwrap();
         let first = pages(&mut f, T0);
@@ -243,20 +248,11 @@ mod tests {
         let spool = Spool::new(dir.path().join("spool"));
         let db = dir.path().join("db");
         let app = spool::AppId::new("bfs").unwrap();
-        let publisher = Publisher::new(
-            spool.requests(&app).unwrap(),
-            ComponentId::new("test").unwrap(),
-        )
-        .unwrap();
-        let priority = Priority::NORMAL;
-        let mut w = RequestWriter::new(Vec::new(), RequestHeader { priority }).unwrap();
-        for url in ["http://a.test/1", "http://a.test/2", "http://a.test/3"] {
-            w.write(url, &Hints::default()).unwrap();
-        }
-        let bytes = w.finish().unwrap();
-        publisher
-            .publish(priority, FileKind::Requests, &bytes)
-            .unwrap();
+        publish_requests(
+            &spool,
+            &app,
+            &["http://a.test/1", "http://a.test/2", "http://a.test/3"],
+        );
         let polite = || FrontierConfig {
             interval_ms: 1000,
             min_interval_ms: 1000,
@@ -300,18 +296,7 @@ mod tests {
         let dir = tempfile::tempdir().unwrap();
         let spool = Spool::new(dir.path().join("spool"));
         let app = spool::AppId::new("bfs").unwrap();
-        let publisher = Publisher::new(
-            spool.requests(&app).unwrap(),
-            ComponentId::new("test").unwrap(),
-        )
-        .unwrap();
-        let priority = Priority::NORMAL;
-        let mut w = RequestWriter::new(Vec::new(), RequestHeader { priority }).unwrap();
-        w.write("http://a.test/1", &Hints::default()).unwrap();
-        let bytes = w.finish().unwrap();
-        publisher
-            .publish(priority, FileKind::Requests, &bytes)
-            .unwrap();
+        publish_requests(&spool, &app, &["http://a.test/1"]);
         let config = FrontierConfig {
             interval_ms: 1000,
             min_interval_ms: 1000,

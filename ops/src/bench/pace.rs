@@ -45,8 +45,7 @@ pub fn rates(requests: &[Request]) -> Rates {
     else {
         return Rates::default();
     };
-    let n = starts.len();
-    let (a, b) = (n / 10, n * 9 / 10);
+    let (a, b) = mid80(&starts);
     let mid80_per_s = if b > a && starts[b] > starts[a] {
         (b - a) as f64 * 1e6 / (starts[b] - starts[a]) as f64
     } else {
@@ -82,8 +81,8 @@ pub fn work_bound_share(requests: &[Request], ip_interval_us: u64) -> Option<f64
     }
     let mut starts: Vec<u64> = requests.iter().map(|r| r.start_us).collect();
     starts.sort_unstable();
-    let n = starts.len();
-    let (lo, hi) = (starts[n / 10], starts[n * 9 / 10]);
+    let (a, b) = mid80(&starts);
+    let (lo, hi) = (starts[a], starts[b]);
     if hi <= lo {
         return None;
     }
@@ -102,6 +101,12 @@ pub fn work_bound_share(requests: &[Request], ip_interval_us: u64) -> Option<f64
         .sum();
     let started = starts.iter().filter(|&&t| t >= lo && t <= hi).count();
     (allowed > 0).then(|| started as f64 / allowed as f64)
+}
+
+/// The middle 80 % of a run: the indices of the 10 % and the 90 % request in
+/// `starts` (sorted, not empty).
+fn mid80(starts: &[u64]) -> (usize, usize) {
+    (starts.len() / 10, starts.len() * 9 / 10)
 }
 
 /// Politeness figures of one kind of group (origins or IP addresses).

@@ -3,8 +3,8 @@
 //! merge, request file, manager load and dispatch), read from a finished crawl's
 //! repository and websim's request log. Any crawler that stores WARC can be judged.
 //!
-//! For every link `L` of every stored page (extracted and canonicalized as the
-//! application does), its *discovery* is the earliest end (websim's response
+//! For every link `L` of every stored page (read with the application's own batch
+//! reader, so extracted and canonicalized exactly as the crawl did), its *discovery* is the earliest end (websim's response
 //! end stamp) of a page linking to it, and its *delay* the start of its first
 //! request minus that. A delay also holds the time `L` waited behind its own
 //! host's other URLs (one request at a time per host), DNS and robots.txt; so the
@@ -17,18 +17,15 @@
 //! O(requests log requests) to sort the log. This module reads files only.
 
 use std::collections::HashMap;
-use std::io::BufReader;
 use std::path::{Path, PathBuf};
 
 use anyhow::Context;
 use application::canon::CanonConfig;
-use application::extract::{Extractor, PageLinks};
-use application::links::canonical_links;
-use spool::http::StoredResponse;
-use spool::warc::{Record, RecordType, WarcReader};
+use application::service::pages::BatchReader;
 use url::Url;
 
 use super::check::read_log;
+use crate::orchestrate::repo_scan::collect_warcs;
 
 /// `polycrawl bench roundtrip` arguments.
 #[derive(Debug, clap::Args)]
@@ -84,32 +81,22 @@ pub fn measure(websim: &Path, warcs: &Path) -> anyhow::Result<Delays> {
     } else {
         warcs.to_owned()
     };
-    collect(&dir, &mut files)?;
-    let mut extractor = Extractor::new();
-    let mut out = PageLinks::new();
-    let canon = CanonConfig::default();
+    collect_warcs(&dir, &mut files)?;
+    files.sort();
+    // The application's own reader: its checks, extraction and canonicalization.
+    let mut reader = BatchReader::new(CanonConfig::default(), 8 << 20);
     for path in &files {
-        let file = std::fs::File::open(path).with_context(|| format!("{}", path.display()))?;
-        let mut reader = WarcReader::new(BufReader::with_capacity(256 << 10, file));
-        let mut rec = Record::default();
-        while reader
-            .read_into(&mut rec)
-            .with_context(|| format!("reading {}", path.display()))?
-        {
-            if rec.headers.record_type() != Some(RecordType::Response) {
-                continue;
-            }
-            let Some(page) = rec.headers.target_uri() else {
-                continue;
-            };
-            let Some(&(_, page_end)) = first.get(page) else {
-                continue;
-            };
-            for link in links(&mut extractor, &mut out, &canon, page, &rec.block) {
-                let d = discovered.entry(link).or_insert(page_end);
-                *d = (*d).min(page_end);
-            }
-        }
+        reader
+            .read_checked(path, |page| {
+                let Some(&(_, page_end)) = first.get(&page.url) else {
+                    return;
+                };
+                for link in page.redirect.iter().chain(&page.links) {
+                    let d = discovered.entry(link.to_string()).or_insert(page_end);
+                    *d = (*d).min(page_end);
+                }
+            })
+            .with_context(|| format!("reading {}", path.display()))?;
     }
     let mut all = Vec::new();
     let mut idle = Vec::new();
@@ -151,42 +138,6 @@ fn was_idle(spans: &Spans, origin: &str, found: u64, start: u64) -> bool {
     prev_start < found && prev_end <= found
 }
 
-/// Canonical links of a stored response (its `Location` too, for a redirect).
-fn links(
-    extractor: &mut Extractor,
-    out: &mut PageLinks,
-    canon: &CanonConfig,
-    page: &str,
-    block: &[u8],
-) -> Vec<String> {
-    let (Ok(base), Ok(resp)) = (Url::parse(page), StoredResponse::parse(block)) else {
-        return Vec::new();
-    };
-    let mut found = Vec::new();
-    if resp.is_redirect() {
-        if let Some(u) = resp.location().and_then(|l| base.join(l).ok()) {
-            found.push(u.to_string());
-        }
-    }
-    if !(200..300).contains(&resp.status) {
-        return found;
-    }
-    let Ok(body) = resp.entity_body(8 << 20) else {
-        return found;
-    };
-    out.links.clear();
-    canonical_links(
-        extractor,
-        &body.bytes,
-        &base,
-        resp.content_type(),
-        canon,
-        out,
-    );
-    found.extend(out.links.drain(..).map(|l| l.url.to_string()));
-    found
-}
-
 /// Median, 90th percentile and largest value (sorts `v`); zeros when empty.
 fn quantiles(v: &mut [f64]) -> [f64; 3] {
     if v.is_empty() {
@@ -195,20 +146,6 @@ fn quantiles(v: &mut [f64]) -> [f64; 3] {
     v.sort_by(f64::total_cmp);
     let at = |q: f64| v[((v.len() - 1) as f64 * q).round() as usize];
     [at(0.5), at(0.9), v[v.len() - 1]]
-}
-
-fn collect(dir: &Path, out: &mut Vec<PathBuf>) -> anyhow::Result<()> {
-    for entry in std::fs::read_dir(dir).with_context(|| format!("listing {}", dir.display()))? {
-        let entry = entry?;
-        let path = entry.path();
-        if entry.file_type()?.is_dir() {
-            collect(&path, out)?;
-        } else if path.to_string_lossy().ends_with(".warc.gz") {
-            out.push(path);
-        }
-    }
-    out.sort();
-    Ok(())
 }
 
 /// `polycrawl bench roundtrip`: prints one `roundtrip key=value ...` line.
