@@ -21,5 +21,11 @@ fi
 cargo fmt --all --check
 # The demo's build and this one must share RocksDB's build (see ops/Cargo.toml).
 "$here/check-unified-build.sh"
+# The doc gate: rustdoc warnings denied, no stale file paths in comments.
+"$here/check-docs.sh"
+# The lint set: the workspace's [workspace.lints] (Cargo.toml) and clippy's
+# defaults, warnings denied; and the code that ships never unwraps (tests and
+# benches may: a panic is how they fail).
 cargo clippy --release --locked --workspace --all-targets -- -D warnings
+cargo clippy --release --locked --workspace --lib --bins -- -D warnings -D clippy::unwrap_used
 cargo nextest run --release --locked --workspace --no-fail-fast "$@"

@@ -54,7 +54,7 @@ struct Slot {
 }
 
 /// The right to write one request to an address; ending it (drop, or
-/// [`Turn::written`]) starts the address's spacing.
+/// `Turn::written_at`) starts the address's spacing.
 #[derive(Debug)]
 pub(crate) struct Turn<'a> {
     gate: &'a IpGate,

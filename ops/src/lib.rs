@@ -2,7 +2,7 @@
 //! command-line interface, and `websim`, the simulated web used by tests, demos and
 //! benchmarks.
 //!
-//! - [`bench`]: `polycrawl bench measure|check`, the peer benchmark's measuring
+//! - [`bench`](mod@bench): `polycrawl bench measure|check`, the peer benchmark's measuring
 //!   and judging tools (`ops/bench-peers.sh`).
 //! - [`config`]: the documented RON config (`polycrawl config --default`).
 //! - [`orchestrate`]: `polycrawl demo` and `polycrawl crawl`, every part a child

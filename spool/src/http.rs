@@ -11,9 +11,9 @@
 //! the cap in memory. When the payload was cut, an unexpected end of the compressed
 //! stream is expected: what was decoded so far is kept and marked truncated.
 //!
-//! The rules are the downloader's (`downloader/src/chunked.rs`, `decode.rs`), so the
-//! downloader, the application and the manager's robots reading can share this one
-//! copy. This module must never panic on stored bytes or allocate more than the cap
+//! The chunked decoder ([`ChunkedDecoder`]) is the one the downloader feeds from the
+//! socket, and the content decoding follows the downloader's `decode.rs`, so the
+//! downloader, the application and the manager's robots reading share one copy. This module must never panic on stored bytes or allocate more than the cap
 //! plus the payload; work is linear in the input.
 
 use bytes::BufMut;
@@ -586,7 +586,7 @@ mod tests {
     }
 
     // The incremental decoder fed in pieces, as the downloader feeds it from the
-    // socket (moved here with the decoder from downloader/src/chunked.rs).
+    // socket.
     const CHUNKED_BODY: &[u8] = b"5;name=value\r\nhello\r\n7\r\n, world\r\nA ; x\r\n0123456789\r\n0\r\nX-Trailer: t\r\nY: u\r\n\r\nEXTRA";
 
     fn decode_in_pieces(input: &[u8], piece: usize) -> (Vec<u8>, usize, bool) {

@@ -5,23 +5,23 @@
 //! evaluates JavaScript, types (`Input.insertText`), clicks with real mouse events
 //! at an element's centre (`Input.dispatchMouseEvent`) and takes screenshots.
 //!
-//! The protocol runs over one WebSocket (RFC 6455) to the browser endpoint that
-//! Chromium writes to `<profile>/DevToolsActivePort`; the client here is the
-//! least a test needs: a fixed handshake key (checked against its RFC accept
-//! value), masked text frames out, unmasked text, continuation, ping and close
-//! frames in. Blocking I/O with timeouts; no threads.
+//! The protocol runs over one WebSocket (RFC 6455, the `tungstenite` crate) to the
+//! browser endpoint that Chromium writes to `<profile>/DevToolsActivePort`. Blocking
+//! I/O with timeouts; no threads.
 //!
 //! Chromium is told to resolve no name but loopback addresses
 //! (`--host-resolver-rules`), so a test browser talks to nothing but the servers
 //! of the test. This module must never point the browser at anything else.
 
-use std::io::{self, Read, Write};
+use std::io;
 use std::net::TcpStream;
 use std::path::{Path, PathBuf};
 use std::process::Command;
 use std::time::{Duration, Instant};
 
 use serde_json::{Value, json};
+use tungstenite::Message;
+use tungstenite::protocol::WebSocketConfig;
 
 use crate::process::ProcessGuard;
 
@@ -31,9 +31,6 @@ const CALL_TIMEOUT: Duration = Duration::from_secs(30);
 const START_TIMEOUT: Duration = Duration::from_secs(30);
 /// Largest message accepted (screenshots are base64 PNGs of a few MB).
 const MAX_MESSAGE: usize = 64 << 20;
-/// RFC 6455's sample key and the accept value a server must answer it with.
-const WS_KEY: &str = "dGhlIHNhbXBsZSBub25jZQ==";
-const WS_ACCEPT: &str = "s3pPLMBiTxaQ9kYGzzhZRbK+xOo=";
 
 /// The Chromium binary, if one is installed (`chromium` or `chromium-browser`).
 pub fn chromium() -> Option<PathBuf> {
@@ -287,127 +284,55 @@ impl Page<'_> {
     }
 }
 
-/// A client WebSocket over plain TCP: text messages only.
+/// The DevTools connection: a client WebSocket (tungstenite) over plain TCP, text
+/// messages only.
 #[derive(Debug)]
 struct WebSocket {
-    stream: TcpStream,
-    mask_seed: u32,
+    socket: tungstenite::WebSocket<TcpStream>,
 }
 
 impl WebSocket {
     /// Connects to `addr` and upgrades the request for `path`.
     fn connect(addr: &str, path: &str) -> io::Result<WebSocket> {
-        let mut stream = TcpStream::connect(addr)?;
+        let stream = TcpStream::connect(addr)?;
         stream.set_nodelay(true)?;
         stream.set_read_timeout(Some(CALL_TIMEOUT))?;
-        let request = format!(
-            "GET {path} HTTP/1.1\r\nHost: {addr}\r\nUpgrade: websocket\r\n\
-             Connection: Upgrade\r\nSec-WebSocket-Key: {WS_KEY}\r\n\
-             Sec-WebSocket-Version: 13\r\n\r\n"
-        );
-        stream.write_all(request.as_bytes())?;
-        let mut head = Vec::new();
-        let mut byte = [0u8; 1];
-        while !head.ends_with(b"\r\n\r\n") {
-            if head.len() > 16 * 1024 {
-                return Err(io::Error::other("handshake answer too long"));
-            }
-            stream.read_exact(&mut byte)?;
-            head.push(byte[0]);
-        }
-        let head = String::from_utf8_lossy(&head);
-        let accepted = head.starts_with("HTTP/1.1 101")
-            && head.lines().any(|l| {
-                l.split_once(':').is_some_and(|(name, value)| {
-                    name.eq_ignore_ascii_case("sec-websocket-accept") && value.trim() == WS_ACCEPT
-                })
-            });
-        if !accepted {
-            return Err(io::Error::other(format!("upgrade refused: {head}")));
-        }
-        Ok(WebSocket {
+        let config = WebSocketConfig::default()
+            .max_message_size(Some(MAX_MESSAGE))
+            .max_frame_size(Some(MAX_MESSAGE));
+        let (socket, _response) = tungstenite::client::client_with_config(
+            format!("ws://{addr}{path}"),
             stream,
-            mask_seed: std::process::id(),
-        })
+            Some(config),
+        )
+        .map_err(|e| io::Error::other(format!("upgrade refused: {e}")))?;
+        Ok(WebSocket { socket })
     }
 
-    /// Sends one masked text frame.
+    /// Sends one text message.
     fn send_text(&mut self, text: &str) -> io::Result<()> {
-        self.send_frame(0x1, text.as_bytes())
+        self.socket
+            .send(Message::text(text))
+            .map_err(io::Error::other)
     }
 
-    fn send_frame(&mut self, opcode: u8, payload: &[u8]) -> io::Result<()> {
-        // Any mask will do (it protects proxies, not secrets): vary it per frame.
-        self.mask_seed = self
-            .mask_seed
-            .wrapping_mul(1_103_515_245)
-            .wrapping_add(12_345);
-        let mask = self.mask_seed.to_be_bytes();
-        let mut frame = vec![0x80 | opcode];
-        match payload.len() {
-            n if n < 126 => frame.push(0x80 | n as u8),
-            n if n <= usize::from(u16::MAX) => {
-                frame.push(0x80 | 126);
-                frame.extend_from_slice(&(n as u16).to_be_bytes());
-            }
-            n => {
-                frame.push(0x80 | 127);
-                frame.extend_from_slice(&(n as u64).to_be_bytes());
-            }
-        }
-        frame.extend_from_slice(&mask);
-        frame.extend(payload.iter().enumerate().map(|(i, b)| b ^ mask[i % 4]));
-        self.stream.write_all(&frame)
-    }
-
-    /// The next text message (fragments joined; pings answered), within `timeout`.
+    /// The next text message (pings are answered by tungstenite), within `timeout`.
     fn recv_text(&mut self, timeout: Duration) -> io::Result<String> {
-        self.stream
+        self.socket
+            .get_mut()
             .set_read_timeout(Some(timeout.max(Duration::from_millis(1))))?;
-        let mut message = Vec::new();
         loop {
-            let mut head = [0u8; 2];
-            self.stream.read_exact(&mut head)?;
-            let (fin, opcode) = (head[0] & 0x80 != 0, head[0] & 0x0f);
-            let masked = head[1] & 0x80 != 0;
-            let len = match head[1] & 0x7f {
-                126 => {
-                    let mut b = [0u8; 2];
-                    self.stream.read_exact(&mut b)?;
-                    u64::from(u16::from_be_bytes(b))
+            match self.socket.read() {
+                Ok(Message::Text(text)) => return Ok(text.as_str().to_owned()),
+                Ok(Message::Binary(bytes)) => {
+                    return String::from_utf8(bytes.to_vec()).map_err(io::Error::other);
                 }
-                127 => {
-                    let mut b = [0u8; 8];
-                    self.stream.read_exact(&mut b)?;
-                    u64::from_be_bytes(b)
+                Ok(Message::Close(_)) => {
+                    return Err(io::Error::other("the browser closed the connection"));
                 }
-                n => u64::from(n),
-            };
-            let len = usize::try_from(len)
-                .ok()
-                .filter(|n| message.len() + n <= MAX_MESSAGE)
-                .ok_or_else(|| io::Error::other("message too large"))?;
-            let mut mask = [0u8; 4];
-            if masked {
-                self.stream.read_exact(&mut mask)?;
-            }
-            let mut payload = vec![0u8; len];
-            self.stream.read_exact(&mut payload)?;
-            if masked {
-                for (i, b) in payload.iter_mut().enumerate() {
-                    *b ^= mask[i % 4];
-                }
-            }
-            match opcode {
-                0x0..=0x2 => {
-                    message.extend_from_slice(&payload);
-                    if fin {
-                        return String::from_utf8(message).map_err(io::Error::other);
-                    }
-                }
-                0x8 => return Err(io::Error::other("the browser closed the connection")),
-                0x9 => self.send_frame(0xA, &payload)?,
-                _ => {} // Pong or reserved: nothing to do.
+                Ok(Message::Ping(_) | Message::Pong(_) | Message::Frame(_)) => {}
+                Err(tungstenite::Error::Io(e)) => return Err(e),
+                Err(e) => return Err(io::Error::other(e)),
             }
         }
     }

@@ -1,5 +1,5 @@
 //! [`AppConfig`]: the `app: (...)` section of the config file, with its defaults.
-//! Validated into the compiled [`Scope`](super::scope::Scope) by [`AppConfig::scope`].
+//! Validated into the compiled [`Scope`] by [`AppConfig::scope`].
 
 use std::path::PathBuf;
 

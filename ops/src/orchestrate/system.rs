@@ -27,7 +27,7 @@
 //!
 //! Stop order: application, then downloaders and resolver (SIGTERM: they stop
 //! taking work, finish or return their fetches and publish their batches), then
-//! the manager (SIGTERM: it saves its state); each has [`STOP_GRACE`], then
+//! the manager (SIGTERM: it saves its state); each has `STOP_GRACE`, then
 //! SIGKILL. Nothing is lost by a stop: the next run on the same directories
 //! resumes.
 

@@ -5,7 +5,7 @@
 //!
 //! A URL in the request log is `<scheme>://<Host header><target>`, which is how
 //! websim's canonical manifest URLs are written (they carry the port; a Host
-//! header without one gets the listener's, see [`log_origin`]).
+//! header without one gets the listener's, see `log_origin`).
 //! robots.txt fetches (paths starting `/robots`, which covers websim's robots.txt
 //! redirect target `/robots-real.txt`) are counted apart: the manager fetches a
 //! robots.txt again by design when it answered 5xx (retry with back-off), and the

@@ -3,7 +3,7 @@
 //!
 //! The variant order is the wire order (postcard writes the variant index): never
 //! reorder, remove or insert variants without bumping
-//! [`PROTOCOL_VERSION`](super::PROTOCOL_VERSION).
+//! [`PROTOCOL_VERSION`].
 
 use std::fmt;
 
