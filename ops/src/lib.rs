@@ -1,6 +1,6 @@
-//! `ops` holds the `polycrawl` binary's library side: the RON config, the
-//! command-line interface, and `websim`, the simulated web used by tests, demos and
-//! benchmarks.
+//! `ops` holds the `polycrawl` binary's library side: the RON config and the
+//! command-line interface. The simulated web, `polycrawl websim`, is the `websim`
+//! crate below this one.
 //!
 //! - [`bench`](mod@bench): `polycrawl bench measure|check`, the peer benchmark's measuring
 //!   and judging tools (`ops/bench-peers.sh`).
@@ -8,7 +8,6 @@
 //! - [`orchestrate`]: `polycrawl demo` and `polycrawl crawl`, every part a child
 //!   process.
 //! - [`status`]: `polycrawl status`, a running manager's figures.
-//! - [`websim`]: the simulated web (DESIGN.md section 9).
 //!
 //! `ops` is the only crate that may use `anyhow`; the libraries it wires together
 //! return typed errors.
@@ -17,4 +16,3 @@ pub mod bench;
 pub mod config;
 pub mod orchestrate;
 pub mod status;
-pub mod websim;

@@ -37,7 +37,7 @@ enum Command {
     /// Show a running crawl's figures in the terminal.
     Status(StatusArgs),
     /// Start websim, the simulated web (many hosts on 127.x.y.z, its own DNS).
-    Websim(ops::websim::Args),
+    Websim(websim::Args),
     /// Print the documented default config, or check a config file.
     Config(ConfigArgs),
     /// Check URLs against a robots.txt file, as the manager would (RFC 9309).
@@ -239,7 +239,7 @@ fn run(command: Command) -> anyhow::Result<()> {
         Command::Crawl(args) => orchestrate(|s, rt| ops::orchestrate::crawl::run(args, s, rt)),
         Command::Demo(args) => orchestrate(|s, rt| ops::orchestrate::demo::run(args, s, rt)),
         Command::Status(args) => status_command(args),
-        Command::Websim(args) => ops::websim::run(args),
+        Command::Websim(args) => Ok(websim::run(args)?),
         Command::Bench(command) => {
             // `bench measure` exits with the measured command's exit code.
             let code = ops::bench::run(command)?;

@@ -17,9 +17,9 @@ use std::net::{Ipv4Addr, SocketAddr};
 use std::sync::Arc;
 use std::time::Instant;
 
-use ops::websim::dns::{DnsServer, Zone};
 use resolver::{Config, Resolver};
 use spool::protocol::Resolution;
+use websim::dns::{DnsServer, Zone};
 
 /// Names per measured batch.
 const BATCH: u32 = 10_000;

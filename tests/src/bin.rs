@@ -1,9 +1,10 @@
 //! Where the `polycrawl` binary is, and making sure it is built and current.
 //!
-//! `CARGO_BIN_EXE_polycrawl` exists only inside the `ops` package, and a
-//! dev-dependency on `ops` builds only its library. So [`polycrawl`] looks next to
-//! the test's own executable (a test binary lives in `<target>/<profile>/deps/`,
-//! cargo puts `polycrawl` in `<target>/<profile>/`) and, once per test process,
+//! `CARGO_BIN_EXE_polycrawl` exists only inside the `ops` package, which the tests
+//! do not depend on (a dependency would build only its library anyway). So
+//! [`polycrawl`] looks next to the test's own executable (a test binary lives in
+//! `<target>/<profile>/deps/`, cargo puts `polycrawl` in `<target>/<profile>/`)
+//! and, once per test process,
 //! runs `$CARGO build -p ops --bin polycrawl` for that same target directory and
 //! profile first, so a test never runs a stale binary. `cargo test` has released
 //! its build lock when tests run, so this does not deadlock; when nothing changed it

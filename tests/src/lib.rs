@@ -5,7 +5,8 @@
 //! - [`bin`]: the `polycrawl` binary ([`bin::polycrawl`]), built or rebuilt by
 //!   `cargo build -p ops` on first use so tests never run a stale one.
 //! - [`process`]: [`process::ProcessGuard`], a child process with its stdout read
-//!   line by line and its stderr kept in a file; killed (SIGKILL) and reaped on drop.
+//!   line by line and its stderr kept in a file; killed (SIGKILL) and reaped on drop;
+//!   [`process::cpu_time`], a process's CPU time.
 //! - [`websim`]: [`websim::Websim`], a running `polycrawl websim` in a temporary
 //!   directory, with its ready line parsed and readers for its output files and
 //!   request log.

@@ -1,7 +1,7 @@
 //! A child process owned by the test: stdout is read line by line on a thread (so
 //! the pipe never fills), stderr goes to a file (shown when something goes wrong),
 //! and dropping the guard kills (SIGKILL) and reaps the process, even when the test
-//! panics.
+//! panics. [`cpu_time`] reads any process's CPU time from `/proc`.
 
 use std::fs::File;
 use std::io::{self, BufRead, BufReader};
@@ -156,5 +156,61 @@ impl Drop for ProcessGuard {
             let _ = self.child.kill();
         }
         let _ = self.child.wait();
+    }
+}
+
+/// Units of the times in `/proc/<pid>/stat`: the kernel reports them in USER_HZ,
+/// which is 100 on every Linux architecture (`getconf CLK_TCK`).
+const USER_HZ: u64 = 100;
+
+/// CPU time (user + system) process `pid` has used so far, from `/proc/<pid>/stat`;
+/// `None` once it is reaped. The same reader as `ops::orchestrate::child::cpu_time`,
+/// kept here so that the tests do not depend on `ops`.
+pub fn cpu_time(pid: u32) -> Option<Duration> {
+    let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
+    Some(Duration::from_millis(cpu_ticks(&stat)? * 1000 / USER_HZ))
+}
+
+/// utime + stime (fields 14 and 15) of a `/proc/<pid>/stat` line, in ticks. The
+/// command name (field 2) is in parentheses and may hold spaces: fields are counted
+/// after its closing parenthesis.
+fn cpu_ticks(stat: &str) -> Option<u64> {
+    let rest = &stat[stat.rfind(')')? + 1..];
+    let mut fields = rest.split_ascii_whitespace().skip(11); // field 3 is the first
+    let utime: u64 = fields.next()?.parse().ok()?;
+    let stime: u64 = fields.next()?.parse().ok()?;
+    Some(utime + stime)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn cpu_fields_are_counted_after_the_command_name() {
+        let stat = "4242 (dl 1 (x)) S 1 4242 4242 0 -1 4194560 100 0 0 0 250 30 0 0 20 0 1 0";
+        assert_eq!(cpu_ticks(stat), Some(280));
+        assert_eq!(cpu_ticks("4242 (x) S 1"), None);
+    }
+
+    #[test]
+    fn a_busy_process_shows_its_cpu_time() {
+        // Spins until /proc shows 100 ms more (on a loaded machine that takes longer
+        // than 100 ms of wall time); a reader that does not see it fails at 30 s.
+        let me = std::process::id();
+        let before = cpu_time(me).expect("/proc/self/stat");
+        let deadline = Instant::now() + Duration::from_secs(30);
+        let mut x = 0u64;
+        let mut used = Duration::ZERO;
+        while used < Duration::from_millis(100) && Instant::now() < deadline {
+            for _ in 0..100_000 {
+                x = std::hint::black_box(x.wrapping_mul(6364136223846793005).wrapping_add(1));
+            }
+            used = cpu_time(me).expect("/proc/self/stat") - before;
+        }
+        assert!(
+            used >= Duration::from_millis(100),
+            "{used:?} after 30 s of spinning"
+        );
     }
 }

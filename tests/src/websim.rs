@@ -2,7 +2,7 @@
 //! the handle is dropped.
 //!
 //! [`Websim::start`] runs the real binary with the given flags plus `--out <tmp>`
-//! and `--exit-with-parent`, waits for the ready line (see `ops::websim::cli`) and
+//! and `--exit-with-parent`, waits for the ready line (see `websim::cli`) and
 //! parses it. The readers parse websim's documented output files; the address
 //! helpers map a URL to the socket address websim serves it on (from `hosts.tsv`,
 //! so tests need no DNS unless they test DNS).

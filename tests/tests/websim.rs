@@ -442,7 +442,7 @@ async fn https_with_the_ca_and_upgrade_from_http() {
     assert!(r.text().contains("<html"));
 
     // A client trusting another CA fails the handshake.
-    let other = ops::websim::tls::SimCa::generate().unwrap();
+    let other = websim::tls::SimCa::generate().unwrap();
     let stranger = Client::trusting(other.ca_pem()).unwrap();
     let err = stranger
         .get(h.socket(), true, &authority(&h), "/", &[])

@@ -3,7 +3,7 @@
 //! even on panic; `--exit-with-parent` covers an abort), waits for its ready line
 //! and turns `manifest.tsv` + `hosts.tsv` into fetch targets with their socket
 //! addresses, so no DNS is needed. The formats are documented in
-//! `ops/src/websim/outfiles.rs` and `cli.rs`; this is a reader of its own because
+//! `websim/src/outfiles.rs` and `cli.rs`; this is a reader of its own because
 //! the downloader must not depend on `ops` or `tests`.
 
 use std::collections::HashMap;

@@ -32,9 +32,9 @@ use anyhow::Context;
 
 use super::pace;
 use crate::orchestrate::websim_check::{WebsimCheck, log_origin, tsv};
-use crate::websim::outfiles::OutPaths;
-use crate::websim::paths::encode_non_ascii;
-use crate::websim::robots::{RobotsVariant, Rules};
+use websim::outfiles::OutPaths;
+use websim::paths::encode_non_ascii;
+use websim::robots::{RobotsVariant, Rules};
 
 /// Flags of `polycrawl bench check`.
 #[derive(Debug, Clone, clap::Args)]

@@ -5,10 +5,10 @@
 use std::net::{Ipv4Addr, SocketAddr};
 use std::sync::Arc;
 
-use ops::websim::dns::{DnsServer, Zone};
 use resolver::Config;
 use spool::protocol::{HostAnswer, NegativeKind, Resolution};
 use tokio::net::UdpSocket;
+use websim::dns::{DnsServer, Zone};
 
 /// The address `name-<i>.test` resolves to.
 pub fn addr_of(i: u32) -> Ipv4Addr {

@@ -16,13 +16,16 @@
 //!
 //! websim never binds or answers outside 127.0.0.0/8: `--dns-addr` must be a
 //! 127.0.0.0/8 IPv4 address, and every HTTP address is 127.1.0.0 or above.
+//!
+//! Errors are [`CliError`]: a flag value that makes no sense, or the start-up or
+//! shutdown step that failed with its cause.
 
+use std::io;
 use std::net::{Ipv4Addr, SocketAddr};
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::time::Duration;
 
-use anyhow::{Context, bail};
 use tokio::signal::unix::{Signal, SignalKind, signal};
 use tokio::task::JoinSet;
 use tokio_rustls::TlsAcceptor;
@@ -34,7 +37,92 @@ use super::listen::{bind_all, raise_nofile_limit};
 use super::log::RequestLog;
 use super::model::{Params, Web};
 use super::outfiles::{self, OutPaths};
-use super::tls::SimCa;
+use super::tls::{SimCa, TlsError};
+
+/// Why `polycrawl websim` did not start or did not stop cleanly.
+#[derive(Debug, thiserror::Error)]
+pub enum CliError {
+    /// `--hosts` is below [`MIN_HOSTS`].
+    #[error(
+        "--hosts must be at least {MIN_HOSTS} (every special behaviour needs a host), got {got}"
+    )]
+    TooFewHosts {
+        /// The value given.
+        got: u32,
+    },
+    /// `--hosts` is above 1,000,000.
+    #[error("--hosts must be at most 1000000, got {got}")]
+    TooManyHosts {
+        /// The value given.
+        got: u32,
+    },
+    /// `--pages` is below `--hosts`.
+    #[error("--pages must be at least --hosts ({hosts}), got {got}")]
+    TooFewPages {
+        /// `--hosts`.
+        hosts: u32,
+        /// The value given.
+        got: u32,
+    },
+    /// `--size-skew` is outside 0..=3.
+    #[error("--size-skew must be between 0 and 3, got {got}")]
+    SizeSkew {
+        /// The value given.
+        got: f64,
+    },
+    /// `--dns-addr` is not a 127.0.0.0/8 IPv4 address.
+    #[error("--dns-addr must be a 127.0.0.0/8 IPv4 address, got {got}")]
+    DnsAddr {
+        /// The value given.
+        got: SocketAddr,
+    },
+    /// `--http-port` and `--https-port` name the same port.
+    #[error("--http-port and --https-port must differ, both are {port}")]
+    SamePorts {
+        /// The port given twice.
+        port: u16,
+    },
+    /// `RLIMIT_NOFILE` is too low for the listeners this web needs.
+    #[error(
+        "websim needs about {need} file descriptors for {addresses} addresses, but RLIMIT_NOFILE is {nofile}; \
+         use fewer --hosts or raise the hard limit"
+    )]
+    TooFewFiles {
+        /// Descriptors needed.
+        need: u64,
+        /// Addresses that get listeners.
+        addresses: usize,
+        /// The limit.
+        nofile: u64,
+    },
+    /// A start-up or shutdown step failed on I/O.
+    #[error("{what}: {source}")]
+    Io {
+        /// The step, such as "binding the http listeners".
+        what: String,
+        /// The I/O error.
+        source: io::Error,
+    },
+    /// Generating the CA or building the TLS config failed.
+    #[error("{what}: {source}")]
+    Tls {
+        /// The step, such as "generating the CA".
+        what: &'static str,
+        /// The TLS error.
+        source: TlsError,
+    },
+}
+
+/// Wraps an I/O error with the step that failed.
+fn io_err(what: impl Into<String>) -> impl FnOnce(io::Error) -> CliError {
+    let what = what.into();
+    move |source| CliError::Io { what, source }
+}
+
+/// Wraps a TLS error with the step that failed.
+fn tls_err(what: &'static str) -> impl FnOnce(TlsError) -> CliError {
+    move |source| CliError::Tls { what, source }
+}
 
 /// TTL of every DNS answer, seconds.
 pub const DNS_TTL: u32 = 300;
@@ -103,45 +191,39 @@ pub struct Args {
 
 impl Args {
     /// Checks values that parse but make no sense.
-    pub fn validate(&self) -> anyhow::Result<()> {
+    pub fn validate(&self) -> Result<(), CliError> {
         if self.hosts < MIN_HOSTS {
-            bail!(
-                "--hosts must be at least {MIN_HOSTS} (every special behaviour needs a host), got {}",
-                self.hosts
-            );
+            return Err(CliError::TooFewHosts { got: self.hosts });
         }
         if self.hosts > 1_000_000 {
-            bail!("--hosts must be at most 1000000, got {}", self.hosts);
+            return Err(CliError::TooManyHosts { got: self.hosts });
         }
         if self.pages < self.hosts {
-            bail!(
-                "--pages must be at least --hosts ({}), got {}",
-                self.hosts,
-                self.pages
-            );
+            return Err(CliError::TooFewPages {
+                hosts: self.hosts,
+                got: self.pages,
+            });
         }
         if !(0.0..=3.0).contains(&self.size_skew) {
-            bail!(
-                "--size-skew must be between 0 and 3, got {}",
-                self.size_skew
-            );
+            return Err(CliError::SizeSkew {
+                got: self.size_skew,
+            });
         }
         match self.dns_addr {
             SocketAddr::V4(a) if a.ip().is_loopback() => {}
-            other => bail!("--dns-addr must be a 127.0.0.0/8 IPv4 address, got {other}"),
+            other => return Err(CliError::DnsAddr { got: other }),
         }
         if self.http_port != 0 && self.http_port == self.https_port {
-            bail!(
-                "--http-port and --https-port must differ, both are {}",
-                self.http_port
-            );
+            return Err(CliError::SamePorts {
+                port: self.http_port,
+            });
         }
         Ok(())
     }
 }
 
 /// Runs websim until interrupted.
-pub fn run(args: Args) -> anyhow::Result<()> {
+pub fn run(args: Args) -> Result<(), CliError> {
     args.validate()?;
     let threads = match args.threads {
         Some(n) => usize::from(n),
@@ -152,19 +234,21 @@ pub fn run(args: Args) -> anyhow::Result<()> {
         .thread_name("websim")
         .enable_all()
         .build()
-        .context("starting the tokio runtime")?;
+        .map_err(io_err("starting the tokio runtime"))?;
     let result = runtime.block_on(serve(args));
     runtime.shutdown_timeout(Duration::from_secs(1));
     result
 }
 
-fn absolute(p: &Path) -> anyhow::Result<PathBuf> {
-    std::path::absolute(p).with_context(|| format!("resolving {}", p.display()))
+fn absolute(p: &Path) -> Result<PathBuf, CliError> {
+    std::path::absolute(p).map_err(io_err(format!("resolving {}", p.display())))
 }
 
-fn out_paths(args: &Args) -> anyhow::Result<OutPaths> {
-    std::fs::create_dir_all(&args.out)
-        .with_context(|| format!("creating the output directory {}", args.out.display()))?;
+fn out_paths(args: &Args) -> Result<OutPaths, CliError> {
+    std::fs::create_dir_all(&args.out).map_err(io_err(format!(
+        "creating the output directory {}",
+        args.out.display()
+    )))?;
     let mut paths = OutPaths::in_dir(&absolute(&args.out)?);
     for (over, slot) in [
         (&args.manifest, &mut paths.manifest),
@@ -175,14 +259,14 @@ fn out_paths(args: &Args) -> anyhow::Result<OutPaths> {
             *slot = absolute(p)?;
             if let Some(parent) = slot.parent() {
                 std::fs::create_dir_all(parent)
-                    .with_context(|| format!("creating {}", parent.display()))?;
+                    .map_err(io_err(format!("creating {}", parent.display())))?;
             }
         }
     }
     Ok(paths)
 }
 
-async fn serve(args: Args) -> anyhow::Result<()> {
+async fn serve(args: Args) -> Result<(), CliError> {
     let nofile = match raise_nofile_limit() {
         Ok(n) => n,
         Err(e) => {
@@ -213,31 +297,33 @@ async fn serve(args: Args) -> anyhow::Result<()> {
     live.dedup();
     let need = 2 * live.len() as u64 + 256;
     if need > nofile {
-        bail!(
-            "websim needs about {need} file descriptors for {} addresses, but RLIMIT_NOFILE is {nofile}; \
-             use fewer --hosts or raise the hard limit",
-            live.len()
-        );
+        return Err(CliError::TooFewFiles {
+            need,
+            addresses: live.len(),
+            nofile,
+        });
     }
     let addrs: Vec<Ipv4Addr> = live.iter().map(|&(_, a)| a).collect();
     let (http_port, http_listeners) =
-        bind_all(&addrs, args.http_port).context("binding the http listeners")?;
+        bind_all(&addrs, args.http_port).map_err(io_err("binding the http listeners"))?;
     let (https_port, https_listeners) =
-        bind_all(&addrs, args.https_port).context("binding the https listeners")?;
+        bind_all(&addrs, args.https_port).map_err(io_err("binding the https listeners"))?;
     params.http_port = http_port;
     params.https_port = https_port;
     let web = Arc::new(Web::new(params));
 
-    let summary = outfiles::write_all(&web, &paths).context("writing the manifest files")?;
-    let ca = SimCa::generate().context("generating the CA")?;
-    ca.write_ca_pem(&paths.ca).context("writing the CA")?;
+    let summary =
+        outfiles::write_all(&web, &paths).map_err(io_err("writing the manifest files"))?;
+    let ca = SimCa::generate().map_err(tls_err("generating the CA"))?;
+    ca.write_ca_pem(&paths.ca)
+        .map_err(tls_err("writing the CA"))?;
     let https_names = web.hosts.iter().filter(|h| h.https).map(|h| h.name.clone());
     let acceptor = TlsAcceptor::from(
         ca.server_config(https_names)
-            .context("building the TLS config")?,
+            .map_err(tls_err("building the TLS config"))?,
     );
 
-    let log = RequestLog::create(&paths.log).context("creating the request log")?;
+    let log = RequestLog::create(&paths.log).map_err(io_err("creating the request log"))?;
     let flusher = log.start_flusher();
     let mut zone = Zone::new(DNS_TTL);
     for h in &web.hosts {
@@ -245,12 +331,17 @@ async fn serve(args: Args) -> anyhow::Result<()> {
     }
     let dns = DnsServer::start(args.dns_addr, Arc::new(zone))
         .await
-        .with_context(|| format!("starting the DNS server on {}", args.dns_addr))?;
+        .map_err(io_err(format!(
+            "starting the DNS server on {}",
+            args.dns_addr
+        )))?;
 
     // Handlers are in place before the ready line, so a SIGTERM right after it is
     // handled (not the default action).
-    let mut term = signal(SignalKind::terminate()).context("installing the SIGTERM handler")?;
-    let mut int = signal(SignalKind::interrupt()).context("installing the SIGINT handler")?;
+    let mut term =
+        signal(SignalKind::terminate()).map_err(io_err("installing the SIGTERM handler"))?;
+    let mut int =
+        signal(SignalKind::interrupt()).map_err(io_err("installing the SIGINT handler"))?;
 
     let server = Arc::new(Server {
         web: Arc::clone(&web),
@@ -309,13 +400,15 @@ async fn serve(args: Args) -> anyhow::Result<()> {
         d(&paths.ca),
     );
     use std::io::Write as _;
-    std::io::stdout().flush().context("writing to stdout")?;
+    std::io::stdout()
+        .flush()
+        .map_err(io_err("writing to stdout"))?;
 
     let why = wait_for_stop(&mut term, &mut int, args.exit_with_parent).await;
     tracing::info!(reason = why, "websim: stopping");
     tasks.abort_all();
     drop(dns);
-    log.flush().context("flushing the request log")?;
+    log.flush().map_err(io_err("flushing the request log"))?;
     drop(flusher);
     println!("websim stopped ({why})");
     Ok(())
@@ -356,7 +449,7 @@ mod tests {
         args: Args,
     }
 
-    fn parse(argv: &[&str]) -> anyhow::Result<Args> {
+    fn parse(argv: &[&str]) -> Result<Args, Box<dyn std::error::Error>> {
         let cli = Cli::try_parse_from(std::iter::once("websim").chain(argv.iter().copied()))?;
         cli.args.validate()?;
         Ok(cli.args)

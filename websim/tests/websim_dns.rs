@@ -10,9 +10,9 @@ use hickory_resolver::net::runtime::TokioRuntimeProvider;
 use hickory_resolver::proto::op::{Edns, Message, Query, ResponseCode};
 use hickory_resolver::proto::rr::{Name, RData, RecordType};
 use hickory_resolver::{Resolver, TokioResolver};
-use ops::websim::dns::{DnsServer, Zone};
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::{TcpStream, UdpSocket};
+use websim::dns::{DnsServer, Zone};
 
 const TTL: u32 = 300;
 const WAIT: Duration = Duration::from_secs(2);

@@ -250,7 +250,7 @@ impl Web {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::websim::model::Params;
+    use crate::model::Params;
 
     fn web(seed: u64) -> Web {
         Web::new(Params {

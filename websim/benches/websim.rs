@@ -11,7 +11,7 @@
 //! thread's CPU time per page (getrusage RUSAGE_THREAD, so it excludes the client
 //! and the log flusher), and the machine.
 //!
-//! Run: `CARGO_TARGET_DIR=$HOME/.cache/polycrawl/target cargo bench -p ops --bench websim`
+//! Run: `CARGO_TARGET_DIR=$HOME/.cache/polycrawl/target cargo bench -p websim --bench websim`
 //! (env `WEBSIM_BENCH_SECONDS`, `WEBSIM_BENCH_CONNECTIONS` override the defaults).
 //! Target: 20,000 pages/s or more per server core.
 
@@ -22,16 +22,16 @@ use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::time::{Duration, Instant};
 
 use nix::sys::resource::{UsageWho, getrusage};
-use ops::websim::html::render_page;
-use ops::websim::http::{Server, accept_loop};
-use ops::websim::linkform::Scratch;
-use ops::websim::listen::{bind_all, raise_nofile_limit};
-use ops::websim::log::RequestLog;
-use ops::websim::model::{Params, Target, Web};
-use ops::websim::rng::Rng;
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::TcpStream;
 use tokio::sync::{mpsc, oneshot};
+use websim::html::render_page;
+use websim::http::{Server, accept_loop};
+use websim::linkform::Scratch;
+use websim::listen::{bind_all, raise_nofile_limit};
+use websim::log::RequestLog;
+use websim::model::{Params, Target, Web};
+use websim::rng::Rng;
 
 const HOSTS: u32 = 200;
 const PAGES: u32 = 20_000;

@@ -399,7 +399,7 @@ fn write_a(out: &mut Vec<u8>, s: &mut Scratch, r: &mut Rng, ctx: &Base<'_>, t: &
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::websim::model::Params;
+    use crate::model::Params;
 
     fn web(seed: u64) -> Web {
         Web::new(Params {

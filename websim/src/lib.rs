@@ -48,7 +48,9 @@
 //! Bind, answer or connect outside 127.0.0.0/8; name or resolve a real host (all
 //! names are under reserved TLDs and its DNS answers only its own zone); store
 //! per-page data for the whole web; share code with the crawler's robots parser or
-//! link extractor (the manifest is an independent oracle).
+//! link extractor (the manifest is an independent oracle); depend on `ops` or on a
+//! service crate (it sits below them: of polycrawl's crates it uses `spool` only,
+//! for the outcome reasons).
 
 pub mod cli;
 pub mod dns;
@@ -71,4 +73,4 @@ pub mod text;
 pub mod tls;
 pub mod traps;
 
-pub use cli::{Args, run};
+pub use cli::{Args, CliError, run};

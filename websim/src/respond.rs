@@ -357,7 +357,7 @@ fn trap_page(path: &str, rest: &str) -> Reply {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::websim::model::Params;
+    use crate::model::Params;
 
     fn web() -> Web {
         Web::new(Params {

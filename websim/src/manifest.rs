@@ -275,7 +275,7 @@ impl Graph for WebGraph<'_> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::websim::model::Params;
+    use crate::model::Params;
 
     /// A tiny web, checked by hand:
     /// 0 -> 1, 2, 3, 5, 6;  1 -> 2, 7;  2 is nofollow (links 8, 1);  3 = 301 -> 4;

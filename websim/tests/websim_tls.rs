@@ -4,13 +4,13 @@ use std::net::{Ipv4Addr, SocketAddr};
 use std::sync::Arc;
 use std::time::Duration;
 
-use ops::websim::tls::{SimCa, TlsError, client_config_trusting};
 use rustls::pki_types::{CertificateDer, ServerName};
 use rustls::{ClientConfig, ServerConfig};
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::{TcpListener, TcpStream};
 use tokio::task::JoinHandle;
 use tokio_rustls::{TlsAcceptor, TlsConnector};
+use websim::tls::{SimCa, TlsError, client_config_trusting};
 
 const WAIT: Duration = Duration::from_secs(5);
 
