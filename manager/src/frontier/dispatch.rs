@@ -132,7 +132,7 @@ impl Frontier {
         let keep_alive = host.queued() > 0 && self.keep_alive(id);
         self.hosts.set_state(id, HostState::FetchingRobots);
         self.ips.start(ip, now_ms);
-        self.jobs.insert(
+        self.jobs.start(
             job,
             JobInfo {
                 host: id,
@@ -195,7 +195,7 @@ impl Frontier {
             self.save_host(id, batch);
             self.hosts.set_state(id, HostState::InFlight);
             self.ips.start(ip, now_ms);
-            self.jobs.insert(
+            self.jobs.start(
                 job,
                 JobInfo {
                     host: id,

@@ -13,7 +13,9 @@
 //! | a resolver answered | [`on_dns`](Frontier::on_dns) |
 //! | a fetch report arrived | [`on_report`](Frontier::on_report) (pages, failures, returns) |
 //! | a robots.txt was stored | [`on_robots_fetched`](Frontier::on_robots_fetched) (with the body read from `robots/`) |
-//! | a downloader vanished | [`on_returned`](Frontier::on_returned) for each of its jobs, [`requeue`](Frontier::requeue) for each page it reported but never committed |
+//! | jobs went to a downloader | [`hand_out`](Frontier::hand_out) (the one table of jobs out: `jobs`) |
+//! | a downloader committed pages | [`on_committed`](Frontier::on_committed) |
+//! | a downloader vanished | [`on_holder_lost`](Frontier::on_holder_lost): its jobs out back to their queues, its pages never committed queued again |
 //! | a request file appeared | [`rescan_requests`](Frontier::rescan_requests) (a hint; folders are also listed periodically) |
 //! | an operator acted | [`set_target_rate`](Frontier::set_target_rate), [`blacklist_add`](Frontier::blacklist_add), [`checkpoint`](Frontier::checkpoint) |
 //!
@@ -48,7 +50,9 @@
 //!
 //! No network I/O (DNS and fetches go through the service); never load a request file
 //! before the ready pipeline needs URLs; never hold a crawl's URLs in memory (only
-//! each dispatching host's next `pop_batch` URLs and one file chunk).
+//! each dispatching host's next `pop_batch` URLs, one file chunk, and the URLs of
+//! the jobs out at downloaders or awaiting their commit, bounded by the
+//! downloaders' windows and open batches: `jobs`).
 //!
 //! # Memory and cost
 //!
@@ -63,6 +67,7 @@ mod dns;
 mod error;
 pub(crate) mod hosts;
 mod ip;
+mod jobs;
 mod load;
 mod origin;
 mod queue;
@@ -77,12 +82,9 @@ mod stats;
 pub(crate) mod store;
 mod waiting;
 
-use std::collections::HashMap;
 use std::path::Path;
-use std::sync::Arc;
 use std::time::{SystemTime, UNIX_EPOCH};
 
-use spool::protocol::{FetchPurpose, JobId};
 use spool::{AppId, Spool};
 
 use crate::blacklist::{Blacklist, BlacklistEntry};
@@ -99,6 +101,7 @@ use borrowed::BorrowedOrigins;
 use dns::Dns;
 use hosts::Hosts;
 use ip::IpTable;
+use jobs::{JobInfo, JobTable};
 use ready::ReadyHeap;
 use records::{
     Counters, HostRecord, META_BLACKLIST, META_COUNTERS, META_JOB_CEILING, META_NEXT_HOST,
@@ -118,18 +121,6 @@ pub fn wall_clock_ms() -> u64 {
         .duration_since(UNIX_EPOCH)
         .map(|d| u64::try_from(d.as_millis()).unwrap_or(u64::MAX))
         .unwrap_or(0)
-}
-
-/// A job handed out and not yet reported.
-#[derive(Debug, Clone)]
-struct JobInfo {
-    host: HostId,
-    purpose: FetchPurpose,
-    /// The application of a page job.
-    app: Option<AppId>,
-    /// The origin a robots.txt redirect hop contacts on the host's behalf (see
-    /// [`borrowed`]), when it is not the host's own.
-    borrowed: Option<Arc<str>>,
 }
 
 // The service moves the frontier into its task (behind a mutex if shared).
@@ -153,7 +144,8 @@ pub struct Frontier {
     requests: RequestFiles,
     outcomes: OutcomeSink,
     counters: Counters,
-    jobs: HashMap<JobId, JobInfo>,
+    /// Every job out at a downloader or awaiting its commit (`jobs`).
+    jobs: JobTable,
     next_job: u64,
     job_ceiling: u64,
     next_reqno: u64,
@@ -226,7 +218,7 @@ impl Frontier {
             requests,
             outcomes,
             counters,
-            jobs: HashMap::new(),
+            jobs: JobTable::default(),
             next_job,
             job_ceiling: next_job,
             next_reqno,

@@ -34,7 +34,7 @@ impl Frontier {
     /// A stored robots.txt must go to [`on_robots_fetched`](Self::on_robots_fetched)
     /// with its body instead ([`FrontierError::RobotsBodyRequired`]).
     pub fn on_report(&mut self, report: &FetchReport, now_ms: u64) -> Result<bool, FrontierError> {
-        let Some(info) = self.jobs.get(&report.job) else {
+        let Some(info) = self.jobs.info(report.job) else {
             tracing::debug!(job = %report.job, "report for an unknown job ignored");
             return Ok(false);
         };
@@ -54,9 +54,14 @@ impl Frontier {
             }
             (FetchResult::Stored(page), FetchPurpose::Page) => {
                 let total_ms = u64::from(page.timing.total_ms);
+                let held = self.jobs.held(report.job).cloned();
                 let Some(id) = self.finish_job(report.job, FetchPurpose::Page, now_ms) else {
                     return Ok(false);
                 };
+                if let Some(held) = held {
+                    // Durable only once its holder commits the batch (`jobs`).
+                    self.jobs.await_commit(report.job, held);
+                }
                 let mut batch = Batch::default();
                 if let Some(entry) = self.pop_head(id, &mut batch)? {
                     self.counters.app(&entry.app).pages += 1;
@@ -86,7 +91,7 @@ impl Frontier {
     /// gone): its URL stays at the head of the queue and the host goes on as if the
     /// job had never been sent. Returns false if the job is unknown.
     pub fn on_returned(&mut self, job: JobId, now_ms: u64) -> Result<bool, FrontierError> {
-        let Some(purpose) = self.jobs.get(&job).map(|j| j.purpose) else {
+        let Some(purpose) = self.jobs.info(job).map(|j| j.purpose) else {
             return Ok(false);
         };
         let Some(id) = self.finish_job(job, purpose, now_ms) else {
@@ -106,7 +111,7 @@ impl Frontier {
     ///
     /// [`on_returned`]: Frontier::on_returned
     pub fn on_lost(&mut self, job: JobId, now_ms: u64) -> Result<bool, FrontierError> {
-        let Some(purpose) = self.jobs.get(&job).map(|j| j.purpose) else {
+        let Some(purpose) = self.jobs.info(job).map(|j| j.purpose) else {
             return Ok(false);
         };
         let Some(id) = self.finish_job(job, purpose, now_ms) else {
@@ -131,10 +136,10 @@ impl Frontier {
         purpose: FetchPurpose,
         now_ms: u64,
     ) -> Option<HostId> {
-        if self.jobs.get(&job)?.purpose != purpose {
+        if self.jobs.info(job)?.purpose != purpose {
             return None;
         }
-        let info = self.jobs.remove(&job)?;
+        let (info, _) = self.jobs.finish(job)?;
         if let Some(origin) = info.borrowed {
             // The hop's target rests its own interval (the host's, if it is not known).
             let rester = self.hosts.id_of(&origin).unwrap_or(info.host);

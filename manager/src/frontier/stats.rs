@@ -2,7 +2,7 @@
 //! frontier. Counters that must survive a restart (URLs queued, outcomes, pages,
 //! files loaded) are persisted with every change; the rest describes this process.
 //!
-//! [`Frontier::stats`] costs O(applications + jobs in flight + request files listed);
+//! [`Frontier::stats`] costs O(applications + request files listed);
 //! it never touches RocksDB or the spool (request files pending are as of the last
 //! folder listing).
 
@@ -80,10 +80,8 @@ impl Frontier {
         }
         let pending = self.requests.pending_by_app();
         let mut in_flight: BTreeMap<&AppId, u64> = BTreeMap::new();
-        for job in self.jobs.values() {
-            if let Some(app) = &job.app {
-                *in_flight.entry(app).or_default() += 1;
-            }
+        for (app, n) in self.jobs.out_by_app() {
+            in_flight.insert(app, *n);
         }
         let mut apps: BTreeMap<AppId, AppProgress> = BTreeMap::new();
         let names = self
@@ -116,7 +114,7 @@ impl Frontier {
             request_files_pending: pending.values().sum(),
             request_files_loaded: total(|c| c.files_loaded),
             request_files_quarantined: self.requests.quarantined(),
-            in_flight: self.jobs.len(),
+            in_flight: self.jobs.out_len(),
             outcomes_by_reason,
             outcomes_pending: self.outcomes.pending_lines(),
             outcome_files_published: self.outcomes.published_files(),
@@ -136,17 +134,13 @@ impl Frontier {
     }
 
     /// The progress of one application (zeros if the frontier never saw it).
-    /// O(request files listed) plus, while the app has URLs queued, O(jobs in
-    /// flight).
+    /// O(request files listed).
     pub fn app_progress(&self, app: &AppId) -> AppProgress {
         let c = self.counters.apps.get(app).copied().unwrap_or_default();
         let in_flight = if c.queued == 0 {
             0
         } else {
-            self.jobs
-                .values()
-                .filter(|j| j.app.as_ref() == Some(app))
-                .count() as u64
+            self.jobs.out_of_app(app)
         };
         AppProgress {
             request_files_pending: self.requests.pending_of(app),

@@ -16,7 +16,6 @@ use std::time::Duration;
 
 use tokio::time::Instant;
 
-use super::engine::Engine;
 use crate::frontier::{Frontier, FrontierError};
 
 /// Why a checkpoint could not be written.
@@ -66,6 +65,23 @@ impl Checkpoints {
         self.next
     }
 
+    /// The periodic checkpoint, if due at `now`: written (a failure is logged and
+    /// tried again at the next interval), and the next one scheduled.
+    pub fn periodic(&mut self, frontier: &Frontier, now: Instant) {
+        if !self.due(now) {
+            return;
+        }
+        match self.take(frontier) {
+            Ok(dir) => tracing::info!(dir = %dir.display(), "checkpoint written"),
+            Err(e) => {
+                tracing::error!(error = %e, "checkpoint failed; trying again at the next interval")
+            }
+        }
+        if let Some(interval) = self.interval {
+            self.next = Some(now + interval);
+        }
+    }
+
     /// Writes a checkpoint now, deletes the old ones; returns its folder.
     pub fn take(&mut self, frontier: &Frontier) -> Result<PathBuf, CheckpointError> {
         let folder = |source| CheckpointError::Folder {
@@ -100,21 +116,6 @@ fn numbered(dir: &Path) -> std::io::Result<Vec<u64>> {
     }
     numbers.sort_unstable();
     Ok(numbers)
-}
-
-impl Engine {
-    /// The periodic checkpoint.
-    pub(crate) fn checkpoint_now(&mut self, now: Instant) {
-        match self.checkpoints.take(&self.frontier) {
-            Ok(dir) => tracing::info!(dir = %dir.display(), "checkpoint written"),
-            Err(e) => {
-                tracing::error!(error = %e, "checkpoint failed; trying again at the next interval")
-            }
-        }
-        if let Some(interval) = self.checkpoints.interval {
-            self.checkpoints.next = Some(now + interval);
-        }
-    }
 }
 
 #[cfg(test)]

@@ -12,18 +12,16 @@
 //! Names wait in a backlog while no resolver is connected; the frontier is asked
 //! for names only when one is. This module must never resolve anything itself.
 //! Memory: the names in the backlog and in outstanding batches (bounded by the
-//! frontier's pipeline of hosts).
+//! frontier's pipeline of hosts). [`DnsBatches`] keeps its state private; the
+//! core (`engine/`) feeds it names and resolvers and sends what it assigns.
 
 use std::collections::{HashMap, HashSet, VecDeque};
 use std::time::Duration;
 
-use spool::ComponentId;
-use spool::protocol::{HostAnswer, Message, RequestId, Role};
+use spool::protocol::RequestId;
 use tokio::time::Instant;
 
 use super::conn::ConnId;
-use super::engine::Engine;
-use super::error::ManagerError;
 
 /// Batches outstanding per resolver; more names wait in the backlog.
 pub(crate) const MAX_BATCHES_PER_RESOLVER: usize = 32;
@@ -170,57 +168,6 @@ impl DnsBatches {
     /// Batches sent and not completely answered.
     pub fn outstanding(&self) -> usize {
         self.pending.len()
-    }
-}
-
-impl Engine {
-    /// Hands the names the frontier needs to the resolvers.
-    pub(crate) fn dns_step(&mut self, now: Instant, wall: u64) {
-        let resolvers = self.registry.conns_of(Role::Resolver);
-        if resolvers.is_empty() {
-            return;
-        }
-        let resent = self.dns.expire(now);
-        if resent > 0 {
-            self.metrics.dns_batches_resent += resent as u64;
-            tracing::warn!(
-                batches = resent,
-                "resolve batches unanswered in time: sending them again"
-            );
-        }
-        self.dns.want(self.frontier.hosts_needing_dns(wall));
-        for (conn, request, hosts) in self.dns.assign(&resolvers, now) {
-            self.metrics.dns_batches_sent += 1;
-            // On failure the resolver is dropped and the batch is sent again.
-            self.send(conn, Message::ResolveBatch { request, hosts });
-        }
-    }
-
-    /// A resolver answered (part of) a batch.
-    pub(crate) fn on_answers(
-        &mut self,
-        request: RequestId,
-        answers: &[HostAnswer],
-        wall: u64,
-    ) -> Result<(), ManagerError> {
-        for a in answers {
-            self.frontier.on_dns(&a.host, &a.result, wall)?;
-        }
-        self.dns
-            .answered(request, answers.iter().map(|a| a.host.as_str()));
-        Ok(())
-    }
-
-    /// A resolver is gone: its unanswered batches are sent again.
-    pub(crate) fn resolver_lost(&mut self, conn: ConnId, id: &ComponentId, why: &str) {
-        let batches = self.dns.resolver_lost(conn);
-        self.metrics.dns_batches_resent += batches as u64;
-        if batches > 0 {
-            tracing::warn!(role = %Role::Resolver, %id, why, batches,
-                "resolver gone: its unanswered batches will be sent again");
-        } else {
-            tracing::info!(role = %Role::Resolver, %id, why, "resolver left");
-        }
     }
 }
 

@@ -3,7 +3,7 @@
 //! Per-IP start spacing is kept on the wire by the downloader that sends the
 //! requests (its gate spaces the writes to one address), so two downloaders must
 //! never send to one address within the spacing of each other. Affinity (see
-//! `dispatch.rs`) sends an address's jobs to one downloader, but spills to
+//! `engine/downloaders.rs`) sends an address's jobs to one downloader, but spills to
 //! another when that one is full; a spilled job could then start right after a
 //! job still waiting in the first downloader. So an address is *owned* by the
 //! downloader of its last job while that downloader holds a job to it, and until

@@ -8,10 +8,12 @@
 //! that does the handshake ([`server_handshake`](spool::protocol::server_handshake),
 //! token and version checked there), then reads messages into one bounded event
 //! queue and writes what the core puts in its outbox, plus heartbeats. One loop,
-//! the core (`engine.rs`), owns the frontier and all service state: it handles the
-//! events one at a time and, between bursts, runs the frontier's timers, hands out
-//! jobs and DNS names, and does the periodic work. The frontier is synchronous
-//! (RocksDB) and is never shared or locked.
+//! the core (`engine/`), owns the frontier and the service's other state owners
+//! (registry, speed control, DNS batches, checkpoints, each with private fields):
+//! it handles the events one at a time and, between bursts, runs the frontier's
+//! timers, hands out jobs and DNS names, and does the periodic work, by calling
+//! the owners' methods. The frontier is synchronous (RocksDB) and is never shared
+//! or locked.
 //!
 //! # Contract with the components
 //!
@@ -19,7 +21,7 @@
 //!   same role and id replaces the first, which gets `Bye { Replaced }` and whose
 //!   work is taken back. Heartbeats go both ways every `heartbeat_interval_ms`; a
 //!   peer silent for `heartbeat_timeout_ms` gets `Bye { TimedOut }` and is dropped.
-//! - **Downloaders** (`dispatch.rs`): about `jobs_per_downloader_factor` x their
+//! - **Downloaders** (`engine/downloaders.rs`): about `jobs_per_downloader_factor` x their
 //!   concurrency jobs outstanding each, paced by the global pages/s target (a
 //!   token bucket); the manager sets their concurrency (`SetConcurrency`) to what
 //!   the target needs (`speed/`). A `Stored` page is durable only once
@@ -30,10 +32,10 @@
 //! - **Resolvers** (`dns.rs`): names in batches of `dns_batch_size`, round-robin;
 //!   batches unanswered when a resolver goes away or within
 //!   `dns_batch_timeout_ms` are sent again.
-//! - **Applications** (`apps.rs`): `Subscribe { app }` brings `AppProgress` every
+//! - **Applications** (`engine/apps.rs`): `Subscribe { app }` brings `AppProgress` every
 //!   `progress_interval_ms` and the `Published` hints of the app's areas;
 //!   `Published` about `requests/` makes the frontier look for request files now.
-//! - **Admin** (`admin.rs`): `Status` for anyone; speed, blacklist, checkpoint and
+//! - **Admin** (`engine/admin.rs`): `Status` for anyone; speed, blacklist, checkpoint and
 //!   shutdown need the admin token (`manager.admin_token`).
 //! - **Admin page** (`web/`): [`run_with_admin`] also serves the admin page and its
 //!   JSON API on a second listener (`manager.admin_http`); each request becomes one
@@ -56,11 +58,13 @@
 //!
 //! # Files
 //!
-//! [`config`] ([`ManagerConfig`]), [`error`], `conn.rs`, `registry.rs`, `engine.rs`,
-//! `dispatch.rs`, `pacing.rs`, `dns.rs`, `apps.rs`, `admin.rs`, `checkpoint.rs`,
-//! `status.rs`, `history.rs` (pages/s figures), [`metrics`], [`robots_file`],
-//! `web/` (the admin page and API), `speed/` (the speed target: schedule, pacing,
-//! connection counts).
+//! [`config`] ([`ManagerConfig`]), [`error`], `conn.rs`, `engine/` (the
+//! coordinator: `mod.rs`, with resolvers and checkpoints; `downloaders.rs`,
+//! `apps.rs`, `admin.rs`, `status.rs`), and the owners it coordinates:
+//! `registry.rs` (components and their work), `pacing.rs`, `ip_owner.rs`,
+//! `dns.rs`, `checkpoint.rs`, `history.rs` (pages/s figures), `speed/` (the speed
+//! target: schedule, connection counts); [`metrics`], [`robots_file`], `web/` (the
+//! admin page and API).
 //!
 //! # What this service must never do
 //!
@@ -70,12 +74,9 @@
 //! - let work pile up unbounded: the event queue, every outbox, DNS batches per
 //!   resolver and jobs per downloader are bounded.
 
-mod admin;
-mod apps;
 mod checkpoint;
 pub mod config;
 mod conn;
-mod dispatch;
 mod dns;
 mod engine;
 pub mod error;
@@ -86,7 +87,6 @@ mod pacing;
 mod registry;
 pub mod robots_file;
 mod speed;
-mod status;
 mod web;
 
 use std::sync::Arc;

@@ -70,16 +70,14 @@ pub(crate) mod schedule;
 use std::collections::HashMap;
 use std::time::Duration;
 
-use spool::protocol::{Message, SpeedLimit, SpeedStatus, TargetSource};
+use spool::protocol::{SpeedLimit, SpeedStatus, TargetSource};
 use tokio::time::Instant;
 
 use self::config::SpeedConfig;
 use self::connections::{Bounds, plan};
-use self::schedule::{Schedule, hhmm_of};
+use self::schedule::Schedule;
 use super::config::InvalidConfig;
 use super::conn::ConnId;
-use super::engine::Engine;
-use super::registry::Kind;
 
 /// Below this share of the target, the status says what holds the crawl back.
 const ON_TARGET: f64 = 0.9;
@@ -336,79 +334,6 @@ impl SpeedControl {
 /// eighth (and at least 1), so small wobbles of the mean do not send messages.
 fn worth_changing(current: u32, new: u32) -> bool {
     new.abs_diff(current) >= (current / 8).max(1)
-}
-
-impl Engine {
-    /// The speed work of one loop turn: apply the target in force, and at the end
-    /// of an interval the diagnosis and the connection counts.
-    pub(crate) fn speed_step(&mut self, now: Instant, wall: u64) {
-        if let Some(target) = self.speed.refresh(wall) {
-            self.apply_target(target);
-        }
-        if !self.speed.adjust_due(now) {
-            return;
-        }
-        let downloaders: Vec<(ConnId, u32)> = self
-            .registry
-            .iter()
-            .filter_map(|(conn, c)| match (&c.kind, c.peer.load) {
-                (Kind::Downloader(work), Some(load)) if !work.draining => {
-                    Some((conn, load.concurrency))
-                }
-                _ => None,
-            })
-            .collect();
-        let frontier = &self.frontier;
-        let idle = || {
-            let stats = frontier.stats();
-            stats.urls_queued == 0 && stats.request_files_pending == 0
-        };
-        for (conn, limit) in self.speed.adjust(now, &downloaders, idle) {
-            tracing::debug!(conn, limit, "downloader connection count changed");
-            if self.send(conn, Message::SetConcurrency { limit }) {
-                // Applied at once on arrival: the window follows now.
-                if let Some(load) = self
-                    .registry
-                    .get_mut(conn)
-                    .and_then(|c| c.peer.load.as_mut())
-                {
-                    load.concurrency = limit;
-                }
-            }
-        }
-    }
-
-    /// An operator's `SetSpeed`: applied now; returns the reply's detail.
-    pub(crate) fn set_operator_speed(&mut self, pages_per_sec: f64, wall: u64) -> String {
-        let target = self.speed.set_operator(pages_per_sec, wall);
-        self.apply_target(target);
-        match target.until_ms {
-            Some(until) => format!(
-                "speed target now {pages_per_sec} pages/s, until the schedule's next \
-                 boundary at {} UTC",
-                hhmm_of(until)
-            ),
-            None => format!(
-                "speed target now {pages_per_sec} pages/s (no schedule: until changed \
-                 again or the manager restarts)"
-            ),
-        }
-    }
-
-    /// Makes `target` the frontier's `r` and the bucket's rate.
-    fn apply_target(&mut self, target: Target) {
-        let was = self.frontier.target_rate();
-        self.frontier.set_target_rate(target.pages_per_sec);
-        self.bucket.set_rate(target.pages_per_sec);
-        let until = target.until_ms.map_or_else(|| "-".to_owned(), hhmm_of);
-        tracing::info!(
-            pages_per_sec = target.pages_per_sec,
-            was,
-            source = ?target.source,
-            until_utc = until,
-            "speed target in force"
-        );
-    }
 }
 
 #[cfg(test)]

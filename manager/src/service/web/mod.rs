@@ -9,7 +9,7 @@
 //! request and, for anything but the page, hands an
 //! [`AdminCommand`] to the core through the same event queue as the control
 //! connections ([`Event::Web`]); the core answers it with the same code that answers
-//! `polycrawl status` and admin scripts on the control port (`admin.rs`), so the two
+//! `polycrawl status` and admin scripts on the control port (`engine/admin.rs`), so the two
 //! can never disagree. The page (`page.html`) is one self-contained file: inline
 //! script and style, no outside resource; it polls `/api/stats`.
 //!

@@ -19,7 +19,10 @@
 //! framing.
 //!
 //! Parameters come from a JSON object body or, without a body, from the query
-//! string (`?entry=.example.com`). The token is `Authorization: Bearer TOKEN`,
+//! string (`?entry=.example.com`), deserialized into one typed struct per route
+//! ([`EntryParams`], [`SpeedParams`], [`ShutdownParams`]); numbers may be JSON
+//! numbers or text (a query string has only text). A bad body gets 400 with the
+//! parameter and what was wrong with it. The token is `Authorization: Bearer TOKEN`,
 //! compared in constant time; without an admin token configured every mutation is
 //! refused (403). When the server listens on loopback, a `Host` that is not an IP
 //! address or `localhost` is refused (403), so a page on another site cannot reach
@@ -28,9 +31,12 @@
 //! This module must never change anything itself: it only turns requests into
 //! commands and replies into responses.
 
+use std::fmt;
 use std::net::IpAddr;
 
-use serde_json::{Map, Value, json};
+use serde::Deserialize;
+use serde::de::{self, DeserializeOwned, Deserializer, Visitor};
+use serde_json::json;
 use spool::protocol::{AdminCommand, AdminReply, Token};
 
 use super::http::{Request, Response};
@@ -72,14 +78,14 @@ pub(crate) fn route(req: &Request, default_grace_ms: u64) -> Result<Route, Respo
         "/api/stats" => Err(not_allowed("GET, HEAD")),
         "/api/blacklist" if get => read(AdminCommand::Blacklist),
         "/api/blacklist" if method == "POST" => write(AdminCommand::BlacklistAdd {
-            entry: Params::of(req)?.string("entry")?,
+            entry: params::<EntryParams>(req)?.entry,
         }),
         "/api/blacklist" if method == "DELETE" => write(AdminCommand::BlacklistRemove {
-            entry: Params::of(req)?.string("entry")?,
+            entry: params::<EntryParams>(req)?.entry,
         }),
         "/api/blacklist" => Err(not_allowed("GET, HEAD, POST, DELETE")),
         "/api/speed" if method == "POST" => {
-            let rate = Params::of(req)?.number("pages_per_sec")?;
+            let rate = params::<SpeedParams>(req)?.pages_per_sec;
             write(AdminCommand::SetSpeed {
                 // The protocol carries f32; the range check is the engine's.
                 pages_per_sec: rate as f32,
@@ -87,12 +93,10 @@ pub(crate) fn route(req: &Request, default_grace_ms: u64) -> Result<Route, Respo
         }
         "/api/checkpoint" if method == "POST" => write(AdminCommand::Checkpoint),
         "/api/shutdown" if method == "POST" => {
-            let params = Params::of(req)?;
-            let grace_ms = match params.get("grace_ms") {
-                None => default_grace_ms,
-                Some(_) => params.integer("grace_ms")?,
-            };
-            write(AdminCommand::Shutdown { grace_ms })
+            let grace_ms = params::<ShutdownParams>(req)?.grace_ms;
+            write(AdminCommand::Shutdown {
+                grace_ms: grace_ms.unwrap_or(default_grace_ms),
+            })
         }
         "/api/speed" | "/api/checkpoint" | "/api/shutdown" => Err(not_allowed("POST")),
         other => Err(Response::error(404, &format!("no such page: {other}"))),
@@ -104,59 +108,137 @@ fn not_allowed(allow: &'static str) -> Response {
         .with("Allow", allow)
 }
 
-/// A request's parameters: its JSON object body, or its query string.
-#[derive(Debug)]
-struct Params(Map<String, Value>);
+/// `POST` and `DELETE /api/blacklist`.
+#[derive(Debug, Deserialize)]
+struct EntryParams {
+    /// The blacklist entry (parsed by the engine).
+    entry: String,
+}
 
-impl Params {
-    fn of(req: &Request) -> Result<Params, Response> {
-        if req.body.iter().all(u8::is_ascii_whitespace) {
-            let map = url::form_urlencoded::parse(req.query.as_bytes())
-                .map(|(k, v)| (k.into_owned(), Value::String(v.into_owned())))
-                .collect();
-            return Ok(Params(map));
-        }
-        match serde_json::from_slice(&req.body) {
-            Ok(Value::Object(map)) => Ok(Params(map)),
-            Ok(_) => Err(Response::error(400, "the body must be a JSON object")),
-            Err(e) => Err(Response::error(400, &format!("the body is not JSON: {e}"))),
-        }
+/// `POST /api/speed`.
+#[derive(Debug, Deserialize)]
+struct SpeedParams {
+    /// The new target.
+    #[serde(deserialize_with = "number")]
+    pages_per_sec: f64,
+}
+
+/// `POST /api/shutdown`.
+#[derive(Debug, Deserialize)]
+struct ShutdownParams {
+    /// The drain's grace; the configured one when absent.
+    #[serde(default, deserialize_with = "whole")]
+    grace_ms: Option<u64>,
+}
+
+/// A request's parameters: its JSON object body, or, when the body is empty, its
+/// query string; 400 with what was wrong otherwise.
+fn params<T: DeserializeOwned>(req: &Request) -> Result<T, Response> {
+    let bad = |detail: String| Response::error(400, &detail);
+    if req.body.iter().all(u8::is_ascii_whitespace) {
+        let pairs = url::form_urlencoded::parse(req.query.as_bytes())
+            .map(|(k, v)| (k.into_owned(), v.into_owned()));
+        let query = de::value::MapDeserializer::<_, de::value::Error>::new(pairs);
+        return serde_path_to_error::deserialize(query)
+            .map_err(|e| bad(format!("query string: {}", described(&e))));
+    }
+    if req.body.trim_ascii_start().first() != Some(&b'{') {
+        return Err(bad("the body must be a JSON object".to_owned()));
+    }
+    let mut body = serde_json::Deserializer::from_slice(&req.body);
+    let params =
+        serde_path_to_error::deserialize(&mut body).map_err(|e| match e.inner().classify() {
+            serde_json::error::Category::Syntax | serde_json::error::Category::Eof => {
+                bad(format!("the body is not JSON: {}", e.inner()))
+            }
+            _ => bad(described(&e)),
+        })?;
+    body.end()
+        .map_err(|e| bad(format!("the body is not JSON: {e}")))?;
+    Ok(params)
+}
+
+/// `"name": what was wrong`, or what was wrong when no parameter is at fault.
+fn described<E: fmt::Display>(e: &serde_path_to_error::Error<E>) -> String {
+    let path = e.path().to_string();
+    match path.as_str() {
+        "." | "" => e.inner().to_string(),
+        name => format!("{name:?}: {}", e.inner()),
+    }
+}
+
+/// A number given as a JSON number or as text.
+fn number<'de, D: Deserializer<'de>>(d: D) -> Result<f64, D::Error> {
+    d.deserialize_any(Lenient(
+        |text: &str| text.trim().parse::<f64>().ok(),
+        "a number",
+    ))
+}
+
+/// A whole number (`u64`) given as a JSON number or as text.
+fn whole<'de, D: Deserializer<'de>>(d: D) -> Result<Option<u64>, D::Error> {
+    d.deserialize_any(Lenient(
+        |text: &str| text.trim().parse::<u64>().ok(),
+        "a whole number",
+    ))
+    .map(Some)
+}
+
+/// Reads a JSON number, or text through its parse function.
+struct Lenient<F>(F, &'static str);
+
+/// What a [`Lenient`] reads to.
+trait FromJsonNumber: Sized {
+    fn from_f64(v: f64) -> Option<Self>;
+    fn from_u64(v: u64) -> Option<Self>;
+    fn from_i64(v: i64) -> Option<Self>;
+}
+
+impl FromJsonNumber for f64 {
+    fn from_f64(v: f64) -> Option<Self> {
+        Some(v)
+    }
+    fn from_u64(v: u64) -> Option<Self> {
+        Some(v as f64)
+    }
+    fn from_i64(v: i64) -> Option<Self> {
+        Some(v as f64)
+    }
+}
+
+impl FromJsonNumber for u64 {
+    fn from_f64(_: f64) -> Option<Self> {
+        None
+    }
+    fn from_u64(v: u64) -> Option<Self> {
+        Some(v)
+    }
+    fn from_i64(v: i64) -> Option<Self> {
+        u64::try_from(v).ok()
+    }
+}
+
+impl<'de, T: FromJsonNumber, F: Fn(&str) -> Option<T>> Visitor<'de> for Lenient<F> {
+    type Value = T;
+
+    fn expecting(&self, f: &mut fmt::Formatter) -> fmt::Result {
+        f.write_str(self.1)
     }
 
-    fn get(&self, name: &str) -> Option<&Value> {
-        self.0.get(name)
+    fn visit_f64<E: de::Error>(self, v: f64) -> Result<T, E> {
+        T::from_f64(v).ok_or_else(|| E::invalid_value(de::Unexpected::Float(v), &self))
     }
 
-    fn missing(name: &str) -> Response {
-        Response::error(400, &format!("missing parameter {name:?}"))
+    fn visit_u64<E: de::Error>(self, v: u64) -> Result<T, E> {
+        T::from_u64(v).ok_or_else(|| E::invalid_value(de::Unexpected::Unsigned(v), &self))
     }
 
-    fn string(&self, name: &str) -> Result<String, Response> {
-        match self.get(name) {
-            Some(Value::String(s)) => Ok(s.clone()),
-            Some(_) => Err(Response::error(400, &format!("{name:?} must be a string"))),
-            None => Err(Self::missing(name)),
-        }
+    fn visit_i64<E: de::Error>(self, v: i64) -> Result<T, E> {
+        T::from_i64(v).ok_or_else(|| E::invalid_value(de::Unexpected::Signed(v), &self))
     }
 
-    fn number(&self, name: &str) -> Result<f64, Response> {
-        let bad = || Response::error(400, &format!("{name:?} must be a number"));
-        match self.get(name) {
-            Some(Value::Number(n)) => n.as_f64().ok_or_else(bad),
-            Some(Value::String(s)) => s.trim().parse().map_err(|_| bad()),
-            Some(_) => Err(bad()),
-            None => Err(Self::missing(name)),
-        }
-    }
-
-    fn integer(&self, name: &str) -> Result<u64, Response> {
-        let bad = || Response::error(400, &format!("{name:?} must be a whole number"));
-        match self.get(name) {
-            Some(Value::Number(n)) => n.as_u64().ok_or_else(bad),
-            Some(Value::String(s)) => s.trim().parse().map_err(|_| bad()),
-            Some(_) => Err(bad()),
-            None => Err(Self::missing(name)),
-        }
+    fn visit_str<E: de::Error>(self, v: &str) -> Result<T, E> {
+        (self.0)(v).ok_or_else(|| E::invalid_value(de::Unexpected::Str(v), &self))
     }
 }
 
@@ -329,6 +411,14 @@ mod tests {
             command(r("POST", "/api/shutdown", r#"{"grace_ms": 10}"#)),
             (AdminCommand::Shutdown { grace_ms: 10 }, true)
         );
+        assert_eq!(
+            command(r("POST", "/api/shutdown?grace_ms=20", "")),
+            (AdminCommand::Shutdown { grace_ms: 20 }, true)
+        );
+        assert_eq!(
+            command(r("POST", "/api/speed?pages_per_sec=2.5", " ")),
+            (AdminCommand::SetSpeed { pages_per_sec: 2.5 }, true)
+        );
     }
 
     #[test]
@@ -351,6 +441,33 @@ mod tests {
             status(r("POST", "/api/shutdown", r#"{"grace_ms": -1}"#)),
             400
         );
+        assert_eq!(status(r("POST", "/api/speed?pages_per_sec=fast", "")), 400);
+    }
+
+    #[test]
+    fn a_refusal_says_which_parameter_is_wrong_and_how() {
+        let detail = |m, t, b| {
+            let refusal = route(&req(m, t, b, &[]), 0).unwrap_err();
+            assert_eq!(refusal.status, 400);
+            String::from_utf8_lossy(&refusal.body).into_owned()
+        };
+        let d = detail("POST", "/api/blacklist", r#"{"entry": 1}"#);
+        assert!(d.contains("entry") && d.contains("string"), "{d}");
+        let d = detail("POST", "/api/blacklist", "");
+        assert!(d.contains("missing field `entry`"), "{d}");
+        let d = detail("POST", "/api/speed", r#"{"pages_per_sec": "x"}"#);
+        assert!(d.contains("pages_per_sec") && d.contains("a number"), "{d}");
+        let d = detail("POST", "/api/shutdown", r#"{"grace_ms": 1.5}"#);
+        assert!(
+            d.contains("grace_ms") && d.contains("a whole number"),
+            "{d}"
+        );
+        let d = detail("POST", "/api/blacklist", "{");
+        assert!(d.contains("not JSON"), "{d}");
+        let d = detail("POST", "/api/blacklist", r#"[".a.test"]"#);
+        assert!(d.contains("JSON object"), "{d}");
+        let d = detail("POST", "/api/speed?pages_per_sec=fast", "");
+        assert!(d.contains("pages_per_sec") && d.contains("fast"), "{d}");
     }
 
     #[test]
@@ -430,7 +547,7 @@ mod tests {
             },
         );
         assert_eq!(r.status, 200);
-        let v: Value = serde_json::from_slice(&r.body).unwrap();
+        let v: serde_json::Value = serde_json::from_slice(&r.body).unwrap();
         assert_eq!(v["path"], "/s/checkpoints/3");
         let failed = |c: &AdminCommand| answer(c, AdminReply::Failed { detail: "x".into() }).status;
         assert_eq!(failed(&AdminCommand::Checkpoint), 500);
@@ -446,7 +563,7 @@ mod tests {
                 entries: vec!["*.a.test".into()],
             },
         );
-        let v: Value = serde_json::from_slice(&list.body).unwrap();
+        let v: serde_json::Value = serde_json::from_slice(&list.body).unwrap();
         assert_eq!(v["entries"][0], "*.a.test");
     }
 }

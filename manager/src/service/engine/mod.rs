@@ -1,28 +1,43 @@
-//! [`Engine`]: the one place that owns the [`Frontier`] and every piece of service
-//! state, driven by events from connection tasks and by its own timers.
+//! [`Engine`]: the service's coordinator. It owns the [`Frontier`] and the service's
+//! other owners, receives events from connection tasks and its own timers, and
+//! calls their methods; it holds no state of theirs itself.
 //!
-//! The frontier is synchronous (RocksDB) and is only ever called from here, one
-//! event at a time, never under a lock. Each turn of the loop in
-//! [`run`](super::run) handles a burst of events ([`Engine::handle`]) and then
-//! [`Engine::step`]: drop the connections that failed, run the frontier's timers,
-//! dispatch jobs, hand out DNS names, and the periodic work (application progress,
-//! status line, checkpoints). [`Engine::next_wake`] says when the next turn is due
-//! if no event comes first.
+//! The owners, each with private fields and narrow methods: the [`Frontier`]
+//! (scheduling, and the one table of jobs out at downloaders or awaiting their
+//! commit), the [`Registry`] (components, their subscriptions, draining), [`SpeedControl`] (the target,
+//! connection counts, the diagnosis), the [`TokenBucket`] (pacing), [`IpOwners`],
+//! [`DnsBatches`], [`Checkpoints`], [`SpeedHistory`]. What is left here is the
+//! engine's own: counters, timers, connections to drop, the shutdown.
 //!
-//! The other files of this module add to `Engine`: `dispatch.rs` (downloaders),
-//! `dns.rs` (resolvers), `apps.rs`, `admin.rs` (control-port and web admin
-//! commands), `status.rs`, `checkpoint.rs`, `speed/` (the speed target and
-//! downloaders' connection counts).
+//! Each turn of the loop in [`run`](super::run) handles a burst of events
+//! ([`Engine::handle`]) and then [`Engine::step`]: drop the connections that
+//! failed, run the frontier's timers, dispatch jobs, hand out DNS names, and the
+//! periodic work (application progress, status line, checkpoints).
+//! [`Engine::next_wake`] says when the next turn is due if no event comes first.
+//!
+//! The coordinator's steps that need several owners at once live in this module's
+//! files, by what they are about: `downloaders.rs` (dispatch, reports, commits, a
+//! downloader's loss, connection counts), `apps.rs` (subscriptions, progress,
+//! hints), `admin.rs` (operator commands), `status.rs` (the figures); resolvers
+//! and checkpoints, a few lines each, are here. No other file of the service
+//! changes another type's state.
 //!
 //! This module must never await: a frontier call runs on the loop's task and is
-//! short (a RocksDB batch; loading a request-file chunk is the longest).
+//! short (a RocksDB batch; loading a request-file chunk is the longest). Cost per
+//! event: O(1) owner calls plus what the frontier does; per step: O(downloaders +
+//! resolvers + subscriptions) plus the frontier's dispatch.
+
+mod admin;
+mod apps;
+mod downloaders;
+mod status;
 
 use std::collections::BTreeSet;
 use std::path::PathBuf;
 use std::time::Duration;
 
-use spool::AppId;
-use spool::protocol::{ByeReason, Message, Role};
+use spool::protocol::{ByeReason, HostAnswer, Message, RequestId, Role};
+use spool::{AppId, ComponentId};
 use tokio::time::Instant;
 
 use super::checkpoint::Checkpoints;
@@ -34,8 +49,10 @@ use super::history::SpeedHistory;
 use super::ip_owner::IpOwners;
 use super::metrics::{FetchTally, Metrics};
 use super::pacing::TokenBucket;
-use super::registry::{Component, Kind, Registry};
+use super::registry::{Component, Registry};
 use super::speed::SpeedControl;
+use super::speed::Target;
+use super::speed::schedule::hhmm_of;
 use crate::frontier::{Frontier, wall_clock_ms};
 
 /// The longest the loop sleeps without an event, whatever the timers say.
@@ -47,57 +64,57 @@ const DRAIN_MARGIN: Duration = Duration::from_secs(2);
 
 /// A shutdown in progress.
 #[derive(Debug)]
-pub(crate) struct Stopping {
+struct Stopping {
     /// Stop at this time even if downloaders are still connected.
-    pub deadline: Instant,
+    deadline: Instant,
 }
 
 /// The service's state around the frontier. See the [module docs](self).
 #[derive(Debug)]
 pub(crate) struct Engine {
     /// The scheduling core.
-    pub frontier: Frontier,
+    frontier: Frontier,
     /// The settings.
-    pub config: ManagerConfig,
+    config: ManagerConfig,
     /// `robots/` in the spool.
-    pub robots_dir: PathBuf,
+    robots_dir: PathBuf,
     /// Connected components.
-    pub registry: Registry,
+    registry: Registry,
     /// The global speed limit.
-    pub bucket: TokenBucket,
+    bucket: TokenBucket,
     /// When the bucket has a token for work that waits for one.
-    pub bucket_wake: Option<Instant>,
+    bucket_wake: Option<Instant>,
     /// The speed target in force, connection counts, the speed diagnosis.
-    pub speed: SpeedControl,
+    speed: SpeedControl,
     /// Which downloader each recently contacted IP address's jobs must go to.
-    pub ip_owners: IpOwners,
+    ip_owners: IpOwners,
     /// Resolve batches.
-    pub dns: DnsBatches,
+    dns: DnsBatches,
     /// Periodic and on-demand checkpoints.
-    pub checkpoints: Checkpoints,
+    checkpoints: Checkpoints,
     /// Counters.
-    pub metrics: Metrics,
+    metrics: Metrics,
     /// Page responses per status code, failed attempts per reason.
-    pub tally: FetchTally,
+    tally: FetchTally,
     /// Pages/s now, over the last minute and hour.
-    pub rate: SpeedHistory,
+    rate: SpeedHistory,
     /// When the engine started.
-    pub started: Instant,
+    started: Instant,
     /// Silence after which a component is dropped (`control.heartbeat_timeout_ms`).
-    pub heartbeat_timeout: Duration,
+    heartbeat_timeout: Duration,
     /// Whether admin connections may change things (an admin token is configured,
     /// so the handshake checked it).
-    pub admin_writes: bool,
+    admin_writes: bool,
     /// Connections to drop at the next step, with why.
-    pub doomed: Vec<(ConnId, String)>,
+    doomed: Vec<(ConnId, String)>,
     /// Next `AppProgress` round.
-    pub next_progress: Instant,
+    next_progress: Instant,
     /// Next status line.
-    pub next_status: Instant,
+    next_status: Instant,
     /// Set once a shutdown began.
-    pub stopping: Option<Stopping>,
+    stopping: Option<Stopping>,
     /// Applications that ran dry and were told so (see `apps.rs`).
-    pub idle_apps: BTreeSet<AppId>,
+    idle_apps: BTreeSet<AppId>,
 }
 
 impl Engine {
@@ -112,7 +129,7 @@ impl Engine {
         let now = Instant::now();
         let rate = frontier.target_rate();
         Ok(Self {
-            registry: Registry::default(),
+            registry: Registry::new(config.jobs_per_downloader_factor),
             bucket: TokenBucket::new(rate, now),
             bucket_wake: None,
             ip_owners: IpOwners::new(config.frontier.ip_min_interval_ms),
@@ -161,7 +178,7 @@ impl Engine {
                 if let Some((old, component)) = self.registry.join(conn, hello, outbox, now) {
                     tracing::warn!(%role, %id, "component registered again: replacing its older connection");
                     let detail = "another connection registered with this id";
-                    component.peer.outbox.close(ByeReason::Replaced, detail);
+                    component.close(ByeReason::Replaced, detail);
                     self.release(old, component, "replaced")?;
                 }
                 if role == Role::Admin {
@@ -180,7 +197,7 @@ impl Engine {
                     _ => None,
                 };
                 self.registry.heard(conn, load, now);
-                if self.registry.get(conn).is_none() {
+                if self.registry.role_of(conn).is_none() {
                     return Ok(()); // Replaced or dropped meanwhile.
                 }
                 self.on_message(conn, msg)
@@ -204,7 +221,7 @@ impl Engine {
                 Ok(())
             }
             Message::ResolveAnswers { request, answers } => {
-                if self.registry.get(conn).map(|c| c.peer.role) != Some(Role::Resolver) {
+                if self.registry.role_of(conn) != Some(Role::Resolver) {
                     tracing::warn!(%request, "resolve answers from a component that is not a resolver ignored");
                     return Ok(());
                 }
@@ -225,7 +242,7 @@ impl Engine {
                 None => Ok(()),
             },
             other => {
-                let role = self.registry.get(conn).map(|c| c.peer.role);
+                let role = self.registry.role_of(conn);
                 tracing::warn!(?role, kind = other.kind(), "unexpected message ignored");
                 Ok(())
             }
@@ -233,17 +250,17 @@ impl Engine {
     }
 
     /// Takes back what an unregistered component held.
-    pub fn release(
+    fn release(
         &mut self,
         conn: ConnId,
         component: Component,
         why: &str,
     ) -> Result<(), ManagerError> {
-        let (role, id) = (component.peer.role, component.peer.id.clone());
-        match component.kind {
-            Kind::Downloader(work) => self.downloader_lost(&id, work, why)?,
-            Kind::Resolver => self.resolver_lost(conn, &id, why),
-            Kind::Application(_) | Kind::Admin => {
+        let (role, id) = (component.role(), component.id().clone());
+        match role {
+            Role::Downloader => self.downloader_lost(conn, &id, why)?,
+            Role::Resolver => self.resolver_lost(conn, &id, why),
+            Role::Application | Role::Admin | Role::Manager => {
                 tracing::debug!(%role, %id, why, "component left");
             }
         }
@@ -252,11 +269,11 @@ impl Engine {
 
     /// Sends `msg` to `conn`; a connection that cannot take it is dropped at the
     /// next step. Returns whether it was queued.
-    pub fn send(&mut self, conn: ConnId, msg: Message) -> bool {
-        let Some(c) = self.registry.get(conn) else {
+    fn send(&mut self, conn: ConnId, msg: Message) -> bool {
+        let Some(outbox) = self.registry.outbox(conn) else {
             return false;
         };
-        if c.peer.outbox.send(msg) {
+        if outbox.send(msg) {
             return true;
         }
         self.doomed
@@ -286,8 +303,8 @@ impl Engine {
             self.log_status(now);
             self.next_status = now + Duration::from_millis(self.config.status_interval_ms);
         }
-        if self.stopping.is_none() && self.checkpoints.due(now) {
-            self.checkpoint_now(now);
+        if self.stopping.is_none() {
+            self.checkpoints.periodic(&self.frontier, now);
         }
         self.rate.sample(now, self.metrics.pages_stored);
         self.reap()
@@ -297,11 +314,8 @@ impl Engine {
     fn reap(&mut self) -> Result<(), ManagerError> {
         for (conn, why) in std::mem::take(&mut self.doomed) {
             if let Some(component) = self.registry.leave(conn) {
-                tracing::warn!(role = %component.peer.role, id = %component.peer.id, why, "dropping component");
-                component
-                    .peer
-                    .outbox
-                    .close(ByeReason::ShuttingDown, why.clone());
+                tracing::warn!(role = %component.role(), id = %component.id(), why, "dropping component");
+                component.close(ByeReason::ShuttingDown, why.clone());
                 self.release(conn, component, &why)?;
             }
         }
@@ -356,16 +370,12 @@ impl Engine {
             deadline: Instant::now() + grace + DRAIN_MARGIN,
         });
         let grace_ms = u64::try_from(grace.as_millis()).unwrap_or(u64::MAX);
-        for (conn, c) in self.registry.iter_mut() {
-            let drain = match &mut c.kind {
-                Kind::Downloader(work) => {
-                    work.draining = true;
-                    true
-                }
-                Kind::Resolver => everyone,
-                Kind::Application(_) | Kind::Admin => false,
-            };
-            if drain && !c.peer.outbox.send(Message::Drain { grace_ms }) {
+        for conn in self.registry.start_draining(everyone) {
+            let sent = self
+                .registry
+                .outbox(conn)
+                .is_some_and(|outbox| outbox.send(Message::Drain { grace_ms }));
+            if !sent {
                 self.doomed.push((conn, "cannot send Drain".to_owned()));
             }
         }
@@ -384,13 +394,9 @@ impl Engine {
     /// `Bye` to everyone, publishes pending outcomes.
     pub fn close(&mut self) -> Result<(), ManagerError> {
         self.reap()?;
-        let conns: Vec<ConnId> = self.registry.iter().map(|(c, _)| c).collect();
-        for conn in conns {
+        for conn in self.registry.conns() {
             if let Some(component) = self.registry.leave(conn) {
-                component
-                    .peer
-                    .outbox
-                    .close(ByeReason::ShuttingDown, "the manager is shutting down");
+                component.close(ByeReason::ShuttingDown, "the manager is shutting down");
                 self.release(conn, component, "manager shutting down")?;
             }
         }
@@ -403,5 +409,109 @@ impl Engine {
             "manager stopped cleanly"
         );
         Ok(())
+    }
+
+    /// Hands the names the frontier needs to the resolvers.
+    fn dns_step(&mut self, now: Instant, wall: u64) {
+        let resolvers = self.registry.conns_of(Role::Resolver);
+        if resolvers.is_empty() {
+            return;
+        }
+        let resent = self.dns.expire(now);
+        if resent > 0 {
+            self.metrics.dns_batches_resent += resent as u64;
+            tracing::warn!(
+                batches = resent,
+                "resolve batches unanswered in time: sending them again"
+            );
+        }
+        self.dns.want(self.frontier.hosts_needing_dns(wall));
+        for (conn, request, hosts) in self.dns.assign(&resolvers, now) {
+            self.metrics.dns_batches_sent += 1;
+            // On failure the resolver is dropped and the batch is sent again.
+            self.send(conn, Message::ResolveBatch { request, hosts });
+        }
+    }
+
+    /// A resolver answered (part of) a batch.
+    fn on_answers(
+        &mut self,
+        request: RequestId,
+        answers: &[HostAnswer],
+        wall: u64,
+    ) -> Result<(), ManagerError> {
+        for a in answers {
+            self.frontier.on_dns(&a.host, &a.result, wall)?;
+        }
+        self.dns
+            .answered(request, answers.iter().map(|a| a.host.as_str()));
+        Ok(())
+    }
+
+    /// A resolver is gone: its unanswered batches are sent again.
+    fn resolver_lost(&mut self, conn: ConnId, id: &ComponentId, why: &str) {
+        let batches = self.dns.resolver_lost(conn);
+        self.metrics.dns_batches_resent += batches as u64;
+        if batches > 0 {
+            tracing::warn!(role = %Role::Resolver, %id, why, batches,
+                "resolver gone: its unanswered batches will be sent again");
+        } else {
+            tracing::info!(role = %Role::Resolver, %id, why, "resolver left");
+        }
+    }
+
+    /// The speed work of one loop turn: apply the target in force, and at the end
+    /// of an interval the diagnosis and the connection counts.
+    fn speed_step(&mut self, now: Instant, wall: u64) {
+        if let Some(target) = self.speed.refresh(wall) {
+            self.apply_target(target);
+        }
+        if !self.speed.adjust_due(now) {
+            return;
+        }
+        let downloaders = self.registry.concurrencies();
+        let frontier = &self.frontier;
+        let idle = || {
+            let stats = frontier.stats();
+            stats.urls_queued == 0 && stats.request_files_pending == 0
+        };
+        for (conn, limit) in self.speed.adjust(now, &downloaders, idle) {
+            tracing::debug!(conn, limit, "downloader connection count changed");
+            if self.send(conn, Message::SetConcurrency { limit }) {
+                self.registry.set_concurrency(conn, limit);
+            }
+        }
+    }
+
+    /// An operator's `SetSpeed`: applied now; returns the reply's detail.
+    fn set_operator_speed(&mut self, pages_per_sec: f64, wall: u64) -> String {
+        let target = self.speed.set_operator(pages_per_sec, wall);
+        self.apply_target(target);
+        match target.until_ms {
+            Some(until) => format!(
+                "speed target now {pages_per_sec} pages/s, until the schedule's next \
+                 boundary at {} UTC",
+                hhmm_of(until)
+            ),
+            None => format!(
+                "speed target now {pages_per_sec} pages/s (no schedule: until changed \
+                 again or the manager restarts)"
+            ),
+        }
+    }
+
+    /// Makes `target` the frontier's `r` and the bucket's rate.
+    fn apply_target(&mut self, target: Target) {
+        let was = self.frontier.target_rate();
+        self.frontier.set_target_rate(target.pages_per_sec);
+        self.bucket.set_rate(target.pages_per_sec);
+        let until = target.until_ms.map_or_else(|| "-".to_owned(), hhmm_of);
+        tracing::info!(
+            pages_per_sec = target.pages_per_sec,
+            was,
+            source = ?target.source,
+            until_utc = until,
+            "speed target in force"
+        );
     }
 }

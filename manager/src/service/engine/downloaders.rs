@@ -2,7 +2,7 @@
 //! from a downloader that goes away.
 //!
 //! - **Window**: each downloader gets up to `jobs_per_downloader_factor` (2) times
-//!   its concurrency (from its heartbeats; [`ASSUMED_CONCURRENCY`] before the first)
+//!   its concurrency (from its heartbeats; `ASSUMED_CONCURRENCY` before the first)
 //!   jobs outstanding, so it never waits for the next batch.
 //! - **Pacing**: every job (page or robots.txt) takes a token of the global
 //!   [`TokenBucket`] (target pages/s).
@@ -17,8 +17,8 @@
 //!   room), and each report how long its job was out (`speed/`).
 //! - **Durability**: a `Stored` page report removes the URL from the frontier (for
 //!   politeness, at once), but the page is durable only once its batch is
-//!   published, which `Committed` announces. Until then the job stays in the
-//!   downloader's `uncommitted` map; if the downloader goes away first, the URL is
+//!   published, which `Committed` announces. Until then the frontier's table of
+//!   jobs keeps it as awaiting its commit, held by its downloader; if the downloader goes away first, the URL is
 //!   queued again ([`Frontier::requeue`](crate::Frontier::requeue)). Jobs with no
 //!   report go back with [`Frontier::on_lost`](crate::Frontier::on_lost): their
 //!   request may have reached the host, so it rests one interval first.
@@ -27,83 +27,39 @@
 //! - **robots.txt**: a `Stored` robots report names a published file in `robots/`;
 //!   its body goes to the frontier, then the file is deleted (`robots_file.rs`).
 //!
+//! **One table of jobs**: every job out, and every page awaiting its commit, is
+//! one entry of the frontier's job table (`frontier/jobs.rs`) with its holder
+//! (the downloader's connection), address, app, URL and send time; this module
+//! hands jobs out ([`Frontier::hand_out`](crate::Frontier::hand_out)), checks a
+//! report's job against its holder, and asks for each downloader's count for its
+//! window. A report, a commit and a downloader's loss go through that one entry.
+//!
 //! This module must never block on a downloader: sends go through the outbox.
-//! Cost: O(downloaders) per dispatch round plus O(1) per job and report.
+//! Cost: O(downloaders) per dispatch round plus O(1) per job, report and commit;
+//! a downloader's loss scans the job table once.
 
-use std::collections::{BTreeSet, HashMap};
+use std::collections::HashMap;
 use std::hash::{DefaultHasher, Hash, Hasher};
 use std::net::IpAddr;
 
+use spool::ComponentId;
 use spool::protocol::{
     FetchJob, FetchPurpose, FetchReport, FetchResult, JobId, Message, Role, SpoolArea, StoredPage,
 };
-use spool::{AppId, ComponentId};
 use tokio::time::Instant;
 
-use super::conn::ConnId;
-use super::engine::Engine;
-use super::error::ManagerError;
-use super::registry::Kind;
-use super::robots_file;
-use super::speed::Round;
-
-/// The concurrency assumed for a downloader before its first heartbeat.
-pub(crate) const ASSUMED_CONCURRENCY: u32 = 16;
-
-/// A job handed to a downloader and not reported yet.
-#[derive(Debug, Clone)]
-pub(crate) struct Assigned {
-    /// The address it was sent to.
-    pub ip: IpAddr,
-    /// Page or robots.txt.
-    pub purpose: FetchPurpose,
-    /// The application of the page.
-    pub app: AppId,
-    /// The URL.
-    pub url: String,
-    /// When it was handed out.
-    pub sent: Instant,
-}
-
-/// The work one downloader holds.
-#[derive(Debug, Default)]
-pub(crate) struct DownloaderWork {
-    /// Jobs sent and not reported.
-    pub outstanding: HashMap<JobId, Assigned>,
-    /// Pages reported `Stored` whose batch is not committed yet: job -> (app, URL).
-    pub uncommitted: HashMap<JobId, (AppId, String)>,
-    /// A `Drain` was sent: no new jobs.
-    pub draining: bool,
-}
+use super::super::conn::ConnId;
+use super::super::error::ManagerError;
+use super::super::robots_file;
+use super::super::speed::Round;
+use super::Engine;
 
 impl Engine {
-    /// Jobs a downloader with this concurrency may hold.
-    fn window(&self, concurrency: u32) -> usize {
-        let jobs = f64::from(concurrency) * self.config.jobs_per_downloader_factor;
-        // A small positive number: the cast cannot truncate meaningfully.
-        jobs.ceil() as usize
-    }
-
     /// Hands out as many jobs as downloaders have room for and the speed allows.
-    pub(crate) fn dispatch(&mut self, now: Instant, wall: u64) -> Result<(), ManagerError> {
+    pub(super) fn dispatch(&mut self, now: Instant, wall: u64) -> Result<(), ManagerError> {
         self.bucket_wake = None;
-        let mut room: Vec<(ConnId, usize)> = Vec::new();
-        let mut live: Vec<ConnId> = Vec::new();
-        for (conn, c) in self.registry.iter() {
-            if let Kind::Downloader(work) = &c.kind {
-                if !work.draining {
-                    live.push(conn);
-                }
-                let concurrency = c.peer.load.map_or(ASSUMED_CONCURRENCY, |l| l.concurrency);
-                let free = self
-                    .window(concurrency)
-                    .saturating_sub(work.outstanding.len());
-                if !work.draining && free > 0 {
-                    room.push((conn, free));
-                }
-            }
-        }
-        room.sort_unstable();
+        let frontier = &self.frontier;
+        let (mut room, live) = self.registry.room(|conn| frontier.jobs_held(conn));
         let total: usize = room.iter().map(|(_, r)| r).sum();
         let allowed = self.bucket.available(now);
         if total == 0 {
@@ -167,20 +123,11 @@ impl Engine {
             batches.entry(conn).or_default().push(job);
         }
         for (conn, jobs) in batches {
-            let Some(c) = self.registry.get_mut(conn) else {
+            if self.registry.role_of(conn).is_none() {
                 continue;
-            };
-            if let Kind::Downloader(work) = &mut c.kind {
-                for job in &jobs {
-                    let assigned = Assigned {
-                        ip: job.addr.ip(),
-                        purpose: job.purpose,
-                        app: job.app.clone(),
-                        url: job.url.clone(),
-                        sent: now,
-                    };
-                    work.outstanding.insert(job.job, assigned);
-                }
+            }
+            for job in &jobs {
+                self.frontier.hand_out(job, conn, now.into_std());
             }
             self.metrics.jobs_dispatched += jobs.len() as u64;
             // On failure the connection is dropped and its jobs come back.
@@ -190,7 +137,7 @@ impl Engine {
     }
 
     /// A downloader reported on some jobs.
-    pub(crate) fn on_reports(
+    pub(super) fn on_reports(
         &mut self,
         conn: ConnId,
         reports: Vec<FetchReport>,
@@ -198,12 +145,11 @@ impl Engine {
     ) -> Result<(), ManagerError> {
         let now = Instant::now();
         for report in reports {
-            let Some(Kind::Downloader(work)) = self.registry.get_mut(conn).map(|c| &mut c.kind)
-            else {
+            if self.registry.role_of(conn) != Some(Role::Downloader) {
                 tracing::warn!(job = %report.job, "fetch report from a component that is not a downloader ignored");
                 return Ok(());
-            };
-            let Some(assigned) = work.outstanding.remove(&report.job) else {
+            }
+            let Some(assigned) = self.frontier.held_by(conn, report.job) else {
                 tracing::debug!(job = %report.job, "report for a job this downloader does not hold ignored");
                 if let FetchResult::Stored(page) = &report.result {
                     if let Ok(path) = robots_file::path_of(&self.robots_dir, &page.file) {
@@ -214,8 +160,10 @@ impl Engine {
             };
             self.ip_owners.ended(assigned.ip, conn, wall);
             if !matches!(report.result, FetchResult::Returned) {
-                self.speed
-                    .note_fetch(conn, now.saturating_duration_since(assigned.sent));
+                self.speed.note_fetch(
+                    conn,
+                    now.into_std().saturating_duration_since(assigned.sent),
+                );
             }
             match (&report.result, assigned.purpose) {
                 (FetchResult::Stored(page), FetchPurpose::Robots) => {
@@ -226,13 +174,9 @@ impl Engine {
                     self.metrics.wire_bytes += page.wire_bytes;
                     self.metrics.pages_stored += 1;
                     self.tally.response(page.status);
-                    if self
-                        .frontier
-                        .on_report(&report, request_end_ms(page, wall))?
-                    {
-                        work.uncommitted
-                            .insert(report.job, (assigned.app, assigned.url));
-                    }
+                    // The frontier keeps the page as awaiting its commit.
+                    self.frontier
+                        .on_report(&report, request_end_ms(page, wall))?;
                 }
                 (FetchResult::Failed { reason, .. }, _) => {
                     self.tally.error(*reason);
@@ -281,20 +225,8 @@ impl Engine {
     }
 
     /// A downloader published a page batch: its pages are durable.
-    pub(crate) fn on_committed(&mut self, conn: ConnId, file: &str, jobs: &[JobId]) {
-        let Some(Kind::Downloader(work)) = self.registry.get_mut(conn).map(|c| &mut c.kind) else {
-            return;
-        };
-        let mut apps = BTreeSet::new();
-        for job in jobs {
-            match work.uncommitted.remove(job) {
-                Some((app, _)) => {
-                    apps.insert(app);
-                }
-                None => tracing::debug!(%job, file, "commit of a job not awaiting one ignored"),
-            }
-        }
-        for app in apps {
+    pub(super) fn on_committed(&mut self, conn: ConnId, file: &str, jobs: &[JobId]) {
+        for app in self.frontier.on_committed(conn, file, jobs) {
             let area = SpoolArea::Pages(app);
             self.relay(None, &area, file);
         }
@@ -302,25 +234,15 @@ impl Engine {
 
     /// A downloader is gone: its unreported jobs go back to their queues and its
     /// uncommitted pages are queued again.
-    pub(crate) fn downloader_lost(
+    pub(super) fn downloader_lost(
         &mut self,
+        conn: ConnId,
         id: &ComponentId,
-        work: DownloaderWork,
         why: &str,
     ) -> Result<(), ManagerError> {
         let wall = crate::wall_clock_ms();
-        let (returned, requeued) = (work.outstanding.len(), work.uncommitted.len());
-        let mut jobs: Vec<JobId> = work.outstanding.into_keys().collect();
-        jobs.sort_unstable();
         // Unreported jobs may have been sent: their hosts rest one interval.
-        for job in jobs {
-            self.frontier.on_lost(job, wall)?;
-        }
-        let mut pages: Vec<(JobId, (AppId, String))> = work.uncommitted.into_iter().collect();
-        pages.sort_unstable_by_key(|(job, _)| *job);
-        for (_, (app, url)) in pages {
-            self.frontier.requeue(&app, &url, wall)?;
-        }
+        let (returned, requeued) = self.frontier.on_holder_lost(conn, wall)?;
         self.metrics.jobs_reclaimed += returned as u64;
         self.metrics.pages_requeued += requeued as u64;
         if returned + requeued > 0 {
@@ -330,19 +252,6 @@ impl Engine {
             tracing::info!(role = %Role::Downloader, %id, why, "downloader left");
         }
         Ok(())
-    }
-
-    /// Pages of `app` reported but not committed yet, over all downloaders.
-    pub(crate) fn uncommitted_of(&self, app: &AppId) -> u64 {
-        self.registry
-            .iter()
-            .filter_map(|(_, c)| match &c.kind {
-                Kind::Downloader(work) => Some(work.uncommitted.values()),
-                _ => None,
-            })
-            .flatten()
-            .filter(|(a, _)| a == app)
-            .count() as u64
     }
 }
 

@@ -23,49 +23,36 @@
 //! subscriptions) progress reports; the dry check is O(1) for an application with
 //! URLs queued.
 
-use std::collections::BTreeSet;
-
 use spool::AppId;
 use spool::protocol::{AppProgress, Message, SpoolArea};
 
-use super::conn::ConnId;
-use super::engine::Engine;
-use super::error::ManagerError;
-use super::registry::Kind;
+use super::super::conn::ConnId;
+use super::super::error::ManagerError;
+use super::Engine;
 
 impl Engine {
     /// `conn` subscribes to `app`.
-    pub(crate) fn on_subscribe(&mut self, conn: ConnId, app: AppId) {
-        match self.registry.get_mut(conn).map(|c| &mut c.kind) {
-            Some(Kind::Application(apps)) => {
-                tracing::info!(%app, "application subscribed");
-                apps.entry(app).or_insert(0);
-                self.send_progress_to(conn);
-            }
-            _ => {
-                tracing::warn!(%app, "Subscribe from a component that is not an application ignored")
-            }
+    pub(super) fn on_subscribe(&mut self, conn: ConnId, app: AppId) {
+        if self.registry.subscribe(conn, app.clone()) {
+            tracing::info!(%app, "application subscribed");
+            self.send_progress_to(conn);
+        } else {
+            tracing::warn!(%app, "Subscribe from a component that is not an application ignored")
         }
     }
 
     /// `conn` asks for a progress report that counts every request file it
     /// published before asking.
-    pub(crate) fn on_sync(
+    pub(super) fn on_sync(
         &mut self,
         conn: ConnId,
         app: AppId,
         seq: u64,
         now_ms: u64,
     ) -> Result<(), ManagerError> {
-        match self.registry.get_mut(conn).map(|c| &mut c.kind) {
-            Some(Kind::Application(apps)) if apps.contains_key(&app) => {
-                let synced = apps.entry(app.clone()).or_insert(0);
-                *synced = (*synced).max(seq);
-            }
-            _ => {
-                tracing::warn!(%app, "SyncProgress for an application this connection did not subscribe to ignored");
-                return Ok(());
-            }
+        if !self.registry.synced(conn, &app, seq) {
+            tracing::warn!(%app, "SyncProgress for an application this connection did not subscribe to ignored");
+            return Ok(());
         }
         self.frontier.list_requests_now(now_ms)?;
         // A sync is a moment to look again: the app may be dry already.
@@ -78,19 +65,15 @@ impl Engine {
     }
 
     /// The progress of `app` as applications see it.
-    pub(crate) fn progress_of(&self, app: &AppId) -> AppProgress {
+    pub(super) fn progress_of(&self, app: &AppId) -> AppProgress {
         let mut progress = self.frontier.app_progress(app);
-        progress.in_flight += self.uncommitted_of(app);
+        progress.in_flight += self.frontier.awaiting_commit_of(app);
         progress
     }
 
     /// Sends every subscription of `conn` its progress.
-    pub(crate) fn send_progress_to(&mut self, conn: ConnId) {
-        let apps: Vec<(AppId, u64)> = match self.registry.get(conn).map(|c| &c.kind) {
-            Some(Kind::Application(apps)) => apps.iter().map(|(a, s)| (a.clone(), *s)).collect(),
-            _ => return,
-        };
-        for (app, synced) in apps {
+    pub(super) fn send_progress_to(&mut self, conn: ConnId) {
+        for (app, synced) in self.registry.subscriptions(conn) {
             let mut progress = self.progress_of(&app);
             progress.synced = synced;
             self.send(conn, Message::AppProgress(progress));
@@ -98,40 +81,20 @@ impl Engine {
     }
 
     /// Sends every application connection its progress.
-    pub(crate) fn send_progress(&mut self) {
-        for conn in self.app_conns(None) {
+    pub(super) fn send_progress(&mut self) {
+        for conn in self.registry.app_conns(None) {
             self.send_progress_to(conn);
         }
     }
 
-    /// The application connections subscribed to `app` (to any app with `None`).
-    fn app_conns(&self, app: Option<&AppId>) -> Vec<ConnId> {
-        self.registry
-            .iter()
-            .filter(|(_, c)| match (&c.kind, app) {
-                (Kind::Application(apps), Some(app)) => apps.contains_key(app),
-                (Kind::Application(apps), None) => !apps.is_empty(),
-                _ => false,
-            })
-            .map(|(conn, _)| conn)
-            .collect()
-    }
-
     /// Eager when idle: an application that ran dry gets its pending outcomes
     /// published and its progress pushed, once per time it runs dry.
-    pub(crate) fn apps_step(&mut self) -> Result<(), ManagerError> {
-        let subscribed: BTreeSet<AppId> = self
-            .registry
-            .iter()
-            .filter_map(|(_, c)| match &c.kind {
-                Kind::Application(apps) => Some(apps.keys().cloned()),
-                _ => None,
-            })
-            .flatten()
-            .collect();
+    pub(super) fn apps_step(&mut self) -> Result<(), ManagerError> {
+        let subscribed = self.registry.subscribed_apps();
         self.idle_apps.retain(|app| subscribed.contains(app));
         for app in subscribed {
-            let dry = self.frontier.app_drained(&app) && self.uncommitted_of(&app) == 0;
+            let dry =
+                self.frontier.app_drained(&app) && self.frontier.awaiting_commit_of(&app) == 0;
             if !dry {
                 self.idle_apps.remove(&app);
                 continue;
@@ -141,7 +104,7 @@ impl Engine {
             }
             self.frontier.flush_outcomes_of(&app)?;
             self.idle_apps.insert(app.clone());
-            for conn in self.app_conns(Some(&app)) {
+            for conn in self.registry.app_conns(Some(&app)) {
                 self.send_progress_to(conn);
             }
         }
@@ -149,7 +112,7 @@ impl Engine {
     }
 
     /// A peer published a file.
-    pub(crate) fn on_published(&mut self, from: ConnId, area: SpoolArea, name: &str) {
+    pub(super) fn on_published(&mut self, from: ConnId, area: SpoolArea, name: &str) {
         if let SpoolArea::Requests(_) = area {
             self.frontier.rescan_requests();
         }
@@ -158,12 +121,13 @@ impl Engine {
 
     /// Relays a `Published` hint to the application connections that consume
     /// `area` (never back to `from`).
-    pub(crate) fn relay(&mut self, from: Option<ConnId>, area: &SpoolArea, name: &str) {
+    pub(super) fn relay(&mut self, from: Option<ConnId>, area: &SpoolArea, name: &str) {
         let app = match area {
             SpoolArea::Pages(app) | SpoolArea::Outcomes(app) | SpoolArea::Exchange(app) => app,
             SpoolArea::Requests(_) | SpoolArea::Robots => return,
         };
         let conns: Vec<ConnId> = self
+            .registry
             .app_conns(Some(app))
             .into_iter()
             .filter(|conn| Some(*conn) != from)

@@ -19,20 +19,20 @@ use std::time::Duration;
 use spool::protocol::{AdminCommand, AdminReply, Message, Role};
 use tokio::time::Instant;
 
-use super::conn::ConnId;
-use super::engine::Engine;
-use super::error::ManagerError;
-use super::web::WebAsk;
+use super::super::conn::ConnId;
+use super::super::error::ManagerError;
+use super::super::web::WebAsk;
+use super::Engine;
 use crate::BlacklistEntry;
 
 impl Engine {
     /// An admin command from `conn`.
-    pub(crate) fn on_admin(
+    pub(super) fn on_admin(
         &mut self,
         conn: ConnId,
         command: AdminCommand,
     ) -> Result<(), ManagerError> {
-        if self.registry.get(conn).map(|c| c.peer.role) != Some(Role::Admin) {
+        if self.registry.role_of(conn) != Some(Role::Admin) {
             tracing::warn!(
                 ?command,
                 "admin command from a component that is not an admin connection ignored"
@@ -45,7 +45,7 @@ impl Engine {
     }
 
     /// An admin command from the web server (which checked the token).
-    pub(crate) fn on_web(&mut self, ask: WebAsk) -> Result<(), ManagerError> {
+    pub(super) fn on_web(&mut self, ask: WebAsk) -> Result<(), ManagerError> {
         let reply = self.execute_admin(ask.command)?;
         // The browser may have given up meanwhile: nothing to do then.
         let _ = ask.reply.send(reply);
@@ -53,7 +53,7 @@ impl Engine {
     }
 
     /// Carries out `command` (a shutdown begins here) and returns the answer.
-    pub(crate) fn execute_admin(
+    pub(super) fn execute_admin(
         &mut self,
         command: AdminCommand,
     ) -> Result<AdminReply, ManagerError> {

@@ -2,7 +2,7 @@
 //! speed, its target and what limits it, queues, hosts, request files, components,
 //! memory) and the admin status ([`Engine::snapshot`], what `polycrawl status`,
 //! `GET /api/stats` and the admin page show). The speed figures come from
-//! [`SpeedHistory`](super::history).
+//! [`SpeedHistory`](super::super::history).
 //!
 //! This module must never log per URL or per host: one line per interval. Cost:
 //! one frontier stats snapshot and one read of `/proc/self/status` per line; one
@@ -11,11 +11,11 @@
 use spool::protocol::{HostCounts, ReasonCount, Role, StatusSnapshot};
 use tokio::time::Instant;
 
-use super::engine::Engine;
+use super::Engine;
 use crate::HostState;
 
 /// The process's resident memory in bytes (Linux), if known.
-pub(crate) fn rss_bytes() -> Option<u64> {
+pub(super) fn rss_bytes() -> Option<u64> {
     let status = std::fs::read_to_string("/proc/self/status").ok()?;
     let line = status.lines().find(|l| l.starts_with("VmRSS:"))?;
     let kib: u64 = line.split_whitespace().nth(1)?.parse().ok()?;
@@ -24,7 +24,7 @@ pub(crate) fn rss_bytes() -> Option<u64> {
 
 impl Engine {
     /// The crawl's figures for `AdminReply::Status`.
-    pub(crate) fn snapshot(&self, now: Instant) -> StatusSnapshot {
+    pub(super) fn snapshot(&self, now: Instant) -> StatusSnapshot {
         let stats = self.frontier.stats();
         let count = |states: &[HostState]| -> u64 {
             stats
@@ -78,7 +78,7 @@ impl Engine {
     }
 
     /// Logs the status line.
-    pub(crate) fn log_status(&self, now: Instant) {
+    pub(super) fn log_status(&self, now: Instant) {
         let stats = self.frontier.stats();
         let rss_mib = rss_bytes().map_or(0, |b| b / (1 << 20));
         let pages_per_sec = (self.rate.per_sec(now) * 10.0).round() / 10.0;

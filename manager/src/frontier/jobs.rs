@@ -1,0 +1,381 @@
+//! [`JobTable`]: the one table of jobs out at downloaders, from dispatch until the
+//! page they stored is committed (published in a batch by the downloader).
+//!
+//! Each job is in exactly one entry, in one of two stages:
+//!
+//! - **out**: handed out by [`next_jobs`](super::Frontier::next_jobs) and not
+//!   reported yet: the frontier's facts (host, purpose, app, borrowed origin) and,
+//!   once the service hands it to a downloader
+//!   ([`hand_out`](super::Frontier::hand_out)), the holder's facts ([`Held`]:
+//!   which downloader, when, the address, app and URL);
+//! - **awaiting commit**: a page reported `Stored` by its holder whose batch is not
+//!   published yet: only the holder's facts (the frontier is done with the host;
+//!   the URL left its queue at the report). A commit removes it; if the holder
+//!   goes away first, its URL is queued again.
+//!
+//! So a report, a commit and a downloader's loss all read and change the same
+//! entry, and cannot disagree. The table is in memory only: after a crash the URLs
+//! that were out are at the head of their queues (see `records`) and running
+//! downloaders publish their batches (their contract), so nothing needs it.
+//!
+//! Cost: O(1) per job handed out, report and commit, and for the counts by holder
+//! and by application (kept with the entries); O(entries) for a downloader's loss
+//! (rare: the scan finds its jobs). Memory: one entry per job out or awaiting
+//! commit, bounded by the downloaders' windows and open batches. This module must
+//! never touch a host, a queue or the store: `report`, `dispatch` and `requeue` do.
+
+use std::collections::{BTreeSet, HashMap};
+use std::hash::Hash;
+use std::net::IpAddr;
+use std::sync::Arc;
+use std::time::Instant;
+
+use spool::AppId;
+use spool::protocol::{FetchJob, FetchPurpose, JobId};
+
+use super::hosts::HostId;
+use super::{Frontier, FrontierError};
+
+/// The downloader a job was handed to: the service's connection id.
+pub(crate) type Holder = u64;
+
+/// The frontier's facts about a job out.
+#[derive(Debug, Clone)]
+pub(super) struct JobInfo {
+    pub host: HostId,
+    pub purpose: FetchPurpose,
+    /// The application of a page job.
+    pub app: Option<AppId>,
+    /// The origin a robots.txt redirect hop contacts on the host's behalf (see
+    /// `borrowed`), when it is not the host's own.
+    pub borrowed: Option<Arc<str>>,
+}
+
+/// A job's holder and what the service needs to know about it.
+#[derive(Debug, Clone)]
+pub(crate) struct Held {
+    /// The downloader.
+    pub holder: Holder,
+    /// When it was handed over.
+    pub sent: Instant,
+    /// The address it was sent to.
+    pub ip: IpAddr,
+    /// Page or robots.txt.
+    pub purpose: FetchPurpose,
+    /// The application of the job.
+    pub app: AppId,
+    /// The URL.
+    pub url: String,
+}
+
+#[derive(Debug)]
+enum Entry {
+    Out { info: JobInfo, held: Option<Held> },
+    AwaitingCommit(Held),
+}
+
+/// Every job out or awaiting its commit. See the [module docs](self).
+#[derive(Debug, Default)]
+pub(super) struct JobTable {
+    entries: HashMap<JobId, Entry>,
+    out: usize,
+    out_by_holder: HashMap<Holder, usize>,
+    out_by_app: HashMap<AppId, u64>,
+    awaiting_by_app: HashMap<AppId, u64>,
+}
+
+fn up<K: Eq + Hash, N: std::ops::AddAssign + From<u8>>(counts: &mut HashMap<K, N>, key: K) {
+    *counts.entry(key).or_insert_with(|| N::from(0)) += N::from(1);
+}
+
+fn down<K: Eq + Hash, N: PartialEq + From<u8> + std::ops::SubAssign + PartialOrd>(
+    counts: &mut HashMap<K, N>,
+    key: &K,
+) {
+    if let Some(n) = counts.get_mut(key) {
+        if *n <= N::from(1) {
+            counts.remove(key);
+        } else {
+            *n -= N::from(1);
+        }
+    }
+}
+
+impl JobTable {
+    /// `job` was handed out by the frontier.
+    pub fn start(&mut self, job: JobId, info: JobInfo) {
+        if let Some(app) = &info.app {
+            up(&mut self.out_by_app, app.clone());
+        }
+        self.out += 1;
+        self.entries.insert(job, Entry::Out { info, held: None });
+    }
+
+    /// The frontier's facts about `job`, if it is out.
+    pub fn info(&self, job: JobId) -> Option<&JobInfo> {
+        match self.entries.get(&job) {
+            Some(Entry::Out { info, .. }) => Some(info),
+            _ => None,
+        }
+    }
+
+    /// `job` (out) went to `held.holder`; false if it is not out or already held.
+    pub fn hand_out(&mut self, job: JobId, new: Held) -> bool {
+        match self.entries.get_mut(&job) {
+            Some(Entry::Out {
+                held: held @ None, ..
+            }) => {
+                up(&mut self.out_by_holder, new.holder);
+                *held = Some(new);
+                true
+            }
+            _ => false,
+        }
+    }
+
+    /// The holder's facts about `job`, if it is out and held.
+    pub fn held(&self, job: JobId) -> Option<&Held> {
+        match self.entries.get(&job) {
+            Some(Entry::Out { held, .. }) => held.as_ref(),
+            _ => None,
+        }
+    }
+
+    /// Removes `job` (out): it was reported, returned or lost.
+    pub fn finish(&mut self, job: JobId) -> Option<(JobInfo, Option<Held>)> {
+        if !matches!(self.entries.get(&job), Some(Entry::Out { .. })) {
+            return None;
+        }
+        let Some(Entry::Out { info, held }) = self.entries.remove(&job) else {
+            return None;
+        };
+        self.out = self.out.saturating_sub(1);
+        if let Some(app) = &info.app {
+            down(&mut self.out_by_app, app);
+        }
+        if let Some(h) = &held {
+            down(&mut self.out_by_holder, &h.holder);
+        }
+        Some((info, held))
+    }
+
+    /// `job`, finished, stored a page its holder has not committed yet.
+    pub fn await_commit(&mut self, job: JobId, held: Held) {
+        up(&mut self.awaiting_by_app, held.app.clone());
+        self.entries.insert(job, Entry::AwaitingCommit(held));
+    }
+
+    /// `holder` committed `job`: the application of the page, if it awaited that.
+    pub fn commit(&mut self, holder: Holder, job: JobId) -> Option<AppId> {
+        match self.entries.get(&job) {
+            Some(Entry::AwaitingCommit(h)) if h.holder == holder => {}
+            _ => return None,
+        }
+        let Some(Entry::AwaitingCommit(held)) = self.entries.remove(&job) else {
+            return None;
+        };
+        down(&mut self.awaiting_by_app, &held.app);
+        Some(held.app)
+    }
+
+    /// What `holder` holds, in job order: its jobs out (left in the table, for the
+    /// frontier to finish) and its pages awaiting commit (removed).
+    pub fn take_holder(&mut self, holder: Holder) -> (Vec<JobId>, Vec<Held>) {
+        let mut out = Vec::new();
+        let mut awaiting = Vec::new();
+        for (job, entry) in &self.entries {
+            match entry {
+                Entry::Out { held: Some(h), .. } if h.holder == holder => out.push(*job),
+                Entry::AwaitingCommit(h) if h.holder == holder => awaiting.push(*job),
+                _ => {}
+            }
+        }
+        out.sort_unstable();
+        awaiting.sort_unstable();
+        let pages = awaiting
+            .into_iter()
+            .filter_map(|job| match self.entries.remove(&job) {
+                Some(Entry::AwaitingCommit(held)) => {
+                    down(&mut self.awaiting_by_app, &held.app);
+                    Some(held)
+                }
+                _ => None,
+            })
+            .collect();
+        (out, pages)
+    }
+
+    /// Jobs out (held or not).
+    pub fn out_len(&self) -> usize {
+        self.out
+    }
+
+    /// Jobs out held by `holder`.
+    pub fn out_of_holder(&self, holder: Holder) -> usize {
+        self.out_by_holder.get(&holder).copied().unwrap_or(0)
+    }
+
+    /// Page jobs out per application.
+    pub fn out_by_app(&self) -> &HashMap<AppId, u64> {
+        &self.out_by_app
+    }
+
+    /// Page jobs of `app` out.
+    pub fn out_of_app(&self, app: &AppId) -> u64 {
+        self.out_by_app.get(app).copied().unwrap_or(0)
+    }
+
+    /// Pages of `app` stored and awaiting their commit.
+    pub fn awaiting_of(&self, app: &AppId) -> u64 {
+        self.awaiting_by_app.get(app).copied().unwrap_or(0)
+    }
+}
+
+impl Frontier {
+    /// The service handed `job` (from [`next_jobs`](Self::next_jobs)) to downloader
+    /// `holder` at `sent`. O(1).
+    pub(crate) fn hand_out(&mut self, job: &FetchJob, holder: Holder, sent: Instant) {
+        let held = Held {
+            holder,
+            sent,
+            ip: job.addr.ip(),
+            purpose: job.purpose,
+            app: job.app.clone(),
+            url: job.url.clone(),
+        };
+        if !self.jobs.hand_out(job.job, held) {
+            tracing::debug!(job = %job.job, "hand-out of a job not out ignored");
+        }
+    }
+
+    /// The facts about `job` if it is out at `holder` (`None`: not out, or held by
+    /// another downloader). O(1).
+    pub(crate) fn held_by(&self, holder: Holder, job: JobId) -> Option<Held> {
+        self.jobs.held(job).filter(|h| h.holder == holder).cloned()
+    }
+
+    /// Jobs out at `holder`. O(1).
+    pub(crate) fn jobs_held(&self, holder: Holder) -> usize {
+        self.jobs.out_of_holder(holder)
+    }
+
+    /// Pages of `app` stored and not committed yet, over all downloaders. O(1).
+    pub(crate) fn awaiting_commit_of(&self, app: &AppId) -> u64 {
+        self.jobs.awaiting_of(app)
+    }
+
+    /// Downloader `holder` committed `jobs` in batch `file`: returns the
+    /// applications of the pages that awaited it. O(jobs).
+    pub(crate) fn on_committed(
+        &mut self,
+        holder: Holder,
+        file: &str,
+        jobs: &[JobId],
+    ) -> BTreeSet<AppId> {
+        let mut apps = BTreeSet::new();
+        for job in jobs {
+            match self.jobs.commit(holder, *job) {
+                Some(app) => {
+                    apps.insert(app);
+                }
+                None => tracing::debug!(%job, file, "commit of a job not awaiting one ignored"),
+            }
+        }
+        apps
+    }
+
+    /// Downloader `holder` is gone: its jobs out go back to the head of their
+    /// queues ([`on_lost`](Self::on_lost): their hosts rest one interval), then its
+    /// pages never committed are queued again ([`requeue`](Self::requeue)), each in
+    /// job order. Returns how many of each. O(entries of the table) plus a batch
+    /// per job.
+    pub(crate) fn on_holder_lost(
+        &mut self,
+        holder: Holder,
+        now_ms: u64,
+    ) -> Result<(usize, usize), FrontierError> {
+        let (out, pages) = self.jobs.take_holder(holder);
+        for job in &out {
+            self.on_lost(*job, now_ms)?;
+        }
+        for page in &pages {
+            self.requeue(&page.app, &page.url, now_ms)?;
+        }
+        Ok((out.len(), pages.len()))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn app(name: &str) -> AppId {
+        AppId::new(name).unwrap()
+    }
+
+    fn page(host: u64, a: &str) -> JobInfo {
+        JobInfo {
+            host,
+            purpose: FetchPurpose::Page,
+            app: Some(app(a)),
+            borrowed: None,
+        }
+    }
+
+    fn held(holder: Holder, a: &str) -> Held {
+        Held {
+            holder,
+            sent: Instant::now(),
+            ip: IpAddr::from([127, 0, 0, 1]),
+            purpose: FetchPurpose::Page,
+            app: app(a),
+            url: format!("http://{a}.test/"),
+        }
+    }
+
+    #[test]
+    fn a_job_moves_from_out_to_awaiting_commit_to_gone_and_the_counts_follow() {
+        let mut t = JobTable::default();
+        t.start(JobId(1), page(1, "a"));
+        t.start(JobId(2), page(2, "a"));
+        assert_eq!((t.out_len(), t.out_of_app(&app("a"))), (2, 2));
+        assert!(t.hand_out(JobId(1), held(7, "a")));
+        assert!(!t.hand_out(JobId(1), held(8, "a")), "held once");
+        assert!(!t.hand_out(JobId(9), held(7, "a")), "unknown job");
+        assert_eq!(t.out_of_holder(7), 1);
+        assert_eq!(t.held(JobId(1)).map(|h| h.holder), Some(7));
+        let (info, h) = t.finish(JobId(1)).unwrap();
+        assert_eq!(info.host, 1);
+        t.await_commit(JobId(1), h.unwrap());
+        assert!(t.info(JobId(1)).is_none(), "no longer out");
+        assert!(
+            t.finish(JobId(1)).is_none(),
+            "a second report finds nothing"
+        );
+        assert_eq!((t.out_len(), t.out_of_holder(7)), (1, 0));
+        assert_eq!(t.awaiting_of(&app("a")), 1);
+        assert_eq!(t.commit(8, JobId(1)), None, "only its holder commits it");
+        assert_eq!(t.commit(7, JobId(1)), Some(app("a")));
+        assert_eq!(t.commit(7, JobId(1)), None, "committed once");
+        assert_eq!(t.awaiting_of(&app("a")), 0);
+    }
+
+    #[test]
+    fn a_lost_holder_gives_back_its_jobs_and_its_uncommitted_pages_only() {
+        let mut t = JobTable::default();
+        for (job, holder) in [(3, 7), (1, 7), (2, 8), (4, 7), (5, 7)] {
+            t.start(JobId(job), page(job, "a"));
+            t.hand_out(JobId(job), held(holder, "a"));
+        }
+        for job in [4, 5] {
+            let (_, h) = t.finish(JobId(job)).unwrap();
+            t.await_commit(JobId(job), h.unwrap());
+        }
+        let (out, pages) = t.take_holder(7);
+        assert_eq!(out, [JobId(1), JobId(3)], "in job order, still out");
+        assert_eq!(pages.len(), 2);
+        assert_eq!(t.awaiting_of(&app("a")), 0);
+        assert_eq!(t.out_len(), 3, "the frontier finishes the jobs out");
+        assert_eq!(t.out_of_holder(8), 1);
+    }
+}
