@@ -13,9 +13,9 @@
 //! | a resolver answered | [`on_dns`](Frontier::on_dns) |
 //! | a fetch report arrived | [`on_report`](Frontier::on_report) (pages, failures, returns) |
 //! | a robots.txt was stored | [`on_robots_fetched`](Frontier::on_robots_fetched) (with the body read from `robots/`) |
-//! | jobs went to a downloader | [`hand_out`](Frontier::hand_out) (the one table of jobs out: `jobs`) |
-//! | a downloader committed pages | [`on_committed`](Frontier::on_committed) |
-//! | a downloader vanished | [`on_holder_lost`](Frontier::on_holder_lost): its jobs out back to their queues, its pages never committed queued again |
+//! | jobs went to a downloader | `hand_out` (the one table of jobs out: `jobs`) |
+//! | a downloader committed pages | `on_committed` |
+//! | a downloader vanished | `on_holder_lost`: its jobs out back to their queues, its pages never committed queued again |
 //! | a request file appeared | [`rescan_requests`](Frontier::rescan_requests) (a hint; folders are also listed periodically) |
 //! | an operator acted | [`set_target_rate`](Frontier::set_target_rate), [`blacklist_add`](Frontier::blacklist_add), [`checkpoint`](Frontier::checkpoint) |
 //!
