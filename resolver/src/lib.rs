@@ -82,5 +82,5 @@ pub use error::ResolverError;
 pub use limit::Stats;
 pub use lookup::Resolver;
 pub use service::run;
-pub use session::SHUTDOWN_GRACE;
 pub use spool::protocol::client::ControlSettings;
+pub use spool::protocol::client::SHUTDOWN_GRACE;

@@ -147,6 +147,7 @@ mod handshake;
 mod message;
 mod preamble;
 mod resolve;
+mod session;
 mod token;
 
 use std::time::Duration;
