@@ -55,7 +55,8 @@
 //! `config.rs` (settings and checks), `lookup.rs` ([`Resolver`]), `answer.rs`
 //! (classification and TTLs), `limit.rs` (resizable concurrency bound, load
 //! counters), `service.rs` ([`run`]),
-//! `session.rs` (one manager connection), `error.rs`.
+//! `session.rs` (the resolver's role on a manager connection, for the shared
+//! session driver `spool::protocol::client::run`), `error.rs`.
 //!
 //! # What this crate must never do
 //!
