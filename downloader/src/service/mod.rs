@@ -34,7 +34,7 @@
 //!   for a slot are returned at once; running ones get `grace_ms` to finish and
 //!   are then stopped and returned; open batches are published and committed;
 //!   then `Bye { Drained }` and [`run`] returns `Ok(())`. Cancelling the shutdown
-//!   token (SIGINT/SIGTERM in `ops`) does the same with [`SHUTDOWN_GRACE`] and
+//!   token (SIGINT/SIGTERM in `ops`) does the same with `control.shutdown_grace` ([`SHUTDOWN_GRACE`] by default) and
 //!   `Bye { ShuttingDown }`.
 //! - **Connection lost**: the manager treats every job it has no report for, and
 //!   every page it has no `Committed` for, as not done and dispatches it again. So
@@ -57,7 +57,8 @@
 //! # Modules
 //!
 //! [`config`] (the `downloader:` config section; the manager address, id and
-//! back-off are `spool::protocol::client`), `session.rs` (one manager connection), `task.rs` (one job),
+//! back-off are `spool::protocol::client`), `session.rs` (the downloader's role on a manager connection, for the shared
+//! session driver `spool::protocol::client::run`), `task.rs` (one job),
 //! `wire_log.rs` (the per-request stamps, if configured),
 //! `writer.rs` (the writer thread), `batch.rs` (WARC files: what the records and
 //! files hold), [`metrics`] (counters), [`error`].
@@ -84,19 +85,18 @@ mod writer;
 use std::sync::Arc;
 
 use spool::Spool;
-use spool::protocol::Role;
-use spool::protocol::client::{Backoff, ControlSettings, connect, is_final};
+use spool::protocol::client::{self, ControlSettings, Stop};
 use tokio::sync::mpsc;
-use tokio::time::{Instant, sleep};
 use tokio_util::sync::CancellationToken;
-use tracing::{info, warn};
+use tracing::info;
 
 use crate::fetcher::Fetcher;
 use config::DownloaderConfig;
 use error::DownloaderError;
 use metrics::Metrics;
-use session::{End, Session};
-pub use session::{MAX_QUEUED, SHUTDOWN_GRACE};
+use session::DownloaderRole;
+pub use session::MAX_QUEUED;
+pub use spool::protocol::client::SHUTDOWN_GRACE;
 use task::JobEnv;
 use wire_log::WireLog;
 pub use writer::QUEUE as WRITER_QUEUE;
@@ -166,55 +166,24 @@ pub async fn run(
     late.map_or(Ok(()), |e| Err(e.into()))
 }
 
-/// Registers and serves connections, reconnecting, until the service must stop.
+/// Registers and serves connections through the shared session driver,
+/// reconnecting, until the service must stop.
 async fn serve(
     env: &Arc<JobEnv>,
     control: &ControlSettings,
     events: &mut mpsc::UnboundedReceiver<Event>,
     shutdown: &CancellationToken,
 ) -> Result<(), DownloaderError> {
-    let mut backoff = Backoff::new(control.reconnect_min, control.reconnect_max);
-    let mut session_no = 0;
-    loop {
-        let attempt = tokio::select! {
-            () = shutdown.cancelled() => return Ok(()),
-            attempt = connect(control, Role::Downloader) => attempt,
-        };
-        match attempt {
-            Ok((conn, welcome)) => {
-                session_no += 1;
-                info!(manager = %control.manager_addr, id = %control.id, session = session_no, "downloader: registered with the manager");
-                let started = Instant::now();
-                let session = Session::new(conn, &welcome, session_no, env, events, shutdown);
-                match session.run().await {
-                    End::Drained | End::ShutDown => return Ok(()),
-                    End::Replaced => {
-                        return Err(DownloaderError::Replaced {
-                            id: control.id.to_string(),
-                        });
-                    }
-                    End::Failed(e) => return Err(e.into()),
-                    End::Lost(why) => {
-                        warn!(manager = %control.manager_addr, reason = %why, "downloader: lost the manager connection, reconnecting");
-                    }
-                }
-                if started.elapsed() >= control.reconnect_max {
-                    backoff.reset();
-                }
-            }
-            Err(e) if is_final(&e) => {
-                return Err(DownloaderError::Refused {
-                    manager: control.manager_addr.clone(),
-                    source: e,
-                });
-            }
-            Err(e) => {
-                warn!(manager = %control.manager_addr, error = %e, "downloader: cannot register with the manager, retrying");
-            }
-        }
-        tokio::select! {
-            () = shutdown.cancelled() => return Ok(()),
-            () = sleep(backoff.next_delay()) => {}
-        }
+    let mut role = DownloaderRole::new(env, events);
+    match client::run(control, &mut role, shutdown).await {
+        Ok(_) => Ok(()),
+        Err(Stop::Refused(source)) => Err(DownloaderError::Refused {
+            manager: control.manager_addr.clone(),
+            source,
+        }),
+        Err(Stop::Replaced) => Err(DownloaderError::Replaced {
+            id: control.id.to_string(),
+        }),
+        Err(Stop::Role(e)) => Err(e.into()),
     }
 }

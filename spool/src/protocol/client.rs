@@ -1,7 +1,9 @@
 //! The client side every component shares (resolver, downloader, application,
 //! admin tools): [`ControlSettings`] (where the manager is, the token, this
 //! component's id, limits, reconnect pacing), [`connect`] (TCP connect plus the
-//! handshake, both bounded), the reconnect [`Backoff`], and [`default_id`].
+//! handshake, both bounded), the reconnect [`Backoff`], [`default_id`], and the
+//! session driver every client runs ([`run`] with a [`ClientRole`], in
+//! `session.rs`).
 //!
 //! This module must never print the token (a [`Token`] is redacted in `Debug`) or
 //! retry without a pause. Everything here is O(1).
@@ -18,6 +20,11 @@ use super::{
     Token, Welcome, client_handshake,
 };
 use crate::ids::ComponentId;
+
+pub use super::session::{ClientRole, Link, Outcome, Step, Stop, run};
+
+/// How long work in flight gets to finish when the process is asked to stop.
+pub const SHUTDOWN_GRACE: Duration = Duration::from_secs(5);
 
 /// Where the manager is and how to talk to it.
 #[derive(Debug, Clone)]
@@ -39,6 +46,8 @@ pub struct ControlSettings {
     pub reconnect_min: Duration,
     /// Longest pause between reconnect attempts.
     pub reconnect_max: Duration,
+    /// How long work in flight gets to finish when the shutdown token fires.
+    pub shutdown_grace: Duration,
 }
 
 impl ControlSettings {
@@ -53,6 +62,7 @@ impl ControlSettings {
             handshake_timeout: DEFAULT_HANDSHAKE_TIMEOUT,
             reconnect_min: Duration::from_millis(200),
             reconnect_max: Duration::from_secs(10),
+            shutdown_grace: SHUTDOWN_GRACE,
         }
     }
 

@@ -5,14 +5,17 @@
 //! - [`Message`]: the one versioned message enum, and the types it carries
 //!   ([`FetchJob`], [`FetchReport`], [`HostAnswer`], [`AdminCommand`], ...).
 //! - [`client_handshake`] / [`server_handshake`]: open a connection; [`client`]: the
-//!   settings, connect, back-off and default ids every component shares.
+//!   settings, connect, back-off, default ids and the session driver every
+//!   component shares.
 //! - [`Connection`] (or its halves [`ConnReader`] / [`ConnWriter`]): `send` and
 //!   `recv` whole messages.
 //! - [`ProtocolError`]: every failure, with a message an operator understands.
 //!
 //! Files: `message.rs` (enum, session types), `fetch.rs`, `resolve.rs`, `app.rs`,
 //! `admin.rs` (payloads), `token.rs`, `preamble.rs` (version-independent bytes),
-//! `frame.rs` (length prefix), `handshake.rs`, `connection.rs`, `error.rs`.
+//! `frame.rs` (length prefix), `handshake.rs`, `connection.rs`, `error.rs`,
+//! `client.rs` and `session.rs` (the client side: settings, connect, back-off, and
+//! the session driver every component runs).
 //!
 //! # Wire format
 //!
@@ -147,6 +150,7 @@ mod handshake;
 mod message;
 mod preamble;
 mod resolve;
+mod session;
 mod token;
 
 use std::time::Duration;
