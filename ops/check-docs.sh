@@ -1,9 +1,9 @@
 #!/usr/bin/env bash
 # The doc gate (part of ops/test.sh): rustdoc with warnings denied (broken
 # intra-doc links, bad code blocks, unclosed HTML), private items included; then
-# every repository path that a comment, doc or script names (`manager/src/x.rs`,
-# `ops/bench-peers.sh`, ...) must exist, so a moved file cannot leave a stale
-# pointer behind. Exits 1 naming what is wrong.
+# every repository path that a comment, doc or script names (a file under a
+# crate's src/, tests/ or benches/, a script in ops/) must exist, so a moved file
+# cannot leave a stale pointer behind. Exits 1 naming what is wrong.
 set -euo pipefail
 here="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
 cd "$here/.."

@@ -3,7 +3,7 @@
 //! heartbeats, watches the manager's silence and reconnects with exponential
 //! back-off until shutdown; a refusal or `Bye { Replaced }` is final). The role
 //! sends `Subscribe { app }` on each connection and keeps the newest
-//! [`AppProgress`] in a watch channel for the crawl loop.
+//! [`AppProgress`](spool::protocol::AppProgress) in a watch channel for the crawl loop.
 //!
 //! The crawl loop talks to the manager through [`Outbound`]: `Published` hints for
 //! the request files it publishes (the manager loads them at once instead of at its
