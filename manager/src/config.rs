@@ -72,6 +72,12 @@ pub struct FrontierConfig {
     /// How many times one URL is tried when its fetch fails with a connect failure or
     /// timeout (each try also counts as a host failure). Default 2.
     pub max_url_attempts: u32,
+    /// The least rest of a host whose job was out at a downloader that vanished
+    /// (killed, crashed, cut off): the request may still be in the server's hands, so
+    /// the host's next request waits `max(its interval, this)` from the moment the
+    /// manager noticed the loss. Only matters when intervals are shorter than a
+    /// server's service time. Default 5,000.
+    pub lost_job_rest_ms: u64,
 
     /// How long a robots.txt verdict (rules, or "allow all" after a 4xx) is trusted.
     /// Default 86,400,000 (24 h, RFC 9309 section 2.4).
@@ -142,6 +148,7 @@ impl Default for FrontierConfig {
             max_failures: 5,
             dead_host_ttl_ms: 86_400_000,
             max_url_attempts: 2,
+            lost_job_rest_ms: 5_000,
             robots_ttl_ms: 86_400_000,
             robots_max_redirects: 5,
             dns_retry_ms: 60_000,

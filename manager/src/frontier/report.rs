@@ -105,9 +105,9 @@ impl Frontier {
 
     /// A job whose downloader vanished before reporting it (killed, crashed, cut
     /// off): its URL stays at the head of the queue like [`on_returned`], but the
-    /// request may have reached the host, even been answered, a moment ago, so the
-    /// host rests one interval from `now_ms` before its next request. Returns false
-    /// if the job is unknown.
+    /// request may have reached the host, even be in its hands still, so the host
+    /// rests `max(interval, lost_job_rest_ms)` from `now_ms` before its next
+    /// request. Returns false if the job is unknown.
     ///
     /// [`on_returned`]: Frontier::on_returned
     pub fn on_lost(&mut self, job: JobId, now_ms: u64) -> Result<bool, FrontierError> {
@@ -118,7 +118,8 @@ impl Frontier {
             return Ok(false);
         };
         if let Some(host) = self.hosts.get(id) {
-            let until = politeness::rest_until(now_ms, self.interval_of(host));
+            let rest = self.interval_of(host).max(self.config.lost_job_rest_ms);
+            let until = politeness::rest_until(now_ms, rest);
             if let Some(host) = self.hosts.get_mut(id) {
                 host.next_allowed_ms = host.next_allowed_ms.max(until);
             }

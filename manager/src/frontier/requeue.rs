@@ -290,7 +290,8 @@ mod tests {
 
     /// Issue 11 (found by the chaos test): a downloader killed right after its
     /// request was answered never reports it; the host must still rest one interval
-    /// before the URL goes out again. A job handed back unstarted needs no rest.
+    /// (or `lost_job_rest_ms`, if longer: the server may still be serving it) before
+    /// the URL goes out again. A job handed back unstarted needs no rest.
     #[test]
     fn a_job_lost_with_its_downloader_rests_its_host_but_a_returned_one_does_not() {
         let dir = tempfile::tempdir().unwrap();
@@ -300,6 +301,7 @@ mod tests {
         let config = FrontierConfig {
             interval_ms: 1000,
             min_interval_ms: 1000,
+            lost_job_rest_ms: 3000,
             ..config()
         };
         let mut f = Frontier::open(&dir.path().join("db"), spool, config).unwrap();
@@ -315,17 +317,18 @@ mod tests {
         let again = pages(&mut f, t);
         assert_eq!(again.len(), 1, "a returned job goes out again at once");
 
-        // Its downloader vanished: the host rests one interval from then.
+        // Its downloader vanished: the host rests lost_job_rest_ms (longer than its
+        // interval here) from then.
         let lost = t + 5;
         assert!(f.on_lost(again[0].job, lost).unwrap());
-        for now in [lost, lost + 500, lost + 1000] {
+        for now in [lost, lost + 1001, lost + 2000, lost + 3000] {
             assert!(
                 pages(&mut f, now).is_empty(),
                 "sent {} ms after the loss",
                 now - lost
             );
         }
-        let third = pages(&mut f, lost + 1001);
+        let third = pages(&mut f, lost + 3001);
         assert_eq!(third.len(), 1);
         assert_eq!(third[0].url, "http://a.test/1");
         assert!(!f.on_lost(again[0].job, lost).unwrap(), "an unknown job");
