@@ -261,11 +261,14 @@ fn sample_until_done(
     let mut kill_at: Option<Instant> = None;
     let mut counted_leftover = false;
     while !shared.all_done.load(Ordering::SeqCst) {
+        // `child_done` before the scan: a command that lives less than one scan
+        // (a shell that starts a job and exits) must not have its leftovers judged
+        // on a scan taken before it even started.
+        let child_done = shared.child_done.load(Ordering::SeqCst);
         let tree = descendants(me);
         let kib: u64 = tree.iter().filter_map(|&p| rss_kib(p)).sum();
         s.peak_kib = s.peak_kib.max(kib);
         s.samples += 1;
-        let child_done = shared.child_done.load(Ordering::SeqCst);
         let stop = shared.signalled.load(Ordering::SeqCst)
             || timeout.is_some_and(|t| started.elapsed() >= t);
         if stop && !s.stopped && !child_done {
