@@ -200,9 +200,12 @@ async fn exchange<S: AsyncRead + AsyncWrite + Unpin>(
     head: &[u8],
     head_only: bool,
 ) -> io::Result<Response> {
+    // Stamped before the write: the server may read the request (and start its
+    // clock) before this task runs again after the write, so a stamp taken after
+    // it could make a server-side delay look shorter than it was.
+    let sent = Instant::now();
     s.write_all(head).await?;
     s.flush().await?;
-    let sent = Instant::now();
     let mut buf = Vec::with_capacity(32 * 1024);
     let mut first_byte = None;
     loop {
