@@ -16,7 +16,8 @@
 //!   and request files, storage hand-off, completion tracking; its module docs give
 //!   the crash-safety argument.
 //!
-//! Not built yet: partitioning into K parts.
+//! - [`parts`]: which of K application parts owns a host ([`parts::Ownership`]):
+//!   an assignment file's table, else a stable hash of the host.
 //!
 //! Depends only on `spool` and `storage`, never on the crawling system's
 //! crates (manager, downloader, resolver).
@@ -24,6 +25,7 @@
 pub mod canon;
 pub mod extract;
 pub mod links;
+pub mod parts;
 pub mod seen;
 pub mod service;
 

@@ -166,4 +166,16 @@ pub enum FormatErrorKind {
         /// The number of parts.
         parts: u32,
     },
+    /// An assignment line is not `host<TAB>part`, or its part is not below `parts`.
+    #[error("bad assignment line: expected host<TAB>part with part < {parts}")]
+    BadAssignment {
+        /// The number of parts in the file's header.
+        parts: u32,
+    },
+    /// An assignment file names one host twice.
+    #[error("host {host:?} assigned twice")]
+    DuplicateHost {
+        /// The repeated host.
+        host: String,
+    },
 }

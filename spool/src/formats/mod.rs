@@ -1,14 +1,15 @@
-//! The text file formats of the spool: request files, outcome files and exchange
-//! files. (Page batches are WARC; see [`crate::warc`].)
+//! The text file formats of the spool: request files, outcome files, exchange files
+//! and assignment files. (Page batches are WARC; see [`crate::warc`].)
 //!
 //! | format | folder | direction | module |
 //! |---|---|---|---|
 //! | request file v1 | `requests/<app>/` | application → manager | [`requests`] |
 //! | outcome file v1 | `outcomes/<app>/` | manager → application | [`outcomes`] |
 //! | exchange file v1 | `exchange/<app>/` | application part → part | [`exchange`] |
+//! | assignment file v1 | anywhere (`polycrawl assign --out`) | `assign` → every part | [`assignment`] |
 //!
 //! Each module documents its format with a complete example file. Rules common to all
-//! three, chosen so that `grep`, `cut`, `sort` and a text editor are enough to read
+//! of them, chosen so that `grep`, `cut`, `sort` and a text editor are enough to read
 //! or write them:
 //!
 //! - UTF-8 text; lines end in `\n` (writers) or `\n` / `\r\n` (readers); the last
@@ -30,6 +31,7 @@
 //! URL lines (URL plus hints) are shared by request and exchange files: [`Request`]
 //! and [`Hints`], parsed by one piece of code.
 
+pub mod assignment;
 pub mod error;
 pub mod exchange;
 pub mod outcomes;
@@ -37,6 +39,7 @@ pub mod requests;
 mod text;
 pub mod urls;
 
+pub use assignment::AssignmentTable;
 pub use error::{FormatError, FormatErrorKind};
 pub use exchange::{ExchangeHeader, ExchangeReader, ExchangeWriter};
 pub use outcomes::{Outcome, OutcomeReader, OutcomeWriter};

@@ -1,0 +1,190 @@
+//! Which application part owns a host, when a crawl is split into K parts
+//! (DESIGN.md sections 7 and 10; Polybot section 2.4).
+//!
+//! A host belongs to exactly one part, so robots.txt and DNS are never paid twice and
+//! a host's politeness lives in one place. The owner is the part an assignment file
+//! names for the host (`polycrawl assign`, computed from a previous crawl's host
+//! graph), else [`hash_part`] of the host. Every part and every tool must use this
+//! module to decide ownership, never a rule of its own: two parts that disagree would
+//! both crawl a host or neither would.
+//!
+//! Cost: [`Ownership::owner`] is one hash-map lookup (when a table is loaded) plus one
+//! FNV-1a pass over the host; the table is O(hosts in the file) in memory.
+
+use std::path::Path;
+
+use spool::formats::AssignmentTable;
+
+/// Why an ownership rule could not be set up.
+#[derive(Debug, thiserror::Error)]
+pub enum PartsError {
+    /// `index >= count`, or `count == 0`.
+    #[error("part {index} of {count}: need 0 <= part < parts")]
+    BadPart {
+        /// The part asked for.
+        index: u32,
+        /// The number of parts.
+        count: u32,
+    },
+    /// The assignment file could not be opened.
+    #[error("assignment file {}: {source}", path.display())]
+    Open {
+        /// The file.
+        path: std::path::PathBuf,
+        /// The I/O error.
+        source: std::io::Error,
+    },
+    /// The assignment file does not parse.
+    #[error("assignment file {}: {source}", path.display())]
+    Format {
+        /// The file.
+        path: std::path::PathBuf,
+        /// The parse error, with its line.
+        source: spool::formats::FormatError,
+    },
+    /// The assignment file was made for another number of parts.
+    #[error("assignment file {} is for {file} parts, this crawl has {count}", path.display())]
+    PartsMismatch {
+        /// The file.
+        path: std::path::PathBuf,
+        /// Parts in the file's header.
+        file: u32,
+        /// Parts of this crawl.
+        count: u32,
+    },
+}
+
+/// The part of `host` by hash alone: FNV-1a 64 of the host's bytes, modulo `parts`.
+/// Stable across builds and machines (never `std`'s randomized hasher). `parts` must
+/// be at least 1.
+pub fn hash_part(host: &str, parts: u32) -> u32 {
+    const OFFSET: u64 = 0xcbf2_9ce4_8422_2325;
+    const PRIME: u64 = 0x0000_0100_0000_01b3;
+    let mut h = OFFSET;
+    for b in host.bytes() {
+        h ^= u64::from(b.to_ascii_lowercase());
+        h = h.wrapping_mul(PRIME);
+    }
+    (h % u64::from(parts.max(1))) as u32
+}
+
+/// The ownership rule of one crawl: K parts, an optional assignment table, and the
+/// hash for hosts the table does not name.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Ownership {
+    count: u32,
+    table: AssignmentTable,
+}
+
+impl Ownership {
+    /// Hash ownership over `count` parts.
+    pub fn hashed(count: u32) -> Result<Self, PartsError> {
+        if count == 0 {
+            return Err(PartsError::BadPart { index: 0, count });
+        }
+        Ok(Self {
+            count,
+            table: AssignmentTable {
+                parts: count,
+                hosts: Default::default(),
+            },
+        })
+    }
+
+    /// Ownership from an assignment table made for `count` parts.
+    pub fn assigned(table: AssignmentTable, count: u32, path: &Path) -> Result<Self, PartsError> {
+        if table.parts != count {
+            return Err(PartsError::PartsMismatch {
+                path: path.to_owned(),
+                file: table.parts,
+                count,
+            });
+        }
+        Self::hashed(count)?;
+        Ok(Self { count, table })
+    }
+
+    /// Reads an assignment file made for `count` parts.
+    pub fn load(path: &Path, count: u32) -> Result<Self, PartsError> {
+        let file = std::fs::File::open(path).map_err(|source| PartsError::Open {
+            path: path.to_owned(),
+            source,
+        })?;
+        let table = AssignmentTable::read(std::io::BufReader::new(file)).map_err(|source| {
+            PartsError::Format {
+                path: path.to_owned(),
+                source,
+            }
+        })?;
+        Self::assigned(table, count, path)
+    }
+
+    /// The number of parts.
+    pub fn count(&self) -> u32 {
+        self.count
+    }
+
+    /// Hosts the assignment table names (0 for hash ownership).
+    pub fn assigned_hosts(&self) -> usize {
+        self.table.hosts.len()
+    }
+
+    /// The part that owns `host` (lowercase, with `:port` when not the default).
+    pub fn owner(&self, host: &str) -> u32 {
+        match self.table.hosts.get(host) {
+            Some(part) => *part,
+            None => hash_part(host, self.count),
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn hash_is_stable_and_in_range() {
+        // Fixed values: a change here reassigns every host of a running crawl.
+        assert_eq!(hash_part("a.example", 1), 0);
+        let known =
+            ["a.example", "b.example", "www.c.example", "h7.websim:8080"].map(|h| hash_part(h, 16));
+        assert_eq!(known, FNV_16);
+        for n in 1..40 {
+            assert!(hash_part(&format!("host{n}.example"), 7) < 7);
+        }
+        assert_eq!(hash_part("A.Example", 16), hash_part("a.example", 16));
+    }
+
+    /// FNV-1a 64 of the four hosts above, modulo 16, from an independent
+    /// implementation (Python: `h ^= b; h = h * 0x100000001b3 % 2**64` per byte).
+    const FNV_16: [u32; 4] = [8, 5, 3, 11];
+
+    #[test]
+    fn spread_is_even_enough() {
+        let mut per = [0u32; 8];
+        for n in 0..8000 {
+            per[hash_part(&format!("h{n}.example"), 8) as usize] += 1;
+        }
+        assert!(per.iter().all(|c| (850..=1150).contains(c)), "{per:?}");
+    }
+
+    #[test]
+    fn table_wins_over_hash_and_must_match_parts() {
+        let text = "#polycrawl-assignment v1 parts=4\na.example\t3\nb.example\t3\n";
+        let table = AssignmentTable::read(text.as_bytes()).unwrap();
+        let own = Ownership::assigned(table.clone(), 4, Path::new("t")).unwrap();
+        assert_eq!(own.owner("a.example"), 3);
+        assert_eq!(own.owner("b.example"), 3);
+        assert_eq!(own.owner("zz.example"), hash_part("zz.example", 4));
+        assert_eq!(own.assigned_hosts(), 2);
+        assert!(matches!(
+            Ownership::assigned(table, 8, Path::new("t")),
+            Err(PartsError::PartsMismatch {
+                file: 4,
+                count: 8,
+                ..
+            })
+        ));
+        assert!(Ownership::hashed(0).is_err());
+    }
+}
