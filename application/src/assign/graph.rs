@@ -309,11 +309,13 @@ pub(crate) mod tests {
         .into_bytes()
     }
 
-    /// A repository at `dir/repo` holding one batch per element of `batches`, each
-    /// a list of (page URL, links, redirect).
+    /// One stored page: its URL, the links in its HTML, or a redirect's target.
+    pub(crate) type Page<'a> = (&'a str, Vec<&'a str>, Option<&'a str>);
+
+    /// A repository at `dir/repo` holding one batch per element of `batches`.
     pub(crate) fn repository(
         dir: &Path,
-        batches: &[Vec<(&str, Vec<&str>, Option<&str>)>],
+        batches: &[Vec<Page<'_>>],
     ) -> PathBuf {
         let repo_dir = dir.join("repo");
         let mut repo = storage::Repository::open(&repo_dir).unwrap();
