@@ -7,14 +7,14 @@
 //! This is the paper's site model (Turk, Cambazoglu, Aykanat, hypergraph-site-
 //! assignment) with a graph in place of its page-granular hypergraph: the edge cut
 //! counts a URL once per linking host rather than once per linking part, an upper
-//! bound of what [`super::evaluate`] measures.
+//! bound of what [`super::evaluate()`] measures.
 //!
 //! Deterministic: a fixed METIS seed and a graph built in host-name order give the
 //! same table for the same repository. `K = 1` puts every host in part 0 without
 //! METIS; `K` above the number of hosts, an empty graph and an imbalance below 1.0
 //! are errors. A host too big for the balance (more pages than `imbalance` times the
 //! mean) makes the constraint unreachable: METIS then returns its best effort and
-//! [`super::evaluate`] reports the real balance.
+//! [`super::evaluate()`] reports the real balance.
 //!
 //! Cost: METIS's, about O(edges · log K) time; memory about 8 bytes per vertex and
 //! 16 bytes per edge for the CSR arrays handed to it, plus METIS's own (a few times
