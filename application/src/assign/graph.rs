@@ -313,10 +313,7 @@ pub(crate) mod tests {
     pub(crate) type Page<'a> = (&'a str, Vec<&'a str>, Option<&'a str>);
 
     /// A repository at `dir/repo` holding one batch per element of `batches`.
-    pub(crate) fn repository(
-        dir: &Path,
-        batches: &[Vec<Page<'_>>],
-    ) -> PathBuf {
+    pub(crate) fn repository(dir: &Path, batches: &[Vec<Page<'_>>]) -> PathBuf {
         let repo_dir = dir.join("repo");
         let mut repo = storage::Repository::open(&repo_dir).unwrap();
         let pages = Spool::new(dir.join("spool"))
