@@ -19,9 +19,14 @@
 //! - [`parts`]: which of K application parts owns a host ([`parts::Ownership`]):
 //!   an assignment file's table, else a stable hash of the host.
 //!
+//! - [`assign`]: `polycrawl assign`: the host graph of a finished crawl, partitioned
+//!   with METIS into an assignment file, and the evaluator of any ownership rule
+//!   (cut URLs per page, balance) against it.
+//!
 //! Depends only on `spool` and `storage`, never on the crawling system's
 //! crates (manager, downloader, resolver).
 
+pub mod assign;
 pub mod canon;
 pub mod extract;
 pub mod links;

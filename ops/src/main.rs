@@ -47,6 +47,33 @@ enum Command {
     Bench(ops::bench::BenchCommand),
     /// Print the canonical links the application would follow from an HTML file.
     Links(LinksArgs),
+    /// Assign hosts to K application parts from a finished crawl's repository
+    /// (METIS on the host graph), or evaluate an assignment file against the hash.
+    Assign(AssignArgs),
+}
+
+#[derive(Debug, clap::Args)]
+struct AssignArgs {
+    /// The finished crawl's WARC repository (read only; no ingest may run).
+    #[arg(long, value_name = "DIR")]
+    repo: PathBuf,
+    /// Number of application parts (K).
+    #[arg(long, value_name = "K", required_unless_present = "evaluate")]
+    parts: Option<u32>,
+    /// Where to write the assignment file (published crash-safely).
+    #[arg(long, value_name = "FILE", required_unless_present = "evaluate")]
+    out: Option<PathBuf>,
+    /// Largest part's stored pages over the mean, at most.
+    #[arg(long, value_name = "RATIO", default_value_t = application::assign::DEFAULT_IMBALANCE)]
+    imbalance: f64,
+    /// Write nothing: print the figures of this existing assignment file (K from
+    /// its header) against the hash, on the repository's host graph.
+    #[arg(long, value_name = "FILE", conflicts_with_all = ["out", "parts"])]
+    evaluate: Option<PathBuf>,
+    /// The crawl's config file: its app section's canonicalization and body cap
+    /// apply [default: the defaults].
+    #[arg(long, value_name = "FILE")]
+    config: Option<PathBuf>,
 }
 
 #[derive(Debug, clap::Args)]
@@ -266,6 +293,7 @@ fn run(command: Command) -> anyhow::Result<()> {
             }
             Ok(())
         }
+        Command::Assign(args) => assign_command(args),
         Command::Config(args) => {
             if args.default {
                 print!("{DEFAULT_RON}");
@@ -276,6 +304,48 @@ fn run(command: Command) -> anyhow::Result<()> {
             Ok(())
         }
     }
+}
+
+/// `polycrawl assign`: the host graph, then METIS and the file, or the evaluation
+/// of a file; one summary line either way.
+fn assign_command(args: AssignArgs) -> anyhow::Result<()> {
+    use application::assign::{self, HostGraph, evaluate};
+    use application::parts::Ownership;
+    let config = Config::load_or_default(args.config.as_deref())?;
+    let graph = HostGraph::from_repository(&args.repo, &config.app)?;
+    let (parts, label, ownership) = match (&args.evaluate, args.parts, &args.out) {
+        (Some(file), _, _) => {
+            let text =
+                std::fs::read(file).with_context(|| format!("cannot read {}", file.display()))?;
+            let table = spool::formats::AssignmentTable::read(&text[..])
+                .with_context(|| format!("assignment file {}", file.display()))?;
+            let k = table.parts;
+            (k, "file", Ownership::assigned(table, k, file)?)
+        }
+        (None, Some(k), Some(out)) => {
+            let table = assign::partition(&graph, k, args.imbalance)?;
+            let ownership = Ownership::assigned(table.clone(), k, out)?;
+            assign::save(&table, out)?;
+            (k, "partition", ownership)
+        }
+        _ => anyhow::bail!("give --parts and --out, or --evaluate FILE"),
+    };
+    let hash = evaluate(&graph, &Ownership::hashed(parts)?);
+    let chosen = evaluate(&graph, &ownership);
+    let ratio = if chosen.cut_urls == 0 {
+        f64::INFINITY
+    } else {
+        hash.cut_urls as f64 / chosen.cut_urls as f64
+    };
+    println!(
+        "assign hosts={} pages={} parts={parts} hash: {hash} {label}: {chosen} fewer={ratio:.2}x{}",
+        graph.host_count(),
+        graph.total_pages(),
+        args.out
+            .map(|o| format!(" out={}", o.display()))
+            .unwrap_or_default()
+    );
+    Ok(())
 }
 
 /// `polycrawl resolver`: flags over the config file, then `resolver::run` until

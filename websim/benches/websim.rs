@@ -92,6 +92,7 @@ fn main() {
         traps: false,
         http_port: 8080,
         https_port: 8443,
+        communities: 0,
     });
     let mut buf = Vec::with_capacity(64 * 1024);
     let mut scratch = Scratch::default();
@@ -154,6 +155,7 @@ fn main() {
                     traps: false,
                     http_port: port,
                     https_port: 1,
+                    communities: 0,
                 }));
                 let log = RequestLog::create(&log_path).expect("log");
                 let _flusher = log.start_flusher();

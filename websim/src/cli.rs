@@ -70,6 +70,14 @@ pub enum CliError {
         /// The value given.
         got: f64,
     },
+    /// `--communities` is above `--hosts`.
+    #[error("--communities must be at most --hosts ({hosts}), got {got}")]
+    Communities {
+        /// `--hosts`.
+        hosts: u32,
+        /// The value given.
+        got: u32,
+    },
     /// `--dns-addr` is not a 127.0.0.0/8 IPv4 address.
     #[error("--dns-addr must be a 127.0.0.0/8 IPv4 address, got {got}")]
     DnsAddr {
@@ -156,6 +164,15 @@ pub struct Args {
     /// `--plain`.
     #[arg(long)]
     pub traps: bool,
+    /// Give the hosts a community structure: deal them into N communities of equal
+    /// size, and make 90 % of the cross-host links a page draws (and of redirect
+    /// hops, and http-to-https upgrade links) go to hosts of the linking host's own
+    /// community, as real sites link mostly to related sites. 0 (the default): no
+    /// communities, the web is exactly what it was without the flag. Site
+    /// assignment (`polycrawl assign`) can only beat the hash on a web with
+    /// locality; see `model.rs`.
+    #[arg(long, value_name = "N", default_value_t = 0)]
+    pub communities: u32,
     /// Where the DNS server listens (UDP and TCP; a 127.0.0.0/8 address, port 0 picks one).
     #[arg(long, default_value = "127.0.0.1:0")]
     pub dns_addr: SocketAddr,
@@ -207,6 +224,12 @@ impl Args {
         if !(0.0..=3.0).contains(&self.size_skew) {
             return Err(CliError::SizeSkew {
                 got: self.size_skew,
+            });
+        }
+        if self.communities > self.hosts {
+            return Err(CliError::Communities {
+                hosts: self.hosts,
+                got: self.communities,
             });
         }
         match self.dns_addr {
@@ -284,6 +307,7 @@ async fn serve(args: Args) -> Result<(), CliError> {
         traps: args.traps,
         http_port: 0,
         https_port: 0,
+        communities: args.communities,
     };
     let plan = Web::new(params);
     // Addresses with at least one host that is not dead get listeners.

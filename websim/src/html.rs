@@ -411,6 +411,7 @@ mod tests {
             traps: false,
             http_port: 8080,
             https_port: 8443,
+            communities: 0,
         })
     }
 

@@ -13,6 +13,12 @@
 //!    https host's page (301 upgrade), 0.4 % an NXDOMAIN name, the rest another page
 //!    of the same host (biased to low page numbers).
 //!
+//! With `--communities C` ([`Params::communities`](super::model::Params::communities))
+//! the popular picks of rule 3, its upgrade links and the redirect chains' hops and
+//! ends stay in the linking (origin) host's community 90 % of the time (Zipf over the
+//! community's hosts), and the ring of rule 2 visits each community's hosts in a row;
+//! without it the draws are exactly those above.
+//!
 //! Page flags: 1 % of non-home pages are `nofollow` (their links are not followed;
 //! they also link a `/hidden/` page that nothing else links), 0.8 % are framesets
 //! (every link is a `<frame>`).
@@ -126,7 +132,7 @@ impl Web {
         while follow.len() < total {
             let t = match r.below(1000) {
                 0..200 => {
-                    let other = self.pick_popular(&mut r);
+                    let other = self.pick_linked(h, &mut r);
                     let pages = self.hosts[other as usize].pages;
                     let p = if r.chance(600) {
                         0
@@ -149,7 +155,7 @@ impl Web {
                 },
                 240..250 if host.loops => Target::Loop { host: h, b: false },
                 250..258 => {
-                    let s = self.pick_https(&mut r);
+                    let s = self.pick_https_linked(h, &mut r);
                     let pages = self.hosts[s as usize].pages;
                     let p = if r.chance(500) {
                         0
@@ -221,7 +227,7 @@ impl Web {
             if s > 0 {
                 hops[s] = hops[s - 1];
                 if r.chance(400) {
-                    let other = self.pick_popular(&mut r);
+                    let other = self.pick_linked(origin, &mut r);
                     if self.reachable(other) {
                         hops[s] = other;
                     }
@@ -229,7 +235,7 @@ impl Web {
             }
             codes[s] = if r.chance(500) { 301 } else { 302 };
         }
-        let mut end_host = self.pick_popular(&mut r);
+        let mut end_host = self.pick_linked(origin, &mut r);
         if !self.reachable(end_host) {
             end_host = origin;
         }
@@ -262,6 +268,7 @@ mod tests {
             traps: false,
             http_port: 80,
             https_port: 443,
+            communities: 0,
         })
     }
 
@@ -285,6 +292,52 @@ mod tests {
         assert!(differs);
         let share = same_host as f64 / total as f64;
         assert!((0.8..0.95).contains(&share), "same-host share {share}");
+    }
+
+    /// Share of cross-host followable links (pages of generated hosts) that stay
+    /// in the linking host's community `of`.
+    fn community_share(w: &Web, of: &dyn Fn(u32) -> u32) -> f64 {
+        let (mut local, mut cross) = (0u32, 0u32);
+        for h in 0..w.generated() {
+            for p in 0..w.hosts[h as usize].pages.min(40) {
+                for t in w.page_links(h, p).follow {
+                    if let Target::Page { host, .. } = t {
+                        if host != h {
+                            cross += 1;
+                            local += u32::from(of(host) == of(h));
+                        }
+                    }
+                }
+            }
+        }
+        f64::from(local) / f64::from(cross)
+    }
+
+    #[test]
+    fn communities_keep_most_cross_host_links_inside() {
+        let mut params = web(5).params;
+        params.communities = 6;
+        let w = Web::new(params);
+        let of = |h: u32| w.community_of(h).unwrap();
+        let mut sizes = [0u32; 6];
+        for h in 0..60 {
+            sizes[of(h) as usize] += 1;
+        }
+        assert_eq!(sizes, [10; 6]);
+        let share = community_share(&w, &of);
+        assert!(share > 0.85, "local share {share}");
+        // The same grouping on the web without communities: about 1/6 local.
+        let plain = web(5);
+        assert_eq!(plain.community_of(0), None);
+        let share = community_share(&plain, &of);
+        assert!(share < 0.35, "local share without communities {share}");
+        // The ring still visits every host once.
+        let mut h = 0;
+        for _ in 0..59 {
+            h = w.ring_next(h);
+            assert_ne!(h, 0);
+        }
+        assert_eq!(w.ring_next(h), 0);
     }
 
     #[test]

@@ -44,6 +44,28 @@ pub struct Params {
     pub http_port: u16,
     /// Port of every https listener (URLs omit it when it is 443).
     pub https_port: u16,
+    /// Host communities (`--communities`; 0, the default, for none): with `C > 0`
+    /// the generated hosts are dealt into C communities of equal size, and
+    /// [`COMMUNITY_LOCAL_PER_MILLE`] of the cross-host links a page draws (popular
+    /// picks, http-to-https upgrades, redirect hops and ends) stay in the linking
+    /// host's community; the home-page ring visits each community's hosts in a row.
+    /// With 0 every draw is exactly as before the option existed.
+    pub communities: u32,
+}
+
+/// With communities, the share (per mille) of cross-host link draws that pick a
+/// host of the linking host's own community; the rest pick among all hosts.
+pub const COMMUNITY_LOCAL_PER_MILLE: u64 = 900;
+
+/// One community's hosts and their popularity table (see [`Params::communities`]).
+#[derive(Debug, Clone, Default)]
+struct Community {
+    /// Its hosts by global popularity rank.
+    by_rank: Vec<u32>,
+    /// Cumulative Zipf weights over `by_rank`.
+    cdf: Vec<f64>,
+    /// Its https hosts.
+    https: Vec<u32>,
 }
 
 /// Everything a URL on the simulated web can name.
@@ -143,6 +165,10 @@ pub struct Web {
     https_hosts: Vec<u32>,
     /// `ring[h]`: the host whose home page follows h's in the ring.
     ring: Vec<u32>,
+    /// `community[h]` of each generated host (empty without communities).
+    community: Vec<u32>,
+    /// The communities (empty without).
+    communities: Vec<Community>,
 }
 
 impl Web {
@@ -185,6 +211,11 @@ impl Web {
             .collect();
         let mut cycle: Vec<u32> = (0..generated as u32).collect();
         Rng::for_parts(&[params.seed, 0x7269_6e67]).shuffle(&mut cycle);
+        let (community, communities) = make_communities(&params, &hosts[..generated]);
+        if !community.is_empty() {
+            // Each community's hosts in a row: the ring crosses communities C times.
+            cycle.sort_by_key(|h| community[*h as usize]);
+        }
         let mut ring = vec![0u32; generated];
         for k in 0..generated {
             ring[cycle[k] as usize] = cycle[(k + 1) % generated];
@@ -198,6 +229,42 @@ impl Web {
             cdf,
             https_hosts,
             ring,
+            community,
+            communities,
+        }
+    }
+
+    /// The community of generated host `h` (`None` without communities).
+    pub fn community_of(&self, h: u32) -> Option<u32> {
+        self.community.get(h as usize).copied()
+    }
+
+    /// A generated host for a cross-host link from `from`: [`Self::pick_popular`]
+    /// without communities (the same draws); with them, by popularity within
+    /// `from`'s community [`COMMUNITY_LOCAL_PER_MILLE`] of the time.
+    pub fn pick_linked(&self, from: u32, r: &mut Rng) -> u32 {
+        match self.local_community(from, r) {
+            Some(c) => pick_zipf(&c.by_rank, &c.cdf, r),
+            None => self.pick_popular(r),
+        }
+    }
+
+    /// An https host for an upgrade link from `from`: [`Self::pick_https`] without
+    /// communities; with them, one of `from`'s community most of the time.
+    pub fn pick_https_linked(&self, from: u32, r: &mut Rng) -> u32 {
+        match self.local_community(from, r) {
+            Some(c) if !c.https.is_empty() => c.https[r.below(c.https.len() as u64) as usize],
+            _ => self.pick_https(r),
+        }
+    }
+
+    /// `from`'s community when this draw stays local (no draw without communities).
+    fn local_community(&self, from: u32, r: &mut Rng) -> Option<&Community> {
+        let c = *self.community.get(from as usize)?;
+        if r.chance(COMMUNITY_LOCAL_PER_MILLE) {
+            self.communities.get(c as usize)
+        } else {
+            None
         }
     }
 
@@ -218,13 +285,7 @@ impl Web {
 
     /// A generated host drawn by popularity (Zipf over ranks).
     pub fn pick_popular(&self, r: &mut Rng) -> u32 {
-        let total = *self.cdf.last().unwrap_or(&1.0);
-        let x = r.unit() * total;
-        let rank = self
-            .cdf
-            .partition_point(|&c| c <= x)
-            .min(self.by_rank.len() - 1);
-        self.by_rank[rank]
+        pick_zipf(&self.by_rank, &self.cdf, r)
     }
 
     /// A random https host.
@@ -341,6 +402,45 @@ impl Web {
     }
 }
 
+/// A host of `by_rank` drawn by the cumulative weights `cdf` (one draw).
+fn pick_zipf(by_rank: &[u32], cdf: &[f64], r: &mut Rng) -> u32 {
+    let total = *cdf.last().unwrap_or(&1.0);
+    let x = r.unit() * total;
+    let rank = cdf
+        .partition_point(|&c| c <= x)
+        .min(by_rank.len().saturating_sub(1));
+    by_rank[rank]
+}
+
+/// The community of each generated host and the communities (both empty with
+/// `params.communities == 0`): hosts dealt round-robin in a seeded order, so every
+/// community gets `H / C` hosts (±1) of mixed popularity.
+fn make_communities(params: &Params, hosts: &[Host]) -> (Vec<u32>, Vec<Community>) {
+    let c = params.communities.min(hosts.len() as u32);
+    if c == 0 {
+        return (Vec::new(), Vec::new());
+    }
+    let mut order: Vec<u32> = (0..hosts.len() as u32).collect();
+    Rng::for_parts(&[params.seed, 0x636f_6d6d]).shuffle(&mut order);
+    let mut community = vec![0u32; hosts.len()];
+    for (i, h) in order.iter().enumerate() {
+        community[*h as usize] = i as u32 % c;
+    }
+    let mut communities = vec![Community::default(); c as usize];
+    let mut by_rank: Vec<u32> = (0..hosts.len() as u32).collect();
+    by_rank.sort_by_key(|h| hosts[*h as usize].rank);
+    for h in by_rank {
+        let com = &mut communities[community[h as usize] as usize];
+        let acc = com.cdf.last().copied().unwrap_or(0.0);
+        com.cdf.push(acc + 1.0 / (com.by_rank.len() as f64 + 1.0));
+        com.by_rank.push(h);
+        if hosts[h as usize].https {
+            com.https.push(h);
+        }
+    }
+    (community, communities)
+}
+
 /// Appends `:port` unless it is the scheme's default.
 pub fn write_port(out: &mut String, scheme: &str, port: u16) {
     let default = if scheme == "https" { 443 } else { 80 };
@@ -363,6 +463,7 @@ mod tests {
             traps: false,
             http_port: 8080,
             https_port: 443,
+            communities: 0,
         })
     }
 

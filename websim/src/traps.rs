@@ -262,6 +262,7 @@ mod tests {
             traps: true,
             http_port: 8080,
             https_port: 8443,
+            communities: 0,
         })
     }
 

@@ -1,0 +1,426 @@
+//! The host graph of a finished crawl ([`HostGraph::from_repository`]): one vertex a
+//! host, weighted by the pages stored for it, and for every host the distinct URLs
+//! its stored pages link to (HTML links and 3xx `Location`s, found exactly as the
+//! application finds them: [`BatchReader`], so canonicalization and the body cap are
+//! the app's). Two hosts are joined by an edge whose weight is the number of distinct
+//! URLs of one linked from pages of the other, both ways added
+//! ([`HostGraph::edges`]): the URLs a part would have to send to another if the two
+//! hosts were owned by different parts.
+//!
+//! Every host that is stored *or* linked is a vertex: a linked host with no stored
+//! page (dead, refused by robots, never reached) weighs 0 pages, but its URLs are
+//! still exchanged, so it is still worth placing. Scope rules are not applied: the
+//! graph is what the pages say, the next crawl's scope decides what it follows.
+//!
+//! Pages are read from the repository's WARC batch files (`warc/**/*.warc.gz`, not
+//! the `.revisits.warc.gz` companions, whose duplicates are also in a batch), in
+//! name order, each once through storage's checks; a response URL seen twice counts
+//! as one page. Read it after the crawl, when no ingest runs.
+//!
+//! # Cost
+//!
+//! One pass over the repository's bytes plus link extraction. Memory: URLs are held
+//! as 64-bit FNV-1a hashes (a collision, about 2^-64 per pair, merges two URLs),
+//! about 30 bytes per distinct URL (hash-map entry, target host, stored flag), 4
+//! bytes per distinct (host, linked URL) pair, and per host its name plus about 40
+//! bytes. [`HostGraph::edges`] adds about 40 bytes per pair of linked hosts while it
+//! runs. Never the pages' bodies: one record at a time.
+//!
+//! This module must never decide ownership: it only describes the crawl.
+
+use std::collections::HashMap;
+use std::path::{Path, PathBuf};
+
+use url::Url;
+
+use super::AssignError;
+use crate::service::AppConfig;
+use crate::service::pages::{BatchReader, PageLinksOf};
+
+/// The host a URL belongs to, as assignment files and `parts::Ownership` name it:
+/// the lowercase host, plus `:port` when the port is not the scheme's default.
+/// `None` for URLs without a host.
+pub fn host_key(url: &Url) -> Option<String> {
+    let host = url.host_str()?.to_ascii_lowercase();
+    Some(match url.port() {
+        Some(port) => format!("{host}:{port}"),
+        None => host,
+    })
+}
+
+/// FNV-1a 64 of a URL's bytes: the URL's identity in the graph.
+fn url_hash(url: &str) -> u64 {
+    let mut h: u64 = 0xcbf2_9ce4_8422_2325;
+    for b in url.bytes() {
+        h ^= u64::from(b);
+        h = h.wrapping_mul(0x0000_0100_0000_01b3);
+    }
+    h
+}
+
+/// A crawl's hosts, their stored pages and the distinct URLs each links to.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct HostGraph {
+    /// Host keys ([`host_key`]), sorted; a host's index is its vertex number.
+    hosts: Vec<String>,
+    /// Stored pages per host.
+    pages: Vec<u64>,
+    /// `links[links_start[h]..links_start[h + 1]]`: the URLs host `h` links to,
+    /// as indices into `url_host`, sorted, each once.
+    links_start: Vec<usize>,
+    links: Vec<u32>,
+    /// The host of each distinct linked URL.
+    url_host: Vec<u32>,
+}
+
+/// What is collected while reading, before hosts are renumbered in name order.
+#[derive(Debug, Default)]
+pub struct Builder {
+    host_ids: HashMap<String, u32>,
+    hosts: Vec<String>,
+    pages: Vec<u64>,
+    out: Vec<Vec<u32>>,
+    url_ids: HashMap<u64, u32>,
+    url_host: Vec<u32>,
+    stored: Vec<bool>,
+}
+
+impl Builder {
+    /// An empty graph under construction.
+    pub fn new() -> Self {
+        Self::default()
+    }
+
+    fn host(&mut self, key: String) -> u32 {
+        if let Some(id) = self.host_ids.get(&key) {
+            return *id;
+        }
+        let id = self.hosts.len() as u32;
+        self.host_ids.insert(key.clone(), id);
+        self.hosts.push(key);
+        self.pages.push(0);
+        self.out.push(Vec::new());
+        id
+    }
+
+    /// The URL's id and host, interning both; `None` for a URL without a host.
+    fn url(&mut self, url: &Url) -> Option<(u32, u32)> {
+        let hash = url_hash(url.as_str());
+        if let Some(id) = self.url_ids.get(&hash) {
+            return Some((*id, self.url_host[*id as usize]));
+        }
+        let host = self.host(host_key(url)?);
+        let id = self.url_host.len() as u32;
+        self.url_ids.insert(hash, id);
+        self.url_host.push(host);
+        self.stored.push(false);
+        Some((id, host))
+    }
+
+    /// Adds one stored page at `page` and the URLs it links to (repeats allowed).
+    /// A page URL added again adds its links but no second page.
+    pub fn add_page<'a>(&mut self, page: &Url, links: impl IntoIterator<Item = &'a Url>) {
+        let Some((id, host)) = self.url(page) else {
+            return;
+        };
+        if !std::mem::replace(&mut self.stored[id as usize], true) {
+            self.pages[host as usize] += 1;
+        }
+        for link in links {
+            if let Some((target, _)) = self.url(link) {
+                self.out[host as usize].push(target);
+            }
+        }
+    }
+
+    fn add_record(&mut self, record: PageLinksOf) {
+        let Ok(page) = Url::parse(&record.url) else {
+            return;
+        };
+        self.add_page(&page, record.links.iter().chain(record.redirect.as_ref()));
+    }
+
+    /// The graph: hosts renumbered in name order, link lists sorted and deduplicated.
+    pub fn finish(self) -> HostGraph {
+        let mut order: Vec<u32> = (0..self.hosts.len() as u32).collect();
+        order.sort_unstable_by(|a, b| self.hosts[*a as usize].cmp(&self.hosts[*b as usize]));
+        let mut new_id = vec![0u32; order.len()];
+        for (new, old) in order.iter().enumerate() {
+            new_id[*old as usize] = new as u32;
+        }
+        let url_host: Vec<u32> = self.url_host.iter().map(|h| new_id[*h as usize]).collect();
+        let mut out = self.out;
+        let mut links_start = Vec::with_capacity(order.len() + 1);
+        let mut links = Vec::new();
+        links_start.push(0);
+        for old in &order {
+            let list = &mut out[*old as usize];
+            list.sort_unstable();
+            list.dedup();
+            links.extend_from_slice(list);
+            *list = Vec::new();
+            links_start.push(links.len());
+        }
+        let mut hosts = self.hosts;
+        let mut pages = Vec::with_capacity(order.len());
+        let mut names = Vec::with_capacity(order.len());
+        for old in &order {
+            names.push(std::mem::take(&mut hosts[*old as usize]));
+            pages.push(self.pages[*old as usize]);
+        }
+        HostGraph {
+            hosts: names,
+            pages,
+            links_start,
+            links,
+            url_host,
+        }
+    }
+}
+
+impl HostGraph {
+    /// Reads every stored page of the repository at `repo` (see the module docs),
+    /// extracting links under `config`'s canonicalization and body cap.
+    pub fn from_repository(repo: &Path, config: &AppConfig) -> Result<Self, AssignError> {
+        let warc = repo.join(storage::repository::WARC_DIR);
+        if !warc.is_dir() {
+            return Err(AssignError::NotARepository {
+                path: repo.to_owned(),
+            });
+        }
+        let mut files = Vec::new();
+        collect_batches(&warc, &mut files)?;
+        files.sort();
+        let mut reader = BatchReader::new(config.canon(), config.max_body_bytes);
+        let mut builder = Builder::new();
+        for file in &files {
+            reader
+                .read_checked(file, |record| builder.add_record(record))
+                .map_err(|source| AssignError::Batch {
+                    path: file.clone(),
+                    source,
+                })?;
+        }
+        Ok(builder.finish())
+    }
+
+    /// Number of hosts (vertices).
+    pub fn host_count(&self) -> usize {
+        self.hosts.len()
+    }
+
+    /// The host keys, sorted; index = vertex.
+    pub fn hosts(&self) -> &[String] {
+        &self.hosts
+    }
+
+    /// Stored pages per host.
+    pub fn pages(&self) -> &[u64] {
+        &self.pages
+    }
+
+    /// Stored pages over all hosts.
+    pub fn total_pages(&self) -> u64 {
+        self.pages.iter().sum()
+    }
+
+    /// Distinct URLs host `h` links to, as URL indices (see [`Self::url_host`]).
+    pub fn links_of(&self, h: usize) -> &[u32] {
+        &self.links[self.links_start[h]..self.links_start[h + 1]]
+    }
+
+    /// The host of URL index `u`.
+    pub fn url_host(&self, u: u32) -> u32 {
+        self.url_host[u as usize]
+    }
+
+    /// Distinct URLs linked from any page.
+    pub fn url_count(&self) -> usize {
+        self.url_host.len()
+    }
+
+    /// The weighted edges `(a, b, weight)` with `a < b`, sorted: weight is the
+    /// distinct URLs of `b` linked from `a`'s pages plus those of `a` linked from
+    /// `b`'s. Links within a host (self-loops) are not edges.
+    pub fn edges(&self) -> Vec<(u32, u32, u64)> {
+        let mut weights: HashMap<(u32, u32), u64> = HashMap::new();
+        for a in 0..self.hosts.len() {
+            for &u in self.links_of(a) {
+                let b = self.url_host(u);
+                let a = a as u32;
+                if a != b {
+                    *weights.entry((a.min(b), a.max(b))).or_default() += 1;
+                }
+            }
+        }
+        let mut edges: Vec<(u32, u32, u64)> =
+            weights.into_iter().map(|((a, b), w)| (a, b, w)).collect();
+        edges.sort_unstable();
+        edges
+    }
+}
+
+/// Every batch file under `dir`, recursively (not the revisit companions).
+fn collect_batches(dir: &Path, out: &mut Vec<PathBuf>) -> Result<(), AssignError> {
+    let io = |source| AssignError::Read {
+        path: dir.to_owned(),
+        source,
+    };
+    for entry in std::fs::read_dir(dir).map_err(io)? {
+        let entry = entry.map_err(io)?;
+        let path = entry.path();
+        let kind = entry.file_type().map_err(io)?;
+        if kind.is_dir() {
+            collect_batches(&path, out)?;
+        } else if let Some(name) = path.file_name().and_then(|n| n.to_str()) {
+            if name.ends_with(".warc.gz") && !name.ends_with(".revisits.warc.gz") {
+                out.push(path);
+            }
+        }
+    }
+    Ok(())
+}
+
+#[cfg(test)]
+pub(crate) mod tests {
+    use spool::name::FileKind;
+    use spool::name::Priority;
+    use spool::publish::Publisher;
+    use spool::warc::{Capture, RecordId, WarcDate, WarcHeaders, WarcWriter, payload_digest};
+    use spool::{AppId, ComponentId, Spool};
+
+    use super::*;
+
+    /// A 200 HTML response linking `links`, or a 301 to `location`.
+    fn raw(links: &[&str], location: Option<&str>) -> Vec<u8> {
+        if let Some(loc) = location {
+            return format!("HTTP/1.1 301 Moved\r\nLocation: {loc}\r\nContent-Length: 0\r\n\r\n")
+                .into_bytes();
+        }
+        let body: String = links
+            .iter()
+            .map(|l| format!("<a href=\"{l}\">x</a>"))
+            .collect();
+        let body = format!("<html><body>{body}</body></html>");
+        format!(
+            "HTTP/1.1 200 OK\r\nContent-Type: text/html\r\nContent-Length: {}\r\n\r\n{body}",
+            body.len()
+        )
+        .into_bytes()
+    }
+
+    /// One stored page: its URL, the links in its HTML, or a redirect's target.
+    pub(crate) type Page<'a> = (&'a str, Vec<&'a str>, Option<&'a str>);
+
+    /// A repository at `dir/repo` holding one batch per element of `batches`.
+    pub(crate) fn repository(dir: &Path, batches: &[Vec<Page<'_>>]) -> PathBuf {
+        let repo_dir = dir.join("repo");
+        let mut repo = storage::Repository::open(&repo_dir).unwrap();
+        let pages = Spool::new(dir.join("spool"))
+            .pages(&AppId::new("bfs").unwrap())
+            .unwrap();
+        let publisher = Publisher::new(pages, ComponentId::new("dl-1").unwrap()).unwrap();
+        for batch in batches {
+            let mut w = WarcWriter::new(Vec::new());
+            for (url, links, location) in batch {
+                let raw = raw(links, *location);
+                let head = raw.windows(4).position(|w| w == b"\r\n\r\n").unwrap() + 4;
+                let capture = Capture {
+                    target_uri: url,
+                    date: WarcDate::now(),
+                    ip: None,
+                    warcinfo_id: None,
+                };
+                let h = WarcHeaders::response(
+                    RecordId::random(),
+                    &capture,
+                    payload_digest(&raw[head..]),
+                )
+                .unwrap();
+                w.write_record(&h, &raw).unwrap();
+            }
+            let path = publisher
+                .publish(Priority::NORMAL, FileKind::PageBatch, &w.finish().unwrap())
+                .unwrap();
+            repo.ingest(&path).unwrap();
+        }
+        repo_dir
+    }
+
+    fn host(g: &HostGraph, name: &str) -> usize {
+        g.hosts().iter().position(|h| h == name).unwrap()
+    }
+
+    #[test]
+    fn graph_counts_pages_and_distinct_cross_host_urls() {
+        let dir = tempfile::tempdir().unwrap();
+        let repo = repository(
+            dir.path(),
+            &[
+                vec![
+                    // a.test links b.test/1 twice, b.test/2, itself and c.test:8080/.
+                    (
+                        "http://a.test/",
+                        vec![
+                            "http://b.test/1",
+                            "http://B.test/1#x",
+                            "/self",
+                            "http://c.test:8080/",
+                        ],
+                        None,
+                    ),
+                    (
+                        "http://a.test/self",
+                        vec!["http://b.test/2", "http://b.test/1"],
+                        None,
+                    ),
+                    // A redirect is a link too.
+                    ("http://b.test/1", vec![], Some("http://a.test/")),
+                ],
+                vec![
+                    ("http://b.test/2", vec!["http://a.test/self"], None),
+                    // The same page stored again: one page.
+                    ("http://a.test/", vec!["http://d.test/"], None),
+                ],
+            ],
+        );
+        let g = HostGraph::from_repository(&repo, &AppConfig::default()).unwrap();
+        assert_eq!(g.hosts(), ["a.test", "b.test", "c.test:8080", "d.test"]);
+        assert_eq!(g.pages(), [2, 2, 0, 0]);
+        assert_eq!(g.total_pages(), 4);
+        let (a, b, c, d) = (
+            host(&g, "a.test") as u32,
+            host(&g, "b.test") as u32,
+            host(&g, "c.test:8080") as u32,
+            host(&g, "d.test") as u32,
+        );
+        // a→b: b/1, b/2; b→a: a/ (redirect), a/self: weight 4. a→c, a→d: 1 each.
+        assert_eq!(g.edges(), vec![(a, b, 4), (a, c, 1), (a, d, 1)]);
+        // a's links: a/self, b/1, b/2, c/, d/ (self-loops stay in the lists).
+        assert_eq!(g.links_of(a as usize).len(), 5);
+        let again = HostGraph::from_repository(&repo, &AppConfig::default()).unwrap();
+        assert_eq!(g, again);
+    }
+
+    #[test]
+    fn empty_and_missing_repositories() {
+        let dir = tempfile::tempdir().unwrap();
+        let repo = repository(dir.path(), &[]);
+        let g = HostGraph::from_repository(&repo, &AppConfig::default()).unwrap();
+        assert_eq!((g.host_count(), g.total_pages()), (0, 0));
+        assert!(g.edges().is_empty());
+        let err = HostGraph::from_repository(&dir.path().join("nope"), &AppConfig::default());
+        assert!(matches!(err, Err(AssignError::NotARepository { .. })));
+    }
+
+    #[test]
+    fn host_keys_carry_non_default_ports() {
+        let k = |u: &str| host_key(&Url::parse(u).unwrap());
+        assert_eq!(k("http://A.Example:80/x").as_deref(), Some("a.example"));
+        assert_eq!(
+            k("https://a.example:8443/").as_deref(),
+            Some("a.example:8443")
+        );
+        assert_eq!(k("data:text/plain,x"), None);
+    }
+}

@@ -1,0 +1,129 @@
+//! Site assignment from a previous crawl, `polycrawl assign` (issue 10; DESIGN.md
+//! section 10; the paper in `papers/hypergraph-site-assignment.txt`).
+//!
+//! A crawl split into K parts in exchange mode sends every link whose host another
+//! part owns to that part. With the hash ([`crate::parts::hash_part`]) most
+//! cross-host links cross parts; placing hosts that link to each other in the same
+//! part, under a balance constraint on pages per part, sends several times fewer.
+//!
+//! - [`graph`]: the host graph of a finished crawl's repository
+//!   ([`HostGraph::from_repository`]): hosts weighted by stored pages, edges weighted
+//!   by the distinct URLs one host's pages link on the other;
+//! - [`partition`](mod@partition): METIS k-way on that graph ([`partition()`]), an
+//!   [`AssignmentTable`];
+//! - [`evaluate`](mod@evaluate): for any [`Ownership`](crate::parts::Ownership) the
+//!   cut URLs per page and the balance ([`evaluate()`] → [`Figures`]);
+//! - [`save`]: the table, published crash-safely.
+//!
+//! Parts read the file through [`crate::parts::Ownership::load`]; hosts not in it
+//! (new since the previous crawl) fall back to the hash. This module must never
+//! guess an ownership rule of its own: every figure goes through `Ownership`.
+
+pub mod evaluate;
+pub mod graph;
+pub mod partition;
+
+use std::io::Write;
+use std::path::{Path, PathBuf};
+
+use spool::formats::AssignmentTable;
+
+pub use evaluate::{Figures, evaluate};
+pub use graph::HostGraph;
+pub use partition::partition;
+
+/// Default largest part's pages over the mean (`--imbalance`).
+pub const DEFAULT_IMBALANCE: f64 = 1.1;
+
+/// Why a host graph could not be read, partitioned or saved.
+#[derive(Debug, thiserror::Error)]
+pub enum AssignError {
+    /// `--repo` has no `warc/` folder.
+    #[error("{} is not a repository (no warc/ folder)", path.display())]
+    NotARepository {
+        /// The folder given.
+        path: PathBuf,
+    },
+    /// Listing the repository failed.
+    #[error("reading {}: {source}", path.display())]
+    Read {
+        /// The folder.
+        path: PathBuf,
+        /// The I/O error.
+        source: std::io::Error,
+    },
+    /// A batch file of the repository fails storage's checks.
+    #[error("batch {}: {source}", path.display())]
+    Batch {
+        /// The batch file.
+        path: PathBuf,
+        /// Storage's verdict.
+        source: storage::StorageError,
+    },
+    /// The repository holds no page: nothing to balance.
+    #[error("the repository holds no stored page: nothing to assign")]
+    NoPages,
+    /// Zero parts asked for.
+    #[error("--parts must be at least 1")]
+    NoParts,
+    /// More parts than hosts: some part would get no host.
+    #[error("{parts} parts but only {hosts} hosts in the crawl: use --parts {hosts} or fewer")]
+    TooManyParts {
+        /// Parts asked for.
+        parts: u32,
+        /// Hosts in the graph.
+        hosts: usize,
+    },
+    /// The imbalance is below 1.0 (or not a number).
+    #[error("--imbalance must be a number >= 1.0 (largest part / mean), got {imbalance}")]
+    BadImbalance {
+        /// The value given.
+        imbalance: f64,
+    },
+    /// A weight or size does not fit METIS's 32-bit integers.
+    #[error("the host graph is too large for METIS's 32-bit indices")]
+    TooLarge,
+    /// METIS refused the graph or failed.
+    #[error("METIS failed: {0:?}")]
+    Metis(metis::Error),
+    /// Writing the assignment file failed.
+    #[error("writing {}: {source}", path.display())]
+    Write {
+        /// The file.
+        path: PathBuf,
+        /// The I/O or publish error.
+        source: std::io::Error,
+    },
+    /// The table does not encode (a host or part the format refuses).
+    #[error("encoding the assignment: {0}")]
+    Format(#[from] spool::formats::FormatError),
+}
+
+/// Writes `table` to `path` crash-safely: a sibling temporary file, fsync, rename,
+/// fsync of the folder ([`spool::publish::durable_rename`]). A crash leaves the old
+/// file or the new one, never a part of either.
+pub fn save(table: &AssignmentTable, path: &Path) -> Result<(), AssignError> {
+    let write_err = |source| AssignError::Write {
+        path: path.to_owned(),
+        source,
+    };
+    let name = path
+        .file_name()
+        .ok_or_else(|| write_err(std::io::Error::other("not a file name")))?;
+    let mut tmp_name = std::ffi::OsString::from(".");
+    tmp_name.push(name);
+    tmp_name.push(format!(".tmp.{}", std::process::id()));
+    let tmp = path.with_file_name(tmp_name);
+    let file = std::fs::File::create(&tmp).map_err(write_err)?;
+    let result = (|| {
+        let mut writer = table.write(std::io::BufWriter::new(file))?;
+        writer.flush().map_err(write_err)?;
+        let file = writer.into_inner().map_err(|e| write_err(e.into_error()))?;
+        spool::publish::durable_rename(file, &tmp, path)
+            .map_err(|e| write_err(std::io::Error::other(e.to_string())))
+    })();
+    if result.is_err() {
+        let _ = std::fs::remove_file(&tmp);
+    }
+    result
+}

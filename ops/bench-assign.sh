@@ -1,0 +1,148 @@
+#!/usr/bin/env bash
+# Site assignment benchmark (issue 10, Done-when 3): graph-partitioned assignment
+# (`polycrawl assign`, METIS on the first crawl's host graph) against the hash.
+#
+#   ops/bench-assign.sh                     # 300 hosts, 6,000 pages, 16 communities, K = 4 8 16
+#   ops/bench-assign.sh --communities 0     # the web without locality (websim's default)
+#
+# Flags: --hosts N (300), --pages N (6000), --skew S (websim --size-skew, 0.5: the
+# biggest host then holds ~3 % of the pages, so K = 16 can balance within 1.1),
+# --communities N (16), --seed N (1), --parts "4 8 16", --imbalance R (1.1),
+# --interval-ms MS (politeness per host and IP, 20), --work DIR
+# (/tmp/polycrawl-bench-assign), --no-build (use $POLYCRAWL_BIN or the built binary).
+#
+# What it does:
+#   1. a fresh `polycrawl websim` with host communities, crawled once by
+#      `polycrawl crawl` (one application) into WORK/crawl-1;
+#   2. `polycrawl assign --parts K` on that repository for each K: the assignment
+#      file WORK/assign-K.tsv and the evaluator's figures on the first crawl (hash
+#      vs partition: distinct URLs crossing parts per stored page, balance);
+#   3. a second single-application crawl of the same web (WORK/crawl-2) and
+#      `polycrawl assign --evaluate` of each file on it: the figures on a crawl the
+#      partition was not computed from;
+#   4. (MARKED BELOW) the second crawl with K application parts in exchange mode,
+#      once that mode is merged: the URLs the parts really exchanged.
+#
+# Everything started here (websim) is stopped on exit and on Ctrl-C, by pid.
+set -euo pipefail
+here="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
+root="$(dirname "$here")"
+
+log() { printf 'bench-assign: %s\n' "$*" >&2; }
+die() { log "$*"; exit 1; }
+
+hosts=300 pages=6000 skew=0.5 communities=16 seed=1 parts="4 8 16" imbalance=1.1
+interval_ms=20 work=/tmp/polycrawl-bench-assign build=1
+while [ $# -gt 0 ]; do
+    case "$1" in
+        --hosts) hosts="$2"; shift 2 ;;
+        --pages) pages="$2"; shift 2 ;;
+        --skew) skew="$2"; shift 2 ;;
+        --communities) communities="$2"; shift 2 ;;
+        --seed) seed="$2"; shift 2 ;;
+        --parts) parts="$2"; shift 2 ;;
+        --imbalance) imbalance="$2"; shift 2 ;;
+        --interval-ms) interval_ms="$2"; shift 2 ;;
+        --work) work="$2"; shift 2 ;;
+        --no-build) build=0; shift ;;
+        *) die "unknown flag $1 (see the header of $0)" ;;
+    esac
+done
+
+target="${CARGO_TARGET_DIR:-$root/target}"
+if [ "$build" = 1 ]; then
+    (cd "$root" && cargo build --release -p ops >&2)
+fi
+bin="${POLYCRAWL_BIN:-$target/release/polycrawl}"
+[ -x "$bin" ] || die "no polycrawl binary at $bin"
+
+websim_pid=""
+stop_websim() {
+    if [ -n "$websim_pid" ] && kill -0 "$websim_pid" 2>/dev/null; then
+        kill -TERM "$websim_pid" 2>/dev/null || true
+        wait "$websim_pid" 2>/dev/null || true
+    fi
+    websim_pid=""
+}
+trap stop_websim EXIT
+trap 'log "interrupted"; exit 130' INT TERM
+
+rm -rf "$work"
+mkdir -p "$work"
+
+# websim, once for both crawls (the web is a function of its flags: same pages, same links).
+RUST_LOG=warn "$bin" websim --hosts "$hosts" --pages "$pages" --size-skew "$skew" \
+    --communities "$communities" --seed "$seed" --slow-ms 50 --out "$work/websim" \
+    --exit-with-parent >"$work/websim.stdout" 2>"$work/websim.log" &
+websim_pid=$!
+line=""
+for _ in $(seq 1 1800); do
+    line="$(grep -m1 '^websim ready ' "$work/websim.stdout" 2>/dev/null || true)"
+    [ -n "$line" ] && break
+    kill -0 "$websim_pid" 2>/dev/null || die "websim exited: $(tail -n 5 "$work/websim.log")"
+    sleep 0.1
+done
+[ -n "$line" ] || die "websim did not get ready in 180 s"
+ws() { printf '%s\n' "$line" | sed -n "s/.* $1=\([^ ]*\).*/\1/p"; }
+
+# The defaults plus what websim on loopback needs, every domain in scope.
+cat >"$work/config.ron" <<CONF
+// Written by ops/bench-assign.sh.
+(
+    app: (allowed_domains: []),
+    resolver: (name_servers: ["$(ws dns)"]),
+    downloader: (allow_private: true, extra_ca_file: Some("$(ws ca)")),
+    manager: (
+        admin_http: "127.0.0.1:0",
+        frontier: (
+            allow_private_addresses: true,
+            target_pages_per_sec: 100000.0,
+            interval_ms: $interval_ms, min_interval_ms: $interval_ms,
+            ip_max_in_flight: 1, ip_min_interval_ms: $interval_ms,
+            max_crawl_delay_ms: 1000,
+            backoff_ms: [500, 1000, 2000],
+            dns_retry_ms: 5000,
+        ),
+    ),
+)
+CONF
+"$bin" config --check "$work/config.ron" >/dev/null
+
+crawl() { # N
+    log "crawl $1 of websim --hosts $hosts --pages $pages --size-skew $skew --communities $communities --seed $seed"
+    RUST_LOG=warn "$bin" crawl --seeds "$(ws seeds)" --config "$work/config.ron" \
+        --out "$work/crawl-$1" >"$work/crawl-$1.stdout" 2>"$work/crawl-$1.log" \
+        || die "crawl $1 failed: $(tail -n 5 "$work/crawl-$1.log")"
+    grep -m1 '^polycrawl crawl' "$work/crawl-$1.stdout" >&2 || true
+}
+
+crawl 1
+results="$work/results.txt"
+: >"$results"
+for k in $parts; do
+    "$bin" assign --repo "$work/crawl-1/repository" --parts "$k" --imbalance "$imbalance" \
+        --config "$work/config.ron" --out "$work/assign-$k.tsv" | tee -a "$results"
+done
+
+crawl 2
+for k in $parts; do
+    "$bin" assign --repo "$work/crawl-2/repository" --evaluate "$work/assign-$k.tsv" \
+        --config "$work/config.ron" | sed 's/^assign /second-crawl /' | tee -a "$results"
+done
+
+# ---------------------------------------------------------------------------------
+# SECOND CRAWL WITH K APPLICATION PARTS (exchange mode): goes here once it is merged.
+# For each K in $parts, crawl the same web twice more with K parts, once with the
+# hash and once with `$work/assign-K.tsv` (every part loads it through
+# application::parts::Ownership::load), and record per run: URLs the parts sent to
+# each other (their exchange counters) over pages stored, and the largest part's
+# stored pages over the mean. Those two figures per K and per rule go in
+# BENCHMARKS.md beside the evaluator's figures above.
+# ---------------------------------------------------------------------------------
+
+stop_websim
+printf '\nmachine: %s, %s cores; load average %s; commit %s; %s\n' \
+    "$(sed -n 's/^model name[[:space:]]*: //p' /proc/cpuinfo | head -n1)" "$(nproc)" \
+    "$(cut -d' ' -f1-3 /proc/loadavg)" "$(git -C "$root" rev-parse --short HEAD 2>/dev/null || echo '?')" \
+    "$(date -u '+%Y-%m-%d %H:%M UTC')"
+log "results in $results"
