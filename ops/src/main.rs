@@ -332,13 +332,13 @@ fn assign_command(args: AssignArgs) -> anyhow::Result<()> {
     };
     let hash = evaluate(&graph, &Ownership::hashed(parts)?);
     let chosen = evaluate(&graph, &ownership);
-    let ratio = if chosen.cut_urls == 0 {
-        f64::INFINITY
-    } else {
-        hash.cut_urls as f64 / chosen.cut_urls as f64
+    // How many times fewer URLs cross parts than with the hash ("-" when none cross).
+    let ratio = match chosen.cut_urls {
+        0 => "-".to_owned(),
+        cut => format!("{:.2}x", hash.cut_urls as f64 / cut as f64),
     };
     println!(
-        "assign hosts={} pages={} parts={parts} hash: {hash} {label}: {chosen} fewer={ratio:.2}x{}",
+        "assign hosts={} pages={} parts={parts} hash: {hash} {label}: {chosen} fewer={ratio}{}",
         graph.host_count(),
         graph.total_pages(),
         args.out
