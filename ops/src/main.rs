@@ -47,6 +47,8 @@ enum Command {
     Bench(ops::bench::BenchCommand),
     /// Print the canonical links the application would follow from an HTML file.
     Links(LinksArgs),
+    /// Mount an NFS stand-in over a shared directory (one client machine's view).
+    Nfsim(ops::nfsim::NfsimArgs),
 }
 
 #[derive(Debug, clap::Args)]
@@ -240,6 +242,7 @@ fn run(command: Command) -> anyhow::Result<()> {
         Command::Demo(args) => orchestrate(|s, rt| ops::orchestrate::demo::run(args, s, rt)),
         Command::Status(args) => status_command(args),
         Command::Websim(args) => Ok(websim::run(args)?),
+        Command::Nfsim(args) => ops::nfsim::run(args),
         Command::Bench(command) => {
             // `bench measure` exits with the measured command's exit code.
             let code = ops::bench::run(command)?;
