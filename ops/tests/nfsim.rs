@@ -29,7 +29,7 @@ fn mounted(dir: &Path) -> bool {
 }
 
 impl Mount {
-    fn start(backing: &Path, dir: &Path, extra: &[&str]) -> Mount {
+    fn start(backing: &Path, dir: &Path, delay_ms: u64, extra: &[&str]) -> Mount {
         fs::create_dir_all(dir).unwrap();
         let child = Command::new(env!("CARGO_BIN_EXE_polycrawl"))
             .arg("nfsim")
@@ -38,7 +38,7 @@ impl Mount {
             .arg("--mount")
             .arg(dir)
             .arg("--visibility-delay-ms")
-            .arg(DELAY_MS.to_string())
+            .arg(delay_ms.to_string())
             .args(extra)
             .stdout(Stdio::null())
             .stderr(Stdio::inherit())
@@ -110,8 +110,8 @@ fn two_clients_see_each_other_after_the_delay_and_themselves_at_once() {
     let tmp = tempfile::tempdir().unwrap();
     let backing = tmp.path().join("export");
     fs::create_dir(&backing).unwrap();
-    let a = Mount::start(&backing, &tmp.path().join("a"), &[]);
-    let b = Mount::start(&backing, &tmp.path().join("b"), &[]);
+    let a = Mount::start(&backing, &tmp.path().join("a"), DELAY_MS, &[]);
+    let b = Mount::start(&backing, &tmp.path().join("b"), DELAY_MS, &[]);
 
     // Written through a: a sees it at once, b only after the delay.
     let t0 = Instant::now();
@@ -172,12 +172,14 @@ fn faults_are_injected_on_demand() {
     let stale = Mount::start(
         &backing,
         &tmp.path().join("stale"),
-        &["--visibility-delay-ms", "0", "--estale-per-million", "1000000"],
+        0,
+        &["--estale-per-million", "1000000"],
     );
     let eio = Mount::start(
         &backing,
         &tmp.path().join("eio"),
-        &["--visibility-delay-ms", "0", "--eio-per-million", "1000000"],
+        0,
+        &["--eio-per-million", "1000000"],
     );
     let err = fs::read(stale.path("f")).unwrap_err();
     assert_eq!(err.raw_os_error(), Some(nix::libc::ESTALE), "{err}");
