@@ -83,7 +83,11 @@ impl Drop for Mount {
 
 /// Why FUSE cannot be used here, if it cannot.
 fn fuse_unusable() -> Option<String> {
-    if let Err(e) = fs::OpenOptions::new().read(true).write(true).open("/dev/fuse") {
+    if let Err(e) = fs::OpenOptions::new()
+        .read(true)
+        .write(true)
+        .open("/dev/fuse")
+    {
         return Some(format!("/dev/fuse cannot be opened: {e}"));
     }
     let found = std::env::var_os("PATH")
@@ -191,4 +195,42 @@ fn faults_are_injected_on_demand() {
     assert_eq!(err.raw_os_error(), Some(nix::libc::EIO), "{err}");
     // Nothing was lost: the export still holds the file, untouched.
     assert_eq!(fs::read(backing.join("f")).unwrap(), b"data");
+}
+
+/// Regression: a spool consumer over NFS whose start, listing or claim rename fails
+/// with EIO used to
+/// return an error that ended the consumer (the application exits); it is a
+/// passing fault: nothing is claimed this round and the file stays for the next scan.
+#[test]
+fn spool_claims_treat_eio_as_try_again_and_lose_nothing() {
+    use spool::name::{FileKind, Priority};
+    if let Some(why) = fuse_unusable() {
+        eprintln!("SKIPPED: {why}");
+        return;
+    }
+    let tmp = tempfile::tempdir().unwrap();
+    let backing = tmp.path().join("export");
+    fs::create_dir(&backing).unwrap();
+    let local = spool::SpoolDir::open(backing.join("pages")).unwrap();
+    let publisher = spool::publish::Publisher::new(local.clone(), "dl-1".parse().unwrap()).unwrap();
+    publisher
+        .publish(Priority::NORMAL, FileKind::PageBatch, b"batch")
+        .unwrap();
+    let name = local.list().unwrap().remove(0);
+    let faulty = Mount::start(
+        &backing,
+        &tmp.path().join("client"),
+        0,
+        &["--eio-per-million", "1000000"],
+    );
+    let dir = spool::SpoolDir::open(faulty.path("pages")).unwrap();
+    let consumer = spool::claim::Consumer::new(dir, "app-1".parse().unwrap()).unwrap();
+    assert!(consumer.claim(name.clone()).unwrap().is_none());
+    assert!(consumer.claim_batch(8).unwrap().is_empty());
+    drop(faulty);
+    // The file is still waiting, whole, and a healthy consumer gets it.
+    let healthy = spool::claim::Consumer::new(local, "app-2".parse().unwrap()).unwrap();
+    let got = healthy.claim_batch(8).unwrap();
+    assert_eq!(got.len(), 1);
+    assert_eq!(got[0].read().unwrap(), b"batch");
 }

@@ -100,9 +100,19 @@ impl Net {
             net: [10, a, b],
             namespaces: Vec::new(),
         };
-        must(&["addr", "add", &format!("{}/24", net.gateway()), "dev", &net.bridge]);
+        must(&[
+            "addr",
+            "add",
+            &format!("{}/24", net.gateway()),
+            "dev",
+            &net.bridge,
+        ]);
         must(&["link", "set", &net.bridge, "up"]);
-        set_sysctl(None, &format!("net/ipv4/conf/{}/route_localnet", net.bridge), "1");
+        set_sysctl(
+            None,
+            &format!("net/ipv4/conf/{}/route_localnet", net.bridge),
+            "1",
+        );
         net
     }
 
@@ -131,7 +141,9 @@ impl Net {
         };
         self.namespaces.push(ns.clone());
         let tmp_peer = format!("pcp{pid}x{i}");
-        must(&["link", "add", &veth_root, "type", "veth", "peer", "name", &tmp_peer]);
+        must(&[
+            "link", "add", &veth_root, "type", "veth", "peer", "name", &tmp_peer,
+        ]);
         must(&["link", "set", &tmp_peer, "netns", &name]);
         must(&["link", "set", &veth_root, "master", &self.bridge]);
         must(&["link", "set", &veth_root, "up"]);
@@ -145,11 +157,24 @@ impl Net {
         n(&["link", "set", "lo", "up"]);
         n(&["link", "set", "eth0", "up"]);
         for key in ["all", "eth0"] {
-            set_sysctl(Some(&name), &format!("net/ipv4/conf/{key}/route_localnet"), "1");
+            set_sysctl(
+                Some(&name),
+                &format!("net/ipv4/conf/{key}/route_localnet"),
+                "1",
+            );
             set_sysctl(Some(&name), &format!("net/ipv4/conf/{key}/rp_filter"), "0");
         }
         // Only 127.0.0.1 stays local: the rest of 127/8 is the root namespace's.
-        n(&["route", "del", "local", "127.0.0.0/8", "dev", "lo", "table", "local"]);
+        n(&[
+            "route",
+            "del",
+            "local",
+            "127.0.0.0/8",
+            "dev",
+            "lo",
+            "table",
+            "local",
+        ]);
         n(&[
             "route",
             "add",
@@ -247,7 +272,12 @@ mod tests {
                 ))
                 .output()
                 .expect("running bash in a");
-            assert_eq!(out.stdout, b"hi", "{}", String::from_utf8_lossy(&out.stderr));
+            assert_eq!(
+                out.stdout,
+                b"hi",
+                "{}",
+                String::from_utf8_lossy(&out.stderr)
+            );
             // b -> a across the bridge.
             let ping = net
                 .command(&b, "bash")
@@ -261,8 +291,15 @@ mod tests {
             assert!(text.contains("refused"), "b -> a: {text}");
         }
         let peer = server.join().expect("server thread");
-        assert_eq!(peer.ip(), std::net::IpAddr::V4(a_addr), "the client came from a");
-        let left = Command::new("ip").args(["netns", "list"]).output().expect("ip");
+        assert_eq!(
+            peer.ip(),
+            std::net::IpAddr::V4(a_addr),
+            "the client came from a"
+        );
+        let left = Command::new("ip")
+            .args(["netns", "list"])
+            .output()
+            .expect("ip");
         let left = String::from_utf8_lossy(&left.stdout);
         for n in names {
             assert!(!left.contains(&n), "{n} left behind");

@@ -21,9 +21,8 @@ use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 use fuser::{
     AccessFlags, Errno, FileAttr, FileHandle, FileType, Filesystem, FopenFlags, Generation,
-    INodeNo, LockOwner, OpenFlags, RenameFlags, ReplyAttr, ReplyCreate, ReplyData,
-    ReplyDirectory, ReplyEmpty, ReplyEntry, ReplyOpen, ReplyStatfs, ReplyWrite, Request,
-    TimeOrNow, WriteFlags,
+    INodeNo, LockOwner, OpenFlags, RenameFlags, ReplyAttr, ReplyCreate, ReplyData, ReplyDirectory,
+    ReplyEmpty, ReplyEntry, ReplyOpen, ReplyStatfs, ReplyWrite, Request, TimeOrNow, WriteFlags,
 };
 use nix::libc;
 
@@ -283,7 +282,10 @@ impl NfsFs {
 
 impl Filesystem for NfsFs {
     fn lookup(&self, _req: &Request, parent: INodeNo, name: &OsStr, reply: ReplyEntry) {
-        match self.child(parent, name).and_then(|rel| self.lookup_path(&rel)) {
+        match self
+            .child(parent, name)
+            .and_then(|rel| self.lookup_path(&rel))
+        {
             Ok(attr) => reply.entry(&TTL, &attr, Generation(0)),
             Err(e) => reply.error(e),
         }
@@ -643,7 +645,10 @@ impl Filesystem for NfsFs {
         _datasync: bool,
         reply: ReplyEmpty,
     ) {
-        match self.file(fh).and_then(|f| f.sync_all().map_err(|e| errno(&e))) {
+        match self
+            .file(fh)
+            .and_then(|f| f.sync_all().map_err(|e| errno(&e)))
+        {
             Ok(()) => reply.ok(),
             Err(e) => reply.error(e),
         }
