@@ -24,7 +24,9 @@ if ! command -v cargo >/dev/null 2>&1; then
 fi
 
 apt_missing=()
-for pkg in build-essential pkg-config libclang-dev dnsutils chromium; do
+# fuse3: fusermount3, which `polycrawl nfsim` (the NFS stand-in of the multi-machine
+# tests) mounts through.
+for pkg in build-essential pkg-config libclang-dev dnsutils chromium fuse3; do
     dpkg-query -W -f='${Status}' "$pkg" 2>/dev/null | grep -q "install ok installed" || apt_missing+=("$pkg")
 done
 if [ ${#apt_missing[@]} -gt 0 ]; then

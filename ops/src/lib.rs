@@ -5,6 +5,8 @@
 //! - [`bench`](mod@bench): `polycrawl bench measure|check`, the peer benchmark's measuring
 //!   and judging tools (`ops/bench-peers.sh`).
 //! - [`config`]: the documented RON config (`polycrawl config --default`).
+//! - [`nfsim`]: `polycrawl nfsim`, the NFS stand-in (a FUSE pass-through with
+//!   attribute-cache delays and injected faults) for the multi-machine tests.
 //! - [`orchestrate`]: `polycrawl demo` and `polycrawl crawl`, every part a child
 //!   process.
 //! - [`status`]: `polycrawl status`, a running manager's figures.
@@ -14,5 +16,6 @@
 
 pub mod bench;
 pub mod config;
+pub mod nfsim;
 pub mod orchestrate;
 pub mod status;

@@ -50,6 +50,8 @@ enum Command {
     /// Assign hosts to K application parts from a finished crawl's repository
     /// (METIS on the host graph), or evaluate an assignment file against the hash.
     Assign(AssignArgs),
+    /// Mount an NFS stand-in over a shared directory (one client machine's view).
+    Nfsim(ops::nfsim::NfsimArgs),
 }
 
 #[derive(Debug, clap::Args)]
@@ -267,6 +269,7 @@ fn run(command: Command) -> anyhow::Result<()> {
         Command::Demo(args) => orchestrate(|s, rt| ops::orchestrate::demo::run(args, s, rt)),
         Command::Status(args) => status_command(args),
         Command::Websim(args) => Ok(websim::run(args)?),
+        Command::Nfsim(args) => ops::nfsim::run(args),
         Command::Bench(command) => {
             // `bench measure` exits with the measured command's exit code.
             let code = ops::bench::run(command)?;

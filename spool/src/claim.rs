@@ -47,10 +47,19 @@ impl Consumer {
             path: claimed.clone(),
             source,
         })?;
-        remove_own_tmp(&dir.tmp_dir(), &id, |name| {
+        let cleaned = remove_own_tmp(&dir.tmp_dir(), &id, |name| {
             name.strip_suffix(".why")
                 .is_some_and(|n| n.parse::<SpoolName>().is_ok())
-        })?;
+        });
+        match cleaned {
+            Ok(_) => {}
+            // Half-written notes are harmless; the next start (or
+            // `remove_stale_tmp`) removes them. An NFS blip must not stop the start.
+            Err(e) if e.is_transient() => {
+                tracing::warn!(error = %e, "cleaning old note temp files failed; left for later");
+            }
+            Err(e) => return Err(e),
+        }
         Ok(Self { dir, id, claimed })
     }
 
@@ -89,7 +98,16 @@ impl Consumer {
         if n == 0 {
             return Ok(batch);
         }
-        for name in self.dir.list()? {
+        let names = match self.dir.list() {
+            Ok(names) => names,
+            // An NFS blip: nothing claimed this round; the next scan lists again.
+            Err(e) if e.is_transient() => {
+                tracing::warn!(error = %e, "listing a spool folder failed; retrying on the next scan");
+                return Ok(batch);
+            }
+            Err(e) => return Err(e),
+        };
+        for name in names {
             if let Some(claimed) = self.claim(name)? {
                 batch.push(claimed);
                 if batch.len() == n {
@@ -100,7 +118,10 @@ impl Consumer {
         Ok(batch)
     }
 
-    /// Tries to claim the file `name`: `Ok(None)` if it is gone (another consumer won).
+    /// Tries to claim the file `name`: `Ok(None)` if it is gone (another consumer won)
+    /// or if the rename failed for a passing reason ([`SpoolError::is_transient`]:
+    /// EIO, ESTALE on NFS) and did not happen: the file stays where it is for the next
+    /// scan. A transient failure of a rename the server did carry out counts as won.
     pub fn claim(&self, name: SpoolName) -> Result<Option<Claimed>, SpoolError> {
         let file_name = name.to_string();
         let from = self.dir.path().join(&file_name);
@@ -119,6 +140,14 @@ impl Consumer {
                         source: e,
                     })
                 } else {
+                    Ok(None)
+                }
+            }
+            Err(e) if crate::layout::is_transient_io(&e) => {
+                if to.exists() {
+                    Ok(Some(self.handle(name)))
+                } else {
+                    tracing::warn!(file = %from.display(), error = %e, "claiming failed; retrying on the next scan");
                     Ok(None)
                 }
             }

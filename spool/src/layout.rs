@@ -96,6 +96,33 @@ pub enum SpoolError {
     },
 }
 
+impl SpoolError {
+    /// Whether this failure may pass by itself and the operation should simply be
+    /// tried again on a later scan: `EIO`, `ESTALE`, `EAGAIN` or `EINTR` from the
+    /// file system (an NFS server or network blip), as opposed to a missing folder,
+    /// a permission problem or a full disk.
+    pub fn is_transient(&self) -> bool {
+        match self {
+            SpoolError::CreateDir { source, .. }
+            | SpoolError::ListDir { source, .. }
+            | SpoolError::File { source, .. }
+            | SpoolError::Sync { source, .. }
+            | SpoolError::Rename { source, .. }
+            | SpoolError::Remove { source, .. } => is_transient_io(source),
+            SpoolError::NameTaken { .. } => false,
+        }
+    }
+}
+
+/// Whether an I/O error is one a network file system raises for a passing fault
+/// (see [`SpoolError::is_transient`]).
+pub fn is_transient_io(err: &io::Error) -> bool {
+    matches!(
+        err.raw_os_error(),
+        Some(nix::libc::EIO | nix::libc::ESTALE | nix::libc::EAGAIN | nix::libc::EINTR)
+    )
+}
+
 impl From<SpoolError> for io::Error {
     /// Keeps the OS error kind where there is one, so `?` works in `io::Result` code.
     fn from(err: SpoolError) -> io::Error {

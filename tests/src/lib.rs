@@ -20,6 +20,8 @@
 //! - [`wirelog`]: the downloaders' wire log (each request's own send and receive
 //!   stamps); [`politeness`]: politeness judged on those stamps, cross-checked
 //!   with websim's log, each violation named with the side that saw it.
+//! - [`netns`]: [`netns::Net`], network namespaces on a bridge (one per "machine"),
+//!   reaching the root namespace's 127.x (websim) and each other; removed on drop.
 //! - [`spoolout`]: [`spoolout::Returned`], the pages and outcomes the system handed
 //!   back in the spool.
 //! - [`repository`]: [`repository::RepoScan`], the responses an application stored
@@ -37,6 +39,7 @@
 pub mod bin;
 pub mod browser;
 pub mod http;
+pub mod netns;
 pub mod politeness;
 pub mod process;
 pub mod repository;

@@ -1,0 +1,236 @@
+//! `polycrawl nfsim` mounted for real: two client mounts over one backing directory
+//! show each other's new entries only after the visibility delay, see their own at
+//! once, race on renames as NFS clients do, and fail calls on demand with EIO and
+//! ESTALE. Skipped, with the reason printed, where FUSE cannot be used (no usable
+//! `/dev/fuse` or no `fusermount3`).
+
+use std::fs;
+use std::io::ErrorKind;
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Stdio};
+use std::thread::sleep;
+use std::time::{Duration, Instant};
+
+const DELAY_MS: u64 = 1200;
+
+/// A running `polycrawl nfsim`; SIGTERM, then lazy unmount and SIGKILL, on drop.
+struct Mount {
+    child: Child,
+    dir: PathBuf,
+}
+
+fn mounted(dir: &Path) -> bool {
+    let Ok(info) = fs::read_to_string("/proc/self/mountinfo") else {
+        return false;
+    };
+    let want = dir.to_string_lossy();
+    info.lines()
+        .any(|l| l.split(' ').nth(4) == Some(want.as_ref()))
+}
+
+impl Mount {
+    fn start(backing: &Path, dir: &Path, delay_ms: u64, extra: &[&str]) -> Mount {
+        fs::create_dir_all(dir).unwrap();
+        let child = Command::new(env!("CARGO_BIN_EXE_polycrawl"))
+            .arg("nfsim")
+            .arg("--backing")
+            .arg(backing)
+            .arg("--mount")
+            .arg(dir)
+            .arg("--visibility-delay-ms")
+            .arg(delay_ms.to_string())
+            .args(extra)
+            .stdout(Stdio::null())
+            .stderr(Stdio::inherit())
+            .spawn()
+            .unwrap();
+        let dir = fs::canonicalize(dir).unwrap();
+        let mut mount = Mount { child, dir };
+        let deadline = Instant::now() + Duration::from_secs(10);
+        while !mounted(&mount.dir) {
+            if let Ok(Some(status)) = mount.child.try_wait() {
+                panic!("nfsim exited before mounting: {status}");
+            }
+            assert!(Instant::now() < deadline, "nfsim did not mount in 10 s");
+            sleep(Duration::from_millis(20));
+        }
+        mount
+    }
+
+    fn path(&self, rel: &str) -> PathBuf {
+        self.dir.join(rel)
+    }
+}
+
+impl Drop for Mount {
+    fn drop(&mut self) {
+        let pid = nix::unistd::Pid::from_raw(self.child.id() as i32);
+        let _ = nix::sys::signal::kill(pid, nix::sys::signal::Signal::SIGTERM);
+        let deadline = Instant::now() + Duration::from_secs(5);
+        while Instant::now() < deadline {
+            if let Ok(Some(_)) = self.child.try_wait() {
+                break;
+            }
+            sleep(Duration::from_millis(20));
+        }
+        if mounted(&self.dir) {
+            let _ = Command::new("umount").arg("-l").arg(&self.dir).status();
+        }
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+/// Why FUSE cannot be used here, if it cannot.
+fn fuse_unusable() -> Option<String> {
+    if let Err(e) = fs::OpenOptions::new()
+        .read(true)
+        .write(true)
+        .open("/dev/fuse")
+    {
+        return Some(format!("/dev/fuse cannot be opened: {e}"));
+    }
+    let found = std::env::var_os("PATH")
+        .map(|p| std::env::split_paths(&p).any(|d| d.join("fusermount3").exists()))
+        .unwrap_or(false);
+    (!found).then(|| "fusermount3 is not installed (apt-get install fuse3)".to_owned())
+}
+
+fn names(dir: &Path) -> Vec<String> {
+    let mut v: Vec<String> = fs::read_dir(dir)
+        .unwrap()
+        .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+        .collect();
+    v.sort();
+    v
+}
+
+#[test]
+fn two_clients_see_each_other_after_the_delay_and_themselves_at_once() {
+    if let Some(why) = fuse_unusable() {
+        eprintln!("SKIPPED: {why}");
+        return;
+    }
+    let tmp = tempfile::tempdir().unwrap();
+    let backing = tmp.path().join("export");
+    fs::create_dir(&backing).unwrap();
+    let a = Mount::start(&backing, &tmp.path().join("a"), DELAY_MS, &[]);
+    let b = Mount::start(&backing, &tmp.path().join("b"), DELAY_MS, &[]);
+
+    // Written through a: a sees it at once, b only after the delay.
+    let t0 = Instant::now();
+    fs::write(a.path("one"), b"hello").unwrap();
+    assert_eq!(fs::read(a.path("one")).unwrap(), b"hello");
+    assert_eq!(names(&a.dir), ["one"]);
+    assert!(names(&b.dir).is_empty(), "b listed a's file at once");
+    assert_eq!(
+        fs::metadata(b.path("one")).unwrap_err().kind(),
+        ErrorKind::NotFound
+    );
+    while names(&b.dir).is_empty() {
+        assert!(t0.elapsed() < Duration::from_millis(DELAY_MS + 3000));
+        sleep(Duration::from_millis(50));
+    }
+    assert!(
+        t0.elapsed() >= Duration::from_millis(DELAY_MS - 100),
+        "b saw the file after {:?}",
+        t0.elapsed()
+    );
+    assert_eq!(fs::read(b.path("one")).unwrap(), b"hello");
+
+    // A file dropped straight into the export is foreign to both.
+    fs::write(backing.join("direct"), b"x").unwrap();
+    assert!(!names(&a.dir).contains(&"direct".to_owned()));
+    sleep(Duration::from_millis(DELAY_MS + 200));
+    assert!(names(&a.dir).contains(&"direct".to_owned()));
+
+    // Directories and renames made by a client are its own at once.
+    fs::create_dir(a.path("claimed")).unwrap();
+    fs::rename(a.path("one"), a.path("claimed/one")).unwrap();
+    assert_eq!(fs::read(a.path("claimed/one")).unwrap(), b"hello");
+    // b still holds the old name; its rename loses the race with ENOENT.
+    let err = fs::rename(b.path("one"), b.path("mine")).unwrap_err();
+    assert_eq!(err.kind(), ErrorKind::NotFound, "{err}");
+    assert!(backing.join("claimed/one").exists());
+    assert!(!backing.join("mine").exists());
+
+    // Attributes are cached for the delay: a's append is not seen in b's size yet.
+    let before = fs::metadata(b.path("direct")).unwrap().len();
+    fs::write(a.path("direct"), b"longer content").unwrap();
+    assert_eq!(fs::metadata(b.path("direct")).unwrap().len(), before);
+    sleep(Duration::from_millis(DELAY_MS + 200));
+    assert_eq!(fs::metadata(b.path("direct")).unwrap().len(), 14);
+}
+
+#[test]
+fn faults_are_injected_on_demand() {
+    if let Some(why) = fuse_unusable() {
+        eprintln!("SKIPPED: {why}");
+        return;
+    }
+    let tmp = tempfile::tempdir().unwrap();
+    let backing = tmp.path().join("export");
+    fs::create_dir(&backing).unwrap();
+    fs::write(backing.join("f"), b"data").unwrap();
+    sleep(Duration::from_millis(50));
+    let stale = Mount::start(
+        &backing,
+        &tmp.path().join("stale"),
+        0,
+        &["--estale-per-million", "1000000"],
+    );
+    let eio = Mount::start(
+        &backing,
+        &tmp.path().join("eio"),
+        0,
+        &["--eio-per-million", "1000000"],
+    );
+    let err = fs::read(stale.path("f")).unwrap_err();
+    assert_eq!(err.raw_os_error(), Some(nix::libc::ESTALE), "{err}");
+    let err = fs::read(eio.path("f")).unwrap_err();
+    assert_eq!(err.raw_os_error(), Some(nix::libc::EIO), "{err}");
+    let err = fs::read_dir(eio.dir.clone()).map(|_| ()).unwrap_err();
+    assert_eq!(err.raw_os_error(), Some(nix::libc::EIO), "{err}");
+    let err = fs::rename(eio.path("f"), eio.path("g")).unwrap_err();
+    assert_eq!(err.raw_os_error(), Some(nix::libc::EIO), "{err}");
+    // Nothing was lost: the export still holds the file, untouched.
+    assert_eq!(fs::read(backing.join("f")).unwrap(), b"data");
+}
+
+/// Regression: a spool consumer over NFS whose start, listing or claim rename fails
+/// with EIO used to
+/// return an error that ended the consumer (the application exits); it is a
+/// passing fault: nothing is claimed this round and the file stays for the next scan.
+#[test]
+fn spool_claims_treat_eio_as_try_again_and_lose_nothing() {
+    use spool::name::{FileKind, Priority};
+    if let Some(why) = fuse_unusable() {
+        eprintln!("SKIPPED: {why}");
+        return;
+    }
+    let tmp = tempfile::tempdir().unwrap();
+    let backing = tmp.path().join("export");
+    fs::create_dir(&backing).unwrap();
+    let local = spool::SpoolDir::open(backing.join("pages")).unwrap();
+    let publisher = spool::publish::Publisher::new(local.clone(), "dl-1".parse().unwrap()).unwrap();
+    publisher
+        .publish(Priority::NORMAL, FileKind::PageBatch, b"batch")
+        .unwrap();
+    let name = local.list().unwrap().remove(0);
+    let faulty = Mount::start(
+        &backing,
+        &tmp.path().join("client"),
+        0,
+        &["--eio-per-million", "1000000"],
+    );
+    let dir = spool::SpoolDir::open(faulty.path("pages")).unwrap();
+    let consumer = spool::claim::Consumer::new(dir, "app-1".parse().unwrap()).unwrap();
+    assert!(consumer.claim(name.clone()).unwrap().is_none());
+    assert!(consumer.claim_batch(8).unwrap().is_empty());
+    drop(faulty);
+    // The file is still waiting, whole, and a healthy consumer gets it.
+    let healthy = spool::claim::Consumer::new(local, "app-2".parse().unwrap()).unwrap();
+    let got = healthy.claim_batch(8).unwrap();
+    assert_eq!(got.len(), 1);
+    assert_eq!(got[0].read().unwrap(), b"batch");
+}
