@@ -110,14 +110,14 @@ pub(crate) fn framing(head: &ResponseHead, method: Method) -> Result<Framing, Fe
 
 /// Incremental search for the end of a head (the empty line after the headers).
 #[derive(Debug, Default)]
-pub(crate) struct HeadEnd {
+pub struct HeadEnd {
     scanned: usize,
 }
 
 impl HeadEnd {
     /// The length of the head in `buf` including its final empty line, if complete.
     /// `buf` must only grow between calls.
-    pub(crate) fn find(&mut self, buf: &[u8]) -> Option<usize> {
+    pub fn find(&mut self, buf: &[u8]) -> Option<usize> {
         let mut i = self.scanned;
         while let Some(off) = buf[i..].iter().position(|&b| b == b'\n') {
             let nl = i + off;
@@ -145,7 +145,7 @@ impl HeadEnd {
 }
 
 /// Parses a complete head (as delimited by [`HeadEnd`]).
-pub(crate) fn parse(
+pub fn parse(
     head: &[u8],
     max_fields: usize,
     max_bytes: usize,
