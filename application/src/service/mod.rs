@@ -58,9 +58,10 @@
 //! - Outcome files are counted, the counts saved, then the file deleted; a crash in
 //!   between counts one file twice (counts are statistics, not URLs).
 //!
-//! Known limits: the depth of a page comes from an in-memory map of outstanding
-//! requests (memory O(URLs in flight)); after a restart the pages of URLs requested
-//! before it are taken as depth 0. `max_pages_per_host` counts per run. The page
+//! Depths travel with the URL (the request file's `depth` hint, carried by the
+//! downloader into the page's WARC record), so the app holds nothing per URL in
+//! flight and a restart keeps them (`tests/tests/app_crash.rs` checks).
+//! Known limits: `max_pages_per_host` counts per run. The page
 //! count misses a batch stored just before a crash (saved right after the ingest).
 
 mod budget;
