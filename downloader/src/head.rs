@@ -145,11 +145,7 @@ impl HeadEnd {
 }
 
 /// Parses a complete head (as delimited by [`HeadEnd`]).
-pub fn parse(
-    head: &[u8],
-    max_fields: usize,
-    max_bytes: usize,
-) -> Result<ResponseHead, FetchError> {
+pub fn parse(head: &[u8], max_fields: usize, max_bytes: usize) -> Result<ResponseHead, FetchError> {
     let mut fields = vec![httparse::EMPTY_HEADER; max_fields];
     let mut resp = httparse::Response::new(&mut fields);
     let mut config = httparse::ParserConfig::default();

@@ -39,7 +39,10 @@ pub const TARGETS: [Target; 8] = [
 /// argument (a user agent, a content type, a base URL) and the rest.
 fn split_arg(data: &[u8], max: usize) -> (&str, &[u8]) {
     match data.iter().take(max).position(|&b| b == b'\n') {
-        Some(nl) => (std::str::from_utf8(&data[..nl]).unwrap_or(""), &data[nl + 1..]),
+        Some(nl) => (
+            std::str::from_utf8(&data[..nl]).unwrap_or(""),
+            &data[nl + 1..],
+        ),
         None => ("", data),
     }
 }
@@ -53,7 +56,11 @@ pub fn robots(data: &[u8]) {
         let _ = robots.is_allowed(path);
     }
     let text = String::from_utf8_lossy(data);
-    for word in text.split_whitespace().filter(|w| w.starts_with('/')).take(32) {
+    for word in text
+        .split_whitespace()
+        .filter(|w| w.starts_with('/'))
+        .take(32)
+    {
         let _ = robots.is_allowed(word);
     }
     let _ = robots.sitemaps().count();
@@ -162,13 +169,8 @@ pub fn spool_formats(data: &[u8]) {
 pub fn frames(data: &[u8]) {
     let mut codec = spool::protocol::FrameCodec { max: 64 * 1024 };
     let mut src = BytesMut::from(data);
-    loop {
-        match codec.decode_eof(&mut src) {
-            Ok(Some(frame)) => {
-                let _ = spool::protocol::Message::from_bytes(&frame);
-            }
-            Ok(None) | Err(_) => break,
-        }
+    while let Ok(Some(frame)) = codec.decode_eof(&mut src) {
+        let _ = spool::protocol::Message::from_bytes(&frame);
     }
     let _ = spool::protocol::Message::from_bytes(data);
 }
@@ -200,8 +202,16 @@ pub fn canon(data: &[u8]) {
         return;
     };
     let again = canon::canonicalize(url.clone(), &config);
-    assert_eq!(again.as_ref(), Ok(&url), "canonicalization is not idempotent");
+    assert_eq!(
+        again.as_ref(),
+        Ok(&url),
+        "canonicalization is not idempotent"
+    );
     let key = canon::key::reversed_host_key(&url);
     let back = canon::key::url_from_key(&key);
-    assert_eq!(back.as_ref().ok(), Some(&url), "key {key:?} does not give back {url}");
+    assert_eq!(
+        back.as_ref().ok(),
+        Some(&url),
+        "key {key:?} does not give back {url}"
+    );
 }

@@ -56,7 +56,8 @@ impl RepoScan {
                 let status = http_status(&rec.block).unwrap_or(0);
                 let depth = rec.headers.get(DEPTH_FIELD).map(str::parse::<u32>);
                 if let (Some(uri), Some(depth)) = (rec.headers.target_uri(), depth) {
-                    let depth = depth.map_err(|e| format!("{}: {uri} depth: {e}", path.display()))?;
+                    let depth =
+                        depth.map_err(|e| format!("{}: {uri} depth: {e}", path.display()))?;
                     scan.depths.entry(uri.to_owned()).or_default().push(depth);
                 }
                 *scan.by_status.entry(status).or_default() += 1;

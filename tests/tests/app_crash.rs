@@ -280,13 +280,19 @@ fn app_killed_mid_crawl_restarts_and_loses_no_url() {
         .flatten()
         .filter(|&&d| d > 1)
         .count();
-    eprintln!("depths: {deep} pages deeper than 1, {} wrong", wrong_depth.len());
+    eprintln!(
+        "depths: {deep} pages deeper than 1, {} wrong",
+        wrong_depth.len()
+    );
     assert!(
         wrong_depth.is_empty(),
         "pages stored with a wrong depth after the restart: {:?}",
         wrong_depth.iter().take(10).collect::<Vec<_>>()
     );
-    assert!(deep > 0, "no page deeper than 1: the web is too shallow to check depths");
+    assert!(
+        deep > 0,
+        "no page deeper than 1: the web is too shallow to check depths"
+    );
     let errors = sys.error_lines();
     assert!(errors.is_empty(), "ERROR lines:\n{}", errors.join("\n"));
 }
