@@ -29,10 +29,14 @@
 pub mod assign;
 pub mod canon;
 pub mod extract;
+#[cfg(feature = "service")]
 pub mod links;
 pub mod parts;
 pub mod seen;
+#[cfg(feature = "service")]
 pub mod service;
 
+#[cfg(feature = "service")]
 pub use links::links_for_file;
+#[cfg(feature = "service")]
 pub use service::AppConfig;

@@ -620,3 +620,66 @@ async fn depths_are_right_after_a_restart() {
     assert_eq!(summary.end, End::Complete);
     assert!(take_requests(&d.spool).is_empty());
 }
+
+/// Issue 11: host budgets survive a restart: URLs requested before it still count,
+/// so a restart does not hand a trap host a fresh budget.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn host_budgets_survive_a_restart() {
+    let mut d = dirs();
+    d.config.allowed_domains = vec!["s.test".into(), "t.test".into()];
+    d.config.host_budget_base = 3;
+    d.config.host_budget_per_linking_site = 2;
+    d.config.host_budget_max = 100;
+    let idle = Arc::new(AtomicBool::new(false));
+    let addr = fake_manager(idle.clone()).await;
+    let start = |stop: CancellationToken| {
+        tokio::spawn(service::run(
+            d.config.clone(),
+            Spool::new(&d.spool),
+            vec!["https://s.test/".into()],
+            control(&addr),
+            stop,
+        ))
+    };
+    let links = |range: std::ops::Range<u32>| -> Vec<String> {
+        range.map(|i| format!("https://t.test/p{i}")).collect()
+    };
+    let stop = CancellationToken::new();
+    let app = start(stop.clone());
+    wait_requests(&d.spool, 1).await;
+    // s.test links 3 pages of t.test: its budget is 3 + 2 (one linking site).
+    let first = links(0..3);
+    let refs: Vec<&str> = first.iter().map(String::as_str).collect();
+    publish_batch(&d.spool, 0, &[("https://s.test/", html(&refs))]);
+    assert_eq!(wait_requests(&d.spool, 3).await.len(), 3);
+    stop.cancel();
+    let summary = tokio::time::timeout(Duration::from_secs(20), app)
+        .await
+        .expect("the app stops")
+        .unwrap()
+        .unwrap();
+    assert_eq!((summary.end, summary.budget_cut), (End::Shutdown, 0));
+
+    // After the restart 5 more: 2 fit in the budget left, 3 are cut.
+    let app = start(CancellationToken::new());
+    let more = links(3..8);
+    let refs: Vec<&str> = more.iter().map(String::as_str).collect();
+    publish_batch(&d.spool, 0, &[("https://s.test/again", html(&refs))]);
+    let got = wait_requests(&d.spool, 2).await;
+    tokio::time::sleep(Duration::from_millis(300)).await;
+    let late = take_requests(&d.spool);
+    assert!(
+        late.is_empty(),
+        "more than the budget left: {got:?} {late:?}"
+    );
+    assert_eq!(got.len(), 2, "{got:?}");
+    idle.store(true, Ordering::SeqCst);
+    let summary = tokio::time::timeout(Duration::from_secs(20), app)
+        .await
+        .expect("the app ends once the manager is idle")
+        .unwrap()
+        .unwrap();
+    assert_eq!(summary.budget_cut, 3);
+    let t = &summary.most_cut[0];
+    assert_eq!((t.host.as_str(), t.requested, t.cut), ("test.t", 5, 3));
+}

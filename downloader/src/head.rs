@@ -110,14 +110,14 @@ pub(crate) fn framing(head: &ResponseHead, method: Method) -> Result<Framing, Fe
 
 /// Incremental search for the end of a head (the empty line after the headers).
 #[derive(Debug, Default)]
-pub(crate) struct HeadEnd {
+pub struct HeadEnd {
     scanned: usize,
 }
 
 impl HeadEnd {
     /// The length of the head in `buf` including its final empty line, if complete.
     /// `buf` must only grow between calls.
-    pub(crate) fn find(&mut self, buf: &[u8]) -> Option<usize> {
+    pub fn find(&mut self, buf: &[u8]) -> Option<usize> {
         let mut i = self.scanned;
         while let Some(off) = buf[i..].iter().position(|&b| b == b'\n') {
             let nl = i + off;
@@ -145,11 +145,7 @@ impl HeadEnd {
 }
 
 /// Parses a complete head (as delimited by [`HeadEnd`]).
-pub(crate) fn parse(
-    head: &[u8],
-    max_fields: usize,
-    max_bytes: usize,
-) -> Result<ResponseHead, FetchError> {
+pub fn parse(head: &[u8], max_fields: usize, max_bytes: usize) -> Result<ResponseHead, FetchError> {
     let mut fields = vec![httparse::EMPTY_HEADER; max_fields];
     let mut resp = httparse::Response::new(&mut fields);
     let mut config = httparse::ParserConfig::default();

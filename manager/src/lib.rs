@@ -29,15 +29,24 @@
 //! that lives in [`service`].
 
 pub mod blacklist;
+#[cfg(feature = "store")]
 pub mod config;
+#[cfg(feature = "store")]
 pub mod frontier;
+#[cfg(feature = "store")]
 mod outcomes;
+#[cfg(feature = "store")]
 pub mod politeness;
+#[cfg(feature = "store")]
 mod requests;
 pub mod robots;
+#[cfg(feature = "store")]
 pub mod service;
 
 pub use blacklist::{Blacklist, BlacklistEntry};
+#[cfg(feature = "store")]
 pub use config::FrontierConfig;
+#[cfg(feature = "store")]
 pub use frontier::{Frontier, FrontierError, FrontierStats, HostState, wall_clock_ms};
+#[cfg(feature = "store")]
 pub use service::{ManagerConfig, ManagerError, Settings, bind, run, run_with_admin};

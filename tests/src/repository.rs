@@ -5,12 +5,12 @@
 //! Batches are moved into the repository with a rename, so a file seen here is
 //! complete; files being written live in `<repo>/.tmp/` and are never read.
 
-use std::collections::{BTreeMap, HashSet};
+use std::collections::{BTreeMap, HashMap, HashSet};
 use std::fs::File;
 use std::io::BufReader;
 use std::path::{Path, PathBuf};
 
-use spool::warc::{Record, RecordType, WarcReader};
+use spool::warc::{DEPTH_FIELD, Record, RecordType, WarcReader};
 
 /// The response records of a repository.
 #[derive(Debug, Clone, Default)]
@@ -23,6 +23,9 @@ pub struct RepoScan {
     pub by_status: BTreeMap<u16, usize>,
     /// `WARC-Target-URI`s of the responses with status 200.
     pub ok_urls: HashSet<String>,
+    /// The `Polycrawl-Depth` of every response record that has one, by
+    /// `WARC-Target-URI` (a URL stored twice has two entries).
+    pub depths: HashMap<String, Vec<u32>>,
 }
 
 impl RepoScan {
@@ -51,6 +54,12 @@ impl RepoScan {
                 }
                 scan.responses += 1;
                 let status = http_status(&rec.block).unwrap_or(0);
+                let depth = rec.headers.get(DEPTH_FIELD).map(str::parse::<u32>);
+                if let (Some(uri), Some(depth)) = (rec.headers.target_uri(), depth) {
+                    let depth =
+                        depth.map_err(|e| format!("{}: {uri} depth: {e}", path.display()))?;
+                    scan.depths.entry(uri.to_owned()).or_default().push(depth);
+                }
                 *scan.by_status.entry(status).or_default() += 1;
                 if status == 200 {
                     if let Some(uri) = rec.headers.target_uri() {

@@ -251,6 +251,48 @@ fn app_killed_mid_crawl_restarts_and_loses_no_url() {
         over_twice.is_empty(),
         "URLs fetched more than twice: {over_twice:?}"
     );
+    // Depths survive the restart: they travel with the URL (request-file hint, WARC
+    // field), so a page requested by run 1 and fetched in run 2 keeps its depth. No
+    // path is shorter than the web's breadth-first level, and only seeds are depth 0.
+    let seeds: HashSet<String> = ws.seeds().into_iter().collect();
+    let level: HashMap<String, u32> = ws
+        .manifest()
+        .into_iter()
+        .map(|r| (r.url, r.depth))
+        .collect();
+    let mut wrong_depth = Vec::new();
+    for url in &expected {
+        let Some(depths) = scan.depths.get(url) else {
+            wrong_depth.push(format!("{url}: no depth field"));
+            continue;
+        };
+        let bfs = level.get(url).copied().unwrap_or(0);
+        for &d in depths {
+            let seed = seeds.contains(url);
+            if (seed && d != 0) || (!seed && (d == 0 || d < bfs)) {
+                wrong_depth.push(format!("{url}: depth {d}, level {bfs}, seed {seed}"));
+            }
+        }
+    }
+    let deep = expected
+        .iter()
+        .filter_map(|u| scan.depths.get(u))
+        .flatten()
+        .filter(|&&d| d > 1)
+        .count();
+    eprintln!(
+        "depths: {deep} pages deeper than 1, {} wrong",
+        wrong_depth.len()
+    );
+    assert!(
+        wrong_depth.is_empty(),
+        "pages stored with a wrong depth after the restart: {:?}",
+        wrong_depth.iter().take(10).collect::<Vec<_>>()
+    );
+    assert!(
+        deep > 0,
+        "no page deeper than 1: the web is too shallow to check depths"
+    );
     let errors = sys.error_lines();
     assert!(errors.is_empty(), "ERROR lines:\n{}", errors.join("\n"));
 }

@@ -15,14 +15,28 @@
 //! `base + per_site` URLs at most.
 //!
 //! Memory: one entry per host with URLs requested or linked from elsewhere, each
-//! with at most `(max - base) / per_site + 1` site hashes. Kept in memory only:
-//! after a restart the counts start again from zero, so a trap can cost one budget
-//! per restart.
+//! with at most `(max - base) / per_site + 1` site hashes.
+//!
+//! Restarts: the crawl loop saves the counts ([`HostBudgets::write_to`], the file
+//! `<state_dir>/budgets` of `state.rs`) right after it records a published
+//! generation, at most every [`SAVE_INTERVAL`] and at every checkpoint, and reads
+//! them back at start ([`HostBudgets::read_from`]). So saved counts only ever cover
+//! URLs whose request files are recorded as published: after a crash a host may
+//! get up to `SAVE_INTERVAL` of requests again, never fewer than its budget (a
+//! URL re-inserted after the crash is not counted twice). Seed marks are not saved:
+//! they come from the seeds at every start.
 //!
 //! This module never reads or writes files; the crawl loop feeds it.
 
 use std::collections::{HashMap, HashSet};
 use std::hash::{BuildHasher, BuildHasherDefault, DefaultHasher};
+use std::time::Duration;
+
+/// Longest time between two saves of the counts (see the module docs).
+pub(crate) const SAVE_INTERVAL: Duration = Duration::from_secs(10);
+
+/// First line of the saved counts.
+const FORMAT_LINE: &str = "polycrawl-budgets 1";
 
 /// The budget rule's settings (see the module docs).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -178,6 +192,66 @@ impl HostBudgets {
         self.cut
     }
 
+    /// The counts as text: a format line, then per host with any count
+    /// `host<TAB>requested<TAB>cut<TAB>site hashes` (hex, comma-separated).
+    pub(crate) fn write_to(&self, out: &mut String) {
+        use std::fmt::Write as _;
+        out.push_str(FORMAT_LINE);
+        out.push('\n');
+        for (host, b) in &self.hosts {
+            if b.requested == 0 && b.cut == 0 && b.sites.is_empty() {
+                continue;
+            }
+            let Ok(host) = std::str::from_utf8(host) else {
+                continue;
+            };
+            let _ = write!(out, "{host}\t{}\t{}\t", b.requested, b.cut);
+            for (i, site) in b.sites.iter().enumerate() {
+                let sep = if i == 0 { "" } else { "," };
+                let _ = write!(out, "{sep}{site:x}");
+            }
+            out.push('\n');
+        }
+    }
+
+    /// Adds counts saved by [`write_to`](Self::write_to) (to a new set, before
+    /// the seeds are marked). Err: the first bad line.
+    pub(crate) fn read_from(&mut self, text: &str) -> Result<(), String> {
+        let mut lines = text.lines();
+        if lines.next() != Some(FORMAT_LINE) {
+            return Err(format!("first line is not {FORMAT_LINE:?}"));
+        }
+        let needed = self.sites_needed;
+        for line in lines.filter(|l| !l.is_empty()) {
+            let bad = || line.chars().take(100).collect::<String>();
+            let mut fields = line.split('\t');
+            let (Some(host), Some(requested), Some(cut), Some(sites), None) = (
+                fields.next(),
+                fields.next(),
+                fields.next(),
+                fields.next(),
+                fields.next(),
+            ) else {
+                return Err(bad());
+            };
+            let requested: u64 = requested.parse().map_err(|_| bad())?;
+            let cut: u64 = cut.parse().map_err(|_| bad())?;
+            if host.is_empty() {
+                return Err(bad());
+            }
+            let b = self.entry(host.as_bytes());
+            b.requested = requested;
+            b.cut = cut;
+            for site in sites.split(',').filter(|s| !s.is_empty()) {
+                let hash = u64::from_str_radix(site, 16).map_err(|_| bad())?;
+                if b.sites.len() < needed {
+                    b.sites.insert(hash);
+                }
+            }
+        }
+        Ok(())
+    }
+
     /// The `n` hosts with the most URLs cut, most first.
     pub(crate) fn most_cut(&self, n: usize) -> Vec<HostCut> {
         let mut cut: Vec<HostCut> = self
@@ -211,6 +285,42 @@ mod tests {
 
     fn admitted(b: &mut HostBudgets, host: &[u8], n: usize) -> usize {
         (0..n).filter(|_| b.admit(host).0).count()
+    }
+
+    #[test]
+    fn saved_counts_come_back_after_a_restart() {
+        let mut b = HostBudgets::new(RULE);
+        let host = b"test.trap.www";
+        b.linked(host, b"test.a");
+        assert_eq!(
+            admitted(&mut b, host, 4),
+            4,
+            "base 3 + 2 for one site, 1 left"
+        );
+        b.linked(b"test.other", b"test.b");
+        let mut text = String::new();
+        b.write_to(&mut text);
+
+        let mut again = HostBudgets::new(RULE);
+        again.read_from(&text).unwrap();
+        assert_eq!(again.linking_sites(host), 1);
+        assert_eq!(again.linking_sites(b"test.other"), 1);
+        // One URL left of 5, as before the restart; the same site linking again
+        // does not raise it.
+        again.linked(host, b"test.a");
+        assert_eq!(admitted(&mut again, host, 3), 1);
+        assert_eq!(again.most_cut(1)[0].cut, 2);
+
+        let mut bad = HostBudgets::new(RULE);
+        assert!(bad.read_from("something else\n").is_err());
+        let err = bad
+            .read_from("polycrawl-budgets 1\ntest.a\tx\t0\t\n")
+            .unwrap_err();
+        assert!(err.starts_with("test.a"), "{err}");
+        assert!(
+            bad.read_from("polycrawl-budgets 1\ntest.a\t1\t0\tzz\n")
+                .is_err()
+        );
     }
 
     #[test]

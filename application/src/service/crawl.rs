@@ -22,13 +22,13 @@ use tokio_util::sync::CancellationToken;
 use tracing::{info, warn};
 use url::Url;
 
-use super::budget::{HostBudgets, site_of};
+use super::budget::{self, HostBudgets, site_of};
 use super::config::AppConfig;
 use super::control::ProgressSeen;
 use super::error::AppError;
 use super::pages::BatchReader;
 use super::scope::Scope;
-use super::state::Progress;
+use super::state::{self, Progress};
 use super::summary::{End, Summary};
 use super::unshuffle::{key_host, unshuffle};
 use crate::canon::key::{reversed_host_key, url_from_key};
@@ -81,6 +81,8 @@ pub(crate) struct Crawl {
     reader: BatchReader,
     awaiting: Vec<Awaiting>,
     budgets: HostBudgets,
+    /// When the budgets were last saved (`None`: not this run).
+    budgets_saved: Option<Instant>,
     seeds: Vec<String>,
     seeds_generation: Option<u64>,
     input_generation: Option<u64>,
@@ -116,6 +118,15 @@ impl Crawl {
             source,
         })?;
         let progress = Progress::load(&state_dir)?.unwrap_or_default();
+        let mut budgets = HostBudgets::new(config.budget_rule());
+        if let Some(text) = state::load_budgets(&state_dir)? {
+            budgets
+                .read_from(&text)
+                .map_err(|line| AppError::BadState {
+                    path: state::budgets_path(&state_dir),
+                    line,
+                })?;
+        }
         let seen = SeenSet::open_at(
             &state_dir.join("seen"),
             progress.last_published,
@@ -152,7 +163,8 @@ impl Crawl {
             progress,
             repo,
             awaiting: Vec::new(),
-            budgets: HostBudgets::new(config.budget_rule()),
+            budgets,
+            budgets_saved: None,
             seeds,
             seeds_generation: None,
             input_generation: None,
@@ -530,6 +542,13 @@ impl Crawl {
         }
         self.progress.save(&self.state_dir)?;
         self.stats_unsaved = false;
+        // Only now: saved budgets never count a URL whose generation is not recorded.
+        if self
+            .budgets_saved
+            .is_none_or(|at| at.elapsed() >= budget::SAVE_INTERVAL)
+        {
+            self.save_budgets()?;
+        }
         self.seen.release(generation)?;
         info!(generation, urls = requested, "app: published new URLs");
         self.finish_inputs()?;
@@ -571,11 +590,26 @@ impl Crawl {
     /// Merges and publishes everything buffered (shutdown, end of crawl).
     fn checkpoint(&mut self) -> Result<(), AppError> {
         self.seen.flush()?;
+        let mut recorded = true;
         while let Some(batch) = self.seen.try_recv_new()? {
-            self.publish(batch)?;
+            recorded &= self.publish(batch)?;
+        }
+        if recorded {
+            // Every admitted URL's generation is recorded.
+            self.save_budgets()?;
         }
         self.finish_inputs()?;
         self.save_stats()
+    }
+
+    /// Saves the host budgets (see `budget.rs`: only when every URL they count has
+    /// its generation recorded).
+    fn save_budgets(&mut self) -> Result<(), AppError> {
+        let mut text = String::new();
+        self.budgets.write_to(&mut text);
+        state::save_budgets(&self.state_dir, &text)?;
+        self.budgets_saved = Some(Instant::now());
+        Ok(())
     }
 
     fn summary(&self, end: End) -> Summary {

@@ -58,10 +58,14 @@
 //! - Outcome files are counted, the counts saved, then the file deleted; a crash in
 //!   between counts one file twice (counts are statistics, not URLs).
 //!
-//! Known limits: the depth of a page comes from an in-memory map of outstanding
-//! requests (memory O(URLs in flight)); after a restart the pages of URLs requested
-//! before it are taken as depth 0. `max_pages_per_host` counts per run. The page
-//! count misses a batch stored just before a crash (saved right after the ingest).
+//! Depths travel with the URL (the request file's `depth` hint, carried by the
+//! downloader into the page's WARC record), so the app holds nothing per URL in
+//! flight and a restart keeps them (`tests/tests/app_crash.rs` checks).
+//! Host budgets (and `max_pages_per_host`) are saved in `<state_dir>/budgets` after
+//! a recorded generation (at most every 10 s, and at checkpoints) and survive a
+//! restart; a crash forgets at most the last 10 s of counts, never over-counts.
+//! Known limits: the page count misses a batch stored just before a crash (saved
+//! right after the ingest).
 
 mod budget;
 pub mod config;

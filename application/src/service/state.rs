@@ -111,6 +111,34 @@ impl Progress {
     }
 }
 
+/// Path of the saved host budgets (see `budget.rs`).
+pub(crate) fn budgets_path(state_dir: &Path) -> PathBuf {
+    state_dir.join("budgets")
+}
+
+/// Reads the saved host budgets; `None` before the first save.
+pub(crate) fn load_budgets(state_dir: &Path) -> Result<Option<String>, AppError> {
+    let path = budgets_path(state_dir);
+    match fs::read_to_string(&path) {
+        Ok(text) => Ok(Some(text)),
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(None),
+        Err(source) => Err(AppError::File { path, source }),
+    }
+}
+
+/// Replaces the saved host budgets durably (temp file, fsync, rename).
+pub(crate) fn save_budgets(state_dir: &Path, text: &str) -> Result<(), AppError> {
+    let tmp = state_dir.join("budgets.tmp");
+    let io = |source| AppError::File {
+        path: tmp.clone(),
+        source,
+    };
+    let mut file = File::create(&tmp).map_err(io)?;
+    file.write_all(text.as_bytes()).map_err(io)?;
+    durable_rename(file, &tmp, &budgets_path(state_dir))?;
+    Ok(())
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -66,6 +66,10 @@ pub(crate) struct Held {
     pub app: AppId,
     /// The URL.
     pub url: String,
+    /// The request's `depth` hint, kept for a requeue.
+    pub depth: Option<u32>,
+    /// The request's `hops` hint, kept for a requeue.
+    pub hops: Option<u32>,
 }
 
 #[derive(Debug)]
@@ -242,6 +246,8 @@ impl Frontier {
             purpose: job.purpose,
             app: job.app.clone(),
             url: job.url.clone(),
+            depth: job.depth,
+            hops: job.hops,
         };
         if !self.jobs.hand_out(job.job, held) {
             tracing::debug!(job = %job.job, "hand-out of a job not out ignored");
@@ -299,7 +305,7 @@ impl Frontier {
             self.on_lost(*job, now_ms)?;
         }
         for page in &pages {
-            self.requeue(&page.app, &page.url, now_ms)?;
+            self.requeue(&page.app, &page.url, (page.depth, page.hops), now_ms)?;
         }
         Ok((out.len(), pages.len()))
     }
@@ -330,6 +336,8 @@ mod tests {
             purpose: FetchPurpose::Page,
             app: app(a),
             url: format!("http://{a}.test/"),
+            depth: Some(1),
+            hops: None,
         }
     }
 

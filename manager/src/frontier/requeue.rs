@@ -6,7 +6,8 @@
 //! once), so the URL is queued again as a *new request*: a new request number, at the
 //! tail of its host's queue, written in one batch with the counters (the page counted
 //! at the report is uncounted, so every URL still ends exactly once in
-//! `pages + outcomes`). A URL that can no longer be fetched (its host blacklisted or
+//! `pages + outcomes`). It keeps its `depth` and `hops` hints (the application
+//! reads them back from the stored page); `via`, a log hint, is not kept. A URL that can no longer be fetched (its host blacklisted or
 //! dropped meanwhile) ends with that outcome instead, as it would when loaded.
 //!
 //! This module must never touch a host's state beyond what loading does: a known host
@@ -28,7 +29,14 @@ impl Frontier {
     /// host's queue: for a page whose report arrived but whose batch was never
     /// committed (its downloader died). Returns false if the URL ended with an
     /// outcome instead (invalid, blacklisted, or its host dropped meanwhile).
-    pub fn requeue(&mut self, app: &AppId, url: &str, now_ms: u64) -> Result<bool, FrontierError> {
+    /// `(depth, hops)` are the job's hints, queued again with the URL.
+    pub fn requeue(
+        &mut self,
+        app: &AppId,
+        url: &str,
+        (depth, hops): (Option<u32>, Option<u32>),
+        now_ms: u64,
+    ) -> Result<bool, FrontierError> {
         let mut batch = Batch::default();
         let reqno = self.next_reqno;
         self.next_reqno += 1;
@@ -89,9 +97,9 @@ impl Frontier {
             reqno,
             app: app.clone(),
             url: url.to_owned(),
-            depth: None,
+            depth,
             via: None,
-            hops: None,
+            hops,
         };
         batch.put(Cf::Queue, queue_key(id, seq).to_vec(), &entry);
         self.counters.app(app).queued += 1;
@@ -183,6 +191,16 @@ mod tests {
 
     /// Publishes one request file of `urls` for `app`.
     fn publish_requests(spool: &Spool, app: &spool::AppId, urls: &[&str]) {
+        let urls: Vec<_> = urls.iter().map(|u| (*u, None, None)).collect();
+        publish_hinted(spool, app, &urls);
+    }
+
+    /// Publishes one request file of `(url, depth, hops)` for `app`.
+    fn publish_hinted(
+        spool: &Spool,
+        app: &spool::AppId,
+        urls: &[(&str, Option<u32>, Option<u32>)],
+    ) {
         let publisher = Publisher::new(
             spool.requests(app).unwrap(),
             ComponentId::new("test").unwrap(),
@@ -190,8 +208,13 @@ mod tests {
         .unwrap();
         let priority = Priority::NORMAL;
         let mut w = RequestWriter::new(Vec::new(), RequestHeader { priority }).unwrap();
-        for url in urls {
-            w.write(url, &Hints::default()).unwrap();
+        for &(url, depth, hops) in urls {
+            let hints = Hints {
+                depth,
+                hops,
+                ..Hints::default()
+            };
+            w.write(url, &hints).unwrap();
         }
         let bytes = w.finish().unwrap();
         publisher
@@ -205,7 +228,14 @@ mod tests {
         let spool = Spool::new(dir.path().join("spool"));
         let db = dir.path().join("db");
         let app = spool::AppId::new("bfs").unwrap();
-        publish_requests(&spool, &app, &["http://a.test/1", "http://a.test/2"]);
+        publish_hinted(
+            &spool,
+            &app,
+            &[
+                ("http://a.test/1", Some(3), Some(1)),
+                ("http://a.test/2", Some(4), None),
+            ],
+        );
 
         let mut f = Frontier::open(&db, spool.clone(), config()).unwrap();
         let first = pages(&mut f, T0);
@@ -216,12 +246,24 @@ mod tests {
         assert_eq!(f.stats().urls_queued, 1);
 
         // The downloader died before committing the page: put it back.
-        assert!(f.requeue(&app, "http://a.test/1", T0 + 1).unwrap());
+        assert_eq!((first[0].depth, first[0].hops), (Some(3), Some(1)));
+        assert!(
+            f.requeue(
+                &app,
+                "http://a.test/1",
+                (first[0].depth, first[0].hops),
+                T0 + 1
+            )
+            .unwrap()
+        );
         let progress = f.app_progress(&app);
         assert_eq!((progress.pages_total, progress.queued_urls), (0, 2));
         // A URL of a blacklisted host ends with an outcome instead.
         f.blacklist_add("b.test".parse().unwrap()).unwrap();
-        assert!(!f.requeue(&app, "http://b.test/x", T0 + 1).unwrap());
+        assert!(
+            !f.requeue(&app, "http://b.test/x", (None, None), T0 + 1)
+                .unwrap()
+        );
         drop(f); // kill -9
 
         let mut f = Frontier::open(&db, spool, config()).unwrap();
@@ -230,10 +272,17 @@ mod tests {
             let now = T0 + 10 + step;
             for job in pages(&mut f, now) {
                 assert!(f.on_report(&stored(&job), now).unwrap());
-                fetched.push(job.url);
+                fetched.push((job.url, job.depth, job.hops));
             }
         }
-        assert_eq!(fetched, ["http://a.test/2", "http://a.test/1"]);
+        // The requeued URL keeps its depth and hops hints.
+        assert_eq!(
+            fetched,
+            [
+                ("http://a.test/2".to_owned(), Some(4), None),
+                ("http://a.test/1".to_owned(), Some(3), Some(1)),
+            ]
+        );
         let progress = f.app_progress(&app);
         assert_eq!(progress.pages_total, 2);
         assert_eq!(progress.outcomes_total, 1);

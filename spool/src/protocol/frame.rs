@@ -12,9 +12,9 @@ pub(crate) const HEADER_LEN: usize = 4;
 
 /// Splits a byte stream into frame bodies of at most `max` bytes.
 #[derive(Debug, Clone)]
-pub(crate) struct FrameCodec {
+pub struct FrameCodec {
     /// Largest accepted body, in bytes.
-    pub(crate) max: u32,
+    pub max: u32,
 }
 
 impl FrameCodec {

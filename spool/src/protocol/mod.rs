@@ -165,6 +165,7 @@ pub use error::ProtocolError;
 pub use fetch::{
     FetchJob, FetchLimits, FetchPurpose, FetchReport, FetchResult, JobId, StoredPage, Timing,
 };
+pub use frame::FrameCodec;
 pub use handshake::{Limits, ServerConfig, client_handshake, server_handshake};
 pub use message::{ByeReason, Hello, Load, Message, Role, Welcome};
 pub use preamble::{MAGIC, MAX_REASON_LEN, PREAMBLE_LEN, RefusalCode, encode_refusal, preamble};
