@@ -137,7 +137,7 @@ struct AppArgs {
     #[arg(long, value_name = "N")]
     max_pages: Option<u64>,
     /// This part of a split crawl (0 .. --parts - 1), overriding app.part; the
-    /// id (--app) must end in -p<PART>.
+    /// id (--app) must end in -pI (I = --part).
     #[arg(long, value_name = "I")]
     part: Option<u32>,
     /// The number of parts the crawl is split into, overriding app.parts.

@@ -172,10 +172,11 @@ mod tests {
     use super::*;
 
     fn scan(urls: &[&str]) -> RepoScan {
-        let mut s = RepoScan::default();
-        s.ok_urls = urls.iter().map(|u| (*u).to_owned()).collect();
-        s.responses = urls.len() as u64;
-        s
+        RepoScan {
+            ok_urls: urls.iter().map(|u| (*u).to_owned()).collect(),
+            responses: urls.len() as u64,
+            ..RepoScan::default()
+        }
     }
 
     #[test]
