@@ -5,6 +5,15 @@
 //! `POLYCRAWL_ADMIN_TOKEN`) and the manager's address, which it prints when it
 //! listens on a port chosen by the kernel.
 //!
+//! **Split crawls** ([`Plan::systems`], [`Plan::parts`]): S crawling systems, each a
+//! manager (`manager`, `manager-s1`, ...) with its own spool ([`Layout::spool_of`]),
+//! state and resolver, the downloaders dealt round-robin among them; and K
+//! application parts (`app-p0`, ...), part I registered with system I % S only and
+//! given its own id (`<app>-pI`), state and repository. The parts exchange URLs
+//! through the first system's spool (`app.exchange_root`). The run is complete
+//! when every part has exited with its crawl complete. The progress display adds
+//! up the managers' counts; the admin page announced is the first manager's.
+//!
 //! Start order: manager (wait for `manager listening addr=` and, when the admin
 //! page is on, `manager admin listening addr=`), resolver, downloaders,
 //! application. The admin token is random per run and written to
