@@ -459,6 +459,27 @@ mod tests {
     }
 
     #[test]
+    fn part_ids_and_modes_are_checked() {
+        let mut c = AppConfig {
+            app: "bfs-p2".into(),
+            parts: 4,
+            part: 2,
+            ..AppConfig::default()
+        };
+        assert_eq!(c.part_stem().unwrap().as_deref(), Some("bfs"));
+        c.app = "bfs".into();
+        assert!(c.part_stem().is_err(), "the id must name the part");
+        c.part = 4;
+        assert!(c.scope().is_err(), "part out of range");
+        c.parts = 1;
+        c.part = 0;
+        assert_eq!(c.part_stem().unwrap(), None);
+        assert_eq!("cross-over".parse::<PartMode>(), Ok(PartMode::Crossover));
+        assert_eq!("firewall".parse::<PartMode>(), Ok(PartMode::Firewall));
+        assert!("both".parse::<PartMode>().is_err());
+    }
+
+    #[test]
     fn host_keeps_non_default_ports() {
         let u = Url::parse("http://A.example:8080/x").unwrap();
         assert_eq!(host_of(&u), "a.example:8080");
