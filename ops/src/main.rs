@@ -165,6 +165,24 @@ struct AppArgs {
     /// Stop after this many stored pages, overriding app.max_pages.
     #[arg(long, value_name = "N")]
     max_pages: Option<u64>,
+    /// This part of a split crawl (0 .. --parts - 1), overriding app.part; the
+    /// id (--app) must end in -pI (I = --part).
+    #[arg(long, value_name = "I")]
+    part: Option<u32>,
+    /// The number of parts the crawl is split into, overriding app.parts.
+    #[arg(long, value_name = "K")]
+    parts: Option<u32>,
+    /// What a part does with links to hosts it does not own: exchange, firewall
+    /// or crossover, overriding app.part_mode.
+    #[arg(long, value_name = "MODE")]
+    mode: Option<application::service::PartMode>,
+    /// An assignment file (`polycrawl assign`), overriding app.assignment_file.
+    #[arg(long, value_name = "FILE")]
+    assignment: Option<PathBuf>,
+    /// The spool root whose exchange/ folders every part shares, overriding
+    /// app.exchange_root.
+    #[arg(long, value_name = "DIR")]
+    exchange_root: Option<PathBuf>,
 }
 
 #[derive(Debug, clap::Args)]
@@ -431,6 +449,21 @@ fn app_command(args: AppArgs) -> anyhow::Result<()> {
     }
     if let Some(v) = args.max_pages {
         app.max_pages = v;
+    }
+    if let Some(v) = args.part {
+        app.part = v;
+    }
+    if let Some(v) = args.parts {
+        app.parts = v;
+    }
+    if let Some(v) = args.mode {
+        app.part_mode = v;
+    }
+    if let Some(v) = args.assignment {
+        app.assignment_file = Some(v);
+    }
+    if let Some(v) = args.exchange_root {
+        app.exchange_root = Some(v);
     }
     if let Some(root) = args.spool {
         config.spool.root = root;

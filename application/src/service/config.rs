@@ -92,6 +92,52 @@ pub struct AppConfig {
     /// manager shares this machine's file system view (`polycrawl crawl` and `demo`
     /// set it). Default 1000.
     pub idle_check_ms: u64,
+    /// The number of application parts the crawl is split into (Polybot section
+    /// 2.4): 1 is an unsplit crawl. With K > 1 the id `app` must end in `-p<part>`;
+    /// the other parts are `<stem>-p0` .. `<stem>-p<K-1>`. Default 1.
+    pub parts: u32,
+    /// This part, `0..parts`. Default 0.
+    pub part: u32,
+    /// What a part does with links to hosts another part owns (see
+    /// [`PartMode`]). Default `exchange`.
+    pub part_mode: PartMode,
+    /// An assignment file (`polycrawl assign`): host to part; hosts it does not
+    /// name go by the hash. Default none (hash only).
+    pub assignment_file: Option<PathBuf>,
+    /// The spool root whose `exchange/<app>/` folders and `parts/` status files
+    /// every part shares (each part may have its own spool, one per crawling
+    /// system). Default none: this part's own spool root.
+    pub exchange_root: Option<PathBuf>,
+    /// Most URLs in one exchange file. Default 1000.
+    pub exchange_urls_per_file: usize,
+}
+
+/// What a part does with links to hosts it does not own (Cho and Garcia-Molina,
+/// section 3: firewall, cross-over and exchange modes).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, Default)]
+#[serde(rename_all = "lowercase")]
+pub enum PartMode {
+    /// Sent to the owner in exchange files: no overlap, full coverage.
+    #[default]
+    Exchange,
+    /// Dropped: no overlap, no communication, coverage may suffer.
+    Firewall,
+    /// Kept, and requested by this part itself once its own frontier is dry:
+    /// full coverage, overlap allowed.
+    Crossover,
+}
+
+impl std::str::FromStr for PartMode {
+    type Err = String;
+
+    fn from_str(s: &str) -> Result<Self, String> {
+        match s {
+            "exchange" => Ok(Self::Exchange),
+            "firewall" => Ok(Self::Firewall),
+            "crossover" | "cross-over" => Ok(Self::Crossover),
+            _ => Err(format!("{s:?}: expected exchange, firewall or crossover")),
+        }
+    }
 }
 
 impl Default for AppConfig {
@@ -124,6 +170,12 @@ impl Default for AppConfig {
             batches_per_claim: 8,
             scan_interval_ms: 1000,
             idle_check_ms: 1000,
+            parts: 1,
+            part: 0,
+            part_mode: PartMode::Exchange,
+            assignment_file: None,
+            exchange_root: None,
+            exchange_urls_per_file: 1000,
         }
     }
 }
@@ -158,6 +210,34 @@ impl AppConfig {
         }
     }
 
+    /// For a split crawl (`parts > 1`), the stem of the parts' ids (`bfs` for
+    /// `bfs-p2`); `None` for an unsplit one. Checks `part < parts` and the id.
+    pub fn part_stem(&self) -> Result<Option<String>, AppError> {
+        if self.parts == 0 || self.part >= self.parts {
+            return Err(invalid(
+                "part",
+                format!(
+                    "part {} of {}: need 0 <= part < parts",
+                    self.part, self.parts
+                ),
+            ));
+        }
+        if self.parts == 1 {
+            return Ok(None);
+        }
+        let suffix = format!("-p{}", self.part);
+        match self.app.strip_suffix(&suffix) {
+            Some(stem) if !stem.is_empty() => Ok(Some(stem.to_owned())),
+            _ => Err(invalid(
+                "app",
+                format!(
+                    "{:?}: the id of part {} of a split crawl must end in {suffix:?}",
+                    self.app, self.part
+                ),
+            )),
+        }
+    }
+
     /// Seen-set settings.
     pub fn seen(&self) -> SeenConfig {
         SeenConfig {
@@ -176,6 +256,7 @@ impl AppConfig {
             ("max_url_len", self.max_url_len),
             ("max_body_bytes", self.max_body_bytes),
             ("batches_per_claim", self.batches_per_claim),
+            ("exchange_urls_per_file", self.exchange_urls_per_file),
         ] {
             if value == 0 {
                 return Err(invalid(field, "must be at least 1".into()));
@@ -198,6 +279,15 @@ impl AppConfig {
             return Err(invalid(
                 "session_params",
                 format!("{bad:?} is not a parameter name (empty, or holds = & ; / ? #)"),
+            ));
+        }
+        if self.parts == 0 || self.part >= self.parts {
+            return Err(invalid(
+                "part",
+                format!(
+                    "part {} of {}: need 0 <= part < parts",
+                    self.part, self.parts
+                ),
             ));
         }
         self.seen()

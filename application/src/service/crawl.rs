@@ -11,7 +11,7 @@ use std::time::{Duration, Instant};
 
 use spool::claim::{Claimed, Consumer};
 use spool::discover::{Discovery, Waker};
-use spool::formats::{Hints, OutcomeReader, RequestHeader, RequestWriter};
+use spool::formats::{ExchangeReader, Hints, OutcomeReader, RequestHeader, RequestWriter};
 use spool::name::{FileKind, Priority};
 use spool::protocol::{Message, SpoolArea};
 use spool::publish::Publisher;
@@ -24,8 +24,10 @@ use url::Url;
 
 use super::budget::{self, HostBudgets, site_of};
 use super::config::AppConfig;
+use super::config::PartMode;
 use super::control::ProgressSeen;
 use super::error::AppError;
+use super::exchange::{Foreign, Parts, quiet};
 use super::pages::BatchReader;
 use super::scope::Scope;
 use super::state::{self, Progress};
@@ -56,6 +58,19 @@ pub(crate) struct ManagerLink {
 /// Longest pause between looks while a merge runs (its end raises no event).
 const MERGE_POLL: Duration = Duration::from_millis(2);
 
+/// Longest pause between looks at the exchange folder when idle in a split crawl.
+const EXCHANGE_POLL: Duration = Duration::from_millis(50);
+
+/// What the parts' end-of-crawl rule says (see [`super::exchange`]).
+enum PartsVerdict {
+    /// The crawl is over for this part.
+    Done,
+    /// Cross-over URLs were requested: the frontier is not dry any more.
+    Released,
+    /// Not yet: look again after a while.
+    Wait,
+}
+
 /// A page batch whose links are inserted, waiting for their generation's publication.
 struct Awaiting {
     claimed: Claimed,
@@ -80,6 +95,11 @@ pub(crate) struct Crawl {
     repo: Repository,
     reader: BatchReader,
     awaiting: Vec<Awaiting>,
+    /// Split crawls: this part's exchange state.
+    parts: Option<Parts>,
+    /// Exchange files applied, waiting for their generation's publication
+    /// (the file, its generation, its URLs).
+    exchanged: Vec<(Claimed, u64, u64)>,
     budgets: HostBudgets,
     /// When the budgets were last saved (`None`: not this run).
     budgets_saved: Option<Instant>,
@@ -136,6 +156,7 @@ impl Crawl {
         let scan = Duration::from_millis(config.scan_interval_ms.max(10));
         let pages_discovery = Discovery::new(&pages_dir, scan, true);
         let repo = Repository::open(&config.repository_dir)?;
+        let parts = Parts::open(&config, spool, &app, &id)?;
         let mut seeds = seeds;
         if let Some(path) = &config.seeds_file {
             let text = fs::read_to_string(path).map_err(|source| AppError::File {
@@ -163,6 +184,8 @@ impl Crawl {
             progress,
             repo,
             awaiting: Vec::new(),
+            parts,
+            exchanged: Vec::new(),
             budgets,
             budgets_saved: None,
             seeds,
@@ -214,6 +237,14 @@ impl Crawl {
         }
         let resumed = self.outcomes.resume()?;
         self.outcome_files(resumed)?;
+        let resumed = match &self.parts {
+            Some(p) => p.inbox.resume()?,
+            None => Vec::new(),
+        };
+        for claimed in resumed {
+            self.exchange_file(claimed)?;
+        }
+        self.busy()?;
         // When the manager first answered "idle" (the send time of that sync).
         let mut first_idle: Option<Instant> = None;
         loop {
@@ -222,13 +253,29 @@ impl Crawl {
                 return Ok(self.summary(End::Shutdown));
             }
             let mut worked = false;
-            for claimed in self.pages.claim_batch(self.config.batches_per_claim)? {
+            let batches = self.pages.claim_batch(self.config.batches_per_claim)?;
+            if !batches.is_empty() {
+                self.busy()?;
+            }
+            for claimed in batches {
                 self.page_batch(claimed)?;
                 worked = true;
             }
             let outcome_files = self.outcomes.claim_batch(16)?;
             if !outcome_files.is_empty() {
+                self.busy()?;
                 self.outcome_files(outcome_files)?;
+                worked = true;
+            }
+            let exchange_files = match &self.parts {
+                Some(p) => p.inbox.claim_batch(self.config.batches_per_claim)?,
+                None => Vec::new(),
+            };
+            if !exchange_files.is_empty() {
+                self.busy()?;
+                for claimed in exchange_files {
+                    self.exchange_file(claimed)?;
+                }
                 worked = true;
             }
             while let Some(batch) = self.seen.try_recv_new()? {
@@ -247,7 +294,7 @@ impl Crawl {
             if self.seen.merge_now()? {
                 continue;
             }
-            if self.seen.is_merging() || !self.awaiting.is_empty() {
+            if self.seen.is_merging() || !self.awaiting.is_empty() || !self.exchanged.is_empty() {
                 self.pages_discovery.wait_timeout(MERGE_POLL);
                 continue;
             }
@@ -265,7 +312,11 @@ impl Crawl {
                 Some((_, p)) if p.synced >= seq => Some(p.is_idle()),
                 _ => None,
             };
-            let scan = Duration::from_millis(self.config.scan_interval_ms.max(10));
+            let mut scan = Duration::from_millis(self.config.scan_interval_ms.max(10));
+            if self.parts.is_some() {
+                // Exchange files raise no event here: poll for them.
+                scan = scan.min(EXCHANGE_POLL);
+            }
             match answer {
                 Some(true) => {
                     // A batch or outcome file published just before the answer
@@ -276,6 +327,18 @@ impl Crawl {
                     let confirm = Duration::from_millis(self.config.idle_check_ms);
                     let since = *first_idle.get_or_insert(sent_at);
                     if sent_at >= since + confirm {
+                        match self.parts_done(confirm)? {
+                            PartsVerdict::Done => {}
+                            PartsVerdict::Released => {
+                                first_idle = None;
+                                self.sync_sent = None;
+                                continue;
+                            }
+                            PartsVerdict::Wait => {
+                                self.pages_discovery.wait_timeout(scan);
+                                continue;
+                            }
+                        }
                         self.checkpoint()?;
                         let end = if self.max_pages_reached() {
                             End::MaxPages
@@ -302,6 +365,148 @@ impl Crawl {
         }
     }
 
+    /// In a split crawl, says "busy" in the status file before any work (rule 2
+    /// of the termination argument in [`super::exchange`]).
+    fn busy(&mut self) -> Result<(), AppError> {
+        if let Some(parts) = &mut self.parts {
+            parts.set_idle(false, &self.progress.parts)?;
+        }
+        Ok(())
+    }
+
+    /// Called when the manager holds nothing of ours and our folders are empty:
+    /// whether this part is done. Unsplit and firewall parts are; a cross-over part
+    /// first requests its kept foreign URLs; an exchange part waits for the rule
+    /// over every part's status.
+    fn parts_done(&mut self, confirm: Duration) -> Result<PartsVerdict, AppError> {
+        let Some(parts) = &mut self.parts else {
+            return Ok(PartsVerdict::Done);
+        };
+        match parts.mode {
+            PartMode::Firewall => Ok(PartsVerdict::Done),
+            PartMode::Crossover => {
+                let kept = parts.kept()?;
+                if kept.is_empty() || self.max_pages_reached() {
+                    return Ok(PartsVerdict::Done);
+                }
+                let n = self.request_urls(&kept)?;
+                if let Some(parts) = &self.parts {
+                    parts.forget_kept()?;
+                }
+                self.progress.parts.crossed += n;
+                self.progress.urls_requested += n;
+                self.progress.save(&self.state_dir)?;
+                self.stats_unsaved = false;
+                info!(
+                    urls = n,
+                    "app: own frontier dry: requesting kept cross-over URLs"
+                );
+                Ok(PartsVerdict::Released)
+            }
+            PartMode::Exchange => {
+                parts.set_idle(true, &self.progress.parts)?;
+                let first = parts.statuses();
+                if !first.iter().all(|s| s.as_ref().is_some_and(|s| s.idle)) {
+                    return Ok(PartsVerdict::Wait);
+                }
+                if parts.in_flight()? > 0 {
+                    return Ok(PartsVerdict::Wait);
+                }
+                if !confirm.is_zero() {
+                    std::thread::sleep(confirm);
+                }
+                let in_flight = parts.in_flight()?;
+                let second = parts.statuses();
+                if quiet(&first, in_flight, &second) {
+                    Ok(PartsVerdict::Done)
+                } else {
+                    Ok(PartsVerdict::Wait)
+                }
+            }
+        }
+    }
+
+    /// Publishes `urls` (URL, depth) as request files; returns the URLs written.
+    fn request_urls(&mut self, urls: &[(String, u32)]) -> Result<u64, AppError> {
+        let mut requested = 0;
+        for chunk in urls.chunks(self.config.urls_per_request_file) {
+            let header = RequestHeader {
+                priority: self.priority,
+            };
+            let mut w = RequestWriter::new(Vec::new(), header).map_err(format_error)?;
+            for (url, depth) in chunk {
+                let hints = Hints {
+                    depth: Some(*depth),
+                    ..Hints::default()
+                };
+                w.write(url, &hints).map_err(format_error)?;
+            }
+            let data = w.finish().map_err(format_error)?;
+            let path = self
+                .requests
+                .publish(self.priority, FileKind::Requests, &data)?;
+            if let Some(name) = path.file_name().and_then(|n| n.to_str()) {
+                let _ = self.link.outbound.send(Message::Published {
+                    area: SpoolArea::Requests(self.app.clone()),
+                    name: name.to_owned(),
+                });
+            }
+            requested += chunk.len() as u64;
+        }
+        Ok(requested)
+    }
+
+    /// Offers the URLs of one exchange file like links found here (depth from the
+    /// hint); the file is deleted once their generation is published. A file that
+    /// does not parse or is meant for another part or split is quarantined.
+    fn exchange_file(&mut self, claimed: Claimed) -> Result<(), AppError> {
+        let Some(parts) = &self.parts else {
+            return Ok(());
+        };
+        let (own, count) = (parts.own, parts.count);
+        let bytes = claimed.read()?;
+        let mut urls = Vec::new();
+        let parsed = ExchangeReader::new(&bytes[..]).and_then(|r| {
+            let h = r.header();
+            if h.to != own || h.parts != count {
+                return Ok(Err(format!(
+                    "exchange file for part {} of {}, this is part {own} of {count}",
+                    h.to, h.parts
+                )));
+            }
+            for req in r {
+                urls.push(req?);
+            }
+            Ok(Ok(()))
+        });
+        let refused = match parsed {
+            Ok(Ok(())) => None,
+            Ok(Err(why)) => Some(why),
+            Err(e) => Some(e.to_string()),
+        };
+        if let Some(why) = refused {
+            warn!(file = %claimed.name(), error = %why, "app: exchange file quarantined");
+            claimed.quarantine(&why)?;
+            self.quarantined += 1;
+            return Ok(());
+        }
+        self.input_generation = None;
+        let n = urls.len() as u64;
+        for req in urls {
+            match canon::parse(&req.url, None, &self.canon) {
+                Ok(url) => {
+                    let depth = req.hints.depth.unwrap_or(0);
+                    let hops = req.hints.hops.unwrap_or(0);
+                    self.offer(&url, depth, hops, None)?;
+                }
+                Err(e) => warn!(url = %req.url, error = %e, "app: exchanged URL rejected"),
+            }
+        }
+        let generation = self.input_done();
+        self.exchanged.push((claimed, generation, n));
+        Ok(())
+    }
+
     /// Saves the progress file if only statistics changed since the last save.
     fn save_stats(&mut self) -> Result<(), AppError> {
         if self.stats_unsaved {
@@ -313,7 +518,13 @@ impl Crawl {
 
     /// `pages/<app>/` and `outcomes/<app>/` hold no file. O(files listed).
     fn folders_empty(&self) -> Result<bool, AppError> {
-        Ok(self.pages.dir().list()?.is_empty() && self.outcomes.dir().list()?.is_empty())
+        let inbox_empty = match &self.parts {
+            Some(p) => p.inbox.dir().list()?.is_empty(),
+            None => true,
+        };
+        Ok(self.pages.dir().list()?.is_empty()
+            && self.outcomes.dir().list()?.is_empty()
+            && inbox_empty)
     }
 
     /// Sends a `SyncProgress`; returns its sequence number and when it was sent.
@@ -463,7 +674,27 @@ impl Crawl {
         let stopping = self.max_pages_reached();
         let mut entries: Vec<(&[u8], u32, u32)> = Vec::with_capacity(batch.len());
         let cut_before = self.budgets.cut();
+        let mut foreign: Vec<(u32, Foreign)> = Vec::new();
         for (key, payload) in batch.iter() {
+            let word = |at: usize| {
+                payload
+                    .get(at..at + 4)
+                    .and_then(|b| b.try_into().ok())
+                    .map_or(0, u32::from_le_bytes)
+            };
+            if let Some(parts) = &self.parts {
+                let Some(url) = std::str::from_utf8(key)
+                    .ok()
+                    .and_then(|k| url_from_key(k).ok())
+                else {
+                    continue;
+                };
+                let owner = parts.owner(&url);
+                if owner != parts.own {
+                    foreign.push((owner, (url.to_string(), word(0), word(4))));
+                    continue;
+                }
+            }
             let host = key_host(key);
             let (admitted, first_cut) = self.budgets.admit(host);
             if let Some(budget) = first_cut {
@@ -477,12 +708,6 @@ impl Crawl {
             if !admitted {
                 continue;
             }
-            let word = |at: usize| {
-                payload
-                    .get(at..at + 4)
-                    .and_then(|b| b.try_into().ok())
-                    .map_or(0, u32::from_le_bytes)
-            };
             entries.push((key, word(0), word(4)));
         }
         self.progress.budget_cut += self.budgets.cut() - cut_before;
@@ -535,6 +760,11 @@ impl Crawl {
                 }
             }
         }
+        if let Some(parts) = &mut self.parts {
+            if !stopping {
+                parts.hand_on(foreign, self.priority, &mut self.progress.parts)?;
+            }
+        }
         self.progress.urls_requested += requested;
         self.progress.last_published = generation;
         if self.seeds_generation.is_some_and(|g| g <= generation) {
@@ -562,6 +792,16 @@ impl Crawl {
             .into_iter()
             .partition(|a| a.generation <= published);
         self.awaiting = waiting;
+        let (applied, waiting): (Vec<_>, Vec<_>) = std::mem::take(&mut self.exchanged)
+            .into_iter()
+            .partition(|(_, g, _)| *g <= published);
+        self.exchanged = waiting;
+        for (claimed, _, urls) in applied {
+            claimed.done()?;
+            self.progress.parts.applied_files += 1;
+            self.progress.parts.applied_urls += urls;
+            self.stats_unsaved = true;
+        }
         if ready.is_empty() {
             return Ok(());
         }
@@ -614,7 +854,7 @@ impl Crawl {
 
     fn summary(&self, end: End) -> Summary {
         Summary {
-            app: self.config.app.clone(),
+            app: self.app.as_str().to_owned(),
             end,
             urls_requested: self.progress.urls_requested,
             pages_stored: self.progress.pages_stored,
@@ -624,6 +864,12 @@ impl Crawl {
             budget_cut: self.progress.budget_cut,
             redirects_cut: self.progress.redirects_cut,
             most_cut: self.budgets.most_cut(5),
+            part: self.parts.as_ref().map(|p| super::summary::PartLine {
+                part: p.own,
+                parts: p.count,
+                mode: p.mode,
+                counters: self.progress.parts.clone(),
+            }),
         }
     }
 }

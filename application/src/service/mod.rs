@@ -41,6 +41,10 @@
 //! one line). With `max_pages`, once that many pages are stored new merges are no
 //! longer published (the outstanding URLs finish) and the crawl ends the same way.
 //!
+//! **Parts.** A crawl split into K parts runs K of these services, each an
+//! ordinary application with its own id; [`exchange`] says what a part does with
+//! links to hosts it does not own and when a split crawl is over.
+//!
 //! # Crash safety: kill -9 at any point loses no URL
 //!
 //! - A page batch stays in our `.claimed/` until its links are published: it is
@@ -72,6 +76,7 @@ pub mod config;
 pub mod control;
 mod crawl;
 pub mod error;
+pub mod exchange;
 pub mod pages;
 pub mod scope;
 pub mod state;
@@ -83,7 +88,7 @@ use tokio::sync::{mpsc, watch};
 use tokio_util::sync::CancellationToken;
 
 pub use budget::HostCut;
-pub use config::AppConfig;
+pub use config::{AppConfig, PartMode};
 pub use control::{ControlSettings, default_id};
 #[doc(hidden)]
 pub use crawl::CrashHook;

@@ -31,6 +31,28 @@ pub struct Progress {
     /// Redirect targets not requested because the chain was over
     /// `max_redirect_hops`.
     pub redirects_cut: u64,
+    /// Parts (see [`super::exchange`]): counters kept across restarts.
+    pub parts: PartCounters,
+}
+
+/// The inter-part counters of one part (statistics: they feed the metrics, never a
+/// decision; the termination rule does not use them).
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct PartCounters {
+    /// Exchange files published to other parts.
+    pub sent_files: u64,
+    /// URLs in them.
+    pub sent_urls: u64,
+    /// Exchange files received and applied.
+    pub applied_files: u64,
+    /// URLs in them.
+    pub applied_urls: u64,
+    /// Foreign URLs dropped (firewall mode).
+    pub dropped: u64,
+    /// Foreign URLs kept for later (cross-over mode).
+    pub kept: u64,
+    /// Kept foreign URLs requested by this part (cross-over mode).
+    pub crossed: u64,
 }
 
 impl Progress {
@@ -62,6 +84,13 @@ impl Progress {
                 "pages_stored" => p.pages_stored = n,
                 "budget_cut" => p.budget_cut = n,
                 "redirects_cut" => p.redirects_cut = n,
+                "parts.sent_files" => p.parts.sent_files = n,
+                "parts.sent_urls" => p.parts.sent_urls = n,
+                "parts.applied_files" => p.parts.applied_files = n,
+                "parts.applied_urls" => p.parts.applied_urls = n,
+                "parts.dropped" => p.parts.dropped = n,
+                "parts.kept" => p.parts.kept = n,
+                "parts.crossed" => p.parts.crossed = n,
                 _ => match key.strip_prefix("outcome.") {
                     Some(reason) => {
                         p.outcomes.insert(reason.to_owned(), n);
@@ -91,6 +120,18 @@ impl Progress {
             self.budget_cut,
             self.redirects_cut
         );
+        let c = &self.parts;
+        text.push_str(&format!(
+            "parts.sent_files={}\nparts.sent_urls={}\nparts.applied_files={}\n\
+             parts.applied_urls={}\nparts.dropped={}\nparts.kept={}\nparts.crossed={}\n",
+            c.sent_files,
+            c.sent_urls,
+            c.applied_files,
+            c.applied_urls,
+            c.dropped,
+            c.kept,
+            c.crossed
+        ));
         for (reason, n) in &self.outcomes {
             text.push_str(&format!("outcome.{reason}={n}\n"));
         }
@@ -152,6 +193,11 @@ mod tests {
             seeds_done: true,
             urls_requested: 12,
             pages_stored: 5,
+            parts: PartCounters {
+                sent_urls: 3,
+                crossed: 2,
+                ..PartCounters::default()
+            },
             ..Progress::default()
         };
         p.count_outcome(OutcomeReason::Timeout);

@@ -39,6 +39,21 @@ pub struct Summary {
     pub redirects_cut: u64,
     /// The hosts with the most URLs cut by their budget (this run), most first.
     pub most_cut: Vec<crate::service::HostCut>,
+    /// In a split crawl: this part, the number of parts, the mode and the counters.
+    pub part: Option<PartLine>,
+}
+
+/// A part's figures in the summary.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct PartLine {
+    /// This part.
+    pub part: u32,
+    /// The number of parts.
+    pub parts: u32,
+    /// What it did with foreign links.
+    pub mode: crate::service::PartMode,
+    /// Its inter-part counters.
+    pub counters: crate::service::state::PartCounters,
 }
 
 impl fmt::Display for Summary {
@@ -63,6 +78,24 @@ impl fmt::Display for Summary {
              redirects cut",
             self.seen_keys, self.batches_quarantined, self.budget_cut, self.redirects_cut
         )?;
+        if let Some(p) = &self.part {
+            let c = &p.counters;
+            write!(
+                f,
+                ", part {} of {} ({:?}): sent {} URLs in {} files, applied {} URLs in {} \
+                 files, dropped {}, kept {}, crossed {}",
+                p.part,
+                p.parts,
+                p.mode,
+                c.sent_urls,
+                c.sent_files,
+                c.applied_urls,
+                c.applied_files,
+                c.dropped,
+                c.kept,
+                c.crossed
+            )?;
+        }
         if !self.most_cut.is_empty() {
             let parts: Vec<String> = self
                 .most_cut

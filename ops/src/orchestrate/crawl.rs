@@ -21,6 +21,7 @@ use anyhow::Context;
 use tokio::runtime::Handle;
 use tokio_util::sync::CancellationToken;
 
+use super::parts::{Metrics, SplitArgs};
 use super::progress::Progress;
 use super::repo_scan::RepoScan;
 use super::summary;
@@ -48,6 +49,10 @@ pub struct CrawlArgs {
     /// When to give up restarting a process that keeps dying.
     #[command(flatten)]
     pub supervision: SupervisionArgs,
+    /// Parts, crawling systems and the mode of a split crawl. (Room for a
+    /// machines flag: each system in its own network namespace.)
+    #[command(flatten)]
+    pub split: SplitArgs,
 }
 
 /// Runs the crawl until it is complete (or `shutdown`), then prints the summary.
@@ -59,6 +64,11 @@ pub fn run(args: CrawlArgs, shutdown: CancellationToken, rt: Handle) -> anyhow::
         .with_context(|| format!("resolving {}", args.seeds.display()))?;
     anyhow::ensure!(seeds.is_file(), "no seeds file at {}", seeds.display());
     config.app.seeds_file = Some(seeds.clone());
+    config.app.part_mode = args.split.mode;
+    config.app.parts = args.split.parts;
+    if args.split.assignment.is_some() {
+        config.app.assignment_file = args.split.assignment.clone();
+    }
     if !config.downloader.allow_private || !config.manager.frontier.allow_private_addresses {
         tracing::info!("private, loopback and link-local addresses are not fetched (config)");
     }
@@ -70,6 +80,8 @@ pub fn run(args: CrawlArgs, shutdown: CancellationToken, rt: Handle) -> anyhow::
         max_pages: args.max_pages,
         expected_pages: None,
         supervision: args.supervision.policy(),
+        systems: args.split.systems,
+        parts: args.split.parts,
     };
     let mut system = System::start(&plan, &shutdown, "crawl")?;
     system.announce_admin(&layout);
@@ -87,13 +99,24 @@ pub fn run(args: CrawlArgs, shutdown: CancellationToken, rt: Handle) -> anyhow::
     if stopped.app_summary.is_some() {
         finished.app_summary = stopped.app_summary.clone();
     }
+    for (i, s) in stopped.part_summaries.iter().enumerate() {
+        if let (Some(s), Some(slot)) = (s, finished.part_summaries.get_mut(i)) {
+            *slot = Some(s.clone());
+        }
+    }
     if !stopped.unclean.is_empty() {
         eprintln!(
             "crawl: did not stop cleanly: {}",
             stopped.unclean.join(", ")
         );
     }
-    let scan = RepoScan::read(&layout.repository)?;
+    let parts = args.split.parts;
+    let scans = layout
+        .repositories(parts)
+        .iter()
+        .map(|r| RepoScan::read(r))
+        .collect::<anyhow::Result<Vec<_>>>()?;
+    let scan = RepoScan::merge(&scans);
     print!(
         "{}",
         summary::render(
@@ -106,6 +129,15 @@ pub fn run(args: CrawlArgs, shutdown: CancellationToken, rt: Handle) -> anyhow::
             None
         )
     );
+    if parts > 1 {
+        let metrics = Metrics::compute(&scans, &finished.part_summaries, None);
+        print!("{}", metrics.render(args.split.mode, args.split.systems));
+        for (i, s) in finished.part_summaries.iter().enumerate() {
+            if let Some(s) = s {
+                println!("part {i}:     {s}");
+            }
+        }
+    }
     match finished.ending {
         Ending::GaveUp(why) => anyhow::bail!("{why}"),
         Ending::Complete | Ending::Interrupted => Ok(()),

@@ -35,6 +35,7 @@ use tokio::runtime::Handle;
 use tokio_util::sync::CancellationToken;
 
 use super::child::Child;
+use super::parts::{Metrics, SplitArgs};
 use super::progress::Progress;
 use super::repo_scan::RepoScan;
 use super::summary;
@@ -89,6 +90,10 @@ pub struct DemoArgs {
     /// When to give up restarting a process that keeps dying.
     #[command(flatten)]
     pub supervision: SupervisionArgs,
+    /// Parts, crawling systems and the mode of a split crawl. (Room for a
+    /// machines flag: each system in its own network namespace.)
+    #[command(flatten)]
+    pub split: SplitArgs,
 }
 
 impl DemoArgs {
@@ -255,7 +260,17 @@ fn prepare_out(out: &Path, web: &str) -> anyhow::Result<Option<Resume>> {
             ),
         }
     }
-    for name in OWNED {
+    let split: Vec<String> = std::fs::read_dir(out)
+        .with_context(|| format!("listing {}", out.display()))?
+        .flatten()
+        .filter_map(|e| e.file_name().to_str().map(str::to_owned))
+        .filter(|n| n.starts_with("spool-s") || n.starts_with("repository-p"))
+        .collect();
+    for name in OWNED
+        .iter()
+        .copied()
+        .chain(split.iter().map(String::as_str))
+    {
         let p = out.join(name);
         let result = if p.is_dir() {
             std::fs::remove_dir_all(&p)
@@ -334,7 +349,10 @@ pub fn run(args: DemoArgs, shutdown: CancellationToken, rt: Handle) -> anyhow::R
     });
     record.logs.push(ready.log.clone());
     record.save(&layout.out)?;
-    let config = demo_config(&layout, &ready, &args);
+    let mut config = demo_config(&layout, &ready, &args);
+    config.app.part_mode = args.split.mode;
+    config.app.assignment_file = args.split.assignment.clone();
+    config.app.parts = args.split.parts;
     let plan = Plan {
         layout: layout.clone(),
         config,
@@ -343,6 +361,8 @@ pub fn run(args: DemoArgs, shutdown: CancellationToken, rt: Handle) -> anyhow::R
         max_pages: None,
         expected_pages: Some(manifest_rows(&ready.manifest)?),
         supervision: args.supervision.policy(),
+        systems: args.split.systems,
+        parts: args.split.parts,
     };
 
     let mut system = System::start(&plan, &shutdown, "demo")?;
@@ -369,6 +389,11 @@ pub fn run(args: DemoArgs, shutdown: CancellationToken, rt: Handle) -> anyhow::R
     if stopped.app_summary.is_some() {
         finished.app_summary = stopped.app_summary.clone();
     }
+    for (i, s) in stopped.part_summaries.iter().enumerate() {
+        if let (Some(s), Some(slot)) = (s, finished.part_summaries.get_mut(i)) {
+            *slot = Some(s.clone());
+        }
+    }
     if !stopped.unclean.is_empty() {
         eprintln!("demo: did not stop cleanly: {}", stopped.unclean.join(", "));
     }
@@ -376,7 +401,13 @@ pub fn run(args: DemoArgs, shutdown: CancellationToken, rt: Handle) -> anyhow::R
         eprintln!("demo: websim did not stop cleanly; its request log may be incomplete");
     }
 
-    let scan = RepoScan::read(&layout.repository)?;
+    let parts = args.split.parts;
+    let scans = layout
+        .repositories(parts)
+        .iter()
+        .map(|r| RepoScan::read(r))
+        .collect::<anyhow::Result<Vec<_>>>()?;
+    let scan = RepoScan::merge(&scans);
     let logs: Vec<&Path> = record.logs.iter().map(PathBuf::as_path).collect();
     let check = WebsimCheck::run_logs(&scan.ok_urls, &ready.manifest, &ready.never, &logs)?;
     print!(
@@ -391,6 +422,15 @@ pub fn run(args: DemoArgs, shutdown: CancellationToken, rt: Handle) -> anyhow::R
             Some(websim.cpu()),
         )
     );
+    if parts > 1 {
+        let metrics = Metrics::compute(&scans, &finished.part_summaries, Some(check.expected));
+        print!("{}", metrics.render(args.split.mode, args.split.systems));
+        for (i, s) in finished.part_summaries.iter().enumerate() {
+            if let Some(s) = s {
+                println!("part {i}:     {s}");
+            }
+        }
+    }
     match finished.ending {
         Ending::Complete => {}
         Ending::Interrupted => return Ok(()),
@@ -398,6 +438,11 @@ pub fn run(args: DemoArgs, shutdown: CancellationToken, rt: Handle) -> anyhow::R
     }
     // Complete: the next demo on this directory starts afresh.
     let _ = std::fs::remove_file(layout.out.join(RESUME));
+    // Firewall mode may miss pages and cross-over mode may fetch a page twice:
+    // their figures are the result, not a failure.
+    if parts > 1 && args.split.mode != application::service::PartMode::Exchange {
+        return Ok(());
+    }
     anyhow::ensure!(
         check.perfect(),
         "the crawl differs from websim's manifest (coverage {}/{}, {} duplicate fetches, {} robots-disallowed fetches)",
@@ -489,6 +534,12 @@ mod tests {
             supervision: SupervisionArgs {
                 max_deaths: 5,
                 restart_window: 60,
+            },
+            split: SplitArgs {
+                parts: 1,
+                systems: 1,
+                mode: application::service::PartMode::Exchange,
+                assignment: None,
             },
         };
         let c = demo_config(&layout, &ready, &args);

@@ -24,6 +24,7 @@
 pub mod child;
 pub mod crawl;
 pub mod demo;
+pub mod parts;
 pub mod progress;
 pub mod repo_scan;
 pub mod summary;

@@ -65,6 +65,23 @@ impl RepoScan {
         Ok(scan)
     }
 
+    /// The scans of several repositories (the parts of a split crawl) as one: counts
+    /// added, files listed together, 200 URLs united.
+    pub fn merge(scans: &[RepoScan]) -> RepoScan {
+        let mut all = RepoScan::default();
+        for s in scans {
+            all.files.extend(s.files.iter().cloned());
+            all.bytes += s.bytes;
+            for (status, n) in &s.by_status {
+                *all.by_status.entry(*status).or_default() += n;
+            }
+            all.revisits += s.revisits;
+            all.ok_urls.extend(s.ok_urls.iter().cloned());
+            all.responses += s.responses;
+        }
+        all
+    }
+
     /// Responses whose status is not 200, as `404=3 301=12`.
     pub fn other_statuses(&self) -> String {
         let parts: Vec<String> = self

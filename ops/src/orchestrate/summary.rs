@@ -98,11 +98,29 @@ pub fn render(
             scan.revisits
         );
     }
-    let outcomes = finished
-        .app_summary
-        .as_deref()
-        .map(|s| outcomes_of(s).unwrap_or("none"))
-        .unwrap_or("unknown (no summary line from the application)");
+    let split = finished.part_summaries.len() > 1;
+    let outcomes = if split {
+        // Each part's outcomes, in part order.
+        finished
+            .part_summaries
+            .iter()
+            .enumerate()
+            .map(|(i, s)| {
+                let s = s
+                    .as_deref()
+                    .map_or("unknown", |s| outcomes_of(s).unwrap_or("none"));
+                format!("part {i}: {s}")
+            })
+            .collect::<Vec<_>>()
+            .join("; ")
+    } else {
+        finished
+            .app_summary
+            .as_deref()
+            .map(|s| outcomes_of(s).unwrap_or("none"))
+            .unwrap_or("unknown (no summary line from the application)")
+            .to_owned()
+    };
     let _ = writeln!(o, "errors:     {outcomes}");
     let _ = writeln!(
         o,
@@ -116,13 +134,15 @@ pub fn render(
         "cpu:        {}",
         cpu_line(cpu, scan.responses, websim_cpu)
     );
+    let repo = if split {
+        layout.out.join("repository-p*")
+    } else {
+        layout.repository.clone()
+    };
     let _ = writeln!(
         o,
         "WARCs:      {}",
-        layout
-            .repository
-            .join(storage::repository::WARC_DIR)
-            .display()
+        repo.join(storage::repository::WARC_DIR).display()
     );
     if let Some(c) = check {
         let _ = writeln!(
@@ -149,7 +169,7 @@ pub fn render(
             c.requests, c.robots_repeats
         );
     }
-    if let Some(s) = &finished.app_summary {
+    if let (Some(s), false) = (&finished.app_summary, split) {
         let _ = writeln!(o, "app:        {s}");
     }
     let _ = writeln!(o, "logs:       {}", layout.logs.display());

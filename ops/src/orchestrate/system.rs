@@ -5,6 +5,15 @@
 //! `POLYCRAWL_ADMIN_TOKEN`) and the manager's address, which it prints when it
 //! listens on a port chosen by the kernel.
 //!
+//! **Split crawls** ([`Plan::systems`], [`Plan::parts`]): S crawling systems, each a
+//! manager (`manager`, `manager-s1`, ...) with its own spool ([`Layout::spool_of`]),
+//! state and resolver, the downloaders dealt round-robin among them; and K
+//! application parts (`app-p0`, ...), part I registered with system I % S only and
+//! given its own id (`<app>-pI`), state and repository. The parts exchange URLs
+//! through the first system's spool (`app.exchange_root`). The run is complete
+//! when every part has exited with its crawl complete. The progress display adds
+//! up the managers' counts; the admin page announced is the first manager's.
+//!
 //! Start order: manager (wait for `manager listening addr=` and, when the admin
 //! page is on, `manager admin listening addr=`), resolver, downloaders,
 //! application. The admin token is random per run and written to
@@ -116,6 +125,51 @@ impl Layout {
         Ok(())
     }
 
+    /// The spool of crawling system `s` (`<out>/spool` for the first, then
+    /// `<out>/spool-s<S>`): each system's manager, resolver and downloaders share
+    /// one spool; parts exchange URLs through the first one's `exchange/`.
+    pub fn spool_of(&self, s: u32) -> PathBuf {
+        if s == 0 {
+            self.spool.clone()
+        } else {
+            self.out.join(format!("spool-s{s}"))
+        }
+    }
+
+    /// The manager state of system `s`.
+    pub fn manager_state_of(&self, s: u32) -> PathBuf {
+        if s == 0 {
+            self.manager_state.clone()
+        } else {
+            self.out.join("state").join(format!("manager-s{s}"))
+        }
+    }
+
+    /// The state directory of part `i` of `parts` (`<out>/state/app` unsplit).
+    pub fn app_state_of(&self, i: u32, parts: u32) -> PathBuf {
+        if parts <= 1 {
+            self.app_state.clone()
+        } else {
+            self.out.join("state").join(format!("app-p{i}"))
+        }
+    }
+
+    /// The repository of part `i` of `parts` (`<out>/repository` unsplit).
+    pub fn repository_of(&self, i: u32, parts: u32) -> PathBuf {
+        if parts <= 1 {
+            self.repository.clone()
+        } else {
+            self.out.join(format!("repository-p{i}"))
+        }
+    }
+
+    /// Every part's repository.
+    pub fn repositories(&self, parts: u32) -> Vec<PathBuf> {
+        (0..parts.max(1))
+            .map(|i| self.repository_of(i, parts))
+            .collect()
+    }
+
     /// Points the config's directories at this layout. Every process of the run
     /// sees the spool through this machine's file system, so the application's
     /// "idle" verdict needs no confirmation delay (`app.idle_check_ms = 0`).
@@ -125,6 +179,7 @@ impl Layout {
         config.manager.state_dir = self.manager_state.clone();
         config.app.state_dir = self.app_state.clone();
         config.app.repository_dir = self.repository.clone();
+        config.app.exchange_root = Some(self.spool.clone());
     }
 }
 
@@ -141,6 +196,12 @@ pub struct Plan {
     pub downloaders: u32,
     /// Stop after this many stored pages.
     pub max_pages: Option<u64>,
+    /// Crawling systems (manager, resolver, its share of the downloaders), at
+    /// least 1; part `i` is served by system `i % systems` (Polybot Figure 3).
+    pub systems: u32,
+    /// Application parts, at least 1 (the mode and the assignment are in
+    /// `config.app`).
+    pub parts: u32,
     /// Pages expected, for the progress bar.
     pub expected_pages: Option<u64>,
     /// When to give up restarting a process.
@@ -206,8 +267,11 @@ pub enum Ending {
 pub struct Finished {
     /// Why it ended.
     pub ending: Ending,
-    /// The application's one-line summary (of its last process).
+    /// The application's one-line summary (of its last process); of the first
+    /// part in a split crawl.
     pub app_summary: Option<String>,
+    /// Every part's summary line, in part order (one for an unsplit crawl).
+    pub part_summaries: Vec<Option<String>>,
     /// Time from the manager's start to the end.
     pub elapsed: Duration,
     /// The manager's last status snapshot.
@@ -228,6 +292,8 @@ pub struct Stopped {
     pub cpu: Vec<(String, Duration)>,
     /// The application's last summary line, if it printed one while stopping.
     pub app_summary: Option<String>,
+    /// Every part's last summary line.
+    pub part_summaries: Vec<Option<String>>,
 }
 
 /// Writes `token` to `path`, readable and writable by the owner only.
@@ -492,26 +558,46 @@ fn note_in_log(log: &Path, line: &str) {
     }
 }
 
-/// The running processes.
+/// One application part as it runs: its process and the lines it printed.
+#[derive(Debug)]
+struct AppPart {
+    proc: Supervised,
+    lines: Vec<String>,
+    /// It exited 0 with its crawl complete.
+    complete: bool,
+}
+
+impl AppPart {
+    /// Its last summary line so far.
+    fn summary(&self) -> Option<String> {
+        self.lines
+            .iter()
+            .rev()
+            .find(|l| l.starts_with("app "))
+            .cloned()
+    }
+}
+
+/// The running processes: one or more crawling systems (manager, resolver,
+/// downloaders) and the application's parts, each served by one system.
 #[derive(Debug)]
 pub struct System {
-    manager: Supervised,
-    resolver: Supervised,
+    managers: Vec<Supervised>,
+    resolvers: Vec<Supervised>,
     downloaders: Vec<Supervised>,
-    app: Option<Supervised>,
-    manager_addr: String,
+    apps: Vec<AppPart>,
+    manager_addrs: Vec<String>,
     admin_addr: Option<String>,
     admin_token: String,
     max_frame: u32,
     logs: PathBuf,
     pids_file: PathBuf,
-    app_lines: Vec<String>,
     what: &'static str,
 }
 
 impl System {
     /// Writes the config and starts every process; returns once they are started
-    /// (the manager listening). `what` names the run in log lines (`crawl`, `demo`).
+    /// (the managers listening). `what` names the run in log lines (`crawl`, `demo`).
     pub fn start(
         plan: &Plan,
         shutdown: &CancellationToken,
@@ -519,102 +605,156 @@ impl System {
     ) -> anyhow::Result<System> {
         let l = &plan.layout;
         l.create()?;
-        write_config(&l.config, &plan.config, "polycrawl")?;
+        let systems = plan.systems.max(1);
+        let parts = plan.parts.max(1);
+        for s in 0..systems {
+            for dir in [l.spool_of(s), l.manager_state_of(s)] {
+                std::fs::create_dir_all(&dir)
+                    .with_context(|| format!("creating {}", dir.display()))?;
+            }
+        }
+        let mut config = plan.config.clone();
+        config.app.parts = parts;
+        write_config(&l.config, &config, "polycrawl")?;
         let exe = std::env::current_exe().context("finding the polycrawl binary")?;
         let token = random_token()?;
         let admin_token = random_token()?;
         write_secret(&l.admin_token, &admin_token)?;
         let policy = plan.supervision;
+        let suffix = |s: u32| {
+            if s == 0 {
+                String::new()
+            } else {
+                format!("-s{s}")
+            }
+        };
 
-        let mut spec = Spec::new(&exe, "manager", &l.config, &token);
-        spec.arg("--listen")
-            .arg("127.0.0.1:0")
-            .arg("--state")
-            .arg(&l.manager_state)
-            .arg("--spool")
-            .arg(&l.spool)
-            .env("POLYCRAWL_ADMIN_TOKEN", &admin_token);
-        let mut manager = Supervised::spawn("manager", spec, &l.logs, policy)?;
-        let line = manager.child.wait_line(
-            |l| l.starts_with("manager listening addr="),
-            READY_TIMEOUT,
-            || shutdown.is_cancelled(),
-        )?;
-        let manager_addr = line
-            .trim_start_matches("manager listening addr=")
-            .split_whitespace()
-            .next()
-            .unwrap_or_default()
-            .to_owned();
-        let admin_addr = if plan.config.manager.admin_http.is_empty() {
-            None
-        } else {
+        let mut managers = Vec::new();
+        let mut manager_addrs = Vec::new();
+        let mut admin_addr = None;
+        for s in 0..systems {
+            let mut spec = Spec::new(&exe, "manager", &l.config, &token);
+            spec.arg("--listen")
+                .arg("127.0.0.1:0")
+                .arg("--state")
+                .arg(l.manager_state_of(s))
+                .arg("--spool")
+                .arg(l.spool_of(s))
+                .env("POLYCRAWL_ADMIN_TOKEN", &admin_token);
+            let name = format!("manager{}", suffix(s));
+            let mut manager = Supervised::spawn(&name, spec, &l.logs, policy)?;
             let line = manager.child.wait_line(
-                |l| admin_address(l).is_some(),
+                |l| l.starts_with("manager listening addr="),
                 READY_TIMEOUT,
                 || shutdown.is_cancelled(),
             )?;
-            admin_address(&line).map(str::to_owned)
-        };
-        // A restarted manager must be where the others (and the operator's
-        // browser) look for it: the ports chosen now are fixed from here on.
-        manager.spec.set_flag("--listen", &manager_addr);
-        if let Some(admin) = &admin_addr {
-            manager.spec.set_flag("--admin-listen", admin);
+            let addr = line
+                .trim_start_matches("manager listening addr=")
+                .split_whitespace()
+                .next()
+                .unwrap_or_default()
+                .to_owned();
+            let admin = if plan.config.manager.admin_http.is_empty() {
+                None
+            } else {
+                let line = manager.child.wait_line(
+                    |l| admin_address(l).is_some(),
+                    READY_TIMEOUT,
+                    || shutdown.is_cancelled(),
+                )?;
+                admin_address(&line).map(str::to_owned)
+            };
+            // A restarted manager must be where the others (and the operator's
+            // browser) look for it: the ports chosen now are fixed from here on.
+            manager.spec.set_flag("--listen", &addr);
+            if let Some(admin) = &admin {
+                manager.spec.set_flag("--admin-listen", admin);
+            }
+            if s == 0 {
+                admin_addr = admin;
+            }
+            managers.push(manager);
+            manager_addrs.push(addr);
         }
 
-        let service = |sub: &str| {
+        let service = |sub: &str, s: u32| {
             let mut spec = Spec::new(&exe, sub, &l.config, &token);
-            spec.arg("--manager").arg(&manager_addr);
+            spec.arg("--manager").arg(&manager_addrs[s as usize]);
             spec
         };
-        let mut spec = service("resolver");
-        spec.arg("--id").arg("resolver-1");
-        let resolver = Supervised::spawn("resolver", spec, &l.logs, policy)?;
+        let mut resolvers = Vec::new();
+        for s in 0..systems {
+            let mut spec = service("resolver", s);
+            spec.arg("--id").arg(format!("resolver-{}", s + 1));
+            let name = format!("resolver{}", suffix(s));
+            resolvers.push(Supervised::spawn(&name, spec, &l.logs, policy)?);
+        }
         let mut downloaders = Vec::new();
         for n in 1..=plan.downloaders.max(1) {
+            let s = (n - 1) % systems;
             let id = format!("dl-{n}");
-            let mut spec = service("downloader");
-            spec.arg("--spool").arg(&l.spool).arg("--id").arg(&id);
+            let mut spec = service("downloader", s);
+            spec.arg("--spool").arg(l.spool_of(s)).arg("--id").arg(&id);
             downloaders.push(Supervised::spawn(&id, spec, &l.logs, policy)?);
         }
-        let mut spec = service("app");
-        spec.arg("--spool")
-            .arg(&l.spool)
-            .arg("--state")
-            .arg(&l.app_state)
-            .arg("--repo")
-            .arg(&l.repository)
-            .arg("--seeds")
-            .arg(&plan.seeds);
-        if let Some(n) = plan.max_pages {
-            spec.arg("--max-pages").arg(n.to_string());
+        let mut apps = Vec::new();
+        for i in 0..parts {
+            let s = i % systems;
+            let mut spec = service("app", s);
+            spec.arg("--spool")
+                .arg(l.spool_of(s))
+                .arg("--state")
+                .arg(l.app_state_of(i, parts))
+                .arg("--repo")
+                .arg(l.repository_of(i, parts))
+                .arg("--seeds")
+                .arg(&plan.seeds);
+            let name = if parts == 1 {
+                "app".to_owned()
+            } else {
+                spec.arg("--app")
+                    .arg(format!("{}-p{i}", plan.config.app.app))
+                    .arg("--part")
+                    .arg(i.to_string());
+                format!("app-p{i}")
+            };
+            if let Some(n) = plan.max_pages {
+                spec.arg("--max-pages").arg(n.to_string());
+            }
+            apps.push(AppPart {
+                proc: Supervised::spawn(&name, spec, &l.logs, policy)?,
+                lines: Vec::new(),
+                complete: false,
+            });
         }
-        let app = Supervised::spawn("app", spec, &l.logs, policy)?;
         let system = System {
-            manager,
-            resolver,
+            managers,
+            resolvers,
             downloaders,
-            app: Some(app),
-            manager_addr,
+            apps,
+            manager_addrs,
             admin_addr,
             admin_token,
             max_frame: plan.config.control.max_frame_bytes,
             logs: l.logs.clone(),
             pids_file: l.pids.clone(),
-            app_lines: Vec::new(),
             what,
         };
         system.write_pids()?;
         Ok(system)
     }
 
-    /// The manager's control address.
+    /// The first manager's control address.
     pub fn manager_addr(&self) -> &str {
-        &self.manager_addr
+        self.manager_addrs.first().map_or("", String::as_str)
     }
 
-    /// The admin page's address, if it is on.
+    /// Every manager's control address, by system.
+    pub fn manager_addrs(&self) -> &[String] {
+        &self.manager_addrs
+    }
+
+    /// The first manager's admin page address, if it is on.
     pub fn admin_addr(&self) -> Option<&str> {
         self.admin_addr.as_deref()
     }
@@ -632,10 +772,11 @@ impl System {
     }
 
     fn all(&self) -> impl Iterator<Item = &Supervised> {
-        [&self.manager, &self.resolver]
-            .into_iter()
+        self.managers
+            .iter()
+            .chain(self.resolvers.iter())
             .chain(self.downloaders.iter())
-            .chain(self.app.iter())
+            .chain(self.apps.iter().map(|a| &a.proc))
     }
 
     /// Every running process, as (name, pid).
@@ -659,22 +800,41 @@ impl System {
             .with_context(|| format!("writing {}", self.pids_file.display()))
     }
 
-    /// Reads the manager's status (admin role); `None` if it does not answer.
+    /// Reads the managers' status (admin role) and adds up their counts (pages,
+    /// speed, queues, hosts) into the first one's; `None` if the first does not
+    /// answer.
     pub fn status(&self, rt: &Handle) -> Option<StatusSnapshot> {
         let token = Token::new(self.admin_token.clone()).ok()?;
-        let fetch = crate::status::fetch(&self.manager_addr, token, self.max_frame);
-        rt.block_on(async { tokio::time::timeout(Duration::from_secs(2), fetch).await })
-            .ok()?
-            .ok()
+        let mut total: Option<StatusSnapshot> = None;
+        for addr in &self.manager_addrs {
+            let fetch = crate::status::fetch(addr, token.clone(), self.max_frame);
+            let s = rt
+                .block_on(async { tokio::time::timeout(Duration::from_secs(2), fetch).await })
+                .ok()
+                .and_then(Result::ok);
+            match (&mut total, s) {
+                (None, Some(s)) if addr == self.manager_addr() => total = Some(s),
+                (None, _) => return None,
+                (Some(t), Some(s)) => {
+                    t.pages_total += s.pages_total;
+                    t.bytes_total += s.bytes_total;
+                    t.pages_per_sec += s.pages_per_sec;
+                    t.pages_per_sec_now += s.pages_per_sec_now;
+                    t.queued_urls += s.queued_urls;
+                    t.in_flight += s.in_flight;
+                    t.hosts.ready += s.hosts.ready;
+                    t.hosts.waiting += s.hosts.waiting;
+                    t.hosts.backed_off += s.hosts.backed_off;
+                    t.components.extend(s.components);
+                }
+                (Some(_), None) => {}
+            }
+        }
+        total
     }
 
-    /// The application's last summary line so far.
-    fn app_summary(&self) -> Option<String> {
-        self.app_lines
-            .iter()
-            .rev()
-            .find(|l| l.starts_with("app "))
-            .cloned()
+    fn part_summaries(&self) -> Vec<Option<String>> {
+        self.apps.iter().map(AppPart::summary).collect()
     }
 
     /// Runs until the crawl is complete, `shutdown` fires or a process keeps
@@ -693,33 +853,35 @@ impl System {
             if shutdown.is_cancelled() {
                 break Ending::Interrupted;
             }
-            // The application's exit 0 ends the run if its summary says the crawl
-            // is done; an exit 0 after a SIGTERM from outside is a death like any.
-            let mut complete = false;
-            if let Some(app) = self.app.as_mut() {
-                self.app_lines.extend(app.child.new_lines());
-                if app.alive() && app.child.exited()?.is_some_and(|s| s.success()) {
+            // A part's exit 0 is its end if its summary says the crawl is done; an
+            // exit 0 after a SIGTERM from outside is a death like any.
+            for app in &mut self.apps {
+                app.lines.extend(app.proc.child.new_lines());
+                if !app.complete
+                    && app.proc.alive()
+                    && app.proc.child.exited()?.is_some_and(|s| s.success())
+                {
                     // The reader thread may still hold the last line for a moment.
                     std::thread::sleep(Duration::from_millis(50));
-                    self.app_lines.extend(app.child.new_lines());
-                    complete = self
-                        .app_lines
-                        .iter()
-                        .rev()
-                        .find(|l| l.starts_with("app "))
+                    app.lines.extend(app.proc.child.new_lines());
+                    app.complete = app
+                        .summary()
                         .is_some_and(|l| l.contains(": Complete:") || l.contains(": MaxPages:"));
                 }
             }
+            let complete = self.apps.iter().all(|a| a.complete);
             let mut gave_up = None;
             // A process started or died: `<out>/pids` is rewritten.
             let mut changed = false;
-            let supervised = [&mut self.manager, &mut self.resolver]
-                .into_iter()
-                .chain(self.downloaders.iter_mut())
-                .chain(self.app.iter_mut());
-            for s in supervised {
-                let is_app = s.name() == "app";
-                let event = s.check(&self.logs, |_| is_app && complete)?;
+            let supervised = self
+                .managers
+                .iter_mut()
+                .map(|s| (s, false))
+                .chain(self.resolvers.iter_mut().map(|s| (s, false)))
+                .chain(self.downloaders.iter_mut().map(|s| (s, false)))
+                .chain(self.apps.iter_mut().map(|a| (&mut a.proc, a.complete)));
+            for (s, done) in supervised {
+                let event = s.check(&self.logs, |_| done)?;
                 match event {
                     Event::None => {}
                     Event::Restarted { pid } => {
@@ -797,20 +959,23 @@ impl System {
             .filter(|s| s.restarts > 0)
             .map(|s| (s.name().to_owned(), s.restarts))
             .collect();
+        let part_summaries = self.part_summaries();
         Ok(Finished {
             ending,
-            app_summary: self.app_summary(),
+            app_summary: part_summaries.first().cloned().flatten(),
+            part_summaries,
             elapsed: started.elapsed(),
             last_status,
-            manager_addr: self.manager_addr.clone(),
+            manager_addr: self.manager_addr().to_owned(),
             restarts,
         })
     }
 
-    /// Stops everything in order (application, then downloaders and resolver, then
-    /// the manager), each with SIGTERM and a grace period, then SIGKILL; a process
-    /// waiting for its restart is left dead. Returns the processes that did not
-    /// exit cleanly, the CPU time each one used and the application's last summary.
+    /// Stops everything in order (the application's parts, then downloaders and
+    /// resolvers, then the managers), each with SIGTERM and a grace period, then
+    /// SIGKILL; a process waiting for its restart is left dead. Returns the
+    /// processes that did not exit cleanly, the CPU time each one used and the
+    /// parts' last summaries.
     pub fn stop(mut self) -> Stopped {
         let mut unclean = Vec::new();
         let mut note = |c: &Child, s: Option<ExitStatus>| {
@@ -818,43 +983,61 @@ impl System {
                 unclean.push(format!("{} ({})", c.name(), describe(s)));
             }
         };
-        let mut app_cpu = None;
-        if let Some(mut app) = self.app.take() {
-            if app.alive() {
-                let s = app.child.stop(STOP_GRACE);
-                note(&app.child, s);
-                std::thread::sleep(Duration::from_millis(50));
+        let mut app_cpu = Vec::new();
+        for app in &mut self.apps {
+            if app.proc.alive() && !app.complete {
+                app.proc.child.terminate();
             }
-            self.app_lines.extend(app.child.new_lines());
-            app_cpu = Some((app.name().to_owned(), app.cpu()));
         }
         let deadline = Instant::now() + STOP_GRACE;
-        for c in self.downloaders.iter_mut().chain([&mut self.resolver]) {
+        for app in &mut self.apps {
+            if app.proc.alive() {
+                let s = app.proc.child.wait_or_kill(deadline);
+                note(&app.proc.child, s);
+            }
+        }
+        std::thread::sleep(Duration::from_millis(50));
+        for app in &mut self.apps {
+            app.lines.extend(app.proc.child.new_lines());
+            app_cpu.push((app.proc.name().to_owned(), app.proc.cpu()));
+        }
+        let deadline = Instant::now() + STOP_GRACE;
+        for c in self.downloaders.iter_mut().chain(self.resolvers.iter_mut()) {
             if c.alive() {
                 c.child.terminate();
             }
         }
-        for c in self.downloaders.iter_mut().chain([&mut self.resolver]) {
+        for c in self.downloaders.iter_mut().chain(self.resolvers.iter_mut()) {
             if c.alive() {
                 let s = c.child.wait_or_kill(deadline);
                 note(&c.child, s);
             }
         }
-        if self.manager.alive() {
-            let s = self.manager.child.stop(STOP_GRACE);
-            note(&self.manager.child, s);
+        for m in self.managers.iter_mut().filter(|m| m.alive()) {
+            m.child.terminate();
         }
-        let mut cpu = vec![(self.manager.name().to_owned(), self.manager.cpu())];
-        cpu.push((self.resolver.name().to_owned(), self.resolver.cpu()));
-        for c in &mut self.downloaders {
+        let deadline = Instant::now() + STOP_GRACE;
+        for m in self.managers.iter_mut().filter(|m| m.alive()) {
+            let s = m.child.wait_or_kill(deadline);
+            note(&m.child, s);
+        }
+        let mut cpu = Vec::new();
+        for c in self
+            .managers
+            .iter_mut()
+            .chain(self.resolvers.iter_mut())
+            .chain(self.downloaders.iter_mut())
+        {
             cpu.push((c.name().to_owned(), c.cpu()));
         }
         cpu.extend(app_cpu);
         let _ = std::fs::remove_file(&self.pids_file);
+        let part_summaries = self.part_summaries();
         Stopped {
             unclean,
             cpu,
-            app_summary: self.app_summary(),
+            app_summary: part_summaries.first().cloned().flatten(),
+            part_summaries,
         }
     }
 }

@@ -1,0 +1,591 @@
+//! One part of a crawl split into K application parts (Polybot section 2.4; Cho and
+//! Garcia-Molina, "Parallel Crawlers", 2002): what a part does with links to hosts it
+//! does not own, and how the parts agree that the crawl is over.
+//!
+//! Each part is an ordinary application to its manager (own id `<stem>-p<I>`, seen
+//! set, request files, pages folder, repository). Ownership is
+//! [`crate::parts::Ownership`] of the URL's host (with `:port` when not the default),
+//! the one rule every part and tool uses. Only owned URLs go into request files.
+//!
+//! **Where the split happens.** Every link goes through the part's own seen set
+//! first, owned or not; the split is made on each merge's *new* keys. So a part
+//! sends (or drops, or keeps) a foreign URL at most once over the crawl: the sender
+//! remembers what it sent, which is what Cho and Garcia-Molina's exchange mode
+//! needs to keep communication overhead at "one message per distinct inter-part
+//! link" (their section 6: without it a URL is sent once per link to it).
+//!
+//! **Modes** ([`PartMode`]):
+//! - exchange: foreign URLs are written per owner into exchange files
+//!   (`spool::formats::exchange`, at most `exchange_urls_per_file` URLs each) in
+//!   the owner's `exchange/<owner>/` under the shared `exchange_root`. Batching is
+//!   that of the seen set (**eager when idle, batched when busy**): a merge starts at
+//!   once when the part is idle, and while one runs links collect for the next, so
+//!   files grow with the load (Cho and Garcia-Molina's batch communication, with
+//!   the batch set by load instead of a fixed count).
+//! - firewall: foreign URLs are dropped (counted).
+//! - cross-over: foreign URLs are appended to `<state>/crossover` (on disk, so
+//!   memory stays bounded) and requested by the part itself once its own frontier
+//!   is dry (the manager says idle). Overlap is expected, and measured.
+//!
+//! **Crash safety of the exchange.** A merge's exchange files (or cross-over
+//! lines) are published, fsynced, before its generation is recorded as
+//! published, exactly as its request files: a crash in between sends them again
+//! (the receiver's seen set absorbs the double), never the reverse. A receiver
+//! claims an exchange file, offers its URLs to its scope rules and seen set like
+//! links it found itself (depth travels in the hint), and deletes the file only
+//! when the generation covering those inserts is published, the same argument as
+//! for page batches: a crash re-reads the claimed file, and applying it twice is
+//! harmless because the seen set drops what it holds. Cross-over URLs released
+//! and then re-released after a crash are the one way a crash doubles a fetch.
+//!
+//! **Termination** (exchange mode). A part alone cannot decide the crawl is over:
+//! another part may still send it URLs. Each part writes a status file
+//! `<exchange_root>/parts/<app>.status` (`idle=0|1 version=V` and its counters,
+//! temp file and rename) with a new version at every write. The rules:
+//! (1) a part writes `idle=1` only when it is locally done (manager idle for its
+//! URLs, its pages, outcomes and exchange folders empty, nothing merging or waiting);
+//! (2) before it processes anything it claimed while its file says `idle=1`, it
+//! writes `idle=0`; (3) it publishes exchange files only while busy. A part ends when
+//! it reads every part's status idle, then finds no exchange file anywhere (every
+//! `exchange/<part>/` including claimed files), then reads every status again
+//! unchanged (same versions). Argument: suppose a part works after such a check;
+//! take the first work after the first read. Its trigger is an exchange file `f`
+//! (an idle part gets nothing else: its manager holds nothing of it). `f` was
+//! published by a busy sender. If it was published before the sender's first
+//! read, the sender's later `idle=1` came after it, so `f` was in a folder at the
+//! listing, or already claimed by its receiver before the listing, whose rule (2)
+//! write then falls between its two reads unless the claim preceded its first
+//! read, in which case it was not idle then. If `f` was published after the
+//! sender's first read, the sender worked after the first read before this first
+//! work: a contradiction. Over NFS no change event crosses machines; the parts
+//! poll, and `idle_check_ms` separates the two reads so a file published on
+//! another machine is visible by the second. Firewall and cross-over parts send
+//! nothing and end alone.
+//!
+//! The counters (`sent`, `applied`, `dropped`, `kept`, `crossed`) are statistics
+//! for the metrics; no decision uses them, so a crash that counts a file twice
+//! is harmless.
+
+use std::collections::BTreeMap;
+use std::fs;
+use std::io::Write as _;
+use std::path::{Path, PathBuf};
+
+use spool::claim::Consumer;
+use spool::formats::{ExchangeHeader, ExchangeWriter, Hints};
+use spool::name::{FileKind, Priority};
+use spool::publish::{Publisher, durable_rename};
+use spool::{AppId, ComponentId, Spool, SpoolDir};
+use url::Url;
+
+use super::config::{AppConfig, PartMode};
+use super::error::AppError;
+use super::state::PartCounters;
+use crate::parts::Ownership;
+
+/// A foreign URL on its way out: the URL, its depth and redirect hops.
+pub(crate) type Foreign = (String, u32, u32);
+
+/// The part-specific state of one application part.
+pub(crate) struct Parts {
+    pub own: u32,
+    pub count: u32,
+    pub mode: PartMode,
+    ownership: Ownership,
+    /// Publishers into every other part's exchange folder (none for our own).
+    outboxes: Vec<Option<Publisher>>,
+    /// Our own exchange folder.
+    pub inbox: Consumer,
+    /// Every part's exchange folder, for the termination check.
+    folders: Vec<SpoolDir>,
+    status_dir: PathBuf,
+    apps: Vec<String>,
+    own_app: String,
+    /// The `idle` flag in our status file as last written.
+    written_idle: Option<bool>,
+    urls_per_file: usize,
+    crossover: PathBuf,
+}
+
+/// One part's status file.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) struct Status {
+    pub idle: bool,
+    pub version: u64,
+}
+
+impl Parts {
+    /// The part state for a split crawl; `None` when `parts == 1`.
+    pub(crate) fn open(
+        config: &AppConfig,
+        spool: &Spool,
+        own_app: &AppId,
+        id: &ComponentId,
+    ) -> Result<Option<Self>, AppError> {
+        let Some(stem) = config.part_stem()? else {
+            return Ok(None);
+        };
+        let count = config.parts;
+        let ownership = match &config.assignment_file {
+            Some(path) => Ownership::load(path, count),
+            None => Ownership::hashed(count),
+        }
+        .map_err(|e| AppError::Config {
+            field: "assignment_file",
+            reason: e.to_string(),
+        })?;
+        let root = config
+            .exchange_root
+            .clone()
+            .map_or_else(|| spool.clone(), Spool::new);
+        let mut apps = Vec::new();
+        let mut folders = Vec::new();
+        let mut outboxes = Vec::new();
+        for j in 0..count {
+            let name = format!("{stem}-p{j}");
+            let app = AppId::new(name.clone()).map_err(|e| AppError::Config {
+                field: "app",
+                reason: format!("part id {name:?}: {e}"),
+            })?;
+            let dir = root.exchange(&app)?;
+            outboxes.push(if j == config.part {
+                None
+            } else {
+                Some(Publisher::new(dir.clone(), id.clone())?)
+            });
+            folders.push(dir);
+            apps.push(name);
+        }
+        let status_dir = root.root().join("parts");
+        fs::create_dir_all(&status_dir).map_err(|source| AppError::File {
+            path: status_dir.clone(),
+            source,
+        })?;
+        Ok(Some(Self {
+            own: config.part,
+            count,
+            mode: config.part_mode,
+            ownership,
+            outboxes,
+            inbox: Consumer::new(root.exchange(own_app)?, id.clone())?,
+            folders,
+            status_dir,
+            apps,
+            own_app: own_app.as_str().to_owned(),
+            written_idle: None,
+            urls_per_file: config.exchange_urls_per_file,
+            crossover: config.state_dir.join("crossover"),
+        }))
+    }
+
+    /// The part that owns `url`'s host.
+    pub(crate) fn owner(&self, url: &Url) -> u32 {
+        self.ownership.owner(&host_of(url))
+    }
+
+    /// Hands this merge's foreign URLs on as the mode says, durably, and counts them.
+    pub(crate) fn hand_on(
+        &mut self,
+        foreign: Vec<(u32, Foreign)>,
+        priority: Priority,
+        counters: &mut PartCounters,
+    ) -> Result<(), AppError> {
+        if foreign.is_empty() {
+            return Ok(());
+        }
+        match self.mode {
+            PartMode::Firewall => counters.dropped += foreign.len() as u64,
+            PartMode::Crossover => {
+                counters.kept += foreign.len() as u64;
+                self.keep(&foreign)?;
+            }
+            PartMode::Exchange => {
+                let mut by_owner: BTreeMap<u32, Vec<Foreign>> = BTreeMap::new();
+                for (owner, f) in foreign {
+                    by_owner.entry(owner).or_default().push(f);
+                }
+                for (owner, urls) in by_owner {
+                    let (files, n) = self.send(owner, &urls, priority)?;
+                    counters.sent_files += files;
+                    counters.sent_urls += n;
+                }
+            }
+        }
+        Ok(())
+    }
+
+    /// Publishes `urls` into part `to`'s exchange folder; returns (files, URLs).
+    fn send(&self, to: u32, urls: &[Foreign], priority: Priority) -> Result<(u64, u64), AppError> {
+        let Some(Some(publisher)) = self.outboxes.get(to as usize) else {
+            return Ok((0, 0));
+        };
+        let header = ExchangeHeader {
+            from: self.own,
+            to,
+            parts: self.count,
+        };
+        let (mut files, mut sent) = (0, 0);
+        for chunk in urls.chunks(self.urls_per_file) {
+            let mut w = ExchangeWriter::new(Vec::new(), header).map_err(format_error)?;
+            for (url, depth, hops) in chunk {
+                let hints = Hints {
+                    depth: Some(*depth),
+                    hops: (*hops > 0).then_some(*hops),
+                    ..Hints::default()
+                };
+                w.write(url, &hints).map_err(format_error)?;
+            }
+            let n = w.count();
+            let data = w.finish().map_err(format_error)?;
+            publisher.publish(priority, FileKind::Exchange, &data)?;
+            files += 1;
+            sent += n;
+        }
+        Ok((files, sent))
+    }
+
+    /// Appends foreign URLs to the cross-over file, fsynced.
+    fn keep(&self, urls: &[(u32, Foreign)]) -> Result<(), AppError> {
+        let io = |source| AppError::File {
+            path: self.crossover.clone(),
+            source,
+        };
+        let mut text = String::new();
+        for (_, (url, depth, _)) in urls {
+            text.push_str(&format!("{url}\t{depth}\n"));
+        }
+        let mut file = fs::OpenOptions::new()
+            .create(true)
+            .append(true)
+            .open(&self.crossover)
+            .map_err(io)?;
+        file.write_all(text.as_bytes()).map_err(io)?;
+        file.sync_all().map_err(io)
+    }
+
+    /// The kept cross-over URLs (distinct; a line cut by a crash is skipped).
+    pub(crate) fn kept(&self) -> Result<Vec<(String, u32)>, AppError> {
+        let text = match fs::read_to_string(&self.crossover) {
+            Ok(t) => t,
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(Vec::new()),
+            Err(source) => {
+                return Err(AppError::File {
+                    path: self.crossover.clone(),
+                    source,
+                });
+            }
+        };
+        let mut urls: BTreeMap<&str, u32> = BTreeMap::new();
+        for line in text.split_inclusive('\n').filter(|l| l.ends_with('\n')) {
+            let Some((url, depth)) = line.trim_end().split_once('\t') else {
+                continue;
+            };
+            let Ok(depth) = depth.parse::<u32>() else {
+                continue;
+            };
+            let d = urls.entry(url).or_insert(depth);
+            *d = (*d).min(depth);
+        }
+        Ok(urls.into_iter().map(|(u, d)| (u.to_owned(), d)).collect())
+    }
+
+    /// Forgets the kept URLs (after they were published as request files).
+    pub(crate) fn forget_kept(&self) -> Result<(), AppError> {
+        match fs::remove_file(&self.crossover) {
+            Ok(()) => Ok(()),
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(()),
+            Err(source) => Err(AppError::File {
+                path: self.crossover.clone(),
+                source,
+            }),
+        }
+    }
+
+    fn status_path(&self, app: &str) -> PathBuf {
+        self.status_dir.join(format!("{app}.status"))
+    }
+
+    /// Writes our status file if the idle flag changed (or was never written).
+    pub(crate) fn set_idle(&mut self, idle: bool, c: &PartCounters) -> Result<(), AppError> {
+        if self.written_idle == Some(idle) {
+            return Ok(());
+        }
+        let path = self.status_path(&self.own_app);
+        let tmp = self
+            .status_dir
+            .join(format!(".{}.status.tmp", self.own_app));
+        let io = |source| AppError::File {
+            path: tmp.clone(),
+            source,
+        };
+        let text = format!(
+            "idle={} version={} sent_files={} sent_urls={} applied_files={} applied_urls={} \
+             dropped={} kept={} crossed={}\n",
+            u8::from(idle),
+            spool::name::now_micros(),
+            c.sent_files,
+            c.sent_urls,
+            c.applied_files,
+            c.applied_urls,
+            c.dropped,
+            c.kept,
+            c.crossed
+        );
+        let mut file = fs::File::create(&tmp).map_err(io)?;
+        file.write_all(text.as_bytes()).map_err(io)?;
+        durable_rename(file, &tmp, &path)?;
+        self.written_idle = Some(idle);
+        Ok(())
+    }
+
+    /// Every part's status, in part order; `None` for a part without a (readable)
+    /// status file yet.
+    pub(crate) fn statuses(&self) -> Vec<Option<Status>> {
+        self.apps
+            .iter()
+            .map(|app| {
+                fs::read_to_string(self.status_path(app))
+                    .ok()
+                    .and_then(|t| parse_status(&t))
+            })
+            .collect()
+    }
+
+    /// Exchange files anywhere: waiting in a folder or claimed by their receiver.
+    pub(crate) fn in_flight(&self) -> Result<usize, AppError> {
+        let mut n = 0;
+        for dir in &self.folders {
+            n += dir.list()?.len();
+            n += files_under(&dir.claimed_root());
+        }
+        Ok(n)
+    }
+}
+
+/// Rule for the end of an exchange-mode crawl (see the module docs): every part
+/// idle in both reads with unchanged versions, and no exchange file in between.
+pub(crate) fn quiet(first: &[Option<Status>], in_flight: usize, second: &[Option<Status>]) -> bool {
+    let all_idle = |s: &[Option<Status>]| s.iter().all(|s| s.as_ref().is_some_and(|s| s.idle));
+    all_idle(first) && in_flight == 0 && all_idle(second) && first == second
+}
+
+/// Parses a status line (`idle=1 version=V ...`).
+pub(crate) fn parse_status(text: &str) -> Option<Status> {
+    let mut idle = None;
+    let mut version = None;
+    for word in text.split_whitespace() {
+        match word.split_once('=')? {
+            ("idle", v) => idle = Some(v == "1"),
+            ("version", v) => version = v.parse().ok(),
+            _ => {}
+        }
+    }
+    Some(Status {
+        idle: idle?,
+        version: version?,
+    })
+}
+
+/// The counters of a status file, by name (for the metrics).
+pub fn status_counters(text: &str) -> BTreeMap<String, u64> {
+    text.split_whitespace()
+        .filter_map(|w| w.split_once('='))
+        .filter_map(|(k, v)| Some((k.to_owned(), v.parse().ok()?)))
+        .collect()
+}
+
+/// Files in the folders directly under `dir` (claimed files, one folder per consumer).
+fn files_under(dir: &Path) -> usize {
+    let Ok(entries) = fs::read_dir(dir) else {
+        return 0;
+    };
+    entries
+        .flatten()
+        .filter(|e| e.file_type().is_ok_and(|t| t.is_dir()))
+        .map(|e| fs::read_dir(e.path()).map_or(0, |d| d.flatten().count()))
+        .sum()
+}
+
+/// The host of `url` as ownership sees it: lowercase, with `:port` when the
+/// port is not the scheme's default.
+pub fn host_of(url: &Url) -> String {
+    let host = url.host_str().unwrap_or_default();
+    match url.port() {
+        Some(port) => format!("{host}:{port}"),
+        None => host.to_owned(),
+    }
+}
+
+fn format_error(e: spool::formats::FormatError) -> AppError {
+    AppError::File {
+        path: PathBuf::from("<exchange file>"),
+        source: std::io::Error::other(e.to_string()),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn st(idle: bool, version: u64) -> Option<Status> {
+        Some(Status { idle, version })
+    }
+
+    #[test]
+    fn quiet_needs_all_idle_unchanged_and_nothing_in_flight() {
+        let a = vec![st(true, 1), st(true, 2)];
+        assert!(quiet(&a, 0, &a));
+        assert!(!quiet(&a, 1, &a), "a file in flight");
+        assert!(!quiet(&a, 0, &[st(true, 1), st(true, 3)]), "a part worked");
+        assert!(!quiet(
+            &[st(true, 1), st(false, 2)],
+            0,
+            &[st(true, 1), st(false, 2)]
+        ));
+        assert!(
+            !quiet(&[st(true, 1), None], 0, &[st(true, 1), None]),
+            "not started"
+        );
+    }
+
+    #[test]
+    fn status_lines_parse() {
+        let line = "idle=1 version=77 sent_files=2 sent_urls=9\n";
+        assert_eq!(parse_status(line), st(true, 77));
+        assert_eq!(parse_status("idle=0 version=3"), st(false, 3));
+        assert_eq!(parse_status("idle=1"), None);
+        assert_eq!(parse_status("garbage"), None);
+        assert_eq!(status_counters(line).get("sent_urls"), Some(&9));
+    }
+
+    #[test]
+    fn part_ids_and_modes_are_checked() {
+        let mut c = AppConfig {
+            app: "bfs-p2".into(),
+            parts: 4,
+            part: 2,
+            ..AppConfig::default()
+        };
+        assert_eq!(c.part_stem().unwrap().as_deref(), Some("bfs"));
+        c.app = "bfs".into();
+        assert!(c.part_stem().is_err(), "the id must name the part");
+        c.part = 4;
+        assert!(c.scope().is_err(), "part out of range");
+        c.parts = 1;
+        c.part = 0;
+        assert_eq!(c.part_stem().unwrap(), None);
+        assert_eq!("cross-over".parse::<PartMode>(), Ok(PartMode::Crossover));
+        assert_eq!("firewall".parse::<PartMode>(), Ok(PartMode::Firewall));
+        assert!("both".parse::<PartMode>().is_err());
+    }
+
+    #[test]
+    fn host_keeps_non_default_ports() {
+        let u = Url::parse("http://A.example:8080/x").unwrap();
+        assert_eq!(host_of(&u), "a.example:8080");
+        let u = Url::parse("https://a.example:443/x").unwrap();
+        assert_eq!(host_of(&u), "a.example");
+    }
+
+    fn config(dir: &Path, part: u32, mode: PartMode) -> AppConfig {
+        AppConfig {
+            app: format!("bfs-p{part}"),
+            parts: 2,
+            part,
+            part_mode: mode,
+            state_dir: dir.join(format!("state{part}")),
+            exchange_urls_per_file: 2,
+            ..AppConfig::default()
+        }
+    }
+
+    #[test]
+    fn exchange_files_reach_the_owner_cut_by_size_and_termination_sees_them() {
+        let dir = tempfile::tempdir().unwrap();
+        let spool = Spool::new(dir.path().join("spool"));
+        let id = ComponentId::new("t".to_owned()).unwrap();
+        let c0 = config(dir.path(), 0, PartMode::Exchange);
+        let app0 = c0.app_id().unwrap();
+        let mut p0 = Parts::open(&c0, &spool, &app0, &id).unwrap().unwrap();
+        let c1 = config(dir.path(), 1, PartMode::Exchange);
+        let app1 = c1.app_id().unwrap();
+        let mut p1 = Parts::open(&c1, &spool, &app1, &id).unwrap().unwrap();
+        let mut counters = PartCounters::default();
+        let urls: Vec<(u32, Foreign)> = (0..5)
+            .map(|i| (1, (format!("http://h{i}.example/"), 3, 0)))
+            .collect();
+        p0.hand_on(urls, Priority::NORMAL, &mut counters).unwrap();
+        assert_eq!((counters.sent_files, counters.sent_urls), (3, 5));
+        assert_eq!(p0.in_flight().unwrap(), 3);
+        // Both idle, but files in flight: not over.
+        p0.set_idle(true, &counters).unwrap();
+        p1.set_idle(true, &PartCounters::default()).unwrap();
+        let first = p0.statuses();
+        assert!(!quiet(&first, p0.in_flight().unwrap(), &p0.statuses()));
+        // The receiver claims them: still in flight until it deletes them.
+        let claimed = p1.inbox.claim_batch(10).unwrap();
+        assert_eq!(claimed.len(), 3);
+        assert_eq!(p0.in_flight().unwrap(), 3);
+        let mut got = Vec::new();
+        for c in claimed {
+            let bytes = c.read().unwrap();
+            let r = spool::formats::ExchangeReader::new(&bytes[..]).unwrap();
+            assert_eq!((r.header().from, r.header().to), (0, 1));
+            for req in r {
+                let req = req.unwrap();
+                assert_eq!(req.hints.depth, Some(3));
+                got.push(req.url);
+            }
+            c.done().unwrap();
+        }
+        got.sort();
+        assert_eq!(got.len(), 5);
+        assert_eq!(p0.in_flight().unwrap(), 0);
+        // Idle again, nothing in flight, unchanged: over.
+        let first = p0.statuses();
+        assert!(quiet(&first, p0.in_flight().unwrap(), &p1.statuses()));
+        // A part that works in between changes its version.
+        p1.set_idle(false, &PartCounters::default()).unwrap();
+        p1.set_idle(true, &PartCounters::default()).unwrap();
+        assert!(!quiet(&first, 0, &p0.statuses()));
+    }
+
+    #[test]
+    fn crossover_keeps_on_disk_distinct_and_skips_a_cut_line() {
+        let dir = tempfile::tempdir().unwrap();
+        let spool = Spool::new(dir.path().join("spool"));
+        let id = ComponentId::new("t".to_owned()).unwrap();
+        let c = config(dir.path(), 0, PartMode::Crossover);
+        fs::create_dir_all(&c.state_dir).unwrap();
+        let app = c.app_id().unwrap();
+        let mut p = Parts::open(&c, &spool, &app, &id).unwrap().unwrap();
+        let mut counters = PartCounters::default();
+        let u = |s: &str, d| (1, (s.to_owned(), d, 0));
+        p.hand_on(
+            vec![u("http://a.x/", 2), u("http://b.x/", 1)],
+            Priority::NORMAL,
+            &mut counters,
+        )
+        .unwrap();
+        p.hand_on(vec![u("http://a.x/", 1)], Priority::NORMAL, &mut counters)
+            .unwrap();
+        let mut f = fs::OpenOptions::new()
+            .append(true)
+            .open(&p.crossover)
+            .unwrap();
+        f.write_all(b"http://cut.x/\t").unwrap();
+        assert_eq!(counters.kept, 3);
+        assert_eq!(
+            p.kept().unwrap(),
+            vec![("http://a.x/".to_owned(), 1), ("http://b.x/".to_owned(), 1)]
+        );
+        p.forget_kept().unwrap();
+        assert!(p.kept().unwrap().is_empty());
+        // Firewall drops and counts.
+        p.mode = PartMode::Firewall;
+        p.hand_on(vec![u("http://c.x/", 1)], Priority::NORMAL, &mut counters)
+            .unwrap();
+        assert_eq!(counters.dropped, 1);
+        assert!(p.kept().unwrap().is_empty());
+    }
+}

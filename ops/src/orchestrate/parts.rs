@@ -1,0 +1,199 @@
+//! Split crawls (K application parts over S crawling systems): the flags of
+//! `polycrawl demo` and `polycrawl crawl`, and the metrics of Cho and
+//! Garcia-Molina's "Parallel Crawlers" (2002) computed at the end from the
+//! parts' repositories and summary lines.
+//!
+//! - pages `N`: 200 responses stored, summed over the parts (a URL stored by two
+//!   parts counts twice); unique pages `I`: distinct URLs over all repositories;
+//! - overlap `(N - I) / I`;
+//! - coverage `I / U` against websim's manifest (`U` pages to find);
+//! - communication overhead: URLs exchanged per downloaded page (`sent / N`);
+//! - balance: the largest part's pages over the mean (1.0 is perfect).
+//!
+//! websim's request log stays the ground truth for duplicate fetches (the demo's
+//! check); these figures come from what the parts stored. This module never
+//! decides ownership: the parts do, with `application::parts`.
+
+use std::collections::HashSet;
+use std::fmt::Write as _;
+
+use application::service::PartMode;
+
+use super::repo_scan::RepoScan;
+
+/// The flags that split a crawl.
+#[derive(Debug, Clone, clap::Args)]
+pub struct SplitArgs {
+    /// Application parts: each owns the hosts that hash (or the assignment file)
+    /// maps to it, and is an ordinary application to its manager.
+    #[arg(long, default_value_t = 1, value_parser = clap::value_parser!(u32).range(1..=64))]
+    pub parts: u32,
+    /// Crawling systems (manager, resolver, a share of the downloaders); part I
+    /// is served by system I % SYSTEMS.
+    #[arg(long, default_value_t = 1, value_parser = clap::value_parser!(u32).range(1..=16))]
+    pub systems: u32,
+    /// What a part does with links to hosts it does not own: exchange (send them
+    /// to their owner), firewall (drop them) or crossover (crawl them itself once
+    /// its own frontier is dry).
+    #[arg(long, default_value = "exchange")]
+    pub mode: PartMode,
+    /// An assignment file (`polycrawl assign`): host to part; other hosts go by the
+    /// hash.
+    #[arg(long, value_name = "FILE")]
+    pub assignment: Option<std::path::PathBuf>,
+}
+
+/// One part's figures.
+#[derive(Debug, Clone, PartialEq)]
+pub struct PartFigures {
+    /// 200 pages stored.
+    pub pages: u64,
+    /// URLs it sent to other parts.
+    pub sent: u64,
+}
+
+/// The figures of a split crawl.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Metrics {
+    /// Per part.
+    pub parts: Vec<PartFigures>,
+    /// `N`: pages over all parts.
+    pub pages: u64,
+    /// `I`: distinct pages.
+    pub unique: u64,
+    /// Pages to find (websim's manifest), if known.
+    pub expected: Option<u64>,
+}
+
+impl Metrics {
+    /// From the parts' repository scans and summary lines (in part order).
+    pub fn compute(
+        scans: &[RepoScan],
+        summaries: &[Option<String>],
+        expected: Option<u64>,
+    ) -> Self {
+        let mut union: HashSet<&str> = HashSet::new();
+        let mut parts = Vec::new();
+        for (i, scan) in scans.iter().enumerate() {
+            union.extend(scan.ok_urls.iter().map(String::as_str));
+            let sent = summaries
+                .get(i)
+                .and_then(|s| s.as_deref())
+                .and_then(sent_of)
+                .unwrap_or(0);
+            parts.push(PartFigures {
+                pages: scan.ok_urls.len() as u64,
+                sent,
+            });
+        }
+        Metrics {
+            pages: parts.iter().map(|p| p.pages).sum(),
+            unique: union.len() as u64,
+            parts,
+            expected,
+        }
+    }
+
+    /// `(N - I) / I`.
+    pub fn overlap(&self) -> f64 {
+        if self.unique == 0 {
+            return 0.0;
+        }
+        (self.pages - self.unique) as f64 / self.unique as f64
+    }
+
+    /// `I / U`, if `U` is known.
+    pub fn coverage(&self) -> Option<f64> {
+        self.expected
+            .filter(|u| *u > 0)
+            .map(|u| self.unique as f64 / u as f64)
+    }
+
+    /// URLs exchanged per downloaded page.
+    pub fn overhead(&self) -> f64 {
+        let sent: u64 = self.parts.iter().map(|p| p.sent).sum();
+        if self.pages == 0 {
+            return 0.0;
+        }
+        sent as f64 / self.pages as f64
+    }
+
+    /// The largest part's pages over the mean.
+    pub fn balance(&self) -> f64 {
+        let max = self.parts.iter().map(|p| p.pages).max().unwrap_or(0);
+        if self.pages == 0 || self.parts.is_empty() {
+            return 0.0;
+        }
+        max as f64 / (self.pages as f64 / self.parts.len() as f64)
+    }
+
+    /// The summary block: one line per part, then the totals.
+    pub fn render(&self, mode: PartMode, systems: u32) -> String {
+        let mut o = String::new();
+        let k = self.parts.len() as u32;
+        let _ = writeln!(
+            o,
+            "parts:      {k} parts ({mode:?} mode) over {systems} crawling system(s)"
+        );
+        for (i, p) in self.parts.iter().enumerate() {
+            let _ = writeln!(
+                o,
+                "  part {i} (system {}): {} pages, {} URLs sent",
+                i as u32 % systems.max(1),
+                p.pages,
+                p.sent
+            );
+        }
+        let coverage = self
+            .coverage()
+            .map_or("unknown".to_owned(), |c| format!("{:.2} %", c * 100.0));
+        let _ = writeln!(
+            o,
+            "metrics:    pages {} unique {} overlap {:.4} coverage {coverage} \
+             communication overhead {:.3} URLs/page balance {:.3}",
+            self.pages,
+            self.unique,
+            self.overlap(),
+            self.overhead(),
+            self.balance()
+        );
+        o
+    }
+}
+
+/// The `sent N URLs` of a part's summary line.
+pub fn sent_of(line: &str) -> Option<u64> {
+    let after = &line[line.find(": sent ")? + ": sent ".len()..];
+    after.split_whitespace().next()?.parse().ok()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn scan(urls: &[&str]) -> RepoScan {
+        RepoScan {
+            ok_urls: urls.iter().map(|u| (*u).to_owned()).collect(),
+            responses: urls.len() as u64,
+            ..RepoScan::default()
+        }
+    }
+
+    #[test]
+    fn figures_of_two_parts() {
+        let scans = [scan(&["a", "b", "c"]), scan(&["c", "d"])];
+        let lines = [
+            Some("app bfs-p0: Complete: 3 URLs requested, part 0 of 2 (Exchange): sent 4 URLs in 1 files, applied 0 URLs".to_owned()),
+            None,
+        ];
+        let m = Metrics::compute(&scans, &lines, Some(8));
+        assert_eq!((m.pages, m.unique), (5, 4));
+        assert!((m.overlap() - 0.25).abs() < 1e-9);
+        assert_eq!(m.coverage(), Some(0.5));
+        assert!((m.overhead() - 0.8).abs() < 1e-9);
+        assert!((m.balance() - 1.2).abs() < 1e-9);
+        assert!(m.render(PartMode::Exchange, 2).contains("overlap 0.2500"));
+        assert_eq!(sent_of("x: sent 12 URLs"), Some(12));
+        assert_eq!(sent_of("nothing"), None);
+    }
+}

@@ -1,0 +1,259 @@
+//! A crawl split into application parts (Polybot section 2.4, Cho and
+//! Garcia-Molina's parallel crawlers), end to end through `polycrawl demo`: websim,
+//! two crawling systems (manager, resolver, downloaders each) and four parts, all
+//! separate processes.
+//!
+//! - exchange mode: every status-200 page of websim's manifest stored, by exactly
+//!   one part (overlap 0), no URL fetched twice (websim's request log), nothing
+//!   robots.txt forbids; every part sent and applied URLs, and the totals match;
+//! - firewall mode: overlap 0 and no duplicate fetch; links to other parts' hosts
+//!   are dropped, none exchanged (coverage may be below 100 %);
+//! - cross-over mode: coverage 100 %, overlap >= 0, none exchanged;
+//! - exchange mode with one part killed (SIGKILL) mid-crawl and restarted by the
+//!   demo's supervisor: still 100 % coverage and overlap 0 (a URL may be fetched
+//!   twice by the restarted part, see `app_crash.rs`).
+
+use std::path::Path;
+use std::process::Command;
+use std::time::{Duration, Instant};
+
+use tests::bin;
+use tests::process::ProcessGuard;
+
+/// Ample time for the small web below on 2 busy cores.
+const DEMO_TIMEOUT: Duration = Duration::from_secs(300);
+
+const WEB: [&str; 8] = [
+    "--hosts",
+    "50",
+    "--pages",
+    "2500",
+    "--seed",
+    "5",
+    "--interval-ms",
+    "20",
+];
+
+/// Starts the demo with `args` on the web above, split in 4 parts over 2 systems.
+fn start(dir: &Path, args: &[&str]) -> ProcessGuard {
+    let mut cmd = Command::new(bin::polycrawl());
+    cmd.arg("demo")
+        .args(WEB)
+        .args(["--parts", "4", "--systems", "2", "--downloaders", "4"])
+        .args(args)
+        .arg("--out")
+        .arg(dir.join("demo-out"));
+    cmd.env("RUST_LOG", "info");
+    ProcessGuard::spawn("demo", cmd, dir).expect("starting polycrawl demo")
+}
+
+/// Waits for the demo's end; its stdout lines and whether it exited 0.
+fn finish(mut demo: ProcessGuard) -> (Vec<String>, bool) {
+    let status = demo.wait_exit(DEMO_TIMEOUT).expect("waiting for the demo");
+    let Some(status) = status else {
+        let _ = demo.terminate(Duration::from_secs(30));
+        panic!(
+            "{}",
+            demo.report(&format!("still running after {DEMO_TIMEOUT:?}"))
+        );
+    };
+    std::thread::sleep(Duration::from_millis(200));
+    let out = demo.stdout();
+    eprintln!("{}", out.join("\n"));
+    if !status.success() {
+        eprintln!("{}", demo.report(&format!("exited {status}")));
+    }
+    (out, status.success())
+}
+
+fn line<'a>(stdout: &'a [String], prefix: &str) -> &'a str {
+    stdout
+        .iter()
+        .find(|l| l.starts_with(prefix))
+        .unwrap_or_else(|| panic!("no `{prefix}` line in\n{}", stdout.join("\n")))
+}
+
+/// The figures of the split metrics line.
+#[derive(Debug)]
+struct Metrics {
+    pages: u64,
+    unique: u64,
+    overlap: f64,
+    coverage: f64,
+    overhead: f64,
+}
+
+fn metrics(stdout: &[String]) -> Metrics {
+    let l = line(stdout, "metrics: ");
+    let w: Vec<&str> = l.split_whitespace().collect();
+    let after = |key: &str| -> &str {
+        let i = w
+            .iter()
+            .position(|x| *x == key)
+            .unwrap_or_else(|| panic!("no {key} in {l:?}"));
+        w[i + 1]
+    };
+    Metrics {
+        pages: after("pages").parse().unwrap(),
+        unique: after("unique").parse().unwrap(),
+        overlap: after("overlap").parse().unwrap(),
+        coverage: after("coverage").parse().unwrap(),
+        overhead: after("overhead").parse().unwrap(),
+    }
+}
+
+/// `(sent, applied, dropped, kept)` URLs summed over the parts' summary lines.
+fn counters(stdout: &[String]) -> (u64, u64, u64, u64) {
+    let mut total = (0, 0, 0, 0);
+    let mut parts = 0;
+    for l in stdout
+        .iter()
+        .filter(|l| l.starts_with("part ") && l.contains(" app bfs-p"))
+    {
+        parts += 1;
+        let w: Vec<&str> = l.split_whitespace().collect();
+        let after = |key: &str| -> u64 {
+            let i = w.iter().position(|x| *x == key).unwrap();
+            w[i + 1].trim_end_matches(',').parse().unwrap()
+        };
+        total.0 += after("sent");
+        total.1 += after("applied");
+        total.2 += after("dropped");
+        total.3 += after("kept");
+        assert!(l.contains(": Complete:"), "{l}");
+        assert!(l.contains("0 batches quarantined"), "{l}");
+    }
+    assert_eq!(parts, 4, "{}", stdout.join("\n"));
+    total
+}
+
+fn oracle(stdout: &[String]) -> (u64, u64, u64, u64) {
+    let c = line(stdout, "coverage: ");
+    let (fetched, expected) = c
+        .trim_start_matches("coverage: ")
+        .split_whitespace()
+        .next()
+        .and_then(|f| f.split_once('/'))
+        .unwrap_or_else(|| panic!("bad coverage line {c:?}"));
+    let number = |prefix: &str| -> u64 {
+        line(stdout, prefix)
+            .trim_start_matches(prefix)
+            .parse()
+            .unwrap()
+    };
+    (
+        fetched.parse().unwrap(),
+        expected.parse().unwrap(),
+        number("duplicate fetches: "),
+        number("robots-disallowed fetches: "),
+    )
+}
+
+#[test]
+fn exchange_mode_four_parts_two_systems_crawls_exactly() {
+    let dir = tempfile::tempdir().unwrap();
+    let (out, ok) = finish(start(dir.path(), &["--mode", "exchange"]));
+    assert!(ok, "the demo failed");
+    let (fetched, expected, dups, robots) = oracle(&out);
+    assert!(expected > 1000, "{expected}");
+    assert_eq!((fetched, dups, robots), (expected, 0, 0));
+    let m = metrics(&out);
+    assert_eq!(m.pages, m.unique, "{m:?}");
+    assert_eq!(m.unique, expected, "{m:?}");
+    assert_eq!(m.overlap, 0.0, "{m:?}");
+    assert!((m.coverage - 100.0).abs() < 1e-9, "{m:?}");
+    let (sent, applied, dropped, kept) = counters(&out);
+    assert!(sent > 0 && m.overhead > 0.0, "{m:?}");
+    assert_eq!(sent, applied, "every URL sent was applied");
+    assert_eq!((dropped, kept), (0, 0));
+    // Both systems served parts: a manager per system.
+    let processes = line(&out, "parts: ");
+    assert!(
+        processes.contains("over 2 crawling system(s)"),
+        "{processes}"
+    );
+}
+
+#[test]
+fn firewall_mode_drops_foreign_links_and_never_overlaps() {
+    let dir = tempfile::tempdir().unwrap();
+    let (out, ok) = finish(start(dir.path(), &["--mode", "firewall"]));
+    assert!(ok, "the demo failed");
+    let (fetched, expected, dups, robots) = oracle(&out);
+    assert!(fetched <= expected);
+    assert_eq!((dups, robots), (0, 0));
+    let m = metrics(&out);
+    assert_eq!(m.pages, m.unique, "{m:?}");
+    assert_eq!(m.overlap, 0.0);
+    let (sent, applied, dropped, kept) = counters(&out);
+    assert_eq!((sent, applied, kept), (0, 0, 0));
+    assert!(dropped > 0, "links to other parts' hosts were dropped");
+    assert_eq!(m.overhead, 0.0);
+}
+
+#[test]
+fn crossover_mode_covers_everything_with_overlap() {
+    let dir = tempfile::tempdir().unwrap();
+    let (out, ok) = finish(start(dir.path(), &["--mode", "crossover"]));
+    assert!(ok, "the demo failed");
+    let (fetched, expected, _dups, robots) = oracle(&out);
+    assert_eq!(fetched, expected);
+    assert_eq!(robots, 0);
+    let m = metrics(&out);
+    assert!(m.pages >= m.unique && m.overlap >= 0.0, "{m:?}");
+    assert!((m.coverage - 100.0).abs() < 1e-9, "{m:?}");
+    let (sent, applied, dropped, kept) = counters(&out);
+    assert_eq!((sent, applied, dropped), (0, 0, 0));
+    assert!(kept > 0, "links to other parts' hosts were kept");
+}
+
+/// The pid of `name` in the demo's `pids` file, once it is there.
+fn pid_of(out: &Path, name: &str) -> Option<i32> {
+    let text = std::fs::read_to_string(out.join("pids")).ok()?;
+    text.lines()
+        .filter_map(|l| l.split_once(' '))
+        .find(|(n, _)| *n == name)
+        .and_then(|(_, p)| p.parse().ok())
+}
+
+#[test]
+fn a_part_killed_mid_crawl_loses_nothing() {
+    let dir = tempfile::tempdir().unwrap();
+    let out_dir = dir.path().join("demo-out");
+    let demo = start(dir.path(), &["--mode", "exchange"]);
+    // Kill part 1 once it has stored pages and sent URLs.
+    let deadline = Instant::now() + Duration::from_secs(120);
+    let progress = out_dir.join("state").join("app-p1").join("progress");
+    let killed = loop {
+        assert!(Instant::now() < deadline, "part 1 never got going");
+        let stored = std::fs::read_to_string(&progress)
+            .ok()
+            .and_then(|t| {
+                t.lines()
+                    .find_map(|l| l.strip_prefix("pages_stored=")?.parse::<u64>().ok())
+            })
+            .unwrap_or(0);
+        if stored >= 100 {
+            if let Some(pid) = pid_of(&out_dir, "app-p1") {
+                nix::sys::signal::kill(
+                    nix::unistd::Pid::from_raw(pid),
+                    nix::sys::signal::Signal::SIGKILL,
+                )
+                .expect("SIGKILL to part 1");
+                break pid;
+            }
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    };
+    eprintln!("killed part 1 (pid {killed})");
+    let (out, _ok) = finish(demo);
+    let restarts = line(&out, "restarts: ");
+    assert!(restarts.contains("app-p1 1"), "{restarts}");
+    let (fetched, expected, dups, robots) = oracle(&out);
+    assert_eq!(fetched, expected, "a page was lost");
+    assert_eq!(robots, 0);
+    let m = metrics(&out);
+    assert_eq!(m.pages, m.unique, "{m:?}");
+    assert_eq!(m.overlap, 0.0);
+    eprintln!("duplicate fetches after the kill: {dups}");
+}
