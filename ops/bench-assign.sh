@@ -20,13 +20,15 @@
 #   3. a second single-application crawl of the same web (WORK/crawl-2) and
 #      `polycrawl assign --evaluate` of each file on it: the figures on a crawl the
 #      partition was not computed from;
-#   4. (MARKED BELOW) the second crawl with K application parts in exchange mode,
-#      once that mode is merged: the URLs the parts really exchanged.
+#   4. the second crawl again with K application parts in exchange mode over 2
+#      crawling systems, by the hash and by the assignment file: the URLs the parts
+#      really exchanged per stored page, and the balance (SPLIT=0 skips it).
 #
 # Everything started here (websim) is stopped on exit and on Ctrl-C, by pid.
 set -euo pipefail
 here="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
 root="$(dirname "$here")"
+source "$here/env.sh"
 
 log() { printf 'bench-assign: %s\n' "$*" >&2; }
 die() { log "$*"; exit 1; }
@@ -130,15 +132,29 @@ for k in $parts; do
         --config "$work/config.ron" | sed 's/^assign /second-crawl /' | tee -a "$results"
 done
 
-# ---------------------------------------------------------------------------------
-# SECOND CRAWL WITH K APPLICATION PARTS (exchange mode): goes here once it is merged.
-# For each K in $parts, crawl the same web twice more with K parts, once with the
-# hash and once with `$work/assign-K.tsv` (every part loads it through
-# application::parts::Ownership::load), and record per run: URLs the parts sent to
-# each other (their exchange counters) over pages stored, and the largest part's
-# stored pages over the mean. Those two figures per K and per rule go in
-# BENCHMARKS.md beside the evaluator's figures above.
-# ---------------------------------------------------------------------------------
+# The second crawl with K application parts in exchange mode (2 crawling systems),
+# once by the hash and once by the assignment file: what the parts really sent each
+# other per stored page, and the largest part's pages over the mean (the `metrics:`
+# line of `polycrawl crawl`).
+split_crawl() { # K RULE [--assignment FILE]
+    local k="$1" rule="$2"
+    shift 2
+    log "crawl with $k parts ($rule)"
+    RUST_LOG=warn "$bin" crawl --seeds "$(ws seeds)" --config "$work/config.ron" \
+        --parts "$k" --systems 2 --mode exchange "$@" \
+        --out "$work/split-$k-$rule" >"$work/split-$k-$rule.stdout" 2>"$work/split-$k-$rule.log" \
+        || die "split crawl K=$k $rule failed: $(tail -n 5 "$work/split-$k-$rule.log")"
+    local m
+    m="$(grep -m1 '^metrics:' "$work/split-$k-$rule.stdout" || true)"
+    [ -n "$m" ] || die "no metrics line from the split crawl K=$k $rule"
+    printf 'split-crawl parts=%s rule=%s %s\n' "$k" "$rule" "${m#metrics:    }" | tee -a "$results"
+}
+if [ "${SPLIT:-1}" = 1 ]; then
+    for k in $parts; do
+        split_crawl "$k" hash
+        split_crawl "$k" partition --assignment "$work/assign-$k.tsv"
+    done
+fi
 
 stop_websim
 printf '\nmachine: %s, %s cores; load average %s; commit %s; %s\n' \
