@@ -192,7 +192,9 @@ pub struct Plan {
     pub config: Config,
     /// The seed URLs.
     pub seeds: PathBuf,
-    /// Number of downloader processes (at least 1).
+    /// Number of downloader processes: at least one per crawling system (fewer
+    /// are raised to `systems`, with a note on stderr: a system without a
+    /// downloader would hold its parts' URLs forever).
     pub downloaders: u32,
     /// Stop after this many stored pages.
     pub max_pages: Option<u64>,
@@ -690,7 +692,13 @@ impl System {
             resolvers.push(Supervised::spawn(&name, spec, &l.logs, policy)?);
         }
         let mut downloaders = Vec::new();
-        for n in 1..=plan.downloaders.max(1) {
+        if plan.downloaders < systems {
+            eprintln!(
+                "polycrawl {what}: {systems} crawling systems need a downloader each: starting {systems} downloaders, not {}",
+                plan.downloaders
+            );
+        }
+        for n in 1..=plan.downloaders.max(systems) {
             let s = (n - 1) % systems;
             let id = format!("dl-{n}");
             let mut spec = service("downloader", s);
