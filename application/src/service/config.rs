@@ -108,8 +108,14 @@ pub struct AppConfig {
     /// every part shares (each part may have its own spool, one per crawling
     /// system). Default none: this part's own spool root.
     pub exchange_root: Option<PathBuf>,
-    /// Most URLs in one exchange file. Default 1000.
+    /// Most URLs in one exchange file, and the size at which a part's outbox
+    /// for one owner is sent at once. Default 1000.
     pub exchange_urls_per_file: usize,
+    /// Longest time foreign URLs wait in a part's outbox before they are sent
+    /// to their owner (an owner that says it is idle gets them at once, and
+    /// everything goes before this part says it is idle). Default 1000 ms; at
+    /// most one hour.
+    pub exchange_max_age_ms: u64,
 }
 
 /// What a part does with links to hosts it does not own (Cho and Garcia-Molina,
@@ -176,6 +182,7 @@ impl Default for AppConfig {
             assignment_file: None,
             exchange_root: None,
             exchange_urls_per_file: 1000,
+            exchange_max_age_ms: 1000,
         }
     }
 }
@@ -213,6 +220,12 @@ impl AppConfig {
     /// For a split crawl (`parts > 1`), the stem of the parts' ids (`bfs` for
     /// `bfs-p2`); `None` for an unsplit one. Checks `part < parts` and the id.
     pub fn part_stem(&self) -> Result<Option<String>, AppError> {
+        if self.exchange_max_age_ms > 3_600_000 {
+            return Err(invalid(
+                "exchange_max_age_ms",
+                format!("{} ms is more than an hour", self.exchange_max_age_ms),
+            ));
+        }
         if self.parts == 0 || self.part >= self.parts {
             return Err(invalid(
                 "part",

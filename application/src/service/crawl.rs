@@ -284,6 +284,13 @@ impl Crawl {
                 }
                 worked = true;
             }
+            // Foreign URLs whose outbox is full, old enough, or owned by a part
+            // that waits (exchange mode; see `super::exchange`).
+            if let Some(parts) = &mut self.parts
+                && parts.send_due(self.priority, &mut self.progress.parts, false)?
+            {
+                worked = true;
+            }
             if worked {
                 first_idle = None;
                 self.sync_sent = None;
@@ -404,6 +411,8 @@ impl Crawl {
                 Ok(PartsVerdict::Released)
             }
             PartMode::Exchange => {
+                // Rule 3: whatever waits in the outboxes goes while still busy.
+                parts.send_due(self.priority, &mut self.progress.parts, true)?;
                 parts.set_idle(true, &self.progress.parts)?;
                 let first = parts.statuses();
                 if !first.iter().all(|s| s.as_ref().is_some_and(|s| s.idle)) {

@@ -15,22 +15,31 @@
 //! link" (their section 6: without it a URL is sent once per link to it).
 //!
 //! **Modes** ([`PartMode`]):
-//! - exchange: foreign URLs are written per owner into exchange files
-//!   (`spool::formats::exchange`, at most `exchange_urls_per_file` URLs each) in
-//!   the owner's `exchange/<owner>/` under the shared `exchange_root`. Batching is
-//!   that of the seen set (**eager when idle, batched when busy**): a merge starts at
-//!   once when the part is idle, and while one runs links collect for the next, so
-//!   files grow with the load (Cho and Garcia-Molina's batch communication, with
-//!   the batch set by load instead of a fixed count).
+//! - exchange: foreign URLs are appended, per owner, to an outbox file
+//!   `<state>/outbox/<owner>` (fsynced), and sent from there as exchange files
+//!   (`spool::formats::exchange`, at most `exchange_urls_per_file` URLs each) into
+//!   the owner's `exchange/<owner>/` under the shared `exchange_root`: Cho and
+//!   Garcia-Molina's batch communication, by size and age. An outbox goes when it
+//!   holds `exchange_urls_per_file` URLs, when its oldest URL has waited
+//!   `exchange_max_age_ms`, when its owner's status file says the owner is idle
+//!   (**eager when the receiver waits, batched while it is busy**), and always
+//!   before this part writes `idle=1`. So a file holds what one owner got over up
+//!   to a second instead of one merge's worth (1.5-2 URLs on a polite crawl).
+//!   Memory: an outbox lives on disk; only its URL count and age are in memory,
+//!   O(K). Reading one to send it holds at most one merge's foreign URLs more
+//!   than a file's worth.
 //! - firewall: foreign URLs are dropped (counted).
 //! - cross-over: foreign URLs are appended to `<state>/crossover` (on disk, so
 //!   memory stays bounded) and requested by the part itself once its own frontier
 //!   is dry (the manager says idle). Overlap is expected, and measured.
 //!
-//! **Crash safety of the exchange.** A merge's exchange files (or cross-over
-//! lines) are published, fsynced, before its generation is recorded as
-//! published, exactly as its request files: a crash in between sends them again
-//! (the receiver's seen set absorbs the double), never the reverse. A receiver
+//! **Crash safety of the exchange.** A merge's outbox lines (or cross-over
+//! lines) are written, fsynced, before its generation is recorded as
+//! published, exactly as its request files: a crash in between writes them again
+//! (the receiver's seen set absorbs the double), never the reverse. An outbox is
+//! removed only after its exchange files are published: a crash in between sends
+//! them twice, never loses them. A line cut by a crash is cut off when the file
+//! is opened again, so the next append starts on a line of its own. A receiver
 //! claims an exchange file, offers its URLs to its scope rules and seen set like
 //! links it found itself (depth travels in the hint), and deletes the file only
 //! when the generation covering those inserts is published, the same argument as
@@ -45,7 +54,8 @@
 //! (1) a part writes `idle=1` only when it is locally done (manager idle for its
 //! URLs, its pages, outcomes and exchange folders empty, nothing merging or waiting);
 //! (2) before it processes anything it claimed while its file says `idle=1`, it
-//! writes `idle=0`; (3) it publishes exchange files only while busy. A part ends when
+//! writes `idle=0`; (3) it publishes exchange files only while busy (its outboxes
+//! are empty whenever it says idle: they are sent first). A part ends when
 //! it reads every part's status idle, then finds no exchange file anywhere (every
 //! `exchange/<part>/` including claimed files), then reads every status again
 //! unchanged (same versions). Argument: suppose a part works after such a check;
@@ -70,12 +80,14 @@ use std::collections::BTreeMap;
 use std::fs;
 use std::io::Write as _;
 use std::path::{Path, PathBuf};
+use std::time::{Duration, Instant};
 
 use spool::claim::Consumer;
 use spool::formats::{ExchangeHeader, ExchangeWriter, Hints};
 use spool::name::{FileKind, Priority};
 use spool::publish::{Publisher, durable_rename};
 use spool::{AppId, ComponentId, Spool, SpoolDir};
+use tracing::warn;
 use url::Url;
 
 use super::config::{AppConfig, PartMode};
@@ -105,7 +117,17 @@ pub(crate) struct Parts {
     written_idle: Option<bool>,
     urls_per_file: usize,
     crossover: PathBuf,
+    /// `<state>/outbox/`: one file of foreign URLs per owner (exchange mode).
+    outbox_dir: PathBuf,
+    /// Per part: URLs in its outbox file, and since when (this run) it has any.
+    waiting: Vec<(u64, Option<Instant>)>,
+    max_age: Duration,
+    /// When the owners' status files were last read for idle owners.
+    last_look: Option<Instant>,
 }
+
+/// How often, at most, the owners' status files are read to find idle owners.
+const LOOK_EVERY: Duration = Duration::from_millis(50);
 
 /// One part's status file.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -157,10 +179,20 @@ impl Parts {
             apps.push(name);
         }
         let status_dir = root.root().join("parts");
-        fs::create_dir_all(&status_dir).map_err(|source| AppError::File {
-            path: status_dir.clone(),
-            source,
-        })?;
+        let outbox_dir = config.state_dir.join("outbox");
+        for dir in [&status_dir, &outbox_dir] {
+            fs::create_dir_all(dir).map_err(|source| AppError::File {
+                path: dir.clone(),
+                source,
+            })?;
+        }
+        let crossover = config.state_dir.join("crossover");
+        cut_partial_line(&crossover)?;
+        let mut waiting = Vec::new();
+        for j in 0..count {
+            let lines = cut_partial_line(&outbox_dir.join(j.to_string()))?;
+            waiting.push((lines, (lines > 0).then(Instant::now)));
+        }
         Ok(Some(Self {
             own: config.part,
             count,
@@ -174,7 +206,11 @@ impl Parts {
             own_app: own_app.as_str().to_owned(),
             written_idle: None,
             urls_per_file: config.exchange_urls_per_file,
-            crossover: config.state_dir.join("crossover"),
+            crossover,
+            outbox_dir,
+            waiting,
+            max_age: Duration::from_millis(config.exchange_max_age_ms),
+            last_look: None,
         }))
     }
 
@@ -200,17 +236,104 @@ impl Parts {
                 self.keep(&foreign)?;
             }
             PartMode::Exchange => {
-                let mut by_owner: BTreeMap<u32, Vec<Foreign>> = BTreeMap::new();
-                for (owner, f) in foreign {
-                    by_owner.entry(owner).or_default().push(f);
+                let mut by_owner: BTreeMap<u32, String> = BTreeMap::new();
+                let mut counts: BTreeMap<u32, u64> = BTreeMap::new();
+                for (owner, (url, depth, hops)) in foreign {
+                    if owner == self.own || owner >= self.count {
+                        continue;
+                    }
+                    let text = by_owner.entry(owner).or_default();
+                    text.push_str(&format!("{url}\t{depth}\t{hops}\n"));
+                    *counts.entry(owner).or_default() += 1;
                 }
-                for (owner, urls) in by_owner {
-                    let (files, n) = self.send(owner, &urls, priority)?;
-                    counters.sent_files += files;
-                    counters.sent_urls += n;
+                let now = Instant::now();
+                for (owner, text) in by_owner {
+                    append_synced(&self.outbox_path(owner), &text)?;
+                    let w = &mut self.waiting[owner as usize];
+                    w.0 += counts[&owner];
+                    w.1.get_or_insert(now);
+                    if w.0 >= self.urls_per_file as u64 {
+                        self.flush(owner, priority, counters)?;
+                    }
                 }
             }
         }
+        Ok(())
+    }
+
+    /// Sends the outboxes that are due: full, old enough, for an owner that says
+    /// it is idle, or every one when `all` (before this part says it is idle).
+    /// Returns whether it sent any.
+    pub(crate) fn send_due(
+        &mut self,
+        priority: Priority,
+        counters: &mut PartCounters,
+        all: bool,
+    ) -> Result<bool, AppError> {
+        if self.waiting.iter().all(|w| w.0 == 0) {
+            return Ok(false);
+        }
+        let now = Instant::now();
+        let look = all || self.last_look.is_none_or(|t| now >= t + LOOK_EVERY);
+        if !look {
+            return Ok(false);
+        }
+        self.last_look = Some(now);
+        let statuses = if all { Vec::new() } else { self.statuses() };
+        let mut sent = false;
+        for owner in 0..self.count {
+            let (n, since) = self.waiting[owner as usize];
+            if n == 0 {
+                continue;
+            }
+            let idle_owner = statuses
+                .get(owner as usize)
+                .is_some_and(|s| s.as_ref().is_some_and(|s| s.idle));
+            let old = since.is_some_and(|t| now >= t + self.max_age);
+            if all || old || idle_owner || n >= self.urls_per_file as u64 {
+                self.flush(owner, priority, counters)?;
+                sent = true;
+            }
+        }
+        Ok(sent)
+    }
+
+    fn outbox_path(&self, owner: u32) -> PathBuf {
+        self.outbox_dir.join(owner.to_string())
+    }
+
+    /// Sends `owner`'s outbox as exchange files, then removes it.
+    fn flush(
+        &mut self,
+        owner: u32,
+        priority: Priority,
+        counters: &mut PartCounters,
+    ) -> Result<(), AppError> {
+        let path = self.outbox_path(owner);
+        let text = match fs::read_to_string(&path) {
+            Ok(t) => t,
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => String::new(),
+            Err(source) => return Err(AppError::File { path, source }),
+        };
+        let mut urls: Vec<Foreign> = Vec::new();
+        for line in text.lines() {
+            let mut f = line.split('\t');
+            match (f.next(), f.next().map(str::parse), f.next().map(str::parse)) {
+                (Some(url), Some(Ok(depth)), Some(Ok(hops))) if !url.is_empty() => {
+                    urls.push((url.to_owned(), depth, hops));
+                }
+                _ => warn!(file = %path.display(), line, "app: outbox line skipped"),
+            }
+        }
+        let (files, n) = self.send(owner, &urls, priority)?;
+        counters.sent_files += files;
+        counters.sent_urls += n;
+        match fs::remove_file(&path) {
+            Ok(()) => {}
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => {}
+            Err(source) => return Err(AppError::File { path, source }),
+        }
+        self.waiting[owner as usize] = (0, None);
         Ok(())
     }
 
@@ -246,21 +369,11 @@ impl Parts {
 
     /// Appends foreign URLs to the cross-over file, fsynced.
     fn keep(&self, urls: &[(u32, Foreign)]) -> Result<(), AppError> {
-        let io = |source| AppError::File {
-            path: self.crossover.clone(),
-            source,
-        };
         let mut text = String::new();
         for (_, (url, depth, _)) in urls {
             text.push_str(&format!("{url}\t{depth}\n"));
         }
-        let mut file = fs::OpenOptions::new()
-            .create(true)
-            .append(true)
-            .open(&self.crossover)
-            .map_err(io)?;
-        file.write_all(text.as_bytes()).map_err(io)?;
-        file.sync_all().map_err(io)
+        append_synced(&self.crossover, &text)
     }
 
     /// The kept cross-over URLs (distinct; a line cut by a crash is skipped).
@@ -392,6 +505,43 @@ pub fn status_counters(text: &str) -> BTreeMap<String, u64> {
         .filter_map(|w| w.split_once('='))
         .filter_map(|(k, v)| Some((k.to_owned(), v.parse().ok()?)))
         .collect()
+}
+
+/// Appends `text` (whole lines) to `path` and fsyncs it.
+fn append_synced(path: &Path, text: &str) -> Result<(), AppError> {
+    let io = |source| AppError::File {
+        path: path.to_owned(),
+        source,
+    };
+    let mut file = fs::OpenOptions::new()
+        .create(true)
+        .append(true)
+        .open(path)
+        .map_err(io)?;
+    file.write_all(text.as_bytes()).map_err(io)?;
+    file.sync_all().map_err(io)
+}
+
+/// Cuts off a last line a crash left without its newline (so the next append
+/// starts a line of its own) and returns the whole lines left; 0 when `path`
+/// does not exist.
+fn cut_partial_line(path: &Path) -> Result<u64, AppError> {
+    let io = |source| AppError::File {
+        path: path.to_owned(),
+        source,
+    };
+    let bytes = match fs::read(path) {
+        Ok(b) => b,
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(0),
+        Err(source) => return Err(io(source)),
+    };
+    let whole = bytes.iter().rposition(|&b| b == b'\n').map_or(0, |i| i + 1);
+    if whole < bytes.len() {
+        let file = fs::OpenOptions::new().write(true).open(path).map_err(io)?;
+        file.set_len(whole as u64).map_err(io)?;
+        file.sync_all().map_err(io)?;
+    }
+    Ok(bytes[..whole].iter().filter(|&&b| b == b'\n').count() as u64)
 }
 
 /// Files in the folders directly under `dir` (claimed files, one folder per consumer).
@@ -548,6 +698,103 @@ mod tests {
         p1.set_idle(false, &PartCounters::default()).unwrap();
         p1.set_idle(true, &PartCounters::default()).unwrap();
         assert!(!quiet(&first, 0, &p0.statuses()));
+    }
+
+    #[test]
+    fn outbox_waits_for_size_age_or_an_idle_owner_and_survives_a_cut_line() {
+        let dir = tempfile::tempdir().unwrap();
+        let spool = Spool::new(dir.path().join("spool"));
+        let id = ComponentId::new("t".to_owned()).unwrap();
+        let mut c0 = config(dir.path(), 0, PartMode::Exchange);
+        c0.exchange_urls_per_file = 3;
+        c0.exchange_max_age_ms = 3_600_000;
+        let app0 = c0.app_id().unwrap();
+        let mut p0 = Parts::open(&c0, &spool, &app0, &id).unwrap().unwrap();
+        let c1 = config(dir.path(), 1, PartMode::Exchange);
+        let app1 = c1.app_id().unwrap();
+        let mut p1 = Parts::open(&c1, &spool, &app1, &id).unwrap().unwrap();
+        let mut counters = PartCounters::default();
+        let u = |s: &str, d, h| (1, (s.to_owned(), d, h));
+        // Two URLs: below the size, young, owner busy: they wait on disk.
+        p0.hand_on(
+            vec![u("http://a.x/", 2, 0), u("http://b.x/", 1, 3)],
+            Priority::NORMAL,
+            &mut counters,
+        )
+        .unwrap();
+        p1.set_idle(false, &PartCounters::default()).unwrap();
+        assert!(!p0.send_due(Priority::NORMAL, &mut counters, false).unwrap());
+        assert_eq!((p0.in_flight().unwrap(), counters.sent_urls), (0, 0));
+        // A crash cut the next append; reopening cuts the partial line off and
+        // counts the two whole ones.
+        let outbox = dir.path().join("state0").join("outbox").join("1");
+        append_synced(&outbox, "http://cut.x/\t4").unwrap();
+        drop(p0);
+        let mut p0 = Parts::open(&c0, &spool, &app0, &id).unwrap().unwrap();
+        assert_eq!(p0.waiting[1].0, 2);
+        p0.hand_on(
+            vec![u("http://c.x/", 1, 0)],
+            Priority::NORMAL,
+            &mut counters,
+        )
+        .unwrap();
+        // Three: the size is reached, one file goes at once.
+        assert_eq!((counters.sent_files, counters.sent_urls), (1, 3));
+        assert!(!outbox.exists());
+        // The owner says it is idle: what waits goes at once.
+        p0.hand_on(
+            vec![u("http://d.x/", 1, 0)],
+            Priority::NORMAL,
+            &mut counters,
+        )
+        .unwrap();
+        p1.set_idle(true, &PartCounters::default()).unwrap();
+        assert!(p0.send_due(Priority::NORMAL, &mut counters, false).unwrap());
+        assert_eq!((counters.sent_files, counters.sent_urls), (2, 4));
+        // Old enough: goes even to a busy owner.
+        p0.max_age = Duration::ZERO;
+        p1.set_idle(false, &PartCounters::default()).unwrap();
+        p0.hand_on(
+            vec![u("http://e.x/", 1, 0)],
+            Priority::NORMAL,
+            &mut counters,
+        )
+        .unwrap();
+        p0.last_look = None;
+        assert!(p0.send_due(Priority::NORMAL, &mut counters, false).unwrap());
+        assert_eq!((counters.sent_files, counters.sent_urls), (3, 5));
+        // What reached part 1, hints included; nothing cut or doubled.
+        let mut got = Vec::new();
+        for c in p1.inbox.claim_batch(10).unwrap() {
+            let bytes = c.read().unwrap();
+            for req in spool::formats::ExchangeReader::new(&bytes[..]).unwrap() {
+                let req = req.unwrap();
+                got.push((req.url, req.hints.depth, req.hints.hops));
+            }
+            c.done().unwrap();
+        }
+        got.sort();
+        let want = |s: &str, d, h| (s.to_owned(), Some(d), h);
+        assert_eq!(
+            got,
+            vec![
+                want("http://a.x/", 2, None),
+                want("http://b.x/", 1, Some(3)),
+                want("http://c.x/", 1, None),
+                want("http://d.x/", 1, None),
+                want("http://e.x/", 1, None),
+            ]
+        );
+        // Before saying idle, everything goes.
+        p0.hand_on(
+            vec![u("http://f.x/", 1, 0)],
+            Priority::NORMAL,
+            &mut counters,
+        )
+        .unwrap();
+        p0.max_age = Duration::from_secs(3600);
+        assert!(p0.send_due(Priority::NORMAL, &mut counters, true).unwrap());
+        assert_eq!(p0.in_flight().unwrap(), 1);
     }
 
     #[test]
