@@ -17,7 +17,10 @@
 # files), --no-build (use the built binary as it is), --hostile (websim's full web, with
 # its dead and slow hosts and robots.txt 5xx and crawl-delay variants; by default the
 # web is `websim --plain`: well-behaved hosts only, as a static server such as nginx
-# serves them, which is what the issue's figures were measured on).
+# serves them, which is what the issue's figures were measured on), --own-addresses /
+# --shared-addresses (websim's hosts each on an address of their own, as the polite
+# configuration does by default so that its bound is hosts / interval; or websim's
+# usual virtual-hosting groups, the default of the other configurations).
 #
 # How each run goes: a fresh `polycrawl websim` (so its request log holds that one run
 # and nothing else), then the crawler under `polycrawl bench measure` (wall time, CPU of
@@ -52,7 +55,7 @@ log() { printf 'bench-peers: %s\n' "$*" >&2; }
 die() { log "$*"; exit 1; }
 
 configs=()
-runs="" hosts="" pages="" skew="" interval_ms="" crawlers=""
+runs="" hosts="" pages="" skew="" interval_ms="" crawlers="" own_addresses=""
 seed=1 slow_ms=300 threads=64 downloaders=1 timeout_s=900
 work=/tmp/polycrawl-bench-peers keep=0 build=1 plain=1
 while [ $# -gt 0 ]; do
@@ -65,6 +68,8 @@ while [ $# -gt 0 ]; do
         --seed) seed="$2"; shift 2 ;;
         --slow-ms) slow_ms="$2"; shift 2 ;;
         --hostile) plain=0; shift ;;
+        --own-addresses) own_addresses=1; shift ;;
+        --shared-addresses) own_addresses=0; shift ;;
         --interval-ms) interval_ms="$2"; shift 2 ;;
         --crawlers) crawlers="$2"; shift 2 ;;
         --threads) threads="$2"; shift 2 ;;
@@ -157,6 +162,7 @@ start_websim() { # DIR
     local dir="$1" out="$1/websim.stdout" line="" i
     plain_flag=()
     [ "$plain" = 1 ] && plain_flag=(--plain)
+    [ "$c_own" = 1 ] && plain_flag+=(--own-addresses)
     RUST_LOG=warn "$bin" websim "${plain_flag[@]}" --hosts "$c_hosts" --pages "$c_pages" --size-skew "$c_skew" \
         --seed "$seed" --slow-ms "$slow_ms" --out "$dir/websim" --exit-with-parent \
         >"$out" 2>"$dir/websim.log" &
@@ -336,7 +342,7 @@ print_peer_table() { # CONFIG
 print_polite_table() { # CONFIG
     local c="$1"
     printf '\n%s: websim%s --hosts %s --pages %s --size-skew %s --seed %s --slow-ms %s; %s ms per host and per IP; polycrawl alone (wget2 has no per-host politeness); load average %s\n' \
-        "$c" "$([ "$plain" = 1 ] && echo ' --plain')" "$c_hosts" "$c_pages" "$c_skew" "$seed" "$slow_ms" "$c_interval" "$(cut -d' ' -f1-3 /proc/loadavg)"
+        "$c" "$([ "$plain" = 1 ] && echo ' --plain')$([ "$c_own" = 1 ] && echo ' --own-addresses')" "$c_hosts" "$c_pages" "$c_skew" "$seed" "$slow_ms" "$c_interval" "$(cut -d' ' -f1-3 /proc/loadavg)"
     printf '| run | load | wall s | requests | coverage | fetch rate, middle 80 %% (/bound) | peak 10 s rate (/bound) | bound (live addresses / interval) | rate / bound while IPs had work | violations origin / IP | min gap ms origin / IP start | manager CPU s | manager CPU-us per request | CPU-ms/page (all) | peak RSS MiB (tree / 1 proc) |\n'
     printf '|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|\n'
     awk -F'\t' -v c="$c" '$1==c && $2=="polycrawl" {
@@ -355,13 +361,14 @@ results="$work/results.tsv"
 machine_line
 for c_name in "${configs[@]}"; do
     case "$c_name" in
-        throughput) d_hosts=200 d_pages=50000 d_skew=0.3 d_interval=0 d_runs=3 d_crawlers="wget2 polycrawl" ;;
-        small) d_hosts=20 d_pages=2000 d_skew=1 d_interval=0 d_runs=3 d_crawlers="wget2 polycrawl" ;;
-        polite) d_hosts=5000 d_pages=100000 d_skew=0 d_interval=2000 d_runs=1 d_crawlers="polycrawl" ;;
+        throughput) d_hosts=200 d_pages=50000 d_skew=0.3 d_interval=0 d_runs=3 d_crawlers="wget2 polycrawl" d_own=0 ;;
+        small) d_hosts=20 d_pages=2000 d_skew=1 d_interval=0 d_runs=3 d_crawlers="wget2 polycrawl" d_own=0 ;;
+        # Every host on its own address, so the bound is the issue's hosts / interval.
+        polite) d_hosts=5000 d_pages=100000 d_skew=0 d_interval=2000 d_runs=1 d_crawlers="polycrawl" d_own=1 ;;
         *) die "unknown configuration $c_name (throughput, small, polite)" ;;
     esac
     c_hosts="${hosts:-$d_hosts}" c_pages="${pages:-$d_pages}" c_skew="${skew:-$d_skew}"
-    c_interval="${interval_ms:-$d_interval}" c_runs="${runs:-$d_runs}"
+    c_interval="${interval_ms:-$d_interval}" c_runs="${runs:-$d_runs}" c_own="${own_addresses:-$d_own}"
     c_crawlers="$(printf '%s' "${crawlers:-$d_crawlers}" | tr ',' ' ')"
     if [ "$c_interval" -gt 0 ] && [[ " $c_crawlers " == *" wget2 "* ]]; then
         log "$c_name: wget2 has no per-host politeness; measuring polycrawl alone"

@@ -93,6 +93,7 @@ fn main() {
         http_port: 8080,
         https_port: 8443,
         communities: 0,
+        own_addresses: false,
     });
     let mut buf = Vec::with_capacity(64 * 1024);
     let mut scratch = Scratch::default();
@@ -156,6 +157,7 @@ fn main() {
                     http_port: port,
                     https_port: 1,
                     communities: 0,
+                    own_addresses: false,
                 }));
                 let log = RequestLog::create(&log_path).expect("log");
                 let _flusher = log.start_flusher();

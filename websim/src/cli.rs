@@ -164,6 +164,12 @@ pub struct Args {
     /// `--plain`.
     #[arg(long)]
     pub traps: bool,
+    /// Every host on an address of its own (no virtual-hosting groups), so that
+    /// per-IP politeness binds no tighter than per-host politeness: for
+    /// politeness benchmarks whose bound is hosts / interval. Pages, links and
+    /// robots.txt stay the same web.
+    #[arg(long)]
+    pub own_addresses: bool,
     /// Give the hosts a community structure: deal them into N communities of equal
     /// size, and make 90 % of the cross-host links a page draws (and of redirect
     /// hops, and http-to-https upgrade links) go to hosts of the linking host's own
@@ -308,6 +314,7 @@ async fn serve(args: Args) -> Result<(), CliError> {
         http_port: 0,
         https_port: 0,
         communities: args.communities,
+        own_addresses: args.own_addresses,
     };
     let plan = Web::new(params);
     // Addresses with at least one host that is not dead get listeners.

@@ -314,6 +314,18 @@ fn assign_roles(rng: &mut Rng, hosts: &mut [Host], order: &[usize]) {
     }
 }
 
+/// Gives every host an address of its own, in the order of the addresses drawn
+/// (`--own-addresses`): the virtual-hosting groups are split, nothing else of
+/// the web changes. O(H).
+pub fn one_address_each(hosts: &mut [Host]) {
+    let mut order: Vec<usize> = (0..hosts.len()).collect();
+    order.sort_by_key(|&i| (hosts[i].addr_index, i));
+    for (k, &i) in order.iter().enumerate() {
+        hosts[i].addr_index = k as u32;
+        hosts[i].addr = address(k as u32);
+    }
+}
+
 fn assign_addresses(rng: &mut Rng, hosts: &mut Vec<Host>) {
     let mut order: Vec<usize> = (0..hosts.len()).collect();
     rng.shuffle(&mut order);
@@ -412,6 +424,30 @@ mod tests {
         }
         assert!(plain.iter().any(|h| h.robots == RobotsVariant::Disallow));
         assert!(plain.iter().any(|h| h.https) && plain.iter().any(|h| h.gzip));
+    }
+
+    #[test]
+    fn own_addresses_split_the_groups_and_change_nothing_else() {
+        let grouped = generate(7, 500, 10_000, 1.0, false, false);
+        let mut own = grouped.clone();
+        one_address_each(&mut own);
+        let mut addrs: Vec<_> = own.iter().map(|h| h.addr).collect();
+        addrs.sort();
+        addrs.dedup();
+        assert_eq!(addrs.len(), own.len(), "one address per host");
+        let shared = grouped.len()
+            - grouped
+                .iter()
+                .map(|h| h.addr)
+                .collect::<std::collections::BTreeSet<_>>()
+                .len();
+        assert!(shared > 0, "the usual web has virtual-hosting groups");
+        for (g, o) in grouped.iter().zip(&own) {
+            let mut o = o.clone();
+            o.addr = g.addr;
+            o.addr_index = g.addr_index;
+            assert_eq!(&o, g);
+        }
     }
 
     #[test]

@@ -269,6 +269,7 @@ mod tests {
             http_port: 80,
             https_port: 443,
             communities: 0,
+            own_addresses: false,
         })
     }
 

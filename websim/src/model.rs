@@ -51,6 +51,11 @@ pub struct Params {
     /// host's community; the home-page ring visits each community's hosts in a row.
     /// With 0 every draw is exactly as before the option existed.
     pub communities: u32,
+    /// Every host on an address of its own (`--own-addresses`): no
+    /// virtual-hosting groups, so per-IP politeness binds no tighter than
+    /// per-host politeness and the politeness bound is hosts / interval. Only
+    /// the addresses change: pages, links and robots.txt are the same web.
+    pub own_addresses: bool,
 }
 
 /// With communities, the share (per mille) of cross-host link draws that pick a
@@ -176,7 +181,7 @@ impl Web {
     /// the CLI checks first (`hosts >= MIN_HOSTS`, `pages >= hosts`).
     pub fn new(params: Params) -> Web {
         assert!(params.hosts >= hosts::MIN_HOSTS && params.pages >= params.hosts);
-        let hosts = hosts::generate(
+        let mut hosts = hosts::generate(
             params.seed,
             params.hosts,
             params.pages,
@@ -184,6 +189,9 @@ impl Web {
             params.plain,
             params.traps && !params.plain,
         );
+        if params.own_addresses {
+            hosts::one_address_each(&mut hosts);
+        }
         let n_addrs = hosts.iter().map(|h| h.addr_index + 1).max().unwrap_or(0);
         let mut addrs = vec![Ipv4Addr::UNSPECIFIED; n_addrs as usize];
         for h in &hosts {
@@ -464,6 +472,7 @@ mod tests {
             http_port: 8080,
             https_port: 443,
             communities: 0,
+            own_addresses: false,
         })
     }
 

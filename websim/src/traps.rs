@@ -263,6 +263,7 @@ mod tests {
             http_port: 8080,
             https_port: 8443,
             communities: 0,
+            own_addresses: false,
         })
     }
 
