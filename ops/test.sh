@@ -28,4 +28,8 @@ cargo fmt --all --check
 # benches may: a panic is how they fail).
 cargo clippy --release --locked --workspace --all-targets -- -D warnings
 cargo clippy --release --locked --workspace --lib --bins -- -D warnings -D clippy::unwrap_used
+# The fuzz targets build the parsers without the crates' default features (no
+# RocksDB, no METIS); in the workspace feature unification turns them back on, so
+# check that crate alone, as `cargo fuzz build` resolves it.
+cargo check --release --locked -p fuzzing
 cargo nextest run --release --locked --workspace --no-fail-fast "$@"

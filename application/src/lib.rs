@@ -26,6 +26,7 @@
 //! Depends only on `spool` and `storage`, never on the crawling system's
 //! crates (manager, downloader, resolver).
 
+#[cfg(feature = "service")]
 pub mod assign;
 pub mod canon;
 pub mod extract;
