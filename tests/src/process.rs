@@ -21,8 +21,14 @@ pub struct ProcessGuard {
     child: Child,
     lines: Receiver<String>,
     stdout: Arc<Mutex<Vec<String>>>,
+    /// The thread reading stdout; finished once the pipe is at its end.
+    reader: std::thread::JoinHandle<()>,
     stderr_path: PathBuf,
 }
+
+/// How long, after the process exits, its last stdout lines may take to be read
+/// (the pipe ends when every holder of its write end is gone).
+const DRAIN: Duration = Duration::from_secs(5);
 
 impl ProcessGuard {
     /// Starts `cmd` with stdout piped and stderr written to `<log_dir>/<name>.stderr`.
@@ -40,7 +46,7 @@ impl ProcessGuard {
         let (tx, lines) = mpsc::channel();
         let stdout = Arc::new(Mutex::new(Vec::new()));
         let keep = Arc::clone(&stdout);
-        std::thread::Builder::new()
+        let reader = std::thread::Builder::new()
             .name(format!("{name}-stdout"))
             .spawn(move || {
                 for line in BufReader::new(out).lines() {
@@ -56,6 +62,7 @@ impl ProcessGuard {
             child,
             lines,
             stdout,
+            reader,
             stderr_path,
         })
     }
@@ -117,12 +124,24 @@ impl ProcessGuard {
         )
     }
 
+    /// Waits (up to [`DRAIN`]) until the stdout reader has read the pipe to its
+    /// end, so that [`ProcessGuard::stdout`] holds every line of an exited
+    /// process, however loaded the machine.
+    fn drain(&self) {
+        let deadline = Instant::now() + DRAIN;
+        while !self.reader.is_finished() && Instant::now() < deadline {
+            std::thread::sleep(Duration::from_millis(5));
+        }
+    }
+
     /// Waits up to `timeout` for the process to exit by itself; `None` if it is still
-    /// running (it is then killed when the guard drops).
+    /// running (it is then killed when the guard drops). After an exit, stdout has
+    /// been read to its end.
     pub fn wait_exit(&mut self, timeout: Duration) -> io::Result<Option<ExitStatus>> {
         let deadline = Instant::now() + timeout;
         loop {
             if let Some(status) = self.child.try_wait()? {
+                self.drain();
                 return Ok(Some(status));
             }
             if Instant::now() >= deadline {
@@ -139,11 +158,14 @@ impl ProcessGuard {
         let deadline = Instant::now() + timeout;
         loop {
             if let Some(status) = self.child.try_wait()? {
+                self.drain();
                 return Ok(status);
             }
             if Instant::now() >= deadline {
                 self.child.kill()?;
-                return self.child.wait();
+                let status = self.child.wait();
+                self.drain();
+                return status;
             }
             std::thread::sleep(Duration::from_millis(20));
         }
