@@ -11,8 +11,8 @@ use anyhow::Context;
 use spool::ComponentId;
 use spool::protocol::{
     AdminCommand, AdminReply, ByeReason, ComponentStatus, DEFAULT_HANDSHAKE_TIMEOUT, Hello, Limits,
-    Message, ReasonCount, Role, Speed, SpeedStatus, StatusSnapshot, TargetSource, Token,
-    client_handshake,
+    Message, Pause, PauseReason, ReasonCount, Role, Speed, SpeedStatus, StatusSnapshot,
+    TargetSource, Token, client_handshake,
 };
 use tokio::net::TcpStream;
 
@@ -103,6 +103,9 @@ pub fn render(addr: &str, s: &StatusSnapshot) -> String {
     let _ = writeln!(out, "HTTP status    {}", or_none(&codes));
     let _ = writeln!(out, "fetch errors   {}", reasons(&s.fetch_errors));
     let _ = writeln!(out, "outcomes       {}", reasons(&s.outcomes));
+    if let Some(p) = &s.pause {
+        let _ = writeln!(out, "PAUSED         outcome files: {}", pause_text(p));
+    }
     let _ = writeln!(out, "components     {}", s.components.len());
     for c in &s.components {
         let _ = writeln!(out, "  {}", component_line(c));
@@ -200,17 +203,33 @@ fn component_line(c: &ComponentStatus) -> String {
         ),
         _ => String::new(),
     };
+    let paused = match &c.state.pause {
+        Some(p) => format!("  PAUSED: {}", pause_text(p)),
+        None => String::new(),
+    };
     format!(
-        "{:<12} {:<24} {:<6} heard {heard:.1} s ago{work}",
+        "{:<12} {:<24} {:<6} heard {heard:.1} s ago{work}{paused}",
         c.role.as_str(),
         c.id.as_str(),
         health
     )
 }
 
+/// "disk full at /spool/pages/bfs/.tmp (retrying every 1 s at most)".
+fn pause_text(p: &Pause) -> String {
+    let why = match p.reason {
+        PauseReason::DiskFull => "disk full",
+    };
+    format!(
+        "{why} at {} (retrying every {} s at most)",
+        p.path,
+        p.retry_ms as f64 / 1000.0
+    )
+}
+
 #[cfg(test)]
 mod tests {
-    use spool::protocol::{HostCounts, Load, StatusCount};
+    use spool::protocol::{ComponentState, HostCounts, Load, StatusCount};
     use spool::{OutcomeReason, Spool};
     use tokio_util::sync::CancellationToken;
 
@@ -268,6 +287,14 @@ mod tests {
                     },
                     last_heard_ms: 400,
                     healthy: true,
+                    state: ComponentState {
+                        pause: Some(Pause {
+                            reason: PauseReason::DiskFull,
+                            path: "/spool/pages/bfs/.tmp".into(),
+                            since_ms: 1,
+                            retry_ms: 1000,
+                        }),
+                    },
                 },
                 ComponentStatus {
                     role: Role::Resolver,
@@ -275,6 +302,7 @@ mod tests {
                     load: Load::default(),
                     last_heard_ms: 6_000,
                     healthy: false,
+                    state: ComponentState::default(),
                 },
             ],
             speed: SpeedStatus {
@@ -284,6 +312,7 @@ mod tests {
                 fetches_per_sec: 80.0,
                 mean_job_ms: 12.4,
             },
+            pause: None,
         };
         let text = render("127.0.0.1:7400", &snapshot);
         for want in [
@@ -298,6 +327,7 @@ mod tests {
             "fetch errors   timeout 2\n",
             "outcomes       none\n",
             "in flight 10/500",
+            "PAUSED: disk full at /spool/pages/bfs/.tmp (retrying every 1 s at most)",
             "target from operator until 22:05 UTC; 80.0 fetches/s, host-limited \
              (politeness allows no more); mean job 12 ms",
         ] {

@@ -29,6 +29,7 @@ use super::control::ProgressSeen;
 use super::error::AppError;
 use super::exchange::{Foreign, Parts, quiet};
 use super::pages::BatchReader;
+use super::pause::DiskWait;
 use super::scope::Scope;
 use super::state::{self, Progress};
 use super::summary::{End, Summary};
@@ -110,6 +111,8 @@ pub(crate) struct Crawl {
     files_this_run: u64,
     hook: CrashHook,
     link: ManagerLink,
+    /// Waits out a full disk (`pause.rs`).
+    wait: DiskWait,
     /// The last `SyncProgress` sent (its sequence number and when), if it was sent
     /// after the loop's last piece of work.
     sync_sent: Option<(u64, Instant)>,
@@ -194,6 +197,7 @@ impl Crawl {
             quarantined: 0,
             files_this_run: 0,
             hook,
+            wait: DiskWait::new(link.outbound.clone(), stop.clone()),
             link,
             sync_sent: None,
             sync_seq: 0,
@@ -442,9 +446,10 @@ impl Crawl {
                 w.write(url, &hints).map_err(format_error)?;
             }
             let data = w.finish().map_err(format_error)?;
-            let path = self
-                .requests
-                .publish(self.priority, FileKind::Requests, &data)?;
+            let priority = self.priority;
+            let path = self.wait.run(&mut self.requests, |requests| {
+                Ok(requests.publish(priority, FileKind::Requests, &data)?)
+            })?;
             if let Some(name) = path.file_name().and_then(|n| n.to_str()) {
                 let _ = self.link.outbound.send(Message::Published {
                     area: SpoolArea::Requests(self.app.clone()),
@@ -510,7 +515,9 @@ impl Crawl {
     /// Saves the progress file if only statistics changed since the last save.
     fn save_stats(&mut self) -> Result<(), AppError> {
         if self.stats_unsaved {
-            self.progress.save(&self.state_dir)?;
+            let state_dir = &self.state_dir;
+            self.wait
+                .run(&mut self.progress, |progress| progress.save(state_dir))?;
             self.stats_unsaved = false;
         }
         Ok(())
@@ -740,9 +747,10 @@ impl Crawl {
                 if n == 0 {
                     continue;
                 }
-                let path = self
-                    .requests
-                    .publish(self.priority, FileKind::Requests, &data)?;
+                let priority = self.priority;
+                let path = self.wait.run(&mut self.requests, |requests| {
+                    Ok(requests.publish(priority, FileKind::Requests, &data)?)
+                })?;
                 if let Some(name) = path.file_name().and_then(|n| n.to_str()) {
                     let _ = self.link.outbound.send(Message::Published {
                         area: SpoolArea::Requests(self.app.clone()),
@@ -770,7 +778,9 @@ impl Crawl {
         if self.seeds_generation.is_some_and(|g| g <= generation) {
             self.progress.seeds_done = true;
         }
-        self.progress.save(&self.state_dir)?;
+        let state_dir = &self.state_dir;
+        self.wait
+            .run(&mut self.progress, |progress| progress.save(state_dir))?;
         self.stats_unsaved = false;
         // Only now: saved budgets never count a URL whose generation is not recorded.
         if self
@@ -809,16 +819,26 @@ impl Crawl {
             claimed, checked, ..
         } in ready
         {
-            match self.repo.ingest_checked(checked) {
+            let ingested = match self.repo.ingest_checked(checked) {
+                // Storage left the batch where it was (or finishes it from where
+                // it went): store it again, reading it again, once there is room.
+                Err(e) if e.is_disk_full() => {
+                    let path = claimed.path().to_owned();
+                    self.wait
+                        .run(&mut self.repo, |repo| Ok(repo.ingest(&path)?))
+                }
+                other => other.map_err(AppError::from),
+            };
+            match ingested {
                 Ok(summary) => {
                     self.progress.pages_stored += summary.responses + summary.revisits;
                 }
-                Err(e) if e.is_batch_fault() => {
+                Err(AppError::Storage(e)) if e.is_batch_fault() => {
                     warn!(batch = %claimed.name(), error = %e, "app: batch refused by storage, quarantined");
                     claimed.quarantine(&e.to_string())?;
                     self.quarantined += 1;
                 }
-                Err(e) => return Err(e.into()),
+                Err(e) => return Err(e),
             }
         }
         // The page count is a statistic: saved with the next save, not now (each
@@ -847,7 +867,9 @@ impl Crawl {
     fn save_budgets(&mut self) -> Result<(), AppError> {
         let mut text = String::new();
         self.budgets.write_to(&mut text);
-        state::save_budgets(&self.state_dir, &text)?;
+        let state_dir = &self.state_dir;
+        self.wait
+            .run(&mut (), |()| state::save_budgets(state_dir, &text))?;
         self.budgets_saved = Some(Instant::now());
         Ok(())
     }
