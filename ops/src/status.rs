@@ -10,9 +10,9 @@ use std::time::Duration;
 use anyhow::Context;
 use spool::ComponentId;
 use spool::protocol::{
-    AdminCommand, AdminReply, ByeReason, ComponentStatus, DEFAULT_HANDSHAKE_TIMEOUT, Hello, Limits,
-    Message, Pause, PauseReason, ReasonCount, Role, Speed, SpeedStatus, StatusSnapshot,
-    TargetSource, Token, client_handshake,
+    AdminCommand, AdminReply, AppFigures, ByeReason, ComponentStatus, DEFAULT_HANDSHAKE_TIMEOUT,
+    Hello, Limits, Message, Pause, PauseReason, ReasonCount, Role, Speed, SpeedStatus,
+    StatusSnapshot, TargetSource, Token, client_handshake,
 };
 use tokio::net::TcpStream;
 
@@ -109,6 +109,9 @@ pub fn render(addr: &str, s: &StatusSnapshot) -> String {
     let _ = writeln!(out, "components     {}", s.components.len());
     for c in &s.components {
         let _ = writeln!(out, "  {}", component_line(c));
+        if let Some(a) = &c.state.app {
+            let _ = writeln!(out, "    {}", app_line(a));
+        }
     }
     out
 }
@@ -215,6 +218,31 @@ fn component_line(c: &ComponentStatus) -> String {
     )
 }
 
+/// "12 pages; 2 hosts over budget, 40 URLs cut (most: a.test 30/10); part 0 of 2,
+/// 5 URLs sent, 7 received".
+fn app_line(a: &AppFigures) -> String {
+    let mut line = format!(
+        "{} pages; {} hosts over budget, {} URLs cut",
+        a.pages, a.hosts_cut, a.urls_cut
+    );
+    if !a.top_cut.is_empty() {
+        let top: Vec<String> = a
+            .top_cut
+            .iter()
+            .map(|h| format!("{} {}/{}", h.host, h.cut, h.budget))
+            .collect();
+        let _ = write!(line, " (most: {})", top.join(", "));
+    }
+    if let Some(p) = &a.part {
+        let _ = write!(
+            line,
+            "; part {} of {}, {} URLs sent, {} received",
+            p.part, p.parts, p.urls_out, p.urls_in
+        );
+    }
+    line
+}
+
 /// "disk full at /spool/pages/bfs/.tmp (retrying every 1 s at most)".
 fn pause_text(p: &Pause) -> String {
     let why = match p.reason {
@@ -229,7 +257,7 @@ fn pause_text(p: &Pause) -> String {
 
 #[cfg(test)]
 mod tests {
-    use spool::protocol::{ComponentState, HostCounts, Load, StatusCount};
+    use spool::protocol::{BudgetCut, ComponentState, HostCounts, Load, PartFigures, StatusCount};
     use spool::{OutcomeReason, Spool};
     use tokio_util::sync::CancellationToken;
 
@@ -294,6 +322,35 @@ mod tests {
                             since_ms: 1,
                             retry_ms: 1000,
                         }),
+                        app: None,
+                    },
+                },
+                ComponentStatus {
+                    role: Role::Application,
+                    id: ComponentId::new("app-bfs").unwrap(),
+                    load: Load::default(),
+                    last_heard_ms: 100,
+                    healthy: true,
+                    state: ComponentState {
+                        pause: None,
+                        app: Some(AppFigures {
+                            hosts_cut: 2,
+                            urls_cut: 40,
+                            top_cut: vec![BudgetCut {
+                                host: "test.a".into(),
+                                budget: 10,
+                                requested: 10,
+                                cut: 30,
+                                linking_sites: 0,
+                            }],
+                            pages: 12,
+                            part: Some(PartFigures {
+                                part: 0,
+                                parts: 2,
+                                urls_out: 5,
+                                urls_in: 7,
+                            }),
+                        }),
                     },
                 },
                 ComponentStatus {
@@ -328,6 +385,8 @@ mod tests {
             "outcomes       none\n",
             "in flight 10/500",
             "PAUSED: disk full at /spool/pages/bfs/.tmp (retrying every 1 s at most)",
+            "    12 pages; 2 hosts over budget, 40 URLs cut (most: test.a 30/10); \
+             part 0 of 2, 5 URLs sent, 7 received\n",
             "target from operator until 22:05 UTC; 80.0 fetches/s, host-limited \
              (politeness allows no more); mean job 12 ms",
         ] {

@@ -7,12 +7,13 @@ use std::time::Duration;
 
 use spool::outcome::OutcomeReason;
 use spool::protocol::{
-    AdminCommand, AdminReply, AppProgress, ByeReason, ComponentState, ComponentStatus, Connection,
-    FetchJob, FetchLimits, FetchPurpose, FetchReport, FetchResult, Hello, HostAnswer, HostCounts,
-    JobId, Limits, Load, Message, NegativeKind, PROTOCOL_VERSION, Pause, PauseReason,
-    ProtocolError, ReasonCount, RefusalCode, RequestId, Resolution, Role, ServerConfig, SpeedLimit,
-    SpeedStatus, SpoolArea, StatusCount, StatusSnapshot, StoredPage, TargetSource, Timing, Token,
-    Welcome, client_handshake, preamble, server_handshake,
+    AdminCommand, AdminReply, AppFigures, AppProgress, BudgetCut, ByeReason, ComponentState,
+    ComponentStatus, Connection, FetchJob, FetchLimits, FetchPurpose, FetchReport, FetchResult,
+    Hello, HostAnswer, HostCounts, JobId, Limits, Load, Message, NegativeKind, PROTOCOL_VERSION,
+    PartFigures, Pause, PauseReason, ProtocolError, ReasonCount, RefusalCode, RequestId,
+    Resolution, Role, ServerConfig, SpeedLimit, SpeedStatus, SpoolArea, StatusCount,
+    StatusSnapshot, StoredPage, TargetSource, Timing, Token, Welcome, client_handshake, preamble,
+    server_handshake,
 };
 use spool::{AppId, ComponentId};
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
@@ -334,6 +335,7 @@ fn samples() -> Vec<Message> {
                 healthy: true,
                 state: ComponentState {
                     pause: Some(pause()),
+                    app: None,
                 },
             }],
             speed: SpeedStatus {
@@ -358,6 +360,24 @@ fn samples() -> Vec<Message> {
         Message::SyncProgress { app: app(), seq: 9 },
         Message::Status(ComponentState {
             pause: Some(pause()),
+            app: Some(AppFigures {
+                hosts_cut: 1,
+                urls_cut: 2,
+                top_cut: vec![BudgetCut {
+                    host: "t.a".into(),
+                    budget: 3,
+                    requested: 4,
+                    cut: 5,
+                    linking_sites: 6,
+                }],
+                pages: 7,
+                part: Some(PartFigures {
+                    part: 0,
+                    parts: 2,
+                    urls_out: 8,
+                    urls_in: 9,
+                }),
+            }),
         }),
     ]
 }
@@ -441,12 +461,12 @@ fn golden_message_bytes() {
         "0d 05 88 27",
         "0e 01 02 6e 6f",
         "0d 06",
-        "0e 02 00 00 00 3f 00 00 80 3f 00 00 80 3e 01 00 00 00 40 00 00 00 40 03 04 09 01 94 03 0a 01 04 0b 01 01 0c 05 0d 0e 01 02 06 03 04 07 05 08 08 0f e8 07 01 01 04 64 6c 2d 31 78 f4 03 03 00 00 26 42 80 89 7a 96 01 01 01 00 02 2f 73 02 e8 07 02 01 09 01 00 00 00 40 00 00 80 3f 00",
+        "0e 02 00 00 00 3f 00 00 80 3f 00 00 80 3e 01 00 00 00 40 00 00 00 40 03 04 09 01 94 03 0a 01 04 0b 01 01 0c 05 0d 0e 01 02 06 03 04 07 05 08 08 0f e8 07 01 01 04 64 6c 2d 31 78 f4 03 03 00 00 26 42 80 89 7a 96 01 01 01 00 02 2f 73 02 e8 07 00 02 01 09 01 00 00 00 40 00 00 80 3f 00",
         "0e 03 01 0b 2a 2e 73 70 61 6d 2e 74 65 73 74",
         "0e 04 04 2f 63 2f 31",
         "0f 24 35 30 2d 64 6c 2d 31 2d 30 30 30 30 30 30 30 30 30 30 30 30 30 30 30 30 30 30 30 31 2e 77 61 72 63 2e 67 7a 02 07 ac 02",
         "10 03 62 66 73 09",
-        "11 01 00 02 2f 73 02 e8 07",
+        "11 01 00 02 2f 73 02 e8 07 01 01 02 01 03 74 2e 61 03 04 05 06 07 01 00 02 08 09",
     ];
     let got: Vec<String> = samples()
         .iter()

@@ -13,7 +13,7 @@ use spool::claim::{Claimed, Consumer};
 use spool::discover::{Discovery, Waker};
 use spool::formats::{ExchangeReader, Hints, OutcomeReader, RequestHeader, RequestWriter};
 use spool::name::{FileKind, Priority};
-use spool::protocol::{Message, SpoolArea};
+use spool::protocol::{AppFigures, BudgetCut, MAX_TOP_HOSTS, Message, PartFigures, SpoolArea};
 use spool::publish::Publisher;
 use spool::{AppId, ComponentId, Spool, SpoolDir};
 use storage::Repository;
@@ -55,6 +55,9 @@ pub(crate) struct ManagerLink {
     /// Hints and syncs to send.
     pub outbound: mpsc::UnboundedSender<Message>,
 }
+
+/// How often, at most, the application's figures go to the manager (admin page).
+const FIGURES_EVERY: Duration = Duration::from_secs(2);
 
 /// Longest pause between looks while a merge runs (its end raises no event).
 const MERGE_POLL: Duration = Duration::from_millis(2);
@@ -111,8 +114,10 @@ pub(crate) struct Crawl {
     files_this_run: u64,
     hook: CrashHook,
     link: ManagerLink,
-    /// Waits out a full disk (`pause.rs`).
+    /// Waits out a full disk (`pause.rs`), and tells the manager our figures.
     wait: DiskWait,
+    /// When the figures were last looked at.
+    figures_at: Option<Instant>,
     /// The last `SyncProgress` sent (its sequence number and when), if it was sent
     /// after the loop's last piece of work.
     sync_sent: Option<(u64, Instant)>,
@@ -198,6 +203,7 @@ impl Crawl {
             files_this_run: 0,
             hook,
             wait: DiskWait::new(link.outbound.clone(), stop.clone()),
+            figures_at: None,
             link,
             sync_sent: None,
             sync_seq: 0,
@@ -256,6 +262,7 @@ impl Crawl {
                 self.checkpoint()?;
                 return Ok(self.summary(End::Shutdown));
             }
+            self.report_figures();
             let mut worked = false;
             let batches = self.pages.claim_batch(self.config.batches_per_claim)?;
             if !batches.is_empty() {
@@ -860,6 +867,43 @@ impl Crawl {
         }
         self.finish_inputs()?;
         self.save_stats()
+    }
+
+    /// Tells the manager the figures the admin page shows (host budgets, this
+    /// part's exchange), at most every [`FIGURES_EVERY`]. O(hosts) when it looks.
+    fn report_figures(&mut self) {
+        if self
+            .figures_at
+            .is_some_and(|at| at.elapsed() < FIGURES_EVERY)
+        {
+            return;
+        }
+        self.figures_at = Some(Instant::now());
+        let top_cut = self
+            .budgets
+            .most_cut(MAX_TOP_HOSTS)
+            .into_iter()
+            .map(|h| BudgetCut {
+                host: h.host,
+                budget: h.budget,
+                requested: h.requested,
+                cut: h.cut,
+                linking_sites: h.linking_sites,
+            })
+            .collect();
+        let figures = AppFigures {
+            hosts_cut: self.budgets.hosts_cut(),
+            urls_cut: self.progress.budget_cut,
+            top_cut,
+            pages: self.progress.pages_stored,
+            part: self.parts.as_ref().map(|p| PartFigures {
+                part: p.own,
+                parts: p.count,
+                urls_out: self.progress.parts.sent_urls,
+                urls_in: self.progress.parts.applied_urls,
+            }),
+        };
+        self.wait.set_figures(figures);
     }
 
     /// Saves the host budgets (see `budget.rs`: only when every URL they count has

@@ -17,6 +17,10 @@
 //! ends the wait with the error: the state on disk is crash-safe, so the next start
 //! goes on from it.
 //!
+//! The same `Message::Status` carries the application's figures for the admin
+//! page ([`DiskWait::set_figures`]: host budgets, a part's exchange), so every
+//! status the manager gets is whole.
+//!
 //! This module must never drop the failed step, and never retry an error that is
 //! not a full disk.
 
@@ -24,7 +28,7 @@ use std::path::PathBuf;
 use std::thread;
 use std::time::{Duration, Instant};
 
-use spool::protocol::{ComponentState, Message, Pause};
+use spool::protocol::{AppFigures, ComponentState, Message, Pause};
 use tokio::sync::mpsc;
 use tokio_util::sync::CancellationToken;
 use tracing::{info, warn};
@@ -41,11 +45,26 @@ pub const RETRY_MAX: Duration = Duration::from_secs(1);
 pub(crate) struct DiskWait {
     outbound: mpsc::UnboundedSender<Message>,
     stop: CancellationToken,
+    /// The last figures told (sent again with every pause and resume).
+    figures: Option<AppFigures>,
 }
 
 impl DiskWait {
     pub(crate) fn new(outbound: mpsc::UnboundedSender<Message>, stop: CancellationToken) -> Self {
-        Self { outbound, stop }
+        Self {
+            outbound,
+            stop,
+            figures: None,
+        }
+    }
+
+    /// Tells the manager the application's figures, if they changed (not paused:
+    /// the loop is running when it calls this).
+    pub(crate) fn set_figures(&mut self, figures: AppFigures) {
+        if self.figures.as_ref() != Some(&figures) {
+            self.figures = Some(figures);
+            self.tell(None);
+        }
     }
 
     /// Runs `step` until it succeeds or fails for another reason than a full disk
@@ -107,9 +126,10 @@ impl DiskWait {
 
     fn tell(&self, pause: Option<Pause>) {
         // The control task is gone only when the service ends.
-        let _ = self
-            .outbound
-            .send(Message::Status(ComponentState { pause }));
+        let _ = self.outbound.send(Message::Status(ComponentState {
+            pause,
+            app: self.figures.clone(),
+        }));
     }
 }
 

@@ -354,6 +354,7 @@ impl Writer {
         let state = Pause::disk_full(path, retry_ms);
         self.emit(Event::State(ComponentState {
             pause: Some(state.clone()),
+            ..ComponentState::default()
         }));
         self.paused = Some(Paused {
             state,

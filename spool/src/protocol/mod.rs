@@ -171,7 +171,10 @@ pub use handshake::{Limits, ServerConfig, client_handshake, server_handshake};
 pub use message::{ByeReason, Hello, Load, Message, Role, Welcome};
 pub use preamble::{MAGIC, MAX_REASON_LEN, PREAMBLE_LEN, RefusalCode, encode_refusal, preamble};
 pub use resolve::{HostAnswer, NegativeKind, RequestId, Resolution};
-pub use state::{ComponentState, MAX_PATH_LEN, Pause, PauseReason};
+pub use state::{
+    AppFigures, BudgetCut, ComponentState, MAX_PATH_LEN, MAX_TOP_HOSTS, PartFigures, Pause,
+    PauseReason,
+};
 pub use token::{InvalidToken, Token};
 
 /// The protocol version this build speaks; see the versioning rule above.
