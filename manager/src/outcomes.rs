@@ -10,6 +10,13 @@
 //! two publishes those lines again on restart: outcomes are delivered at least once,
 //! and readers tolerate duplicates.
 //!
+//! Spool full (`ENOSPC`, `EDQUOT`): the lines stay pending (they are durable in
+//! RocksDB anyway), the sink logs one line (`spool full at PATH: pausing outcome
+//! files, retrying every N s at most`), reports the pause ([`OutcomeSink::pause`],
+//! shown on the admin page), tries again with a back-off from [`RETRY_MIN_MS`]
+//! doubling to [`RETRY_MAX_MS`], and logs `resumed` when a file goes through. The
+//! rest of the manager goes on: nothing else it does writes to the spool.
+//!
 //! Memory: the pending lines of each application (at most `outcome_batch_lines`, plus
 //! what one call adds), O(1) per line added; publishing is O(lines). This module must
 //! never publish a line that is not yet durable in RocksDB, and never block on
@@ -19,6 +26,7 @@ use std::collections::BTreeMap;
 
 use spool::formats::OutcomeWriter;
 use spool::name::{FileKind, Priority};
+use spool::protocol::Pause;
 use spool::publish::Publisher;
 use spool::{AppId, ComponentId, Spool};
 
@@ -28,6 +36,19 @@ use crate::frontier::store::{Batch, Cf, Store};
 
 /// Priority written into outcome file names (there is only one kind of outcome file).
 const OUTCOME_PRIORITY: u8 = 0;
+
+/// First wait before retrying a publish that failed because the spool is full.
+pub(crate) const RETRY_MIN_MS: u64 = 50;
+/// Longest wait between two retries while the spool is full.
+pub(crate) const RETRY_MAX_MS: u64 = 1000;
+
+/// The sink's pause on a full spool.
+#[derive(Debug)]
+struct Paused {
+    state: Pause,
+    backoff_ms: u64,
+    retry_at_ms: u64,
+}
 
 #[derive(Debug, Default)]
 struct AppPending {
@@ -46,6 +67,7 @@ pub(crate) struct OutcomeSink {
     batch_lines: usize,
     max_age_ms: u64,
     published_files: u64,
+    paused: Option<Paused>,
 }
 
 impl OutcomeSink {
@@ -67,6 +89,7 @@ impl OutcomeSink {
             batch_lines,
             max_age_ms,
             published_files: 0,
+            paused: None,
         };
         store.scan(Cf::Outcome, &[], |key, outcome: PendingOutcome| {
             let seq = seq_of(key);
@@ -116,8 +139,21 @@ impl OutcomeSink {
         if pending.lines.is_empty() {
             return Ok(false);
         }
-        self.publish_and_forget(store, app, pending)?;
-        Ok(true)
+        if self.waiting(wall_ms()) {
+            self.pending.insert(app.clone(), pending);
+            return Ok(false);
+        }
+        self.publish_and_forget(store, app, pending)
+    }
+
+    /// The pause on a full spool, if the sink is paused.
+    pub fn pause(&self) -> Option<&Pause> {
+        self.paused.as_ref().map(|p| &p.state)
+    }
+
+    /// Paused, and the next retry is not due at `now_ms`.
+    fn waiting(&self, now_ms: u64) -> bool {
+        self.paused.as_ref().is_some_and(|p| now_ms < p.retry_at_ms)
     }
 
     /// Outcome files published by this process.
@@ -127,6 +163,9 @@ impl OutcomeSink {
 
     /// When the oldest pending line must be published, if any line is pending.
     pub fn next_deadline(&self) -> Option<u64> {
+        if let Some(p) = &self.paused {
+            return Some(p.retry_at_ms);
+        }
         self.pending
             .values()
             .filter(|p| !p.lines.is_empty())
@@ -142,6 +181,9 @@ impl OutcomeSink {
         now_ms: u64,
         force: bool,
     ) -> Result<usize, FrontierError> {
+        if self.waiting(now_ms) {
+            return Ok(0);
+        }
         let due: Vec<AppId> = self
             .pending
             .iter()
@@ -153,27 +195,68 @@ impl OutcomeSink {
             })
             .map(|(app, _)| app.clone())
             .collect();
+        let mut published = 0;
         for app in &due {
+            if self.waiting(wall_ms()) {
+                break;
+            }
             let Some(pending) = self.pending.remove(app) else {
                 continue;
             };
-            self.publish_and_forget(store, app, pending)?;
+            published += usize::from(self.publish_and_forget(store, app, pending)?);
         }
-        Ok(due.len())
+        Ok(published)
     }
 
-    /// Publishes `pending` as one file of `app`, then deletes its lines from RocksDB.
-    /// On a publish error the lines are kept (they are durable anyway) for the next
-    /// flush.
+    /// The spool is full: start or prolong the pause.
+    fn spool_full(&mut self, error: &FrontierError) {
+        let now = wall_ms();
+        match &mut self.paused {
+            Some(p) => {
+                p.backoff_ms = (p.backoff_ms * 2).min(RETRY_MAX_MS);
+                p.retry_at_ms = now + p.backoff_ms;
+            }
+            None => {
+                let path = error.spool_path().unwrap_or(self.spool.root());
+                tracing::warn!(
+                    %error,
+                    "spool full at {}: pausing outcome files, retrying every {} s at most",
+                    path.display(),
+                    RETRY_MAX_MS as f64 / 1000.0
+                );
+                self.paused = Some(Paused {
+                    state: Pause::disk_full(path, RETRY_MAX_MS),
+                    backoff_ms: RETRY_MIN_MS,
+                    retry_at_ms: now + RETRY_MIN_MS,
+                });
+            }
+        }
+    }
+
+    /// Publishes `pending` as one file of `app`, then deletes its lines from RocksDB;
+    /// whether it was published. On a publish error the lines are kept (they are
+    /// durable anyway) for the next flush; a full spool pauses the sink instead of
+    /// failing.
     fn publish_and_forget(
         &mut self,
         store: &Store,
         app: &AppId,
         pending: AppPending,
-    ) -> Result<(), FrontierError> {
+    ) -> Result<bool, FrontierError> {
         if let Err(e) = self.publish(app, &pending) {
             self.pending.insert(app.clone(), pending);
+            if e.is_disk_full() {
+                self.spool_full(&e);
+                return Ok(false);
+            }
             return Err(e);
+        }
+        if let Some(p) = self.paused.take() {
+            tracing::info!(
+                path = %p.state.path,
+                paused_ms = wall_ms().saturating_sub(p.state.since_ms),
+                "spool has room again: outcome files resumed"
+            );
         }
         let mut batch = Batch::default();
         for (seq, _) in &pending.lines {
@@ -181,7 +264,7 @@ impl OutcomeSink {
         }
         store.write(batch)?;
         self.published_files += 1;
-        Ok(())
+        Ok(true)
     }
 
     fn publish(&mut self, app: &AppId, pending: &AppPending) -> Result<(), FrontierError> {
@@ -212,6 +295,13 @@ impl OutcomeSink {
         tracing::debug!(app = %app, lines = pending.lines.len(), "published outcome file");
         Ok(())
     }
+}
+
+/// Wall-clock time, Unix milliseconds.
+fn wall_ms() -> u64 {
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| u64::try_from(d.as_millis()).unwrap_or(u64::MAX))
 }
 
 fn seq_of(key: &[u8]) -> u64 {

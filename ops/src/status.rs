@@ -10,9 +10,9 @@ use std::time::Duration;
 use anyhow::Context;
 use spool::ComponentId;
 use spool::protocol::{
-    AdminCommand, AdminReply, ByeReason, ComponentStatus, DEFAULT_HANDSHAKE_TIMEOUT, Hello, Limits,
-    Message, ReasonCount, Role, Speed, SpeedStatus, StatusSnapshot, TargetSource, Token,
-    client_handshake,
+    AdminCommand, AdminReply, AppFigures, ByeReason, ComponentStatus, DEFAULT_HANDSHAKE_TIMEOUT,
+    Hello, Limits, Message, Pause, PauseReason, ReasonCount, Role, Speed, SpeedStatus,
+    StatusSnapshot, TargetSource, Token, client_handshake,
 };
 use tokio::net::TcpStream;
 
@@ -103,9 +103,15 @@ pub fn render(addr: &str, s: &StatusSnapshot) -> String {
     let _ = writeln!(out, "HTTP status    {}", or_none(&codes));
     let _ = writeln!(out, "fetch errors   {}", reasons(&s.fetch_errors));
     let _ = writeln!(out, "outcomes       {}", reasons(&s.outcomes));
+    if let Some(p) = &s.pause {
+        let _ = writeln!(out, "PAUSED         outcome files: {}", pause_text(p));
+    }
     let _ = writeln!(out, "components     {}", s.components.len());
     for c in &s.components {
         let _ = writeln!(out, "  {}", component_line(c));
+        if let Some(a) = &c.state.app {
+            let _ = writeln!(out, "    {}", app_line(a));
+        }
     }
     out
 }
@@ -200,17 +206,58 @@ fn component_line(c: &ComponentStatus) -> String {
         ),
         _ => String::new(),
     };
+    let paused = match &c.state.pause {
+        Some(p) => format!("  PAUSED: {}", pause_text(p)),
+        None => String::new(),
+    };
     format!(
-        "{:<12} {:<24} {:<6} heard {heard:.1} s ago{work}",
+        "{:<12} {:<24} {:<6} heard {heard:.1} s ago{work}{paused}",
         c.role.as_str(),
         c.id.as_str(),
         health
     )
 }
 
+/// "12 pages; 2 hosts over budget, 40 URLs cut (most: a.test 30/10); part 0 of 2,
+/// 5 URLs sent, 7 received".
+fn app_line(a: &AppFigures) -> String {
+    let mut line = format!(
+        "{} pages; {} hosts over budget, {} URLs cut",
+        a.pages, a.hosts_cut, a.urls_cut
+    );
+    if !a.top_cut.is_empty() {
+        let top: Vec<String> = a
+            .top_cut
+            .iter()
+            .map(|h| format!("{} {}/{}", h.host, h.cut, h.budget))
+            .collect();
+        let _ = write!(line, " (most: {})", top.join(", "));
+    }
+    if let Some(p) = &a.part {
+        let _ = write!(
+            line,
+            "; part {} of {}, {} URLs sent, {} received",
+            p.part, p.parts, p.urls_out, p.urls_in
+        );
+    }
+    line
+}
+
+/// "disk full at /spool/pages/bfs/.tmp (retrying every 1 s at most)".
+fn pause_text(p: &Pause) -> String {
+    let why = match p.reason {
+        PauseReason::DiskFull => "disk full",
+    };
+    format!(
+        "{why} at {} (retrying every {} s at most)",
+        p.path,
+        p.retry_ms as f64 / 1000.0
+    )
+}
+
 #[cfg(test)]
 mod tests {
-    use spool::protocol::{HostCounts, Load, StatusCount};
+    use spool::protocol::{BudgetCut, ComponentState, HostCounts, Load, PartFigures, StatusCount};
     use spool::{OutcomeReason, Spool};
     use tokio_util::sync::CancellationToken;
 
@@ -268,6 +315,43 @@ mod tests {
                     },
                     last_heard_ms: 400,
                     healthy: true,
+                    state: ComponentState {
+                        pause: Some(Pause {
+                            reason: PauseReason::DiskFull,
+                            path: "/spool/pages/bfs/.tmp".into(),
+                            since_ms: 1,
+                            retry_ms: 1000,
+                        }),
+                        app: None,
+                    },
+                },
+                ComponentStatus {
+                    role: Role::Application,
+                    id: ComponentId::new("app-bfs").unwrap(),
+                    load: Load::default(),
+                    last_heard_ms: 100,
+                    healthy: true,
+                    state: ComponentState {
+                        pause: None,
+                        app: Some(AppFigures {
+                            hosts_cut: 2,
+                            urls_cut: 40,
+                            top_cut: vec![BudgetCut {
+                                host: "test.a".into(),
+                                budget: 10,
+                                requested: 10,
+                                cut: 30,
+                                linking_sites: 0,
+                            }],
+                            pages: 12,
+                            part: Some(PartFigures {
+                                part: 0,
+                                parts: 2,
+                                urls_out: 5,
+                                urls_in: 7,
+                            }),
+                        }),
+                    },
                 },
                 ComponentStatus {
                     role: Role::Resolver,
@@ -275,6 +359,7 @@ mod tests {
                     load: Load::default(),
                     last_heard_ms: 6_000,
                     healthy: false,
+                    state: ComponentState::default(),
                 },
             ],
             speed: SpeedStatus {
@@ -284,6 +369,7 @@ mod tests {
                 fetches_per_sec: 80.0,
                 mean_job_ms: 12.4,
             },
+            pause: None,
         };
         let text = render("127.0.0.1:7400", &snapshot);
         for want in [
@@ -298,6 +384,9 @@ mod tests {
             "fetch errors   timeout 2\n",
             "outcomes       none\n",
             "in flight 10/500",
+            "PAUSED: disk full at /spool/pages/bfs/.tmp (retrying every 1 s at most)",
+            "    12 pages; 2 hosts over budget, 40 URLs cut (most: test.a 30/10); \
+             part 0 of 2, 5 URLs sent, 7 received\n",
             "target from operator until 22:05 UTC; 80.0 fetches/s, host-limited \
              (politeness allows no more); mean job 12 ms",
         ] {

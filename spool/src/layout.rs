@@ -112,6 +112,51 @@ impl SpoolError {
             SpoolError::NameTaken { .. } => false,
         }
     }
+
+    /// Whether this failure is a full file system (`ENOSPC`, `EDQUOT`): the
+    /// operation should be retried, with a back-off, once space is freed; nothing
+    /// was published by it (a [`PendingFile`](crate::publish::PendingFile) that
+    /// failed this way can be rewound or committed again).
+    ///
+    /// A failed `fsync` ([`SpoolError::Sync`]) never counts: after one, the kernel
+    /// may have dropped the unwritten data while the file still reads back whole, so
+    /// retrying could publish a file that is not on disk.
+    pub fn is_disk_full(&self) -> bool {
+        match self {
+            SpoolError::CreateDir { source, .. }
+            | SpoolError::ListDir { source, .. }
+            | SpoolError::File { source, .. }
+            | SpoolError::Rename { source, .. }
+            | SpoolError::Remove { source, .. } => is_disk_full_io(source),
+            SpoolError::Sync { .. } | SpoolError::NameTaken { .. } => false,
+        }
+    }
+
+    /// The path the failure is about (for "spool full at PATH").
+    pub fn path(&self) -> &Path {
+        match self {
+            SpoolError::CreateDir { path, .. }
+            | SpoolError::ListDir { path, .. }
+            | SpoolError::File { path, .. }
+            | SpoolError::Sync { path, .. }
+            | SpoolError::Remove { path, .. }
+            | SpoolError::NameTaken { path } => path,
+            SpoolError::Rename { to, .. } => to,
+        }
+    }
+}
+
+/// Whether an I/O error says the file system is full: `ENOSPC` (no space left) or
+/// `EDQUOT` (quota exceeded). See [`SpoolError::is_disk_full`].
+pub fn is_disk_full_io(err: &io::Error) -> bool {
+    matches!(
+        err.raw_os_error(),
+        Some(nix::libc::ENOSPC | nix::libc::EDQUOT)
+    ) || err.kind() == io::ErrorKind::StorageFull
+        || err
+            .get_ref()
+            .and_then(|inner| inner.downcast_ref::<SpoolError>())
+            .is_some_and(SpoolError::is_disk_full)
 }
 
 /// Whether an I/O error is one a network file system raises for a passing fault

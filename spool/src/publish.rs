@@ -18,15 +18,19 @@
 //! two producers never race for one name, and a second live producer with the same id
 //! is detected at commit ([`SpoolError::NameTaken`]) or has its temp files removed.
 //!
+//! A full file system (`ENOSPC`, [`SpoolError::is_disk_full`]) loses nothing: a
+//! [`PendingFile`] can go back to its last complete piece ([`PendingFile::rewind`])
+//! and be committed again ([`PendingFile::commit_in_place`]) once space is freed.
+//!
 //! This module must never write into a spool folder other than through `.tmp/` plus
-//! [`durable_rename`], and never rename onto an existing published file.
+//! the steps of [`durable_rename`], and never rename onto an existing published file.
 //! [`Publisher::new`] lists the folder once (O(files)); publishing is O(1) in the
 //! number of files.
 
 use std::collections::hash_map::RandomState;
 use std::fs::{self, File, OpenOptions};
 use std::hash::{BuildHasher, Hasher};
-use std::io::{self, BufWriter, Write};
+use std::io::{self, BufWriter, Seek, SeekFrom, Write};
 use std::path::{Path, PathBuf};
 
 use crate::ids::ComponentId;
@@ -231,23 +235,89 @@ impl PendingFile {
     /// Returns the published path. On error before the rename the temp file is deleted
     /// and nothing is published.
     pub fn commit(mut self) -> Result<PathBuf, SpoolError> {
-        let writer = self.writer.take().ok_or_else(|| SpoolError::File {
-            path: self.tmp_path.clone(),
-            source: io::Error::other("pending file already closed"),
-        })?;
-        let file = writer.into_inner().map_err(|e| SpoolError::File {
-            path: self.tmp_path.clone(),
-            source: e.into_error(),
-        })?;
+        self.commit_in_place()
+    }
+
+    /// [`commit`](Self::commit) that keeps the file on failure: if it fails before
+    /// the rename (say, the file system is full: [`SpoolError::is_disk_full`]),
+    /// nothing is published, the temp file and any unwritten buffered bytes are kept,
+    /// and it may be called again later (or the file dropped). After the rename the
+    /// file is spent, whatever the folder fsync says; calling again is an error.
+    pub fn commit_in_place(&mut self) -> Result<PathBuf, SpoolError> {
+        let tmp = self.tmp_path.clone();
+        let file_err = |source| SpoolError::File {
+            path: tmp.clone(),
+            source,
+        };
+        let writer = self
+            .writer
+            .as_mut()
+            .ok_or_else(|| file_err(io::Error::other("pending file already closed")))?;
+        // A failed flush keeps the bytes it could not write in the buffer.
+        writer.flush().map_err(file_err)?;
         if fs::symlink_metadata(&self.final_path).is_ok() {
             return Err(SpoolError::NameTaken {
                 path: self.final_path.clone(),
             });
         }
-        durable_rename(file, &self.tmp_path, &self.final_path)?;
+        writer
+            .get_ref()
+            .sync_all()
+            .map_err(|source| SpoolError::Sync {
+                path: tmp.clone(),
+                source,
+            })?;
+        fs::rename(&tmp, &self.final_path).map_err(|source| SpoolError::Rename {
+            from: tmp.clone(),
+            to: self.final_path.clone(),
+            source,
+        })?;
         // Renamed: nothing left for Drop to delete.
+        self.writer = None;
         self.tmp_path = PathBuf::new();
-        Ok(std::mem::take(&mut self.final_path))
+        let published = std::mem::take(&mut self.final_path);
+        sync_parent(&published)?;
+        Ok(published)
+    }
+
+    /// Forgets every byte written after the first `len`: after a failed write (the
+    /// file system is full), the file goes back to its last complete piece, and
+    /// writing may go on from there. The bytes before `len` are kept, whether they
+    /// already reached the file or still wait in the buffer; truncating frees the
+    /// space of the rest. Fails if fewer than `len` bytes were written.
+    pub fn rewind(&mut self, len: u64) -> Result<(), SpoolError> {
+        let tmp = self.tmp_path.clone();
+        let file_err = |source| SpoolError::File {
+            path: tmp.clone(),
+            source,
+        };
+        let writer = self
+            .writer
+            .as_mut()
+            .ok_or_else(|| file_err(io::Error::other("pending file already closed")))?;
+        // The file's offset: what reached it (the buffer holds the rest).
+        let on_disk = writer.get_mut().stream_position().map_err(file_err)?;
+        let keep = usize::try_from(len.saturating_sub(on_disk)).unwrap_or(usize::MAX);
+        if keep > writer.buffer().len() {
+            return Err(file_err(io::Error::other(format!(
+                "cannot rewind to {len}: only {} bytes written",
+                on_disk + writer.buffer().len() as u64
+            ))));
+        }
+        let Some(writer) = self.writer.take() else {
+            return Err(file_err(io::Error::other("pending file already closed")));
+        };
+        let (mut file, buffered) = writer.into_parts();
+        let buffered = buffered.unwrap_or_else(|panicked| panicked.into_inner());
+        let cut = len.min(on_disk);
+        file.set_len(cut).map_err(file_err)?;
+        file.seek(SeekFrom::Start(cut)).map_err(file_err)?;
+        // Shorter than the capacity: stays in the buffer, no I/O now.
+        let mut writer = BufWriter::with_capacity(WRITE_BUFFER.max(keep + 1), file);
+        writer.write_all(&buffered[..keep]).map_err(file_err)?;
+        self.writer = Some(writer);
+        self.written = len;
+        Ok(())
     }
 
     /// Gives the file up: deletes the temp file (the same as dropping it).
@@ -409,6 +479,66 @@ mod tests {
             .begin(Priority::NORMAL, FileKind::Requests)
             .unwrap();
         assert_eq!(c.name().seq, u64::MAX - 9);
+    }
+
+    #[test]
+    fn rewind_keeps_what_came_before_and_drops_the_rest() {
+        let (_t, _dir, publisher) = setup("rewind");
+        let mut pending = publisher
+            .begin(Priority::NORMAL, FileKind::PageBatch)
+            .unwrap();
+        // More than the buffer: part of `a` is on disk, part still buffered.
+        let a: Vec<u8> = (0..100_000u32).map(|i| i as u8).collect();
+        pending.write_all(&a).unwrap();
+        pending.write_all(&[0xEE; 30_000]).unwrap();
+        pending.rewind(a.len() as u64).unwrap();
+        assert_eq!(pending.bytes_written(), a.len() as u64);
+        pending.write_all(b"after").unwrap();
+        // Rewinding into bytes already on disk truncates the file.
+        pending.rewind(10).unwrap();
+        pending.write_all(b"+tail").unwrap();
+        let err = pending.rewind(1_000_000).unwrap_err();
+        assert!(err.to_string().contains("only 15 bytes"), "{err}");
+        let path = pending.commit().unwrap();
+        let mut want = a[..10].to_vec();
+        want.extend_from_slice(b"+tail");
+        assert_eq!(fs::read(path).unwrap(), want);
+    }
+
+    #[test]
+    fn commit_in_place_publishes_once() {
+        let (_t, dir, publisher) = setup("in-place");
+        let mut pending = publisher
+            .begin(Priority::NORMAL, FileKind::Requests)
+            .unwrap();
+        pending.write_all(b"whole").unwrap();
+        let path = pending.commit_in_place().unwrap();
+        assert_eq!(fs::read(&path).unwrap(), b"whole");
+        assert!(pending.commit_in_place().is_err());
+        drop(pending);
+        assert!(
+            path.exists(),
+            "a committed file stays after its PendingFile"
+        );
+        assert!(tmp_files(&dir).is_empty());
+    }
+
+    #[test]
+    fn disk_full_is_told_apart() {
+        let full = |errno| SpoolError::File {
+            path: PathBuf::from("x"),
+            source: io::Error::from_raw_os_error(errno),
+        };
+        assert!(full(nix::libc::ENOSPC).is_disk_full());
+        assert!(full(nix::libc::EDQUOT).is_disk_full());
+        assert!(!full(nix::libc::EIO).is_disk_full());
+        let sync = SpoolError::Sync {
+            path: PathBuf::from("x"),
+            source: io::Error::from_raw_os_error(nix::libc::ENOSPC),
+        };
+        assert!(!sync.is_disk_full(), "a failed fsync is not retried");
+        let wrapped: io::Error = full(nix::libc::ENOSPC).into();
+        assert!(crate::layout::is_disk_full_io(&wrapped));
     }
 
     #[test]

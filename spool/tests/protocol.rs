@@ -7,10 +7,11 @@ use std::time::Duration;
 
 use spool::outcome::OutcomeReason;
 use spool::protocol::{
-    AdminCommand, AdminReply, AppProgress, ByeReason, ComponentStatus, Connection, FetchJob,
-    FetchLimits, FetchPurpose, FetchReport, FetchResult, Hello, HostAnswer, HostCounts, JobId,
-    Limits, Load, Message, NegativeKind, PROTOCOL_VERSION, ProtocolError, ReasonCount, RefusalCode,
-    RequestId, Resolution, Role, ServerConfig, SpeedLimit, SpeedStatus, SpoolArea, StatusCount,
+    AdminCommand, AdminReply, AppFigures, AppProgress, BudgetCut, ByeReason, ComponentState,
+    ComponentStatus, Connection, FetchJob, FetchLimits, FetchPurpose, FetchReport, FetchResult,
+    Hello, HostAnswer, HostCounts, JobId, Limits, Load, Message, NegativeKind, PROTOCOL_VERSION,
+    PartFigures, Pause, PauseReason, ProtocolError, ReasonCount, RefusalCode, RequestId,
+    Resolution, Role, ServerConfig, SpeedLimit, SpeedStatus, SpoolArea, StatusCount,
     StatusSnapshot, StoredPage, TargetSource, Timing, Token, Welcome, client_handshake, preamble,
     server_handshake,
 };
@@ -332,6 +333,10 @@ fn samples() -> Vec<Message> {
                 load: load(),
                 last_heard_ms: 150,
                 healthy: true,
+                state: ComponentState {
+                    pause: Some(pause()),
+                    app: None,
+                },
             }],
             speed: SpeedStatus {
                 source: TargetSource::Operator,
@@ -340,6 +345,7 @@ fn samples() -> Vec<Message> {
                 fetches_per_sec: 2.0,
                 mean_job_ms: 1.0,
             },
+            pause: None,
         }))),
         Message::AdminReply(AdminReply::Blacklist {
             entries: vec!["*.spam.test".into()],
@@ -352,7 +358,37 @@ fn samples() -> Vec<Message> {
             jobs: vec![JobId(7), JobId(300)],
         },
         Message::SyncProgress { app: app(), seq: 9 },
+        Message::Status(ComponentState {
+            pause: Some(pause()),
+            app: Some(AppFigures {
+                hosts_cut: 1,
+                urls_cut: 2,
+                top_cut: vec![BudgetCut {
+                    host: "t.a".into(),
+                    budget: 3,
+                    requested: 4,
+                    cut: 5,
+                    linking_sites: 6,
+                }],
+                pages: 7,
+                part: Some(PartFigures {
+                    part: 0,
+                    parts: 2,
+                    urls_out: 8,
+                    urls_in: 9,
+                }),
+            }),
+        }),
     ]
+}
+
+fn pause() -> Pause {
+    Pause {
+        reason: PauseReason::DiskFull,
+        path: "/s".into(),
+        since_ms: 2,
+        retry_ms: 1000,
+    }
 }
 
 /// The wire index of each variant. No wildcard: a new variant does not compile
@@ -376,9 +412,10 @@ fn variant_index(msg: &Message) -> usize {
         Message::AdminReply(_) => 14,
         Message::Committed { .. } => 15,
         Message::SyncProgress { .. } => 16,
+        Message::Status(_) => 17,
     }
 }
-const VARIANTS: usize = 17;
+const VARIANTS: usize = 18;
 
 // ---------------------------------------------------------------- encoding
 
@@ -397,9 +434,9 @@ fn every_variant_round_trips_through_bytes() {
 
 #[test]
 fn golden_preamble() {
-    assert_eq!(hex(&preamble(PROTOCOL_VERSION)), "50 43 52 4c 00 03 00 00");
+    assert_eq!(hex(&preamble(PROTOCOL_VERSION)), "50 43 52 4c 00 04 00 00");
     assert_eq!(hex(&preamble(0x0203)), "50 43 52 4c 02 03 00 00");
-    assert_eq!(PROTOCOL_VERSION, 3);
+    assert_eq!(PROTOCOL_VERSION, 4);
 }
 
 /// The encoding of every sample, pinned. If this fails you changed the wire
@@ -424,11 +461,12 @@ fn golden_message_bytes() {
         "0d 05 88 27",
         "0e 01 02 6e 6f",
         "0d 06",
-        "0e 02 00 00 00 3f 00 00 80 3f 00 00 80 3e 01 00 00 00 40 00 00 00 40 03 04 09 01 94 03 0a 01 04 0b 01 01 0c 05 0d 0e 01 02 06 03 04 07 05 08 08 0f e8 07 01 01 04 64 6c 2d 31 78 f4 03 03 00 00 26 42 80 89 7a 96 01 01 02 01 09 01 00 00 00 40 00 00 80 3f",
+        "0e 02 00 00 00 3f 00 00 80 3f 00 00 80 3e 01 00 00 00 40 00 00 00 40 03 04 09 01 94 03 0a 01 04 0b 01 01 0c 05 0d 0e 01 02 06 03 04 07 05 08 08 0f e8 07 01 01 04 64 6c 2d 31 78 f4 03 03 00 00 26 42 80 89 7a 96 01 01 01 00 02 2f 73 02 e8 07 00 02 01 09 01 00 00 00 40 00 00 80 3f 00",
         "0e 03 01 0b 2a 2e 73 70 61 6d 2e 74 65 73 74",
         "0e 04 04 2f 63 2f 31",
         "0f 24 35 30 2d 64 6c 2d 31 2d 30 30 30 30 30 30 30 30 30 30 30 30 30 30 30 30 30 30 30 31 2e 77 61 72 63 2e 67 7a 02 07 ac 02",
         "10 03 62 66 73 09",
+        "11 01 00 02 2f 73 02 e8 07 01 01 02 01 03 74 2e 61 03 04 05 06 07 01 00 02 08 09",
     ];
     let got: Vec<String> = samples()
         .iter()
@@ -482,8 +520,8 @@ fn decoding_rejects_garbage_and_trailing_bytes() {
 // ---------------------------------------------------------------- golden wire
 
 /// The module docs' example, byte for byte: a downloader's opening.
-const HELLO_DL1: &str = "50 43 52 4c 00 03 00 00 \
-     00 00 00 1f 00 01 04 64 6c 2d 31 03 06 73 33 63 72 65 74 \
+const HELLO_DL1: &str = "50 43 52 4c 00 04 00 00 \
+     00 00 00 1f 00 01 04 64 6c 2d 31 04 06 73 33 63 72 65 74 \
      0f 70 6f 6c 79 63 72 61 77 6c 20 30 2e 31 2e 30";
 
 #[tokio::test]
@@ -498,7 +536,7 @@ async fn golden_handshake_and_frames_on_the_wire() {
         server.read_exact(&mut opening).await.unwrap();
         assert_eq!(hex(&opening), hex(&unhex(HELLO_DL1)));
         // Accept: preamble, status 00, Welcome frame, then SetConcurrency { 300 }.
-        let welcome = "50 43 52 4c 00 03 00 00 00 00 00 00 0b 01 00 03 6d 67 72 03 d0 0f 90 4e";
+        let welcome = "50 43 52 4c 00 04 00 00 00 00 00 00 0b 01 00 03 6d 67 72 04 d0 0f 90 4e";
         server.write_all(&unhex(welcome)).await.unwrap();
         server
             .write_all(&unhex("00 00 00 03 05 ac 02"))
@@ -538,7 +576,7 @@ async fn golden_refusal_bytes() {
     let (served, reply) = tokio::join!(server_handshake(server, &config), raw_client);
     assert!(matches!(served, Err(ProtocolError::BadToken { .. })));
     let text = "wrong token for downloader dl-1";
-    let expected = format!("50 43 52 4c 00 03 00 00 03 00 1f {}", hex(text.as_bytes()));
+    let expected = format!("50 43 52 4c 00 04 00 00 03 00 1f {}", hex(text.as_bytes()));
     assert_eq!(hex(&reply), expected);
 }
 
@@ -677,12 +715,12 @@ async fn admin_role_needs_the_admin_token() {
 
 #[tokio::test]
 async fn other_protocol_version_is_refused_on_both_sides() {
-    let v4 = Hello {
-        version: 4,
+    let v5 = Hello {
+        version: 5,
         ..hello("s3cret")
     };
-    let (server, client) = handshake(server_config(), v4, Limits::default()).await;
-    let text = "protocol version mismatch: peer speaks v4, this manager speaks v3";
+    let (server, client) = handshake(server_config(), v5, Limits::default()).await;
+    let text = "protocol version mismatch: peer speaks v5, this manager speaks v4";
     assert_eq!(server.err().unwrap().to_string(), text);
     match client.err().unwrap() {
         e @ ProtocolError::Refused { code, .. } => {

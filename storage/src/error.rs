@@ -158,6 +158,34 @@ impl StorageError {
         )
     }
 
+    /// Whether the repository's file system is full (`ENOSPC`, `EDQUOT`): the
+    /// batch stays where it is and the call should be retried once space is freed.
+    /// RocksDB reports a full disk as an I/O error whose text says so; it recovers
+    /// by itself when space comes back.
+    pub fn is_disk_full(&self) -> bool {
+        match self {
+            Self::Io { source, .. } | Self::Output(source) => {
+                spool::layout::is_disk_full_io(source)
+            }
+            Self::Spool(e) => e.is_disk_full(),
+            Self::WarcWrite(WarcWriteError::Io(e)) => spool::layout::is_disk_full_io(e),
+            Self::Db(e) => {
+                let text = e.to_string();
+                text.contains("No space left on device") || text.contains("Disk quota exceeded")
+            }
+            _ => false,
+        }
+    }
+
+    /// The file or folder the error is about, if it names one.
+    pub fn path(&self) -> Option<&std::path::Path> {
+        match self {
+            Self::Io { path, .. } => Some(path),
+            Self::Spool(e) => Some(e.path()),
+            _ => None,
+        }
+    }
+
     pub(crate) fn io(path: impl Into<PathBuf>) -> impl FnOnce(io::Error) -> Self {
         let path = path.into();
         move |source| Self::Io { path, source }

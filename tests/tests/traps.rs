@@ -127,7 +127,27 @@ fn trap_hosts_cost_a_bounded_number_of_requests_and_the_crawl_ends() {
         .env("NO_COLOR", "1")
         .env("RUST_LOG", "info");
     let mut app = ProcessGuard::spawn("app", cmd, sys.dir()).expect("starting polycrawl app");
-    let status = app.wait_exit(CRAWL_TIMEOUT).expect("waiting for the app");
+    // While it runs, the admin page shows the application's host budgets: keep the
+    // last figures seen (the application leaves the page when it exits).
+    let deadline = Instant::now() + CRAWL_TIMEOUT;
+    let mut figures = serde_json::Value::Null;
+    let status = loop {
+        let left = deadline.saturating_duration_since(Instant::now());
+        let tick = left.min(Duration::from_millis(500));
+        if let Some(status) = app.wait_exit(tick).expect("waiting for the app") {
+            break Some(status);
+        }
+        if left.is_zero() {
+            break None;
+        }
+        let r = sys.api("GET", "/api/stats", "", false);
+        let stats: serde_json::Value = serde_json::from_slice(&r.body).expect("stats JSON");
+        for c in stats["components"].as_array().into_iter().flatten() {
+            if c["role"] == "application" && !c["state"]["app"].is_null() {
+                figures = c["state"]["app"].clone();
+            }
+        }
+    };
     let Some(status) = status else {
         let log = ws.log();
         let mut per_host: BTreeMap<String, usize> = BTreeMap::new();
@@ -233,6 +253,19 @@ fn trap_hosts_cost_a_bounded_number_of_requests_and_the_crawl_ends() {
         !summary.contains(" 0 URLs cut by host budgets"),
         "no host budget was used up: the calendar's pager should have: {summary}"
     );
+    // The admin page showed the budgets: hosts over budget, and a bounded top list,
+    // most cut first, each over its budget.
+    let top = figures["top_cut"].as_array().cloned().unwrap_or_default();
+    let cuts: Vec<u64> = top.iter().map(|h| h["cut"].as_u64().unwrap_or(0)).collect();
+    assert!(
+        figures["hosts_cut"].as_u64().unwrap_or(0) >= 1
+            && !top.is_empty()
+            && top.len() <= spool::protocol::MAX_TOP_HOSTS
+            && cuts.windows(2).all(|w| w[0] >= w[1])
+            && figures["urls_cut"].as_u64().unwrap_or(0) >= cuts.iter().sum::<u64>(),
+        "the admin page's budget figures are wrong or missing: {figures}"
+    );
+    eprintln!("admin page budgets: {figures}");
     assert!(
         cost(&calendar) > 10,
         "the calendar host was hardly crawled ({}): the test does not test it",

@@ -252,6 +252,11 @@ impl HostBudgets {
         Ok(())
     }
 
+    /// How many hosts had URLs cut (their budget is used up). O(hosts).
+    pub(crate) fn hosts_cut(&self) -> u64 {
+        self.hosts.values().filter(|b| b.cut > 0).count() as u64
+    }
+
     /// The `n` hosts with the most URLs cut, most first.
     pub(crate) fn most_cut(&self, n: usize) -> Vec<HostCut> {
         let mut cut: Vec<HostCut> = self

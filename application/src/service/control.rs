@@ -23,7 +23,7 @@ use std::time::Instant;
 
 use spool::discover::Waker;
 use spool::protocol::client::{self, ClientRole, Link, Step, Stop};
-use spool::protocol::{Message, ProtocolError, Role, Welcome};
+use spool::protocol::{ComponentState, Message, ProtocolError, Role, Welcome};
 use spool::{AppId, ComponentId};
 use tokio::sync::{mpsc, watch};
 use tokio_util::sync::CancellationToken;
@@ -68,6 +68,7 @@ pub async fn serve(
         app,
         to_crawl,
         outbound,
+        state: ComponentState::default(),
     };
     match client::run(&control, &mut role, &shutdown).await {
         Ok(_) => Ok(()),
@@ -87,6 +88,9 @@ struct AppRole {
     app: AppId,
     to_crawl: ToCrawl,
     outbound: Outbound,
+    /// The crawl loop's last `Status` (paused on a full disk or not), told again
+    /// after every reconnect.
+    state: ComponentState,
 }
 
 impl ClientRole for AppRole {
@@ -107,8 +111,10 @@ impl ClientRole for AppRole {
         let mut resync = None;
         if session > 1 {
             while let Ok(msg) = self.outbound.try_recv() {
-                if matches!(msg, Message::SyncProgress { .. }) {
-                    resync = Some(msg);
+                match msg {
+                    Message::SyncProgress { .. } => resync = Some(msg),
+                    Message::Status(state) => self.state = state,
+                    _ => {}
                 }
             }
         }
@@ -116,6 +122,9 @@ impl ClientRole for AppRole {
             app: self.app.clone(),
         })
         .await?;
+        if self.state != ComponentState::default() {
+            link.send(&Message::Status(self.state.clone())).await?;
+        }
         if let Some(msg) = resync {
             link.send(&msg).await?;
         }
@@ -131,6 +140,9 @@ impl ClientRole for AppRole {
             // The crawl loop is gone: nothing more to say.
             return Step::Leave("application done".into());
         };
+        if let Message::Status(state) = &msg {
+            self.state = state.clone();
+        }
         match link.send(&msg).await {
             Ok(()) => Step::Continue,
             Err(e) => Step::Lost(format!("cannot send {}: {e}", msg.kind())),

@@ -13,7 +13,7 @@ use spool::claim::{Claimed, Consumer};
 use spool::discover::{Discovery, Waker};
 use spool::formats::{ExchangeReader, Hints, OutcomeReader, RequestHeader, RequestWriter};
 use spool::name::{FileKind, Priority};
-use spool::protocol::{Message, SpoolArea};
+use spool::protocol::{AppFigures, BudgetCut, MAX_TOP_HOSTS, Message, PartFigures, SpoolArea};
 use spool::publish::Publisher;
 use spool::{AppId, ComponentId, Spool, SpoolDir};
 use storage::Repository;
@@ -29,6 +29,7 @@ use super::control::ProgressSeen;
 use super::error::AppError;
 use super::exchange::{Foreign, Parts, quiet};
 use super::pages::BatchReader;
+use super::pause::DiskWait;
 use super::scope::Scope;
 use super::state::{self, Progress};
 use super::summary::{End, Summary};
@@ -54,6 +55,9 @@ pub(crate) struct ManagerLink {
     /// Hints and syncs to send.
     pub outbound: mpsc::UnboundedSender<Message>,
 }
+
+/// How often, at most, the application's figures go to the manager (admin page).
+const FIGURES_EVERY: Duration = Duration::from_secs(2);
 
 /// Longest pause between looks while a merge runs (its end raises no event).
 const MERGE_POLL: Duration = Duration::from_millis(2);
@@ -110,6 +114,10 @@ pub(crate) struct Crawl {
     files_this_run: u64,
     hook: CrashHook,
     link: ManagerLink,
+    /// Waits out a full disk (`pause.rs`), and tells the manager our figures.
+    wait: DiskWait,
+    /// When the figures were last looked at.
+    figures_at: Option<Instant>,
     /// The last `SyncProgress` sent (its sequence number and when), if it was sent
     /// after the loop's last piece of work.
     sync_sent: Option<(u64, Instant)>,
@@ -194,6 +202,8 @@ impl Crawl {
             quarantined: 0,
             files_this_run: 0,
             hook,
+            wait: DiskWait::new(link.outbound.clone(), stop.clone()),
+            figures_at: None,
             link,
             sync_sent: None,
             sync_seq: 0,
@@ -252,6 +262,7 @@ impl Crawl {
                 self.checkpoint()?;
                 return Ok(self.summary(End::Shutdown));
             }
+            self.report_figures();
             let mut worked = false;
             let batches = self.pages.claim_batch(self.config.batches_per_claim)?;
             if !batches.is_empty() {
@@ -451,9 +462,10 @@ impl Crawl {
                 w.write(url, &hints).map_err(format_error)?;
             }
             let data = w.finish().map_err(format_error)?;
-            let path = self
-                .requests
-                .publish(self.priority, FileKind::Requests, &data)?;
+            let priority = self.priority;
+            let path = self.wait.run(&mut self.requests, |requests| {
+                Ok(requests.publish(priority, FileKind::Requests, &data)?)
+            })?;
             if let Some(name) = path.file_name().and_then(|n| n.to_str()) {
                 let _ = self.link.outbound.send(Message::Published {
                     area: SpoolArea::Requests(self.app.clone()),
@@ -519,7 +531,9 @@ impl Crawl {
     /// Saves the progress file if only statistics changed since the last save.
     fn save_stats(&mut self) -> Result<(), AppError> {
         if self.stats_unsaved {
-            self.progress.save(&self.state_dir)?;
+            let state_dir = &self.state_dir;
+            self.wait
+                .run(&mut self.progress, |progress| progress.save(state_dir))?;
             self.stats_unsaved = false;
         }
         Ok(())
@@ -749,9 +763,10 @@ impl Crawl {
                 if n == 0 {
                     continue;
                 }
-                let path = self
-                    .requests
-                    .publish(self.priority, FileKind::Requests, &data)?;
+                let priority = self.priority;
+                let path = self.wait.run(&mut self.requests, |requests| {
+                    Ok(requests.publish(priority, FileKind::Requests, &data)?)
+                })?;
                 if let Some(name) = path.file_name().and_then(|n| n.to_str()) {
                     let _ = self.link.outbound.send(Message::Published {
                         area: SpoolArea::Requests(self.app.clone()),
@@ -779,7 +794,9 @@ impl Crawl {
         if self.seeds_generation.is_some_and(|g| g <= generation) {
             self.progress.seeds_done = true;
         }
-        self.progress.save(&self.state_dir)?;
+        let state_dir = &self.state_dir;
+        self.wait
+            .run(&mut self.progress, |progress| progress.save(state_dir))?;
         self.stats_unsaved = false;
         // Only now: saved budgets never count a URL whose generation is not recorded.
         if self
@@ -818,16 +835,26 @@ impl Crawl {
             claimed, checked, ..
         } in ready
         {
-            match self.repo.ingest_checked(checked) {
+            let ingested = match self.repo.ingest_checked(checked) {
+                // Storage left the batch where it was (or finishes it from where
+                // it went): store it again, reading it again, once there is room.
+                Err(e) if e.is_disk_full() => {
+                    let path = claimed.path().to_owned();
+                    self.wait
+                        .run(&mut self.repo, |repo| Ok(repo.ingest(&path)?))
+                }
+                other => other.map_err(AppError::from),
+            };
+            match ingested {
                 Ok(summary) => {
                     self.progress.pages_stored += summary.responses + summary.revisits;
                 }
-                Err(e) if e.is_batch_fault() => {
+                Err(AppError::Storage(e)) if e.is_batch_fault() => {
                     warn!(batch = %claimed.name(), error = %e, "app: batch refused by storage, quarantined");
                     claimed.quarantine(&e.to_string())?;
                     self.quarantined += 1;
                 }
-                Err(e) => return Err(e.into()),
+                Err(e) => return Err(e),
             }
         }
         // The page count is a statistic: saved with the next save, not now (each
@@ -851,12 +878,51 @@ impl Crawl {
         self.save_stats()
     }
 
+    /// Tells the manager the figures the admin page shows (host budgets, this
+    /// part's exchange), at most every [`FIGURES_EVERY`]. O(hosts) when it looks.
+    fn report_figures(&mut self) {
+        if self
+            .figures_at
+            .is_some_and(|at| at.elapsed() < FIGURES_EVERY)
+        {
+            return;
+        }
+        self.figures_at = Some(Instant::now());
+        let top_cut = self
+            .budgets
+            .most_cut(MAX_TOP_HOSTS)
+            .into_iter()
+            .map(|h| BudgetCut {
+                host: h.host,
+                budget: h.budget,
+                requested: h.requested,
+                cut: h.cut,
+                linking_sites: h.linking_sites,
+            })
+            .collect();
+        let figures = AppFigures {
+            hosts_cut: self.budgets.hosts_cut(),
+            urls_cut: self.progress.budget_cut,
+            top_cut,
+            pages: self.progress.pages_stored,
+            part: self.parts.as_ref().map(|p| PartFigures {
+                part: p.own,
+                parts: p.count,
+                urls_out: self.progress.parts.sent_urls,
+                urls_in: self.progress.parts.applied_urls,
+            }),
+        };
+        self.wait.set_figures(figures);
+    }
+
     /// Saves the host budgets (see `budget.rs`: only when every URL they count has
     /// its generation recorded).
     fn save_budgets(&mut self) -> Result<(), AppError> {
         let mut text = String::new();
         self.budgets.write_to(&mut text);
-        state::save_budgets(&self.state_dir, &text)?;
+        let state_dir = &self.state_dir;
+        self.wait
+            .run(&mut (), |()| state::save_budgets(state_dir, &text))?;
         self.budgets_saved = Some(Instant::now());
         Ok(())
     }

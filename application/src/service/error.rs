@@ -63,3 +63,31 @@ pub enum AppError {
     #[error("the crawl loop panicked")]
     Panicked,
 }
+
+impl AppError {
+    /// Whether a file system is full (`ENOSPC`, `EDQUOT`): the crawl loop pauses
+    /// and retries the step (`pause.rs`) instead of stopping.
+    pub fn is_disk_full(&self) -> bool {
+        match self {
+            AppError::Spool(e) => e.is_disk_full(),
+            AppError::Storage(e) => e.is_disk_full(),
+            AppError::Seen(SeenError::Io { source, .. }) | AppError::File { source, .. } => {
+                spool::layout::is_disk_full_io(source)
+            }
+            AppError::Seen(SeenError::Publish(e)) => e.is_disk_full(),
+            _ => false,
+        }
+    }
+
+    /// The file or folder the error is about, if it names one.
+    pub fn path(&self) -> Option<PathBuf> {
+        match self {
+            AppError::Spool(e) | AppError::Seen(SeenError::Publish(e)) => Some(e.path().to_owned()),
+            AppError::Storage(e) => e.path().map(ToOwned::to_owned),
+            AppError::Seen(SeenError::Io { path, .. }) | AppError::File { path, .. } => {
+                Some(path.clone())
+            }
+            _ => None,
+        }
+    }
+}

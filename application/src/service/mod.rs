@@ -78,6 +78,7 @@ mod crawl;
 pub mod error;
 pub mod exchange;
 pub mod pages;
+mod pause;
 pub mod scope;
 pub mod state;
 pub mod summary;

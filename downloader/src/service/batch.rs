@@ -211,13 +211,33 @@ impl Batch {
     }
 
     /// Appends one fetch's record pair. A [`WriteError::Field`] leaves the batch
-    /// untouched; any other error leaves it unusable.
+    /// untouched; any other error leaves it unusable until [`Batch::recover`].
     pub(crate) fn append(&mut self, x: &Exchange, tag: JobTag) -> Result<(), WriteError> {
         write_pair(&mut self.writer, x, Some(self.warcinfo_id), || {
             self.tmp.clone()
         })?;
         self.jobs.push(tag);
         Ok(())
+    }
+
+    /// After an append failed (say, the spool is full): forgets the failed pair,
+    /// truncating the temp file back to the end of the last complete one, so the
+    /// batch takes records again. Everything appended before is kept.
+    pub(crate) fn recover(&mut self) -> Result<(), WriteError> {
+        let tmp = &self.tmp;
+        self.writer
+            .recover(|pending, len| pending.rewind(len).map_err(std::io::Error::from))
+            .map_err(|e| WriteError::Warc {
+                path: tmp.clone(),
+                // Never "disk full": a batch that cannot be cut back is lost.
+                source: std::io::Error::other(format!("cannot cut a failed record off: {e}"))
+                    .into(),
+            })
+    }
+
+    /// Records pairs held.
+    pub(crate) fn records(&self) -> usize {
+        self.jobs.len()
     }
 
     /// The published name this batch will have.
@@ -235,18 +255,21 @@ impl Batch {
         self.opened
     }
 
-    /// Flushes, fsyncs and renames the batch into its folder.
-    pub(crate) fn publish(self) -> Result<Published, WriteError> {
+    /// Flushes, fsyncs and renames the batch into its folder. On an error before
+    /// the rename (say, the spool is full) nothing is published and the batch is
+    /// kept whole: publishing may be tried again, or the batch dropped (which
+    /// deletes its temp file).
+    pub(crate) fn publish(&mut self) -> Result<Published, WriteError> {
         let bytes = self.writer.position();
-        let pending = self.writer.finish().map_err(|e| WriteError::Warc {
-            path: self.tmp,
+        self.writer.flush().map_err(|e| WriteError::Warc {
+            path: self.tmp.clone(),
             source: e.into(),
         })?;
-        pending.commit()?;
+        self.writer.get_mut().commit_in_place()?;
         Ok(Published {
-            name: self.name,
+            name: self.name.clone(),
             bytes,
-            jobs: self.jobs,
+            jobs: std::mem::take(&mut self.jobs),
         })
     }
 }

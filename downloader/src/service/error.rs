@@ -4,10 +4,12 @@
 //!
 //! A failed fetch is not an error here: it is a report
 //! ([`FetchResult::Failed`](spool::protocol::FetchResult)). A lost manager connection
-//! is not one either: the service reconnects. Only what retrying cannot fix ends
-//! `run`. Disk trouble (a full or read-only spool) is one of those: pages already
-//! reported as stored could no longer be committed, and the only way to get them
-//! fetched again is for the manager to see this downloader go.
+//! is not one either: the service reconnects, and neither is a full spool
+//! ([`WriteError::is_disk_full`]): the writer pauses and retries (see `writer.rs`).
+//! Only what retrying cannot fix ends `run`. Other disk trouble (a read-only spool,
+//! a failed fsync) is one of those: pages already reported as stored could no
+//! longer be committed, and the only way to get them fetched again is for the
+//! manager to see this downloader go.
 
 use std::path::PathBuf;
 
@@ -75,4 +77,32 @@ pub enum WriteError {
     /// The writer thread panicked (a bug).
     #[error("the batch writer thread panicked")]
     Panicked,
+    /// The writer thread stopped before it could take a command (it gave up on a
+    /// full spool at shutdown, or failed).
+    #[error("the batch writer stopped")]
+    Stopped,
+}
+
+impl WriteError {
+    /// Whether the spool is full (`ENOSPC`, `EDQUOT`): the writer pauses and tries
+    /// again instead of stopping the service.
+    pub fn is_disk_full(&self) -> bool {
+        match self {
+            WriteError::Spool(e) => e.is_disk_full(),
+            WriteError::Warc {
+                source: WarcWriteError::Io(e),
+                ..
+            } => spool::layout::is_disk_full_io(e),
+            _ => false,
+        }
+    }
+
+    /// The file or folder the error is about, if it names one.
+    pub fn path(&self) -> Option<&std::path::Path> {
+        match self {
+            WriteError::Spool(e) => Some(e.path()),
+            WriteError::Warc { path, .. } => Some(path),
+            _ => None,
+        }
+    }
 }

@@ -43,8 +43,12 @@
 //!   application may get them twice), their reports are dropped. Only URLs that
 //!   were in flight can be fetched twice. `Committed` never names a job of an
 //!   earlier connection (job ids are only unique within one manager process).
-//! - `Bye { Replaced }` (another downloader registered with our id) and a spool
-//!   write failure end [`run`] with an error: retrying cannot help.
+//! - **Spool full**: the writer pauses (no new fetch starts, nothing fetched is
+//!   dropped), says so in the log and to the manager (`Message::Status`, sent when
+//!   it changes and after every `Welcome`; the admin page shows it), retries with a
+//!   back-off and resumes by itself (design in `writer.rs`).
+//! - `Bye { Replaced }` (another downloader registered with our id) and any other
+//!   spool write failure end [`run`] with an error: retrying cannot help.
 //!
 //! # Threads and memory
 //!
@@ -129,7 +133,12 @@ pub async fn run(
         }
         None => None,
     };
-    let writer = WriterHandle::spawn(settings, events_tx.clone(), Arc::clone(&metrics))?;
+    let writer = WriterHandle::spawn(
+        settings,
+        events_tx.clone(),
+        Arc::clone(&metrics),
+        shutdown.child_token(),
+    )?;
     let env = Arc::new(JobEnv {
         fetcher,
         writer: writer.sender(),

@@ -42,8 +42,8 @@ use std::sync::Arc;
 
 use spool::protocol::client::{ClientRole, Link, Step};
 use spool::protocol::{
-    ByeReason, FetchJob, FetchReport, FetchResult, JobId, Load, Message, ProtocolError, Role,
-    Welcome,
+    ByeReason, ComponentState, FetchJob, FetchReport, FetchResult, JobId, Load, Message,
+    ProtocolError, Role, Welcome,
 };
 use tokio::sync::mpsc;
 use tokio::task::{Id, JoinError, JoinSet};
@@ -93,6 +93,8 @@ pub(crate) struct DownloaderRole<'a> {
     /// The writer was asked to publish everything; waiting for `Flushed`.
     flushing: bool,
     rate: (Instant, MetricsSnapshot),
+    /// What the writer last said about its state (told to every new connection).
+    state: ComponentState,
 }
 
 impl<'a> DownloaderRole<'a> {
@@ -113,6 +115,7 @@ impl<'a> DownloaderRole<'a> {
             draining: false,
             flushing: false,
             rate: (Instant::now(), env.metrics.snapshot()),
+            state: ComponentState::default(),
         }
     }
 }
@@ -125,7 +128,7 @@ impl ClientRole for DownloaderRole<'_> {
 
     async fn on_connected(
         &mut self,
-        _link: &Link,
+        link: &Link,
         _welcome: &Welcome,
         session: u64,
     ) -> Result<(), ProtocolError> {
@@ -135,6 +138,9 @@ impl ClientRole for DownloaderRole<'_> {
         self.draining = false;
         self.flushing = false;
         self.rate = (Instant::now(), self.env.metrics.snapshot());
+        if self.state != ComponentState::default() {
+            link.send(&Message::Status(self.state.clone())).await?;
+        }
         Ok(())
     }
 
@@ -344,6 +350,12 @@ impl DownloaderRole<'_> {
                 return self.finish(link).await;
             }
             Event::Flushed { .. } => {}
+            Event::State(state) => {
+                self.state = state.clone();
+                if let Err(e) = link.send(&Message::Status(state)).await {
+                    return Step::Lost(format!("cannot send Status: {e}"));
+                }
+            }
             Event::Failed(e) => {
                 let detail = format!("cannot write to the spool: {e}");
                 let _ = link.close(ByeReason::ShuttingDown, &detail).await;
@@ -357,14 +369,17 @@ impl DownloaderRole<'_> {
     /// pending here any more (eager when idle: see [`Pending`]).
     async fn publish_idle(&mut self) -> Step<WriteError> {
         for app in self.pending.take_idle() {
-            if self
-                .env
-                .writer
-                .send(Command::Publish { app })
-                .await
-                .is_err()
-            {
-                return Step::Lost("the batch writer is gone".into());
+            match self.env.writer.try_send(Command::Publish { app }) {
+                Ok(()) => {}
+                // The writer is busy or paused (spool full): never wait for it
+                // here (that would stop heartbeats); the hint follows later.
+                Err(mpsc::error::TrySendError::Full(hint)) => {
+                    let writer = self.env.writer.clone();
+                    tokio::spawn(async move { writer.send(hint).await });
+                }
+                Err(mpsc::error::TrySendError::Closed(_)) => {
+                    return Step::Lost("the batch writer is gone".into());
+                }
             }
         }
         Step::Continue
@@ -378,7 +393,7 @@ impl DownloaderRole<'_> {
         };
         match self.env.writer.send(flush).await {
             Ok(()) => Step::Continue,
-            Err(_) => Step::Fail(WriteError::Panicked),
+            Err(_) => Step::Fail(WriteError::Stopped),
         }
     }
 

@@ -33,14 +33,28 @@
 //!   published file costs the application a claim, an ingest and their fsyncs, so
 //!   this is what keeps batches large under load and latency low when idle. Robots files are written
 //!   and published at once, then reported.
-//! - A write or publish error is fatal ([`Event::Failed`]): the failed batch is
-//!   dropped (its temp file deleted) and the service stops (see
+//! - **Spool full** (`ENOSPC`, `EDQUOT`: [`WriteError::is_disk_full`]): the writer
+//!   pauses. A record that failed is cut off its batch ([`Batch::recover`]
+//!   truncates the temp file to the last complete record) and kept in memory, not
+//!   reported; a batch that could not be published stays open and whole. The
+//!   thread logs one line (`spool full at PATH: pausing, retrying every N s at
+//!   most`), tells the session (which tells the manager: [`Event::State`]), stops
+//!   reading commands (so fetch tasks wait in `send`, holding their slots: no new
+//!   fetch starts, nothing fetched is dropped), and retries the failed publishes,
+//!   then the kept record, with a back-off from [`RETRY_MIN`] doubling to
+//!   [`RETRY_MAX`]. When they succeed it logs `resumed` and goes on. At shutdown
+//!   (the `give_up` token) a paused writer tries once more, then gives up: its
+//!   unpublished pages were reported but never committed, so the manager fetches
+//!   them again.
+//! - Any other write or publish error is fatal ([`Event::Failed`]): the failed
+//!   batch is dropped (its temp file deleted) and the service stops (see
 //!   [`crate::service::error`]). A header-field error loses one record only and is
 //!   reported as `invalid_url`.
 //!
 //! This module must never block a tokio worker thread, never publish a batch whose
-//! records did not all write, and never report a page before its records are
-//! written. Cost: O(record bytes) per record; O(apps) per wake-up.
+//! records did not all write, never report a page before its records are written,
+//! and never drop a record or a batch because the spool is full. Cost: O(record
+//! bytes) per record; O(apps) per wake-up.
 
 use std::collections::hash_map::Entry;
 use std::collections::{HashMap, HashSet};
@@ -48,12 +62,13 @@ use std::path::PathBuf;
 use std::sync::Arc;
 use std::time::Duration;
 
-use spool::protocol::{FetchReport, FetchResult, StoredPage};
+use spool::protocol::{ComponentState, FetchReport, FetchResult, Pause, StoredPage};
 use spool::publish::Publisher;
 use spool::{AppId, ComponentId, OutcomeReason, Spool};
 use tokio::sync::mpsc;
 use tokio::time::{Instant, sleep_until};
-use tracing::{debug, error};
+use tokio_util::sync::CancellationToken;
+use tracing::{debug, error, info, warn};
 
 use crate::service::batch::{Batch, Exchange, JobTag, publish_robots};
 use crate::service::error::{DownloaderError, WriteError};
@@ -65,6 +80,11 @@ pub const QUEUE: usize = 64;
 /// How often a batch held back for a busy application checks whether the
 /// application has claimed our previous batch.
 pub const CLAIM_POLL: Duration = Duration::from_millis(2);
+
+/// First wait before retrying a write that failed because the spool is full.
+pub const RETRY_MIN: Duration = Duration::from_millis(50);
+/// Longest wait between two retries while the spool is full.
+pub const RETRY_MAX: Duration = Duration::from_secs(1);
 
 /// Where a response goes.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -132,6 +152,8 @@ pub(crate) enum Event {
     },
     /// Writing failed; the service must stop.
     Failed(WriteError),
+    /// The writer paused (the spool is full) or resumed: the state to report.
+    State(ComponentState),
 }
 
 /// What the writer needs to know.
@@ -150,14 +172,17 @@ pub(crate) struct WriterSettings {
 pub(crate) struct WriterHandle {
     commands: mpsc::Sender<Command>,
     thread: std::thread::JoinHandle<()>,
+    give_up: CancellationToken,
 }
 
 impl WriterHandle {
-    /// Starts the thread.
+    /// Starts the thread. Once `give_up` is cancelled (the service stops), a
+    /// writer paused on a full spool tries once more and then gives up.
     pub(crate) fn spawn(
         settings: WriterSettings,
         events: mpsc::UnboundedSender<Event>,
         metrics: Arc<Metrics>,
+        give_up: CancellationToken,
     ) -> Result<Self, DownloaderError> {
         let (commands, rx) = mpsc::channel(QUEUE);
         let runtime = tokio::runtime::Builder::new_current_thread()
@@ -173,12 +198,18 @@ impl WriterHandle {
             open: HashMap::new(),
             last_published: HashMap::new(),
             held: HashSet::new(),
+            paused: None,
+            give_up: give_up.clone(),
         };
         let thread = std::thread::Builder::new()
             .name("warc-writer".into())
             .spawn(move || runtime.block_on(writer.serve(rx)))
             .map_err(DownloaderError::WriterThread)?;
-        Ok(Self { commands, thread })
+        Ok(Self {
+            commands,
+            thread,
+            give_up,
+        })
     }
 
     /// A sender for fetch tasks and the session.
@@ -188,7 +219,9 @@ impl WriterHandle {
 
     /// Publishes every open batch and waits for the thread to exit.
     pub(crate) async fn shutdown(self) -> Result<(), WriteError> {
-        // Fails only if the thread is already gone (it panicked).
+        // A writer paused on a full spool gives up instead of waiting forever.
+        self.give_up.cancel();
+        // Fails only if the thread is already gone (it panicked or gave up).
         let _ = self.commands.send(Command::Shutdown).await;
         drop(self.commands);
         let thread = self.thread;
@@ -211,13 +244,42 @@ struct Writer {
     last_published: HashMap<AppId, PathBuf>,
     /// Applications whose open batch goes out once `last_published` is claimed.
     held: HashSet<AppId>,
+    /// Set while the spool is full.
+    paused: Option<Paused>,
+    /// Cancelled when the service stops (see [`WriterHandle::spawn`]).
+    give_up: CancellationToken,
+}
+
+/// What waits while the spool is full, and when to try again.
+struct Paused {
+    /// What is reported to the manager.
+    state: Pause,
+    /// The response whose records could not be written (not reported yet).
+    store: Option<Box<Store>>,
+    /// Applications whose open batch could not be published.
+    publish: Vec<AppId>,
+    /// A flush that could not finish: `Flushed` goes out once it does.
+    flushed: Option<u64>,
+    /// A retry failed again (set by the failure, read by [`Writer::retry`]).
+    failed_again: bool,
+    backoff: Duration,
+    next_try: Instant,
 }
 
 impl Writer {
     async fn serve(mut self, mut rx: mpsc::Receiver<Command>) {
         loop {
+            if self.paused.is_some() {
+                if !self.wait_out_pause().await {
+                    return;
+                }
+                continue;
+            }
             self.publish_aged();
             self.publish_claimed();
+            if self.paused.is_some() {
+                continue;
+            }
             let oldest = self.open.values().map(Batch::opened).min();
             let mut deadline = oldest.map(|t| Instant::from_std(t) + self.settings.max_batch_age);
             if !self.held.is_empty() {
@@ -231,10 +293,19 @@ impl Writer {
                     Some(Command::Publish { app }) => self.publish_when_waited_for(app),
                     Some(Command::Flush { session }) => {
                         self.publish_all();
-                        self.emit(Event::Flushed { session });
+                        match &mut self.paused {
+                            Some(p) => p.flushed = Some(session),
+                            None => self.emit(Event::Flushed { session }),
+                        }
                     }
                     Some(Command::Shutdown) | None => {
                         self.publish_all();
+                        while self.paused.is_some() {
+                            if !self.wait_out_pause().await {
+                                return;
+                            }
+                            self.publish_all();
+                        }
                         return;
                     }
                 },
@@ -265,17 +336,141 @@ impl Writer {
         self.emit(Event::Failed(error));
     }
 
+    /// The spool is full: start a pause (one log line, the state to the manager),
+    /// or, during a retry, note that it failed again.
+    fn spool_full(&mut self, error: &WriteError) {
+        if let Some(p) = &mut self.paused {
+            p.failed_again = true;
+            return;
+        }
+        let path = error.path().unwrap_or(self.settings.spool.root());
+        let retry_ms = u64::try_from(RETRY_MAX.as_millis()).unwrap_or(u64::MAX);
+        warn!(
+            %error,
+            "downloader: spool full at {}: pausing, retrying every {} s at most",
+            path.display(),
+            RETRY_MAX.as_secs_f32()
+        );
+        let state = Pause::disk_full(path, retry_ms);
+        self.emit(Event::State(ComponentState {
+            pause: Some(state.clone()),
+            ..ComponentState::default()
+        }));
+        self.paused = Some(Paused {
+            state,
+            store: None,
+            publish: Vec::new(),
+            flushed: None,
+            failed_again: true,
+            backoff: RETRY_MIN,
+            next_try: Instant::now() + RETRY_MIN,
+        });
+    }
+
+    /// Waits for the next retry (or for `give_up`) and retries. `false`: the
+    /// writer gave up (at shutdown) and must exit.
+    async fn wait_out_pause(&mut self) -> bool {
+        let Some(next_try) = self.paused.as_ref().map(|p| p.next_try) else {
+            return true;
+        };
+        if !self.give_up.is_cancelled() {
+            tokio::select! {
+                () = sleep_until(next_try) => {}
+                () = self.give_up.cancelled() => {}
+            }
+        }
+        self.retry();
+        let Some(p) = &self.paused else {
+            return true;
+        };
+        if !self.give_up.is_cancelled() {
+            return true;
+        }
+        let pages = p.store.is_some() as usize
+            + p.publish
+                .iter()
+                .filter_map(|app| self.open.get(app))
+                .map(Batch::records)
+                .sum::<usize>();
+        warn!(
+            path = %p.state.path,
+            pages,
+            "downloader: spool still full at shutdown: giving up on pages not committed (the manager fetches them again)"
+        );
+        false
+    }
+
+    /// Tries again what failed on the full spool: the publishes first, then the
+    /// kept record, then a pending flush. Clears the pause if all of it went through.
+    fn retry(&mut self) {
+        let Some(p) = &mut self.paused else {
+            return;
+        };
+        p.failed_again = false;
+        let publish = std::mem::take(&mut p.publish);
+        let store = p.store.take();
+        for app in publish {
+            self.publish(&app);
+        }
+        if let Some(store) = store {
+            match &mut self.paused {
+                Some(p) if p.failed_again => p.store = Some(store),
+                _ => self.store(*store),
+            }
+        }
+        let flushed = match &mut self.paused {
+            Some(p) if !p.failed_again => p.flushed.take(),
+            _ => None,
+        };
+        if let Some(session) = flushed {
+            self.publish_all();
+            match &mut self.paused {
+                Some(p) if p.failed_again => p.flushed = Some(session),
+                _ => self.emit(Event::Flushed { session }),
+            }
+        }
+        let Some(p) = &mut self.paused else {
+            return;
+        };
+        if p.failed_again {
+            p.backoff = (p.backoff * 2).min(RETRY_MAX);
+            p.next_try = Instant::now() + p.backoff;
+            return;
+        }
+        let since = std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .map_or(0, |d| d.as_millis() as u64)
+            .saturating_sub(p.state.since_ms);
+        info!(
+            path = %p.state.path,
+            paused_ms = since,
+            "downloader: spool has room again: resumed"
+        );
+        self.paused = None;
+        self.emit(Event::State(ComponentState::default()));
+    }
+
     fn store(&mut self, store: Store) {
+        let written = match store.destination {
+            Destination::Robots => self.write_robots(&store.exchange),
+            Destination::Page => self.write_page(&store.app, &store.exchange, store.tag),
+        };
         let Store {
             tag,
             app,
             destination,
-            exchange,
             mut page,
-        } = store;
-        let written = match destination {
-            Destination::Robots => self.write_robots(&exchange),
-            Destination::Page => self.write_page(&app, &exchange, tag),
+            ..
+        } = match written {
+            Err(e) if e.is_disk_full() => {
+                self.spool_full(&e);
+                if let Some(p) = &mut self.paused {
+                    debug_assert!(p.store.is_none(), "a store while paused");
+                    p.store = Some(Box::new(store));
+                }
+                return;
+            }
+            _ => store,
         };
         match written {
             Ok(file) => {
@@ -330,6 +525,14 @@ impl Writer {
         match batch.append(exchange, tag) {
             Ok(()) => Ok(batch.name().to_owned()),
             Err(e @ WriteError::Field(_)) => Err(e),
+            // Cut the failed record off; the batch keeps every earlier one.
+            Err(e) if e.is_disk_full() => match batch.recover() {
+                Ok(()) => Err(e),
+                Err(unrecoverable) => {
+                    self.open.remove(app);
+                    Err(unrecoverable)
+                }
+            },
             Err(e) => {
                 // Unusable now: dropping it deletes its temp file.
                 self.open.remove(app);
@@ -398,7 +601,13 @@ impl Writer {
     }
 
     fn publish_all(&mut self) {
-        let apps: Vec<AppId> = self.open.keys().cloned().collect();
+        let waiting: &[AppId] = self.paused.as_ref().map_or(&[], |p| &p.publish);
+        let apps: Vec<AppId> = self
+            .open
+            .keys()
+            .filter(|app| !waiting.contains(app))
+            .cloned()
+            .collect();
         for app in apps {
             self.publish(&app);
         }
@@ -406,10 +615,22 @@ impl Writer {
 
     fn publish(&mut self, app: &AppId) {
         self.held.remove(app);
-        let Some(batch) = self.open.remove(app) else {
+        let Some(batch) = self.open.get_mut(app) else {
             return;
         };
-        match batch.publish() {
+        let published = batch.publish();
+        if let Err(e) = &published {
+            if e.is_disk_full() {
+                // Kept open and whole; published again after the pause.
+                self.spool_full(e);
+                if let Some(p) = &mut self.paused {
+                    p.publish.push(app.clone());
+                }
+                return;
+            }
+        }
+        self.open.remove(app);
+        match published {
             Ok(published) => {
                 if let Some(publisher) = self.publishers.get(app) {
                     let path = publisher.dir().path().join(&published.name);

@@ -87,6 +87,20 @@ impl FrontierError {
         }
     }
 
+    /// Whether a spool write failed because the file system is full (`ENOSPC`,
+    /// `EDQUOT`): the caller pauses and retries instead of stopping.
+    pub fn is_disk_full(&self) -> bool {
+        matches!(self, Self::Spool { source, .. } if source.is_disk_full())
+    }
+
+    /// The spool path a spool error is about.
+    pub(crate) fn spool_path(&self) -> Option<&std::path::Path> {
+        match self {
+            Self::Spool { source, .. } => Some(source.path()),
+            _ => None,
+        }
+    }
+
     /// A spool error with what the frontier was doing.
     pub(crate) fn spool(what: impl Into<String>, source: SpoolError) -> Self {
         Self::Spool {

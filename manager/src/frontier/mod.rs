@@ -389,6 +389,11 @@ impl Frontier {
         self.outcomes.flush(&self.store, now_ms, true)
     }
 
+    /// The pause of outcome publishing on a full spool, if any (admin page).
+    pub fn disk_pause(&self) -> Option<&spool::protocol::Pause> {
+        self.outcomes.pause()
+    }
+
     /// Publishes the outcomes pending for `app` now; whether a file was published.
     pub fn flush_outcomes_of(&mut self, app: &AppId) -> Result<bool, FrontierError> {
         self.outcomes.flush_app(&self.store, app)

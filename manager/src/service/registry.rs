@@ -22,7 +22,7 @@
 use std::collections::{BTreeMap, BTreeSet, HashMap};
 use std::time::Duration;
 
-use spool::protocol::{ByeReason, ComponentStatus, Hello, Load, Role};
+use spool::protocol::{ByeReason, ComponentState, ComponentStatus, Hello, Load, Role};
 use spool::{AppId, ComponentId};
 use tokio::time::Instant;
 
@@ -42,6 +42,8 @@ struct Peer {
     load: Option<Load>,
     /// When anything was last heard from it.
     last_heard: Instant,
+    /// What it last said about itself (`Message::Status`).
+    state: ComponentState,
 }
 
 /// What the manager keeps per role.
@@ -129,6 +131,7 @@ impl Registry {
             outbox,
             load: None,
             last_heard: now,
+            state: ComponentState::default(),
         };
         self.by_conn.insert(conn, Component { peer, kind });
         self.by_name.insert(key, conn);
@@ -190,6 +193,13 @@ impl Registry {
         }
     }
 
+    /// Notes what `conn` says about itself (`Message::Status`).
+    pub fn set_state(&mut self, conn: ConnId, state: ComponentState) {
+        if let Some(c) = self.by_conn.get_mut(&conn) {
+            c.peer.state = state;
+        }
+    }
+
     /// Every component as the admin status shows it (admin connections, which
     /// come and go with each command, left out), sorted by role and id; healthy if
     /// heard from within half of `heartbeat_timeout`.
@@ -206,6 +216,7 @@ impl Registry {
                     load: c.peer.load.unwrap_or_default(),
                     last_heard_ms: u64::try_from(silent.as_millis()).unwrap_or(u64::MAX),
                     healthy: silent <= heartbeat_timeout / 2,
+                    state: c.peer.state.clone(),
                 }
             })
             .collect();

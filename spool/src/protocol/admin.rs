@@ -7,6 +7,7 @@
 use serde::{Deserialize, Serialize};
 
 use super::message::{Load, Role};
+use super::state::{ComponentState, Pause};
 use crate::ids::ComponentId;
 use crate::outcome::OutcomeReason;
 
@@ -119,6 +120,9 @@ pub struct StatusSnapshot {
     pub components: Vec<ComponentStatus>,
     /// How the speed target is set and met.
     pub speed: SpeedStatus,
+    /// The manager's own pause (it cannot write outcome files: the spool is full),
+    /// if any. Components' pauses are in [`ComponentStatus::state`].
+    pub pause: Option<Pause>,
 }
 
 /// How the speed target is set and met: where the target in force comes from and
@@ -262,4 +266,7 @@ pub struct ComponentStatus {
     /// Heard from within half the heartbeat timeout (a component silent for the
     /// whole timeout is dropped).
     pub healthy: bool,
+    /// What it last said about itself ([`Message::Status`](super::Message::Status)):
+    /// paused or not, and why.
+    pub state: ComponentState,
 }

@@ -13,6 +13,7 @@ use super::admin::{AdminCommand, AdminReply};
 use super::app::{AppProgress, SpoolArea};
 use super::fetch::{FetchJob, FetchReport, JobId};
 use super::resolve::{HostAnswer, RequestId};
+use super::state::ComponentState;
 use super::token::Token;
 use super::{PROTOCOL_VERSION, ProtocolError};
 use crate::ids::{AppId, ComponentId};
@@ -126,6 +127,10 @@ pub enum Message {
         /// Increasing per connection; echoed as `AppProgress::synced`.
         seq: u64,
     },
+    /// downloader/application -> manager: the sender's own state (paused or not,
+    /// and why), sent when it changes and again after every `Welcome`. Shown on the
+    /// admin page.
+    Status(ComponentState),
 }
 
 impl Message {
@@ -149,6 +154,7 @@ impl Message {
             Self::AdminReply(_) => "AdminReply",
             Self::Committed { .. } => "Committed",
             Self::SyncProgress { .. } => "SyncProgress",
+            Self::Status(_) => "Status",
         }
     }
 

@@ -78,12 +78,12 @@
 //! Downloader `dl-1` with token `s3cret` opens a connection:
 //!
 //! ```text
-//! 50 43 52 4c 00 03 00 00                   preamble, v3
+//! 50 43 52 4c 00 04 00 00                   preamble, v4
 //! 00 00 00 1f                               frame of 31 bytes:
 //!   00                                      Message::Hello
 //!   01                                      Role::Downloader
 //!   04 64 6c 2d 31                          id "dl-1"
-//!   03                                      version 3
+//!   04                                      version 4
 //!   06 73 33 63 72 65 74                    token "s3cret"
 //!   0f 70 6f 6c 79 ... 2e 30                software "polycrawl 0.1.0"
 //! ```
@@ -91,7 +91,7 @@
 //! With the wrong token the server answers
 //!
 //! ```text
-//! 50 43 52 4c 00 03 00 00                   preamble, v3
+//! 50 43 52 4c 00 04 00 00                   preamble, v4
 //! 03 00 1f 77 72 6f 6e 67 ...               refused, bad token, 31 bytes:
 //!                                           "wrong token for downloader dl-1"
 //! ```
@@ -151,6 +151,7 @@ mod message;
 mod preamble;
 mod resolve;
 mod session;
+mod state;
 mod token;
 
 use std::time::Duration;
@@ -170,10 +171,14 @@ pub use handshake::{Limits, ServerConfig, client_handshake, server_handshake};
 pub use message::{ByeReason, Hello, Load, Message, Role, Welcome};
 pub use preamble::{MAGIC, MAX_REASON_LEN, PREAMBLE_LEN, RefusalCode, encode_refusal, preamble};
 pub use resolve::{HostAnswer, NegativeKind, RequestId, Resolution};
+pub use state::{
+    AppFigures, BudgetCut, ComponentState, MAX_PATH_LEN, MAX_TOP_HOSTS, PartFigures, Pause,
+    PauseReason,
+};
 pub use token::{InvalidToken, Token};
 
 /// The protocol version this build speaks; see the versioning rule above.
-pub const PROTOCOL_VERSION: u16 = 3;
+pub const PROTOCOL_VERSION: u16 = 4;
 
 /// Default largest frame body, in bytes (16 MiB, as `control.max_frame_bytes`).
 pub const DEFAULT_MAX_FRAME: u32 = 16 * 1024 * 1024;

@@ -98,6 +98,8 @@ pub struct WarcWriter<W: Write> {
     head: Vec<u8>,
     out: Vec<u8>,
     poisoned: bool,
+    /// Where the record being written (or the last one) began.
+    record_start: u64,
 }
 
 impl<W: Write> WarcWriter<W> {
@@ -119,6 +121,7 @@ impl<W: Write> WarcWriter<W> {
             head: Vec::with_capacity(1024),
             out: Vec::new(),
             poisoned: false,
+            record_start: options.start_offset,
         }
     }
 
@@ -200,6 +203,7 @@ impl<W: Write> WarcWriter<W> {
         self.head.extend_from_slice(b"\r\n");
 
         let offset = self.pos;
+        self.record_start = offset;
         let result = match (self.compress.is_some(), packing) {
             (false, _) => self.write_plain(parts),
             (true, Packing::Deflate) => self.write_member(parts),
@@ -323,6 +327,30 @@ impl<W: Write> WarcWriter<W> {
     /// The inner writer.
     pub fn get_ref(&self) -> &W {
         &self.inner
+    }
+
+    /// The inner writer, mutably (to commit a file in place after [`flush`](Self::flush)).
+    pub fn get_mut(&mut self) -> &mut W {
+        &mut self.inner
+    }
+
+    /// Recovers from a failed record (the writer is poisoned; say the disk was
+    /// full): `truncate` is called with the offset where that record began (the end
+    /// of the last complete one) and must make the inner writer forget everything
+    /// after it; then the writer takes records again from there. Does nothing if the
+    /// last record did not fail.
+    pub fn recover(
+        &mut self,
+        truncate: impl FnOnce(&mut W, u64) -> io::Result<()>,
+    ) -> io::Result<()> {
+        if !self.poisoned {
+            return Ok(());
+        }
+        truncate(&mut self.inner, self.record_start)?;
+        self.pos = self.record_start;
+        self.out.clear();
+        self.poisoned = false;
+        Ok(())
     }
 
     /// Flushes and returns the inner writer (the caller then fsyncs and publishes).

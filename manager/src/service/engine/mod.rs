@@ -236,6 +236,10 @@ impl Engine {
                 Ok(())
             }
             Message::SyncProgress { app, seq } => self.on_sync(conn, app, seq, wall),
+            Message::Status(state) => {
+                self.on_state(conn, state);
+                Ok(())
+            }
             Message::Admin(command) => self.on_admin(conn, command),
             Message::Bye { .. } => match self.registry.leave(conn) {
                 Some(component) => self.release(conn, component, "said bye"),

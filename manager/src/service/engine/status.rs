@@ -8,9 +8,10 @@
 //! one frontier stats snapshot and one read of `/proc/self/status` per line; one
 //! frontier stats snapshot per admin status.
 
-use spool::protocol::{HostCounts, ReasonCount, Role, StatusSnapshot};
+use spool::protocol::{ComponentState, HostCounts, ReasonCount, Role, StatusSnapshot};
 use tokio::time::Instant;
 
+use super::super::conn::ConnId;
 use super::Engine;
 use crate::HostState;
 
@@ -74,7 +75,24 @@ impl Engine {
             uptime_ms: millis(now.saturating_duration_since(self.started)),
             components: self.registry.statuses(now, self.heartbeat_timeout),
             speed: self.speed.status(),
+            pause: self.frontier.disk_pause().cloned(),
         }
+    }
+
+    /// A component said what state it is in (paused on a full disk, or not).
+    pub(super) fn on_state(&mut self, conn: ConnId, state: ComponentState) {
+        let role = self.registry.role_of(conn);
+        match &state.pause {
+            Some(p) => tracing::warn!(
+                ?role,
+                %conn,
+                path = %p.path,
+                reason = ?p.reason,
+                "component paused"
+            ),
+            None => tracing::info!(?role, %conn, "component resumed"),
+        }
+        self.registry.set_state(conn, state);
     }
 
     /// Logs the status line.

@@ -1,0 +1,134 @@
+//! What a component says about itself beyond its load ([`Message::Status`]):
+//! whether it is paused, and why; an application adds its own figures (host
+//! budgets, and its part's exchange in a split crawl: [`AppFigures`]). Components
+//! send it when it changes and again on every new connection; the manager keeps
+//! the last one per component and shows it on the admin page
+//! ([`ComponentStatus::state`]), next to its own ([`StatusSnapshot::pause`]).
+//!
+//! Bounded: a pause names one path (cut to [`MAX_PATH_LEN`] bytes), the figures
+//! list at most [`MAX_TOP_HOSTS`] hosts; nothing here grows with the crawl.
+//!
+//! [`Message::Status`]: super::Message::Status
+//! [`ComponentStatus::state`]: super::ComponentStatus::state
+//! [`StatusSnapshot::pause`]: super::StatusSnapshot::pause
+
+use serde::{Deserialize, Serialize};
+
+/// Longest path a [`Pause`] carries, in bytes.
+pub const MAX_PATH_LEN: usize = 512;
+
+/// Most hosts an [`AppFigures::top_cut`] lists.
+pub const MAX_TOP_HOSTS: usize = 5;
+
+/// A component's own state, as it last reported it.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ComponentState {
+    /// Why the component stopped taking new work, if it did.
+    pub pause: Option<Pause>,
+    /// An application's figures (`None` from other components).
+    pub app: Option<AppFigures>,
+}
+
+/// An application's figures for the admin page: counts and a top few, never a
+/// table that grows with the crawl.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct AppFigures {
+    /// Hosts whose page budget is used up (at least one URL cut).
+    pub hosts_cut: u64,
+    /// URLs cut by host budgets, all hosts.
+    pub urls_cut: u64,
+    /// The hosts with the most URLs cut, most first (at most [`MAX_TOP_HOSTS`]).
+    pub top_cut: Vec<BudgetCut>,
+    /// Pages stored by this application.
+    pub pages: u64,
+    /// In a crawl split into parts: this part's exchange.
+    pub part: Option<PartFigures>,
+}
+
+/// One host over its budget.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct BudgetCut {
+    /// The host (reversed, as the application keys it: `test.acme17.www`).
+    pub host: String,
+    /// Its budget now, in pages.
+    pub budget: u64,
+    /// URLs requested.
+    pub requested: u64,
+    /// URLs cut.
+    pub cut: u64,
+    /// Distinct other sites seen linking to it.
+    pub linking_sites: u64,
+}
+
+/// One part of a crawl split into parts (DESIGN.md section 10).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct PartFigures {
+    /// This part's number, from 0.
+    pub part: u32,
+    /// The number of parts.
+    pub parts: u32,
+    /// URLs sent to other parts (exchange files published).
+    pub urls_out: u64,
+    /// URLs received from other parts and applied.
+    pub urls_in: u64,
+}
+
+/// A component stopped taking new work that would write somewhere, keeps what it
+/// has, and retries by itself.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Pause {
+    /// Why.
+    pub reason: PauseReason,
+    /// Where the write failed (a folder or file; cut to [`MAX_PATH_LEN`] bytes).
+    pub path: String,
+    /// When the pause began, Unix milliseconds.
+    pub since_ms: u64,
+    /// The longest wait between two retries, in milliseconds.
+    pub retry_ms: u64,
+}
+
+/// Why a component paused.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum PauseReason {
+    /// A write failed with `ENOSPC` or `EDQUOT`: the file system is full.
+    DiskFull,
+}
+
+impl Pause {
+    /// A disk-full pause at `path`, beginning now.
+    pub fn disk_full(path: &std::path::Path, retry_ms: u64) -> Self {
+        let mut path = path.display().to_string();
+        if path.len() > MAX_PATH_LEN {
+            let mut cut = MAX_PATH_LEN;
+            while !path.is_char_boundary(cut) {
+                cut -= 1;
+            }
+            path.truncate(cut);
+        }
+        let since_ms = std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .map_or(0, |d| u64::try_from(d.as_millis()).unwrap_or(u64::MAX));
+        Self {
+            reason: PauseReason::DiskFull,
+            path,
+            since_ms,
+            retry_ms,
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_long_path_is_cut_on_a_char_boundary() {
+        let long = "é".repeat(400);
+        let p = Pause::disk_full(std::path::Path::new(&long), 1000);
+        assert!(p.path.len() <= MAX_PATH_LEN);
+        assert!(long.starts_with(&p.path));
+        assert_eq!(p.reason, PauseReason::DiskFull);
+        assert!(p.since_ms > 0);
+    }
+}
