@@ -104,6 +104,7 @@ pub mod repository;
 mod revisits;
 pub mod surt;
 
+pub use batch::Digests;
 pub use catalog::CatalogOptions;
 pub use cdxj::CdxjLine;
 pub use error::{RecordProblem, Result, StorageError};

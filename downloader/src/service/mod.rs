@@ -77,6 +77,7 @@ pub mod config;
 pub mod error;
 pub mod metrics;
 mod pending;
+mod prepare;
 mod session;
 mod task;
 mod wire_log;
@@ -136,6 +137,7 @@ pub async fn run(
         events: events_tx,
         metrics: Arc::clone(&metrics),
         wire_log,
+        gzip_level: config.gzip_level,
     });
     info!(
         id = %control.id,
