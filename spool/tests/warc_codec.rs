@@ -8,9 +8,9 @@
 use std::io::Read;
 
 use spool::warc::{
-    Capture, Original, RecordId, RecordLocation, RecordType, Sha1Digest, Truncated, WarcDate,
-    WarcErrorKind as K, WarcHeaders, WarcReader, WarcWriteError, WarcWriter, WriterOptions,
-    payload_digest, warc_fields_block,
+    BlockDeflater, Capture, Original, RecordId, RecordLocation, RecordType, Sha1Digest, Truncated,
+    WarcDate, WarcErrorKind as K, WarcHeaders, WarcReader, WarcWriteError, WarcWriter,
+    WriterOptions, payload_digest, warc_fields_block,
 };
 
 const GOLDEN: &[u8] = include_bytes!("../src/warc/examples/example.warc");
@@ -270,6 +270,63 @@ fn stored_members_round_trip_and_are_plain_gzip() {
             &text[text.len() - 4 - body.len()..text.len() - 4],
             &body[..]
         );
+    }
+}
+
+#[test]
+fn deflated_members_round_trip_and_are_plain_gzip() {
+    let capture = Capture {
+        target_uri: "http://gz.example/deflated",
+        date: WarcDate::now(),
+        ip: None,
+        warcinfo_id: None,
+    };
+    let mut deflater = BlockDeflater::new(1);
+    let html = |n: usize| "<p>hello <a href=\"/x\">x</a></p>\n".repeat(n).into_bytes();
+    // Empty and tiny blocks (stored: small records), text and noise, and blocks past
+    // the 64 KiB stored-block and output-chunk sizes.
+    let bodies = [
+        Vec::new(),
+        html(1),
+        html(400),
+        noise(5_000, 3),
+        html(5_000),
+        noise(200_000, 4),
+    ];
+    for body in bodies {
+        let len = body.len();
+        let mut block = RESPONSE_HEAD.to_vec();
+        block.extend_from_slice(&body);
+        let deflated = deflater.deflate(&block).unwrap();
+        let mut w = WarcWriter::new(Vec::new());
+        let h = WarcHeaders::response(RecordId::random(), &capture, payload_digest(&body)).unwrap();
+        let first = w.write_record_deflated(&h, &block, &deflated).unwrap();
+        let second = w.write_record(&h, &block).unwrap();
+        // A deflated block of another block's length is not used.
+        let other = deflater.deflate(b"another block").unwrap();
+        let third = w.write_record_deflated(&h, &block, &other).unwrap();
+        let bytes = w.finish().unwrap();
+        assert_eq!(second.offset, first.length, "{len}");
+        if len > 1_000 && body[0] == b'<' {
+            assert!(first.length < block.len() as u64 / 2, "{len}: compressed");
+        }
+        let records = read_all(&bytes);
+        assert_eq!(records.len(), 3, "{len}");
+        for r in &records {
+            assert_eq!(r.block, block, "{len}");
+            assert_eq!(r.headers.block_digest(), Some(Sha1Digest::of(&block)));
+        }
+        assert_eq!(records[0].location, first);
+        assert_eq!(records[2].location, third);
+        // Any gzip reader reads the member.
+        let member = &bytes[..first.length as usize];
+        let mut text = Vec::new();
+        flate2::read::GzDecoder::new(member)
+            .read_to_end(&mut text)
+            .unwrap();
+        assert!(text.starts_with(b"WARC/1.1\r\n"), "{len}");
+        assert!(text.ends_with(b"\r\n\r\n"), "{len}");
+        assert_eq!(&text[text.len() - 4 - len..text.len() - 4], &body[..]);
     }
 }
 

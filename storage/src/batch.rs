@@ -7,6 +7,11 @@
 //! absent, it is filled in). A wrong digest would make dedup serve another page's
 //! body, so it refuses the batch. The cost per 13 KB page is one SHA-1 (≈ 20 µs)
 //! on top of the inflate the reader does anyway; the figures are in the crate docs.
+//! A caller that knows the batch's producer computed the digests from the very bytes
+//! it wrote (the crawl's own downloaders) may skip that SHA-1 ([`Digests::Trust`]):
+//! the gzip CRC-32 of every member, which the reader always checks, still guards
+//! those bytes against damage since; only a stated digest is trusted, an absent
+//! one is computed.
 
 use std::fs::File;
 use std::io::BufReader;
@@ -20,6 +25,17 @@ use spool::warc::{
 use crate::error::{RecordProblem, Result, StorageError};
 use crate::http::{head_len, status_and_mime};
 use crate::surt::surt;
+
+/// Whether a scan verifies the stated payload digests of responses.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Digests {
+    /// Compute every response's payload SHA-1 and refuse a batch whose stated digest
+    /// differs: for a batch from anywhere.
+    Verify,
+    /// Take a stated `WARC-Payload-Digest` as it is (computing only absent ones): for
+    /// batches whose writer digested the bytes it wrote (see the module docs).
+    Trust,
+}
 
 /// What storage keeps of one record of a batch.
 #[derive(Debug, Clone)]
@@ -69,13 +85,17 @@ impl ScannedBatch {
 
 /// Reads and checks the batch at `path`.
 pub(crate) fn scan(path: &Path) -> Result<ScannedBatch> {
-    scan_with(path, |_| {})
+    scan_with(path, Digests::Verify, |_| {})
 }
 
 /// Reads and checks the batch at `path`, handing each record to `visit` once it has
 /// passed the checks (in file order). On an error, `visit` has seen the records
 /// before the bad one: its caller must drop what it made of them.
-pub(crate) fn scan_with(path: &Path, mut visit: impl FnMut(&Record)) -> Result<ScannedBatch> {
+pub(crate) fn scan_with(
+    path: &Path,
+    digests: Digests,
+    mut visit: impl FnMut(&Record),
+) -> Result<ScannedBatch> {
     let file = File::open(path).map_err(StorageError::io(path))?;
     let bytes = file.metadata().map_err(StorageError::io(path))?.len();
     let mut reader = WarcReader::new(BufReader::with_capacity(256 * 1024, file));
@@ -97,7 +117,7 @@ pub(crate) fn scan_with(path: &Path, mut visit: impl FnMut(&Record)) -> Result<S
             offset: rec.location.offset,
             problem,
         };
-        records.push(check(&rec).map_err(bad)?);
+        records.push(check(&rec, digests).map_err(bad)?);
         visit(&rec);
     }
     if records.is_empty() {
@@ -110,7 +130,7 @@ pub(crate) fn scan_with(path: &Path, mut visit: impl FnMut(&Record)) -> Result<S
     Ok(ScannedBatch { records, bytes })
 }
 
-fn check(rec: &Record) -> Result<Scanned, RecordProblem> {
+fn check(rec: &Record, digests: Digests) -> Result<Scanned, RecordProblem> {
     let h = &rec.headers;
     let kind = h.record_type();
     // The reader checked that these mandatory fields are present and well-formed.
@@ -119,8 +139,8 @@ fn check(rec: &Record) -> Result<Scanned, RecordProblem> {
         .unwrap_or_else(|| WarcDate::from_system_time(std::time::UNIX_EPOCH));
     let record_id = h.record_id().unwrap_or_default().to_owned();
     let capture = match kind {
-        Some(RecordType::Response) => Some(capture(rec, true)?),
-        Some(RecordType::Revisit) => Some(capture(rec, false)?),
+        Some(RecordType::Response) => Some(capture(rec, Some(digests))?),
+        Some(RecordType::Revisit) => Some(capture(rec, None)?),
         _ => None,
     };
     Ok(Scanned {
@@ -132,7 +152,9 @@ fn check(rec: &Record) -> Result<Scanned, RecordProblem> {
     })
 }
 
-fn capture(rec: &Record, response: bool) -> Result<CaptureInfo, RecordProblem> {
+/// `response`: how to treat the payload digest of a response (`None` for a revisit,
+/// whose digest is as stated: its payload is elsewhere).
+fn capture(rec: &Record, response: Option<Digests>) -> Result<CaptureInfo, RecordProblem> {
     let h = &rec.headers;
     let uri = h.target_uri().ok_or(RecordProblem::NoTargetUri)?;
     let key =
@@ -146,17 +168,18 @@ fn capture(rec: &Record, response: bool) -> Result<CaptureInfo, RecordProblem> {
     };
     let n = head_len(&rec.block);
     let (head, payload) = rec.block.split_at(n);
-    let digest = if response {
-        let computed = payload_digest(payload);
-        if let Some(stated) = stated.filter(|s| *s != computed) {
-            return Err(RecordProblem::PayloadDigestMismatch {
-                stated: stated.to_string(),
-                computed: computed.to_string(),
-            });
+    let digest = match (response, stated) {
+        (None, _) | (Some(Digests::Trust), Some(_)) => stated,
+        (Some(_), _) => {
+            let computed = payload_digest(payload);
+            if let Some(stated) = stated.filter(|s| *s != computed) {
+                return Err(RecordProblem::PayloadDigestMismatch {
+                    stated: stated.to_string(),
+                    computed: computed.to_string(),
+                });
+            }
+            Some(computed)
         }
-        Some(computed)
-    } else {
-        stated
     };
     let (status, mime) = status_and_mime(head);
     Ok(CaptureInfo {

@@ -44,7 +44,7 @@ use std::path::{Path, PathBuf};
 use spool::SpoolError;
 use spool::publish::durable_rename;
 
-use crate::batch::{self, ScannedBatch};
+use crate::batch::{self, Digests, ScannedBatch};
 use crate::catalog::BatchRecord;
 use crate::cdxj::{CdxjLine, REVISIT_MIME};
 use crate::dedup::{self, Fate};
@@ -104,12 +104,18 @@ impl CheckedBatch {
 
 /// Reads and checks the batch at `path` as [`Repository::ingest`] does (step 2),
 /// handing every record that passes the checks to `visit`, in file order, so a caller
-/// can read the pages (their links, say) in the same pass. Errors are those of
-/// `ingest`'s step 2 ([`StorageError::is_batch_fault`]: quarantine the batch); `visit`
-/// has then seen the records before the bad one. Holds per record what the index
-/// needs (URL, SURT key, HTTP head), never a body: O(records) memory.
-pub fn check_batch(path: &Path, visit: impl FnMut(&spool::warc::Record)) -> Result<CheckedBatch> {
-    let scanned = batch::scan_with(path, visit)?;
+/// can read the pages (their links, say) in the same pass. With [`Digests::Trust`]
+/// the stated payload digests are taken as they are (see [`Digests`]); `ingest`
+/// verifies them. Errors are those of `ingest`'s step 2
+/// ([`StorageError::is_batch_fault`]: quarantine the batch); `visit` has then seen
+/// the records before the bad one. Holds per record what the index needs (URL, SURT
+/// key, HTTP head), never a body: O(records) memory.
+pub fn check_batch(
+    path: &Path,
+    digests: Digests,
+    visit: impl FnMut(&spool::warc::Record),
+) -> Result<CheckedBatch> {
+    let scanned = batch::scan_with(path, digests, visit)?;
     Ok(CheckedBatch {
         path: path.to_owned(),
         identity: identity(path)?,

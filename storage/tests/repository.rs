@@ -8,8 +8,8 @@ use std::fs;
 use std::path::Path;
 
 use storage::{
-    CrashPoint, Repository, RepositoryOptions, RepositoryReader, StorageError, check_batch,
-    print_page,
+    CrashPoint, Digests, Repository, RepositoryOptions, RepositoryReader, StorageError,
+    check_batch, print_page,
 };
 use support::{Page, batch_name, body, index_lines, snapshot, warc_files, write_batch};
 
@@ -253,7 +253,7 @@ fn a_checked_batch_is_read_once_and_stored_as_ingest_stores_it() {
     ];
     let path = write_batch(&spool, &batch_name(1), &pages);
     let mut visited = Vec::new();
-    let checked = check_batch(&path, |rec| {
+    let checked = check_batch(&path, Digests::Verify, |rec| {
         if rec.headers.record_type() == Some(spool::warc::RecordType::Response) {
             let uri = rec.headers.target_uri().unwrap();
             visited.push((uri.to_owned(), rec.block.len()));
@@ -300,7 +300,7 @@ fn a_checked_batch_is_read_once_and_stored_as_ingest_stores_it() {
     // A checked batch replaced by a damaged file before the ingest is read again,
     // and refused.
     let path2 = write_batch(&spool, &batch_name(2), &pages[..1]);
-    let checked = check_batch(&path2, |_| {}).unwrap();
+    let checked = check_batch(&path2, Digests::Verify, |_| {}).unwrap();
     let mut bytes = fs::read(&path2).unwrap();
     bytes.truncate(bytes.len() - 9);
     fs::remove_file(&path2).unwrap();
@@ -360,6 +360,12 @@ fn a_corrupt_batch_is_refused_and_nothing_changes() {
     for (i, (what, bytes)) in cases.into_iter().enumerate() {
         let path = spool.join(batch_name(10 + i as u64));
         fs::write(&path, &bytes).unwrap();
+        if what == "lying-digest" {
+            // Only a reader that trusts the writer's digests (the application, for
+            // its own downloaders' batches) lets it through; the ingest verifies.
+            assert!(check_batch(&path, Digests::Verify, |_| {}).is_err());
+            assert!(check_batch(&path, Digests::Trust, |_| {}).is_ok());
+        }
         let err = repo.ingest(&path).unwrap_err();
         assert!(err.is_batch_fault(), "{what}: {err}");
         match what {

@@ -7,8 +7,10 @@
 //! with [`spool::http`] under `max_body_bytes`; a record whose HTTP is broken counts
 //! as a page without links. The batch is read through storage's check
 //! ([`storage::check_batch`]), so it is inflated once for both its links and its
-//! ingest; a batch storage refuses (broken WARC framing, a wrong payload digest) is an
-//! error (the caller quarantines it). O(batch bytes) plus extraction.
+//! ingest; a batch storage refuses (broken WARC framing, a gzip CRC error) is an
+//! error (the caller quarantines it). Stated payload digests are trusted
+//! ([`storage::Digests::Trust`]): the crawl's downloaders compute them from the bytes
+//! they write. O(batch bytes) plus extraction.
 
 use std::path::Path;
 
@@ -66,7 +68,12 @@ impl BatchReader {
         path: &Path,
         mut page: impl FnMut(PageLinksOf),
     ) -> Result<storage::CheckedBatch, storage::StorageError> {
-        storage::check_batch(path, |rec| self.record(rec, &mut page))
+        // The crawl's downloaders digest the payload bytes they write, and the gzip
+        // CRC (always checked) guards those bytes since: a second SHA-1 per page here
+        // was 8 % of the application's CPU (BENCHMARKS.md, issue 9).
+        storage::check_batch(path, storage::Digests::Trust, |rec| {
+            self.record(rec, &mut page)
+        })
     }
 
     fn record(&mut self, rec: &Record, page: &mut impl FnMut(PageLinksOf)) {

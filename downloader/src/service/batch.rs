@@ -15,8 +15,10 @@
 //! `WARC-IP-Address` (the address connected to). The response record also carries
 //! the request's link hints for the application, when the job has them:
 //! `Polycrawl-Depth` (link depth from the seeds) and `Polycrawl-Hops` (redirects
-//! followed to reach the URL; left out when 0). The writer adds
-//! `WARC-Block-Digest` and `Content-Length`.
+//! followed to reach the URL; left out when 0). The writer adds `Content-Length`,
+//! not `WARC-Block-Digest` (optional in WARC 1.1; a SHA-1 of the whole response was
+//! half of the downloader's digest CPU, and the payload digest is what storage's
+//! dedup and index use; the gzip CRC guards the bytes).
 //!
 //! # Page batch
 //!
@@ -44,8 +46,8 @@ use spool::name::{FileKind, Priority};
 use spool::protocol::JobId;
 use spool::publish::{PendingFile, Publisher};
 use spool::warc::{
-    Capture, RecordId, Truncated, WarcDate, WarcHeaders, WarcWriter, WriterOptions, payload_digest,
-    warc_fields_block,
+    Capture, DeflatedBlock, RecordId, Sha1Digest, Truncated, WarcDate, WarcHeaders, WarcWriter,
+    WriterOptions, warc_fields_block,
 };
 
 use spool::warc::{DEPTH_FIELD, HOPS_FIELD};
@@ -63,7 +65,7 @@ const CONFORMS_TO: &str =
     "http://iipc.github.io/warc-specifications/specifications/warc-format/warc-1.1/";
 
 /// One fetch as archived: what both records of the pair are made of.
-#[derive(Debug, Clone)]
+#[derive(Debug)]
 pub(crate) struct Exchange {
     /// `WARC-Target-URI`.
     pub target_uri: String,
@@ -75,8 +77,11 @@ pub(crate) struct Exchange {
     pub request: Bytes,
     /// The response as received.
     pub raw: Bytes,
-    /// The entity as stored: the bytes of `raw` after the response head.
-    pub payload: Bytes,
+    /// `WARC-Payload-Digest`: of the entity as stored, the bytes of `raw` after the
+    /// response head (computed in the fetch task: [`crate::service::prepare`]).
+    pub payload_digest: Sha1Digest,
+    /// `raw` deflated in the fetch task, unless it is written stored.
+    pub deflated: Option<DeflatedBlock>,
     /// Why the body is incomplete, if it is.
     pub truncated: Option<Truncation>,
     /// The body carries a content coding (gzip, br...): the response record is
@@ -110,7 +115,7 @@ fn pair_headers(
         warcinfo_id,
     };
     let response_id = RecordId::random();
-    let mut response = WarcHeaders::response(response_id, &capture, payload_digest(&x.payload))?;
+    let mut response = WarcHeaders::response(response_id, &capture, x.payload_digest)?;
     if let Some(t) = x.truncated {
         response.set_truncated(match t {
             Truncation::Length => Truncated::Length,
@@ -136,10 +141,10 @@ fn write_pair<W: Write>(
     path: impl FnOnce() -> PathBuf,
 ) -> Result<(), WriteError> {
     let (response, request) = pair_headers(x, warcinfo_id)?;
-    let written = if x.precompressed {
-        w.write_record_stored(&response, &x.raw)
-    } else {
-        w.write_record(&response, &x.raw)
+    let written = match (&x.deflated, x.precompressed) {
+        (Some(deflated), _) => w.write_record_deflated(&response, &x.raw, deflated),
+        (None, true) => w.write_record_stored(&response, &x.raw),
+        (None, false) => w.write_record(&response, &x.raw),
     };
     written
         .and_then(|_| w.write_record(&request, &x.request))
@@ -296,6 +301,7 @@ pub(crate) fn publish_robots(
 fn options(gzip_level: u32) -> WriterOptions {
     WriterOptions {
         gzip_level: Some(gzip_level.min(9)),
+        block_digest: false,
         ..WriterOptions::default()
     }
 }

@@ -81,6 +81,7 @@ pub mod config;
 pub mod error;
 pub mod metrics;
 mod pending;
+mod prepare;
 mod session;
 mod task;
 mod wire_log;
@@ -145,6 +146,7 @@ pub async fn run(
         events: events_tx,
         metrics: Arc::clone(&metrics),
         wire_log,
+        gzip_level: config.gzip_level,
     });
     info!(
         id = %control.id,

@@ -14,6 +14,9 @@
 //! the engine keeps every connection the server allows, and idle ones expire after
 //! `pool_idle_timeout_ms`.
 //!
+//! A fetched response's digest and deflate are done here, on the runtime's worker
+//! threads ([`crate::service::prepare`]), before it queues for the writer.
+//!
 //! This module must never report a job twice (the session keeps one entry per job
 //! and drops any later report), nor write anything but through the writer.
 //! O(response bytes) per job, no copy of the body.
@@ -36,6 +39,7 @@ use crate::job::{FetchJob, JobLimits, Method, Target};
 use crate::limit::Permit;
 use crate::service::batch::{Exchange, JobTag};
 use crate::service::metrics::Metrics;
+use crate::service::prepare::prepare;
 use crate::service::wire_log::{Line, WireLog};
 use crate::service::writer::{Command, Destination, Event, Store};
 
@@ -53,6 +57,8 @@ pub(crate) struct JobEnv {
     pub metrics: Arc<Metrics>,
     /// Where every request's wire stamps go, if anywhere.
     pub wire_log: Option<WireLog>,
+    /// Gzip level of the WARC records.
+    pub gzip_level: u32,
 }
 
 /// The engine job for a manager job.
@@ -116,6 +122,11 @@ pub(crate) async fn run(env: Arc<JobEnv>, session: u64, job: protocol::FetchJob,
         Err(e) => return fail(&env, tag, &job.url, &e),
     };
     debug!(job = %job.job, url = %job.url, status = fetched.status(), "downloader: fetched");
+    let precompressed = has_content_coding(&fetched);
+    // The entity as stored in the record (chunks kept): the payload the spool's
+    // `payload_digest` contract, storage and `warcio check` digest.
+    let payload = fetched.raw.slice(fetched.head_len.min(fetched.raw.len())..);
+    let prepared = prepare(&fetched.raw, &payload, precompressed, env.gzip_level).await;
     let store = Store {
         tag,
         app: job.app,
@@ -125,14 +136,13 @@ pub(crate) async fn run(env: Arc<JobEnv>, session: u64, job: protocol::FetchJob,
         },
         page: stored_page(&fetched),
         exchange: Exchange {
-            precompressed: has_content_coding(&fetched),
+            precompressed,
             target_uri: engine.target.to_string(),
             date,
             ip: fetched.addr.ip(),
             request: fetched.request,
-            // The entity as stored in the record (chunks kept): the payload the
-            // spool's `payload_digest` contract, storage and `warcio check` digest.
-            payload: fetched.raw.slice(fetched.head_len.min(fetched.raw.len())..),
+            payload_digest: prepared.payload_digest,
+            deflated: prepared.deflated,
             raw: fetched.raw,
             truncated: fetched.truncated,
             depth: job.depth,

@@ -28,7 +28,9 @@
 //! `request` that produced it (block: the HTTP request bytes, `WARC-Concurrent-To`
 //! the response). Storage writes `revisit` records (profile identical-payload-digest,
 //! block: the response head only) for bodies it has seen before. The writer adds
-//! `WARC-Block-Digest` (SHA-1 of the block) and `Content-Length`. Digests are
+//! `Content-Length` and, unless told not to ([`WriterOptions::block_digest`]),
+//! `WARC-Block-Digest` (SHA-1 of the block; optional in WARC 1.1, and the downloader
+//! leaves it out: the payload digest is what dedup and indexes use). Digests are
 //! `sha1:` + base32 ([`Sha1Digest`]).
 //!
 //! The reader also reads uncompressed `.warc` files and `WARC/1.0` records, and is
@@ -41,8 +43,9 @@
 //! # Example
 //!
 //! An uncompressed batch of three records (every line ends in CRLF; this file is
-//! `spool/src/warc/examples/example.warc` in the source tree, and the gzip form
-//! of the same records is exactly what the downloader publishes):
+//! `spool/src/warc/examples/example.warc` in the source tree, written by the default
+//! [`WarcWriter`]; the downloader publishes the gzip form of such records, without
+//! their `WARC-Block-Digest` fields):
 //!
 #![doc = concat!("```text\n", include_str!("examples/example.warc"), "```")]
 //!
@@ -88,4 +91,7 @@ pub use records::{
     Capture, DEPTH_FIELD, HOPS_FIELD, HTTP_REQUEST_TYPE, HTTP_RESPONSE_TYPE,
     IDENTICAL_PAYLOAD_PROFILE, Original, WARC_FIELDS_TYPE, warc_fields_block,
 };
-pub use writer::{RecordLocation, WarcWriteError, WarcWriter, WriterOptions};
+pub use writer::{
+    BlockDeflater, DeflatedBlock, RecordLocation, SMALL_RECORD, WarcWriteError, WarcWriter,
+    WriterOptions,
+};

@@ -3,7 +3,8 @@
 //!
 //! Each returns the header fields in a fixed order (type, id, date, target, IP,
 //! warcinfo id, then type-specific fields and `Content-Type`). The writer appends
-//! `WARC-Block-Digest` and `Content-Length` from the block it is given.
+//! `Content-Length` and (unless told not to) `WARC-Block-Digest` from the block it
+//! is given.
 
 use std::net::IpAddr;
 

@@ -76,14 +76,81 @@ const GZIP_HEADER: [u8; 10] = [0x1f, 0x8b, 8, 0, 0, 0, 0, 0, 0, 0xff];
 const FLUSH_AT: usize = 64 * 1024;
 /// Largest stored deflate block (`LEN` is 16 bits).
 const STORED_MAX: usize = 65_535;
+/// Records (header, block and closing CRLF CRLF) up to this size are written as stored
+/// gzip members even when deflate was asked for. Every deflate member starts with a
+/// reset of the compressor, which clears its 128 KiB hash table (zlib-rs, like
+/// zlib-ng, has a fixed 2^16-entry table whatever the window or `memLevel`): for a
+/// request record or a redirect of ~600 bytes that reset costs several times the
+/// compression itself, to save ~200 bytes. Measured in the downloader (BENCHMARKS.md,
+/// issue 9): `memset` was 5.5 % of its CPU, almost all of it these resets.
+pub const SMALL_RECORD: usize = 1024;
 
 /// How a record's gzip member packs its bytes.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-enum Packing {
+#[derive(Debug, Clone, Copy)]
+enum Packing<'a> {
     /// Deflate at the writer's level.
     Deflate,
     /// Stored blocks: copied, not compressed.
     Store,
+    /// The header in stored blocks, then the block as deflated ahead of time.
+    Deflated(&'a DeflatedBlock),
+}
+
+/// A record's block, with the record's closing CRLF CRLF, deflated ahead of time by a
+/// [`BlockDeflater`] (on any thread) for [`WarcWriter::write_record_deflated`]: a raw
+/// deflate stream that ends in a final block, its CRC-32 and its length.
+#[derive(Debug, Default)]
+pub struct DeflatedBlock {
+    data: Vec<u8>,
+    crc: Crc,
+    len: u64,
+}
+
+impl DeflatedBlock {
+    /// Bytes of deflate data.
+    pub fn compressed_len(&self) -> usize {
+        self.data.len()
+    }
+}
+
+/// Deflates record blocks ahead of the [`WarcWriter`], so that the compression of
+/// many records can run on several threads while one writer appends them to a file
+/// in order. One reused compressor: the ~300 KiB of tables are allocated once.
+///
+/// A member written from a [`DeflatedBlock`] is the record's header in stored deflate
+/// blocks (not final), then the block's own deflate stream (final): one valid
+/// deflate stream, as a parallel gzip (pigz) writes it, since the block's stream never
+/// refers back to bytes before its start. Any gzip reader reads it.
+#[derive(Debug)]
+pub struct BlockDeflater {
+    compress: Compress,
+}
+
+impl BlockDeflater {
+    /// A deflater at gzip `level` (0 to 9; higher is taken as 9).
+    pub fn new(level: u32) -> Self {
+        Self {
+            compress: Compress::new(Compression::new(level.min(9)), false),
+        }
+    }
+
+    /// Deflates `block` and the record's closing CRLF CRLF. O(block bytes).
+    pub fn deflate(&mut self, block: &[u8]) -> io::Result<DeflatedBlock> {
+        let c = &mut self.compress;
+        c.reset();
+        let mut crc = Crc::new();
+        let mut data = Vec::with_capacity(block.len() / 2 + 64);
+        for piece in [block, &b"\r\n\r\n"[..]] {
+            crc.update(piece);
+            deflate_into(c, piece, FlushCompress::None, &mut data)?;
+        }
+        deflate_into(c, &[], FlushCompress::Finish, &mut data)?;
+        Ok(DeflatedBlock {
+            data,
+            crc,
+            len: block.len() as u64 + 4,
+        })
+    }
 }
 
 /// Writes WARC records to `W`, one gzip member per record (or uncompressed).
@@ -138,7 +205,9 @@ impl<W: Write> WarcWriter<W> {
     /// response head and its body, without copying them together).
     ///
     /// `Content-Length` (and `WARC-Block-Digest`, if enabled and absent) are added
-    /// from the block; a `Content-Length` already in `headers` must match it.
+    /// from the block; a `Content-Length` already in `headers` must match it. In a
+    /// `.warc.gz`, a record of at most [`SMALL_RECORD`] bytes is written stored, as
+    /// [`WarcWriter::write_record_stored`] does.
     pub fn write_record_parts(
         &mut self,
         headers: &WarcHeaders,
@@ -161,11 +230,32 @@ impl<W: Write> WarcWriter<W> {
         self.write(headers, &[block], Packing::Store)
     }
 
+    /// Writes one record as [`WarcWriter::write_record`] does, from `deflated`, which
+    /// must be what a [`BlockDeflater`] made of `block`: the writer then only frames
+    /// the header and copies the deflate data, so the compression can run elsewhere
+    /// (the downloader's fetch tasks, on every core). `deflated` is left unused when
+    /// its length does not match `block`, for an uncompressed writer, and for a
+    /// record of at most [`SMALL_RECORD`] bytes (stored). `block` is read only for a
+    /// block digest.
+    pub fn write_record_deflated(
+        &mut self,
+        headers: &WarcHeaders,
+        block: &[u8],
+        deflated: &DeflatedBlock,
+    ) -> Result<RecordLocation, WarcWriteError> {
+        let packing = if deflated.len == block.len() as u64 + 4 {
+            Packing::Deflated(deflated)
+        } else {
+            Packing::Deflate
+        };
+        self.write(headers, &[block], packing)
+    }
+
     fn write(
         &mut self,
         headers: &WarcHeaders,
         parts: &[&[u8]],
-        packing: Packing,
+        packing: Packing<'_>,
     ) -> Result<RecordLocation, WarcWriteError> {
         if self.poisoned {
             return Err(WarcWriteError::Poisoned);
@@ -204,10 +294,13 @@ impl<W: Write> WarcWriter<W> {
 
         let offset = self.pos;
         self.record_start = offset;
+        let small = self.head.len() as u64 + block_len + 4 <= SMALL_RECORD as u64;
+        let packing = if small { Packing::Store } else { packing };
         let result = match (self.compress.is_some(), packing) {
             (false, _) => self.write_plain(parts),
             (true, Packing::Deflate) => self.write_member(parts),
             (true, Packing::Store) => self.write_stored_member(parts),
+            (true, Packing::Deflated(d)) => self.write_deflated_member(d),
         };
         if let Err(e) = result {
             self.poisoned = true;
@@ -314,6 +407,42 @@ impl<W: Write> WarcWriter<W> {
         Ok(())
     }
 
+    /// A gzip member of the header in stored blocks (none final) and `d`'s deflate
+    /// stream; the CRC-32 is the header's combined with `d`'s. O(header bytes) plus
+    /// the copy of `d`.
+    fn write_deflated_member(&mut self, d: &DeflatedBlock) -> io::Result<()> {
+        let Self {
+            inner,
+            pos,
+            head,
+            out,
+            ..
+        } = self;
+        out.clear();
+        out.extend_from_slice(&GZIP_HEADER);
+        for chunk in head.chunks(STORED_MAX) {
+            let len = chunk.len() as u16;
+            out.push(0); // BFINAL = 0, BTYPE = 00
+            out.extend_from_slice(&len.to_le_bytes());
+            out.extend_from_slice(&(!len).to_le_bytes());
+            out.extend_from_slice(chunk);
+        }
+        let mut crc = Crc::new();
+        crc.update(head);
+        crc.combine(&d.crc);
+        inner.write_all(out)?;
+        inner.write_all(&d.data)?;
+        out.clear();
+        out.extend_from_slice(&crc.sum().to_le_bytes());
+        out.extend_from_slice(&crc.amount().to_le_bytes());
+        inner.write_all(out)?;
+        *pos += (GZIP_HEADER.len() + head.len().div_ceil(STORED_MAX) * 5 + head.len()) as u64
+            + d.data.len() as u64
+            + 8;
+        out.clear();
+        Ok(())
+    }
+
     /// Offset at which the next record will start.
     pub fn position(&self) -> u64 {
         self.pos
@@ -357,6 +486,32 @@ impl<W: Write> WarcWriter<W> {
     pub fn finish(mut self) -> io::Result<W> {
         self.inner.flush()?;
         Ok(self.inner)
+    }
+}
+
+/// Compresses all of `input` into `out`, growing it as needed.
+fn deflate_into(
+    c: &mut Compress,
+    mut input: &[u8],
+    flush: FlushCompress,
+    out: &mut Vec<u8>,
+) -> io::Result<()> {
+    loop {
+        if out.capacity() - out.len() < 4096 {
+            out.reserve(out.capacity().max(4096));
+        }
+        let before = c.total_in();
+        let status = c
+            .compress_vec(input, out, flush)
+            .map_err(io::Error::other)?;
+        input = &input[(c.total_in() - before) as usize..];
+        let done = match flush {
+            FlushCompress::Finish => status == Status::StreamEnd,
+            _ => input.is_empty(),
+        };
+        if done {
+            return Ok(());
+        }
     }
 }
 
