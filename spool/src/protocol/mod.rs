@@ -24,7 +24,7 @@
 //!
 //! ```text
 //! offset 0..4  magic    50 43 52 4c   "PCRL"
-//! offset 4..6  version  u16 big-endian (PROTOCOL_VERSION, 00 02 today)
+//! offset 4..6  version  u16 big-endian (PROTOCOL_VERSION, 00 04 today)
 //! offset 6..8  reserved 00 00 (sent as zero, ignored on receipt)
 //! ```
 //!
@@ -68,7 +68,7 @@
 //! many bytes of UTF-8 reason (at most [`MAX_REASON_LEN`]), after which the server
 //! closes. The reason is the text of the server's own error, so both sides log the
 //! same sentence, e.g. `wrong token for downloader dl-1` or `protocol version
-//! mismatch: peer speaks v3, this manager speaks v2`. The refusal does not depend
+//! mismatch: peer speaks v4, this manager speaks v3`. The refusal does not depend
 //! on the message enum, so peers of any two versions can read it. Tokens are
 //! compared in constant time; the whole handshake is bounded by
 //! [`Limits::handshake_timeout`] on both sides.
@@ -78,12 +78,12 @@
 //! Downloader `dl-1` with token `s3cret` opens a connection:
 //!
 //! ```text
-//! 50 43 52 4c 00 03 00 00                   preamble, v3
+//! 50 43 52 4c 00 04 00 00                   preamble, v4
 //! 00 00 00 1f                               frame of 31 bytes:
 //!   00                                      Message::Hello
 //!   01                                      Role::Downloader
 //!   04 64 6c 2d 31                          id "dl-1"
-//!   03                                      version 3
+//!   04                                      version 4
 //!   06 73 33 63 72 65 74                    token "s3cret"
 //!   0f 70 6f 6c 79 ... 2e 30                software "polycrawl 0.1.0"
 //! ```
@@ -91,7 +91,7 @@
 //! With the wrong token the server answers
 //!
 //! ```text
-//! 50 43 52 4c 00 03 00 00                   preamble, v3
+//! 50 43 52 4c 00 04 00 00                   preamble, v4
 //! 03 00 1f 77 72 6f 6e 67 ...               refused, bad token, 31 bytes:
 //!                                           "wrong token for downloader dl-1"
 //! ```
@@ -173,7 +173,7 @@ pub use resolve::{HostAnswer, NegativeKind, RequestId, Resolution};
 pub use token::{InvalidToken, Token};
 
 /// The protocol version this build speaks; see the versioning rule above.
-pub const PROTOCOL_VERSION: u16 = 3;
+pub const PROTOCOL_VERSION: u16 = 4;
 
 /// Default largest frame body, in bytes (16 MiB, as `control.max_frame_bytes`).
 pub const DEFAULT_MAX_FRAME: u32 = 16 * 1024 * 1024;
