@@ -253,6 +253,13 @@ pub(crate) struct Hosts {
     /// Hosts by their number of requests in flight (index 0 unused), changed only
     /// through [`Hosts::push_out`] and [`Hosts::take_out`].
     out_counts: Vec<usize>,
+    /// Hosts `Ready` or `Parked` with requests in flight (see [`Hosts::ready_busy`]).
+    ready_busy: usize,
+}
+
+/// Whether `host` is ready (or parked) for another request while some are in flight.
+fn is_ready_busy(host: &Host) -> bool {
+    !host.out.is_empty() && matches!(host.state, HostState::Ready | HostState::Parked)
 }
 
 impl Hosts {
@@ -271,9 +278,12 @@ impl Hosts {
     pub fn insert(&mut self, host: Host) {
         self.counts[host.state as usize] += 1;
         self.count_out(host.out.len(), true);
+        self.ready_busy += usize::from(is_ready_busy(&host));
         self.by_origin.insert(host.origin.clone(), host.id);
         if let Some(old) = self.by_id.insert(host.id, host) {
             self.counts[old.state as usize] -= 1;
+            self.count_out(old.out.len(), false);
+            self.ready_busy -= usize::from(is_ready_busy(&old));
         }
     }
 
@@ -281,6 +291,7 @@ impl Hosts {
         let host = self.by_id.remove(&id)?;
         self.counts[host.state as usize] -= 1;
         self.count_out(host.out.len(), false);
+        self.ready_busy -= usize::from(is_ready_busy(&host));
         self.by_origin.remove(&host.origin);
         Some(host)
     }
@@ -292,7 +303,9 @@ impl Hosts {
         };
         self.counts[host.state as usize] -= 1;
         self.counts[state as usize] += 1;
+        self.ready_busy -= usize::from(is_ready_busy(host));
         host.state = state;
+        self.ready_busy += usize::from(is_ready_busy(host));
         true
     }
 
@@ -302,7 +315,9 @@ impl Hosts {
             return;
         };
         let before = host.out.len();
+        self.ready_busy -= usize::from(is_ready_busy(host));
         host.out.push(out);
+        self.ready_busy += usize::from(is_ready_busy(host));
         self.count_out(before, false);
         self.count_out(before + 1, true);
     }
@@ -313,7 +328,9 @@ impl Hosts {
         let host = self.by_id.get_mut(&id)?;
         let i = host.out_index(job)?;
         let before = host.out.len();
+        self.ready_busy -= usize::from(is_ready_busy(host));
         let out = host.out.remove(i);
+        self.ready_busy += usize::from(is_ready_busy(host));
         self.count_out(before, false);
         self.count_out(before - 1, true);
         Some(out)
@@ -341,6 +358,12 @@ impl Hosts {
             v.pop();
         }
         v
+    }
+
+    /// Hosts `Ready` or `Parked` while some of their requests are in flight (with
+    /// `connections_per_host` above 1): fetching as much as ready. O(1).
+    pub fn ready_busy(&self) -> usize {
+        self.ready_busy
     }
 
     /// Hosts in `state`. O(1).

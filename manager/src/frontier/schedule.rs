@@ -66,7 +66,10 @@ impl Frontier {
     /// Hosts that are ready or on their way to ready (resolving, fetching robots.txt,
     /// parked): what is compared with `s` before loading more URLs. New hosts count
     /// from the moment they are loaded, or a burst of new hosts would make the
-    /// frontier load every file before the first DNS answer.
+    /// frontier load every file before the first DNS answer. A host ready (or parked)
+    /// while some of its requests are in flight counts as fetching, as it does with
+    /// one connection per host: else with several the pipeline looks full of hosts
+    /// that are busy anyway, and no more URLs are loaded.
     pub(crate) fn pipeline(&self) -> usize {
         [
             HostState::NeedsDns,
@@ -78,7 +81,8 @@ impl Frontier {
         ]
         .into_iter()
         .map(|s| self.hosts.count(s))
-        .sum()
+        .sum::<usize>()
+        .saturating_sub(self.hosts.ready_busy())
     }
 
     /// `s = k x r x d`.

@@ -231,6 +231,12 @@ fn lost_and_returned_jobs_go_back_with_nothing_lost_or_doubled() {
     // The first is returned while the last one (at the key before the head) is
     // still out; the second is stored; the last two are lost.
     assert!(f.on_returned(out[0].job, T0 + 1).unwrap());
+    let stats = f.stats();
+    assert_eq!(stats.ready, 1, "ready for a fourth");
+    assert_eq!(
+        stats.pipeline, 0,
+        "but busy: loading is not held back by it"
+    );
     assert!(f.on_report(&stored(&out[1], 200, 5), T0 + 2).unwrap());
     assert!(f.on_lost(out[2].job, T0 + 3).unwrap());
     assert!(f.on_lost(out[3].job, T0 + 4).unwrap());
