@@ -13,7 +13,8 @@
 # --seed N (the web), --slow-ms MS (websim's slow hosts, default 300), --interval-ms MS
 # (politeness per host and per IP; 0 = off), --crawlers wget2,polycrawl, --threads N (wget2,
 # default 64), --downloaders N (polycrawl, default 1), --timeout-s S (per crawler run,
-# default 900), --work DIR (default /tmp/polycrawl-bench-peers), --keep (keep each run's
+# default 900), --connections-per-host N (polycrawl's manager.frontier.connections_per_host,
+# default 1 as in the config), --work DIR (default /tmp/polycrawl-bench-peers), --keep (keep each run's
 # files), --no-build (use the built binary as it is), --hostile (websim's full web, with
 # its dead and slow hosts and robots.txt 5xx and crawl-delay variants; by default the
 # web is `websim --plain`: well-behaved hosts only, as a static server such as nginx
@@ -56,7 +57,7 @@ die() { log "$*"; exit 1; }
 
 configs=()
 runs="" hosts="" pages="" skew="" interval_ms="" crawlers="" own_addresses=""
-seed=1 slow_ms=300 threads=64 downloaders=1 timeout_s=900
+seed=1 slow_ms=300 threads=64 downloaders=1 timeout_s=900 conns=1
 work=/tmp/polycrawl-bench-peers keep=0 build=1 plain=1
 while [ $# -gt 0 ]; do
     case "$1" in
@@ -74,6 +75,7 @@ while [ $# -gt 0 ]; do
         --crawlers) crawlers="$2"; shift 2 ;;
         --threads) threads="$2"; shift 2 ;;
         --downloaders) downloaders="$2"; shift 2 ;;
+        --connections-per-host) conns="$2"; shift 2 ;;
         --timeout-s) timeout_s="$2"; shift 2 ;;
         --work) work="$2"; shift 2 ;;
         --keep) keep=1; shift ;;
@@ -192,7 +194,8 @@ stop_websim() {
 # robots-5xx hosts fail instantly; the default minutes-long back-offs would only add
 # idle time), and the politeness of the configuration: off = no interval per host or
 # IP and Crawl-delay ignored (wget2 has none of them either); on = INTERVAL per host
-# and per IP address, one request at a time per IP.
+# and per IP address, one request at a time per IP. --connections-per-host sets
+# `connections_per_host` (requests of one host at once) in both.
 write_polycrawl_config() { # FILE INTERVAL_MS
     local politeness
     if [ "$2" -eq 0 ]; then
@@ -210,6 +213,7 @@ write_polycrawl_config() { # FILE INTERVAL_MS
         frontier: (
             allow_private_addresses: true,
             target_pages_per_sec: 100000.0,
+            connections_per_host: $conns,
             $politeness
             backoff_ms: [500, 1000, 2000],
             dns_retry_ms: 5000,

@@ -458,6 +458,7 @@ fn run(
             first_byte_timeout_ms: 0,
             total_timeout_ms: 0,
             min_ip_spacing_ms: 0,
+            min_host_spacing_ms: 0,
         };
         let mut fig = Figures {
             concurrency,

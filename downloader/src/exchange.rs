@@ -14,8 +14,9 @@
 //! the total timeout is applied by the caller around the whole exchange.
 //!
 //! Politeness stamps ([`WireTimes`]): before the request's first byte is written the
-//! exchange waits for its turn at the `IpGate` (the per-IP spacing runs from the
-//! end of the previous write to the address), then reads the clock (`sent_us`, a
+//! exchange waits for its turn at the `HostGate` when the job has a host spacing,
+//! then at the `IpGate` (each spacing runs from the end of the previous write to
+//! the host or address), then reads the clock (`sent_us`, a
 //! lower bound of when the request left), writes, reads it again (`written_us`, an
 //! upper bound), and reads it once more right after the response's last byte
 //! (`received_us`, an upper bound of when the response was complete). So a gap
@@ -33,7 +34,7 @@ use crate::conn::Conn;
 use crate::error::FetchError;
 use crate::fetched::{Truncation, WireTimes, unix_us};
 use crate::head::{self, Framing, HeadEnd, ResponseHead};
-use crate::ip_gate::IpGate;
+use crate::ip_gate::{HostGate, IpGate};
 use crate::job::Method;
 
 /// Reads ask for at least this much room.
@@ -82,11 +83,14 @@ impl From<FetchError> for ExchangeError {
 }
 
 /// Where one request goes and how it is paced: the address, the gate that spaces
-/// requests to it, the spacing, and the stamps to fill in.
+/// requests to it, the spacing, the same for its host (origin key and spacing:
+/// `None` for none), and the stamps to fill in.
 pub(crate) struct Wire<'a> {
     pub addr: SocketAddr,
     pub gate: &'a IpGate,
     pub spacing: Duration,
+    pub host_gate: &'a HostGate,
+    pub host: Option<(String, Duration)>,
     pub times: &'a mut WireTimes,
 }
 
@@ -105,6 +109,11 @@ pub(crate) async fn exchange(
         retryable: true,
     };
     {
+        // The host's turn first, then the address's (see `ip_gate`).
+        let _host_turn = match &wire.host {
+            Some((key, spacing)) => Some(wire.host_gate.turn(key.clone(), *spacing).await),
+            None => None,
+        };
         let _turn = wire.gate.turn(addr.ip(), wire.spacing).await;
         wire.times.sent_us = unix_us();
         wire.times.written_us = 0;

@@ -5,7 +5,8 @@
 //! connection or open one, run the exchange, return the connection to the pool if it
 //! may be reused, and finally undo the Content-Encoding. Every request waits for
 //! its address's turn at the fetcher's per-IP gate (`ip_gate.rs`) right before it
-//! is written (the job's `min_ip_spacing`), and its [`WireTimes`] are stamped
+//! is written (the job's `min_ip_spacing`; with a `min_host_spacing`, its host's
+//! turn at the per-host gate first), and its [`WireTimes`] are stamped
 //! around the write and the last read. A pooled connection that turns
 //! out dead before any response byte is replaced by a new one, once. Nothing here
 //! resolves names, follows redirects or retries a request that got an answer.
@@ -27,7 +28,7 @@ use crate::conn::{self, Conn, TlsParams};
 use crate::error::{ConfigError, FetchError};
 use crate::exchange::{self, Limits, RawResponse, Wire};
 use crate::fetched::{Fetched, Timings, WireTimes};
-use crate::ip_gate::IpGate;
+use crate::ip_gate::{HostGate, IpGate};
 use crate::job::{FetchJob, Scheme};
 use crate::limit::{ConcurrencyLimit, Permit};
 use crate::pool::{Pool, PoolKey};
@@ -46,6 +47,7 @@ struct Inner {
     pool: Pool,
     limit: ConcurrencyLimit,
     gate: IpGate,
+    host_gate: HostGate,
 }
 
 impl std::fmt::Debug for Fetcher {
@@ -84,6 +86,7 @@ impl Fetcher {
                 pool,
                 limit,
                 gate: IpGate::default(),
+                host_gate: HostGate::default(),
             }),
         })
     }
@@ -244,6 +247,14 @@ impl Fetcher {
             addr: job.addr,
             gate: &self.inner.gate,
             spacing: job.limits.min_ip_spacing.unwrap_or_default(),
+            host_gate: &self.inner.host_gate,
+            host: job.limits.min_host_spacing.map(|d| {
+                let t = &job.target;
+                (
+                    format!("{}://{}:{}", t.scheme().as_str(), t.host(), t.port()),
+                    d,
+                )
+            }),
             times,
         };
         let key = PoolKey {

@@ -1,4 +1,5 @@
-//! [`IpGate`]: per-IP send spacing inside one fetcher.
+//! [`IpGate`]: per-IP send spacing inside one fetcher; [`HostGate`], the same per
+//! host (origin), for hosts the manager lets have several requests in flight.
 //!
 //! The manager spaces its dispatches to one IP address by `min_ip_spacing_ms`, but
 //! what the server sees is when requests arrive, and between a dispatch and the
@@ -17,11 +18,18 @@
 //! its write starts (a lower bound), so the real spacing is never smaller than
 //! the one this gate enforces.
 //!
-//! Memory: one entry per address written to within the last spacing, dropped once
-//! its spacing is over (swept every [`SWEEP_EVERY`] turns). O(1) per turn,
+//! The host gate works the same way, keyed by origin (`scheme://name:port`), with
+//! the job's `min_host_spacing`: the manager spaces the *dispatches* of a host's
+//! requests by its interval when several may be in flight at once, and this keeps
+//! that spacing between the *writes*. A request takes its host's turn first, then
+//! its address's (always in that order, so two waits never deadlock).
+//!
+//! Memory: one entry per address (host) written to within the last spacing, dropped
+//! once its spacing is over (swept every [`SWEEP_EVERY`] turns). O(1) per turn,
 //! amortised. This module must never sleep itself: it only says when.
 
 use std::collections::HashMap;
+use std::hash::Hash;
 use std::net::IpAddr;
 use std::sync::{Mutex, PoisonError};
 use std::time::Duration;
@@ -33,15 +41,31 @@ const SWEEP_EVERY: u32 = 1024;
 /// How soon a request waiting behind another one's write asks again.
 pub(crate) const BUSY_RETRY: Duration = Duration::from_millis(1);
 
-/// When each IP address may next be written to.
-#[derive(Debug, Default)]
-pub(crate) struct IpGate {
-    inner: Mutex<Inner>,
+/// When each key (an IP address, a host) may next be written to.
+#[derive(Debug)]
+pub(crate) struct Gate<K> {
+    inner: Mutex<Inner<K>>,
 }
 
-#[derive(Debug, Default)]
-struct Inner {
-    slots: HashMap<IpAddr, Slot>,
+/// The per-IP gate.
+pub(crate) type IpGate = Gate<IpAddr>;
+/// The per-host gate, keyed by origin.
+pub(crate) type HostGate = Gate<String>;
+
+impl<K> Default for Gate<K> {
+    fn default() -> Self {
+        Self {
+            inner: Mutex::new(Inner {
+                slots: HashMap::new(),
+                turns: 0,
+            }),
+        }
+    }
+}
+
+#[derive(Debug)]
+struct Inner<K> {
+    slots: HashMap<K, Slot>,
     turns: u32,
 }
 
@@ -53,34 +77,29 @@ struct Slot {
     free_at: Instant,
 }
 
-/// The right to write one request to an address; ending it (drop, or
-/// `Turn::written_at`) starts the address's spacing.
+/// The right to write one request to an address (host); ending it (drop, or
+/// `Turn::written_at`) starts its spacing.
 #[derive(Debug)]
-pub(crate) struct Turn<'a> {
-    gate: &'a IpGate,
-    ip: IpAddr,
+pub(crate) struct Turn<'a, K: Eq + Hash + Clone> {
+    gate: &'a Gate<K>,
+    ip: K,
     spacing: Duration,
 }
 
-impl IpGate {
+impl<K: Eq + Hash + Clone> Gate<K> {
     /// Takes the turn to write a request to `ip` at `now`, or says when to ask
     /// again: once `spacing` has passed after the previous request's write ended
     /// and no other write to `ip` is going on. A zero spacing never waits and
     /// keeps nothing.
-    pub fn try_turn(
-        &self,
-        ip: IpAddr,
-        spacing: Duration,
-        now: Instant,
-    ) -> Result<Turn<'_>, Instant> {
+    pub fn try_turn(&self, ip: K, spacing: Duration, now: Instant) -> Result<Turn<'_, K>, Instant> {
         // Made only when the turn is given: dropping a Turn ends a write.
-        let turn = || Turn {
+        let turn = |ip| Turn {
             gate: self,
             ip,
             spacing,
         };
         if spacing.is_zero() {
-            return Ok(turn());
+            return Ok(turn(ip));
         }
         let mut inner = self.inner.lock().unwrap_or_else(PoisonError::into_inner);
         inner.turns += 1;
@@ -93,37 +112,37 @@ impl IpGate {
             Some(slot) if slot.free_at > now => Err(slot.free_at),
             Some(slot) => {
                 slot.busy = true;
-                Ok(turn())
+                Ok(turn(ip))
             }
             None => {
                 inner.slots.insert(
-                    ip,
+                    ip.clone(),
                     Slot {
                         busy: true,
                         free_at: now,
                     },
                 );
-                Ok(turn())
+                Ok(turn(ip))
             }
         }
     }
 
     /// Waits for the turn to write a request to `ip` (see [`try_turn`](Self::try_turn)).
-    pub async fn turn(&self, ip: IpAddr, spacing: Duration) -> Turn<'_> {
+    pub async fn turn(&self, ip: K, spacing: Duration) -> Turn<'_, K> {
         loop {
-            match self.try_turn(ip, spacing, Instant::now()) {
+            match self.try_turn(ip.clone(), spacing, Instant::now()) {
                 Ok(turn) => return turn,
                 Err(at) => tokio::time::sleep_until(at).await,
             }
         }
     }
 
-    fn end(&self, ip: IpAddr, spacing: Duration, now: Instant) {
+    fn end(&self, ip: &K, spacing: Duration, now: Instant) {
         if spacing.is_zero() {
             return;
         }
         let mut inner = self.inner.lock().unwrap_or_else(PoisonError::into_inner);
-        let slot = inner.slots.entry(ip).or_insert(Slot {
+        let slot = inner.slots.entry(ip.clone()).or_insert(Slot {
             busy: false,
             free_at: now,
         });
@@ -143,19 +162,19 @@ impl IpGate {
     }
 }
 
-impl Turn<'_> {
+impl<K: Eq + Hash + Clone> Turn<'_, K> {
     /// The request was written (its last byte handed to the kernel) at `now`.
     #[cfg(test)]
     fn written_at(self, now: Instant) {
-        self.gate.end(self.ip, self.spacing, now);
+        self.gate.end(&self.ip, self.spacing, now);
         std::mem::forget(self);
     }
 }
 
-impl Drop for Turn<'_> {
+impl<K: Eq + Hash + Clone> Drop for Turn<'_, K> {
     /// The write is over (done, failed or abandoned): the spacing runs from now.
     fn drop(&mut self) {
-        self.gate.end(self.ip, self.spacing, Instant::now());
+        self.gate.end(&self.ip, self.spacing, Instant::now());
     }
 }
 
@@ -241,5 +260,20 @@ mod tests {
         let late = t0 + Duration::from_secs(1);
         gate.try_turn(ip(1), d, late).unwrap().written_at(late);
         assert_eq!(gate.len(), 1, "only the new entry is left");
+    }
+
+    #[test]
+    fn hosts_are_gated_like_addresses() {
+        let gate = HostGate::default();
+        let t0 = Instant::now();
+        let d = Duration::from_millis(100);
+        let a = || "http://a.test:80".to_owned();
+        gate.try_turn(a(), d, t0).unwrap().written_at(t0);
+        assert_eq!(gate.try_turn(a(), d, t0).unwrap_err(), t0 + d);
+        assert!(
+            gate.try_turn("https://a.test:443".to_owned(), d, t0)
+                .is_ok()
+        );
+        assert!(gate.try_turn(a(), d, t0 + d).is_ok());
     }
 }

@@ -246,6 +246,11 @@ pub struct JobLimits {
     /// Least time from the end of the previous request written to this job's
     /// address (by this fetcher) to the start of this job's request; `None`: none.
     pub min_ip_spacing: Option<Duration>,
+    /// Least time from the end of the previous request written to this job's host
+    /// (origin: scheme, name, port; by this fetcher) to the start of this job's
+    /// request; `None`: none. The manager sets it when several requests of a host
+    /// may be in flight at once.
+    pub min_host_spacing: Option<Duration>,
 }
 
 /// One fetch: what to ask for and where to connect.

@@ -14,6 +14,11 @@ use spool::ComponentId;
 
 use crate::frontier::FrontierError;
 
+/// The largest `connections_per_host` accepted: more is a typo rather than a site's
+/// wish (browsers open 6), and the frontier scans a host's requests in flight
+/// linearly.
+pub const MAX_CONNECTIONS_PER_HOST: u32 = 64;
+
 /// The crawl manager's scheduling settings (DESIGN.md section 4).
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields, default)]
@@ -36,7 +41,8 @@ pub struct FrontierConfig {
     pub ready_factor: f64,
 
     /// `d`: the time between the end of one request to a host (origin) and the start
-    /// of the next, when nothing overrides it. Default 30,000 (30 s, as in Polybot).
+    /// of the next, when nothing overrides it (between two starts when
+    /// `connections_per_host` is above 1). Default 30,000 (30 s, as in Polybot).
     pub interval_ms: u64,
     /// The floor under every per-host interval: request hints (`interval_ms=`) and the
     /// adaptive interval are raised to it. Default 1,000.
@@ -51,6 +57,13 @@ pub struct FrontierConfig {
     /// lengthens a host's interval). Default 60,000.
     pub max_crawl_delay_ms: u64,
 
+    /// Requests in flight at once to one host (origin), for sites whose owner allows
+    /// more than one. With 1 (the default, as in Polybot) the host's interval runs
+    /// from the end of a request to the start of the next; above 1 it runs from the
+    /// start of a request to the start of the next, and up to this many requests of
+    /// the host may be in flight at once (see [`crate::politeness`]). The per-IP
+    /// limits below still bound every start. 1 to [`MAX_CONNECTIONS_PER_HOST`].
+    pub connections_per_host: u32,
     /// Requests in flight at once to one IP address, over all the hosts (origins) it
     /// serves; 0 means no limit. Default 2: one server often hosts many names, and two
     /// concurrent requests are what a browser-like client would open.
@@ -142,6 +155,7 @@ impl Default for FrontierConfig {
             adaptive: false,
             adaptive_factor: 10.0,
             max_crawl_delay_ms: 60_000,
+            connections_per_host: 1,
             ip_max_in_flight: 2,
             ip_min_interval_ms: 1_000,
             backoff_ms: vec![60_000, 300_000, 1_800_000, 7_200_000],
@@ -200,6 +214,9 @@ impl FrontierConfig {
         if !(self.adaptive_factor.is_finite() && self.adaptive_factor >= 0.0) {
             return bad("adaptive_factor", "must be a number >= 0");
         }
+        if self.connections_per_host == 0 || self.connections_per_host > MAX_CONNECTIONS_PER_HOST {
+            return bad("connections_per_host", "must be 1 to 64");
+        }
         if self.backoff_ms.is_empty() {
             return bad("backoff_ms", "needs at least one step");
         }
@@ -250,5 +267,24 @@ mod tests {
         assert_eq!(parsed.interval_ms, 5000);
         assert_eq!(parsed.ip_max_in_flight, 2);
         assert!(ron::from_str::<FrontierConfig>("(interval: 5000)").is_err());
+        assert_eq!(parsed.connections_per_host, 1, "one at a time by default");
+        for bad_value in [0, MAX_CONNECTIONS_PER_HOST + 1, u32::MAX] {
+            let c = FrontierConfig {
+                connections_per_host: bad_value,
+                ..FrontierConfig::default()
+            };
+            assert!(matches!(
+                c.validate(),
+                Err(FrontierError::Config {
+                    field: "connections_per_host",
+                    ..
+                })
+            ));
+        }
+        let c = FrontierConfig {
+            connections_per_host: MAX_CONNECTIONS_PER_HOST,
+            ..FrontierConfig::default()
+        };
+        c.validate().unwrap();
     }
 }

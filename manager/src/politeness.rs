@@ -14,6 +14,20 @@
 //! crawl delay only ever slows us down). Per-IP limits are in
 //! [`frontier`](crate::frontier)'s IP table, on top of this.
 //!
+//! The exact rule with `connections_per_host` = N: a request to a host may start
+//! only when fewer than N of its requests are in flight, and
+//! - N = 1 (the default, Polybot's rule): at least `d` after the *end* of its
+//!   previous request (so never two at once, and at least `d` between starts);
+//! - N > 1: at least `d` after the *start* of its previous request (ends do not
+//!   move the clock), so consecutive starts are always at least `d` apart and at
+//!   most N overlap.
+//!
+//! In both cases a back-off after a failure, the rest after a lost job
+//! (`lost_job_rest_ms`), a robots.txt fetch (its end) and a manager restart push the
+//! next start further out, and every start must also pass the per-IP limits
+//! (`ip_max_in_flight` requests in flight per address, `ip_min_interval_ms` between
+//! starts to one address), which bound N in effect when they are tighter.
+//!
 //! Back-off after the n-th consecutive failure is `backoff_ms[n - 1]`, the last step
 //! repeating. This module must never read a clock or do I/O: times are arguments.
 

@@ -76,8 +76,11 @@ pub fn render(addr: &str, s: &StatusSnapshot) -> String {
     let _ = writeln!(out, "speed control  {}", speed_line(&s.speed));
     let _ = writeln!(
         out,
-        "queues         {} URLs queued, {} in flight, {} names to resolve",
-        s.queued_urls, s.in_flight, s.dns_pending
+        "queues         {} URLs queued, {} in flight ({}), {} names to resolve",
+        s.queued_urls,
+        s.in_flight,
+        per_host(&s.in_flight_per_host),
+        s.dns_pending
     );
     let _ = writeln!(
         out,
@@ -255,6 +258,20 @@ fn pause_text(p: &Pause) -> String {
     )
 }
 
+/// Hosts by their number of requests in flight, e.g. `12 hosts with 1, 40 with 4`.
+fn per_host(counts: &[u64]) -> String {
+    let parts: Vec<String> = counts
+        .iter()
+        .enumerate()
+        .filter(|(_, n)| **n > 0)
+        .map(|(i, n)| format!("{n} with {}", i + 1))
+        .collect();
+    if parts.is_empty() {
+        return "no host".into();
+    }
+    format!("hosts: {}", parts.join(", "))
+}
+
 #[cfg(test)]
 mod tests {
     use spool::protocol::{BudgetCut, ComponentState, HostCounts, Load, PartFigures, StatusCount};
@@ -294,6 +311,7 @@ mod tests {
             outcomes: vec![reason(OutcomeReason::RobotsExcluded, 0)],
             queued_urls: 5678,
             in_flight: 9,
+            in_flight_per_host: vec![5, 0, 0, 1],
             dns_pending: 4,
             hosts: HostCounts {
                 ready: 12,
@@ -377,7 +395,7 @@ mod tests {
             "12.3 pages/s now, 11.0 last minute, 2.5 last hour (target 100 pages/s)",
             "▁▁█ (max 12.0 pages/s, one mark per minute)",
             "1234 stored, 3.0 MiB received (3145728 bytes), 56 robots.txt fetched",
-            "5678 URLs queued, 9 in flight, 4 names to resolve",
+            "5678 URLs queued, 9 in flight (hosts: 5 with 1, 1 with 4), 4 names to resolve",
             "request files  3 pending, 7 loaded",
             "12 ready, 0 parked, 0 fetching, 34 waiting, 0 backed off, 1 dead",
             "HTTP status    200 3 (75.0 %), 404 1 (25.0 %)",

@@ -55,6 +55,8 @@ pub const MANAGER_READY: Duration = Duration::from_secs(30);
 pub struct Knobs {
     /// `manager.frontier.interval_ms` (also `min_interval_ms`).
     pub interval_ms: u64,
+    /// `manager.frontier.connections_per_host`.
+    pub connections_per_host: u32,
     /// `manager.frontier.ip_max_in_flight`.
     pub ip_max_in_flight: u32,
     /// `manager.frontier.ip_min_interval_ms`.
@@ -85,6 +87,7 @@ impl Default for Knobs {
     fn default() -> Self {
         Knobs {
             interval_ms: 100,
+            connections_per_host: 1,
             ip_max_in_flight: 2,
             ip_min_interval_ms: 50,
             max_crawl_delay_ms: 1000,
@@ -135,6 +138,7 @@ impl Knobs {
             interval_ms: {interval},
             min_interval_ms: {interval},
             max_crawl_delay_ms: {delay},
+            connections_per_host: {conns},
             ip_max_in_flight: {ipn},
             ip_min_interval_ms: {ipd},
             backoff_ms: [200, 500],
@@ -157,6 +161,7 @@ impl Knobs {
             rate = self.target_pages_per_sec,
             interval = self.interval_ms,
             delay = self.max_crawl_delay_ms,
+            conns = self.connections_per_host,
             ipn = self.ip_max_in_flight,
             ipd = self.ip_min_interval_ms,
             fails = self.max_failures,

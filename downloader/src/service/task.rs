@@ -7,9 +7,9 @@
 //! `Failed { invalid_url }` without any network traffic); `addr` is used as is (the
 //! downloader never resolves); every non-zero [`FetchLimits`] value lowers the
 //! config's limit for this job (zero means "the config's"); robots jobs get the
-//! same treatment, so the manager's robots cap applies. `min_ip_spacing_ms` goes to
-//! the engine's per-IP gate, which spaces the request writes to one address (see
-//! `ip_gate`). The request's wire stamps go into the report's [`Timing`] and, if
+//! same treatment, so the manager's robots cap applies. `min_ip_spacing_ms` and
+//! `min_host_spacing_ms` go to the engine's gates, which space the request writes
+//! to one address and to one host (see `ip_gate`). The request's wire stamps go into the report's [`Timing`] and, if
 //! the config names one, the wire log. `keep_alive` needs nothing:
 //! the engine keeps every connection the server allows, and idle ones expire after
 //! `pool_idle_timeout_ms`.
@@ -81,6 +81,7 @@ fn job_limits(l: &FetchLimits) -> JobLimits {
         first_byte_timeout: ms(l.first_byte_timeout_ms),
         total_timeout: ms(l.total_timeout_ms),
         min_ip_spacing: ms(l.min_ip_spacing_ms),
+        min_host_spacing: ms(l.min_host_spacing_ms),
     }
 }
 
@@ -249,12 +250,14 @@ mod tests {
             first_byte_timeout_ms: 250,
             total_timeout_ms: 0,
             min_ip_spacing_ms: 100,
+            min_host_spacing_ms: 200,
         });
         assert_eq!(
             l,
             JobLimits {
                 first_byte_timeout: Some(Duration::from_millis(250)),
                 min_ip_spacing: Some(Duration::from_millis(100)),
+                min_host_spacing: Some(Duration::from_millis(200)),
                 ..JobLimits::default()
             }
         );

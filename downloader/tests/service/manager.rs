@@ -331,6 +331,7 @@ pub fn no_limits() -> FetchLimits {
         first_byte_timeout_ms: 0,
         total_timeout_ms: 0,
         min_ip_spacing_ms: 0,
+        min_host_spacing_ms: 0,
     }
 }
 

@@ -1,11 +1,14 @@
 //! Handing out jobs: pop the ready heap in order (robots.txt fetches first, then pages
 //! by request number), apply the last checks, and build [`FetchJob`]s.
 //!
-//! Per popped host: blacklisted now -> its URLs end with `blacklisted`; address or
-//! robots.txt expired -> back to DNS / robots; its IP at the limit -> parked on the IP
-//! (other IPs go on); head URLs robots.txt excludes -> `robots_excluded`, never
-//! dispatched; else the head URL is sent and the host is `InFlight` (one request per
-//! host). The URL stays in RocksDB until its report, so a crash re-dispatches it.
+//! Per popped host: blacklisted now -> its URLs end with `blacklisted` (once its
+//! requests in flight have ended); address or robots.txt expired -> back to DNS /
+//! robots (likewise); its IP at the limit -> parked on the IP (other IPs go on); head
+//! URLs robots.txt excludes -> `robots_excluded`, never dispatched; else the head URL
+//! is sent. With `connections_per_host` 1 the host is then `InFlight` until the
+//! report; above 1 it rests its interval from this start and may start again while
+//! fewer than that many of its requests are in flight. The URL stays in RocksDB until
+//! its report, so a crash re-dispatches it (`out`).
 //!
 //! Cost: O(log hosts) per job plus, every `pop_batch` URLs of a host, one RocksDB
 //! seek. This module must never send anything: it returns jobs to the service.
@@ -16,11 +19,12 @@ use spool::OutcomeReason;
 use spool::protocol::{FetchJob, FetchLimits, FetchPurpose, JobId};
 
 use super::borrowed::Busy;
-use super::hosts::{HostId, HostState};
+use super::hosts::{HostId, HostState, Out};
 use super::origin::Origin;
 use super::ready::ReadyKey;
 use super::store::Batch;
 use super::{Frontier, FrontierError, JobInfo};
+use crate::politeness;
 use crate::robots::path_and_query;
 
 impl Frontier {
@@ -64,6 +68,12 @@ impl Frontier {
             return Ok(None);
         };
         if self.blacklist.matches(&host.name) {
+            if !host.out.is_empty() {
+                // Dropped once its requests in flight have ended (the last report
+                // brings it back here).
+                self.hosts.set_state(id, HostState::InFlight);
+                return Ok(None);
+            }
             let detail = format!("{} is blacklisted", host.name);
             self.drop_host(id, OutcomeReason::Blacklisted, &detail, None, now_ms, batch)?;
             return Ok(None);
@@ -128,8 +138,18 @@ impl Frontier {
         // Robots jobs are stored under robots/, but carry the app of the URL waiting.
         let app = host.buffer.front().map(|(_, e)| e.app.clone());
         let borrowed = host.chase.origin.clone();
-        host.in_flight = Some((job, ip));
-        let keep_alive = host.queued() > 0 && self.keep_alive(id);
+        let more = host.queued() > 0;
+        self.hosts.push_out(
+            id,
+            Out {
+                job,
+                ip,
+                seq: None,
+                tries: 0,
+                started_ms: now_ms,
+            },
+        );
+        let keep_alive = more && self.keep_alive(id);
         self.hosts.set_state(id, HostState::FetchingRobots);
         self.ips.start(ip, now_ms);
         self.jobs.start(
@@ -151,7 +171,7 @@ impl Frontier {
             addr: SocketAddr::new(ip, port),
             purpose: FetchPurpose::Robots,
             keep_alive,
-            limits: self.limits(self.config.max_robots_bytes),
+            limits: self.limits(self.config.max_robots_bytes, 0),
             depth: None,
             hops: None,
         })
@@ -185,35 +205,66 @@ impl Frontier {
                 self.end_head(id, OutcomeReason::RobotsExcluded, "", now_ms, batch)?;
                 continue;
             }
-            let (app, url, port) = (head.app.clone(), head.url.clone(), host.port);
-            let (depth, hops) = (head.depth, head.hops);
-            let keep_alive = host.queued() > 1 && self.keep_alive(id);
+            let port = host.port;
+            let Some((seq, entry, tries)) = self.take_head(id)? else {
+                return Ok(None);
+            };
+            let keep_alive =
+                self.hosts.get(id).is_some_and(|h| h.queued() > 0) && self.keep_alive(id);
             let job = self.new_job_id();
-            if let Some(host) = self.hosts.get_mut(id) {
-                host.in_flight = Some((job, ip));
+            self.hosts.push_out(
+                id,
+                Out {
+                    job,
+                    ip,
+                    seq: Some(seq),
+                    tries,
+                    started_ms: now_ms,
+                },
+            );
+            let limit = self.connection_limit();
+            // Several at once: the interval runs from start to start (on the wire too:
+            // the downloader spaces its writes to the host by it).
+            let host_spacing = if limit > 1 {
+                self.hosts.get(id).map_or(0, |h| self.interval_of(h))
+            } else {
+                0
+            };
+            if limit > 1 {
+                let interval = host_spacing;
+                if let Some(host) = self.hosts.get_mut(id) {
+                    host.next_allowed_ms = host
+                        .next_allowed_ms
+                        .max(politeness::rest_until(now_ms, interval));
+                }
             }
             self.save_host(id, batch);
-            self.hosts.set_state(id, HostState::InFlight);
             self.ips.start(ip, now_ms);
             self.jobs.start(
                 job,
                 JobInfo {
                     host: id,
                     purpose: FetchPurpose::Page,
-                    app: Some(app.clone()),
+                    app: Some(entry.app.clone()),
                     borrowed: None,
                 },
             );
+            if limit > 1 {
+                self.hosts.set_state(id, HostState::Waiting);
+                self.advance(id, now_ms, batch)?;
+            } else {
+                self.hosts.set_state(id, HostState::InFlight);
+            }
             return Ok(Some(FetchJob {
                 job,
-                app,
-                url,
+                app: entry.app,
+                url: entry.url,
                 addr: SocketAddr::new(ip, port),
                 purpose: FetchPurpose::Page,
                 keep_alive,
-                limits: self.limits(self.config.max_page_bytes),
-                depth,
-                hops,
+                limits: self.limits(self.config.max_page_bytes, host_spacing),
+                depth: entry.depth,
+                hops: entry.hops,
             }));
         }
     }
@@ -222,7 +273,7 @@ impl Frontier {
     /// origin with a request in flight or resting, or a hop to it.
     fn origin_busy(&self, origin: &str, now_ms: u64) -> Option<Busy> {
         if let Some(other) = self.hosts.id_of(origin).and_then(|o| self.hosts.get(o)) {
-            if other.in_flight.is_some() {
+            if !other.out.is_empty() {
                 return Some(Busy::InFlight);
             }
             if other.next_allowed_ms > now_ms {
@@ -269,13 +320,14 @@ impl Frontier {
             .is_some_and(|h| self.interval_of(h) <= self.config.keep_alive_max_interval_ms)
     }
 
-    fn limits(&self, max_body_bytes: u64) -> FetchLimits {
+    fn limits(&self, max_body_bytes: u64, host_spacing_ms: u64) -> FetchLimits {
         FetchLimits {
             max_body_bytes,
             connect_timeout_ms: self.config.connect_timeout_ms,
             first_byte_timeout_ms: self.config.first_byte_timeout_ms,
             total_timeout_ms: self.config.total_timeout_ms,
             min_ip_spacing_ms: u32::try_from(self.config.ip_min_interval_ms).unwrap_or(u32::MAX),
+            min_host_spacing_ms: u32::try_from(host_spacing_ms).unwrap_or(u32::MAX),
         }
     }
 }

@@ -8,7 +8,8 @@
 //! and what is worth remembering (robots verdict, dead mark) stays in RocksDB's
 //! `origin` family.
 //!
-//! Memory per host: the struct (~250 bytes) + its origin and name (~2 x 30 bytes) +
+//! Memory per host: the struct (~250 bytes) + its requests in flight (~40 bytes
+//! each, at most `connections_per_host`) + its origin and name (~2 x 30 bytes) +
 //! two map entries (~60 bytes) + its parsed robots rules (typically a few hundred
 //! bytes) + its read-ahead buffer: up to `pop_batch` URLs (~200 bytes each) for hosts
 //! whose interval is at most 5 s (they are dispatched often), one URL otherwise, and
@@ -47,7 +48,10 @@ pub enum HostState {
     /// Ready, but its IP address is at its limit: parked on that IP (not blocking
     /// hosts on other IPs) until the IP frees.
     Parked,
-    /// One page fetch in flight (never more than one per host).
+    /// Waiting for a report: `connections_per_host` requests in flight (with the
+    /// default of 1: one page fetch in flight), or some in flight and nothing else it
+    /// may start before they end (queue empty, or its address or robots.txt must be
+    /// refreshed once they have ended). In no heap: the next report moves it on.
     InFlight,
     /// Resting for its politeness interval after a fetch.
     Waiting,
@@ -136,13 +140,33 @@ pub(crate) struct Host {
     pub chase: RobotsChase,
     pub interval_override_ms: Option<u64>,
     pub failures: u32,
-    /// Tries of the current head URL that failed (connect failure/timeout).
-    pub head_attempts: u32,
+    /// Failed tries (connect failure/timeout) of queued URLs put back after
+    /// them, by seq: at most a few entries, at the front of the queue.
+    pub tries: Vec<(u64, u32)>,
+    /// When the host's last failure was reported (wall ms): a request that started
+    /// before it and fails too is not counted as another failure.
+    pub failed_at_ms: u64,
     pub last_fetch_ms: Option<u64>,
     /// Earliest wall ms the host may be contacted again.
     pub next_allowed_ms: u64,
-    /// The job in flight (page or robots) and the IP it went to.
-    pub in_flight: Option<(JobId, IpAddr)>,
+    /// The requests in flight (pages, or the one robots.txt fetch), in dispatch
+    /// order: at most `connections_per_host`.
+    pub out: Vec<Out>,
+}
+
+/// One request of a host in flight.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) struct Out {
+    pub job: JobId,
+    /// The address it went to.
+    pub ip: IpAddr,
+    /// For a page, the seq of its URL, which stays in RocksDB below the host's
+    /// `head` until the report (`None`: a robots.txt fetch).
+    pub seq: Option<u64>,
+    /// Failed tries of this URL before this one.
+    pub tries: u32,
+    /// When it was dispatched (wall ms).
+    pub started_ms: u64,
 }
 
 impl Host {
@@ -163,10 +187,11 @@ impl Host {
             chase: RobotsChase::default(),
             interval_override_ms: None,
             failures: 0,
-            head_attempts: 0,
+            tries: Vec::new(),
+            failed_at_ms: 0,
             last_fetch_ms: None,
             next_allowed_ms: 0,
-            in_flight: None,
+            out: Vec::new(),
         }
     }
 
@@ -175,9 +200,20 @@ impl Host {
         self.state
     }
 
-    /// URLs queued (the one in flight included).
+    /// URLs queued and not dispatched (those in flight are below `head`).
     pub fn queued(&self) -> u64 {
         self.tail - self.head
+    }
+
+    /// Whether the host has queued URLs or requests in flight, so its record must
+    /// be kept.
+    pub fn has_urls(&self) -> bool {
+        self.queued() > 0 || !self.out.is_empty()
+    }
+
+    /// Where job `job` is in [`out`](Self::out).
+    pub fn out_index(&self, job: JobId) -> Option<usize> {
+        self.out.iter().position(|o| o.job == job)
     }
 
     /// The durable part of the host.
@@ -188,6 +224,7 @@ impl Host {
             tail: self.tail,
             interval_ms: self.interval_override_ms,
             failures: self.failures,
+            out: self.out.iter().filter_map(|o| o.seq).collect(),
         }
     }
 
@@ -213,6 +250,16 @@ pub(crate) struct Hosts {
     by_origin: HashMap<Arc<str>, HostId>,
     by_id: HashMap<HostId, Host>,
     counts: [usize; HostState::ALL.len()],
+    /// Hosts by their number of requests in flight (index 0 unused), changed only
+    /// through [`Hosts::push_out`] and [`Hosts::take_out`].
+    out_counts: Vec<usize>,
+    /// Hosts `Ready` or `Parked` with requests in flight (see [`Hosts::ready_busy`]).
+    ready_busy: usize,
+}
+
+/// Whether `host` is ready (or parked) for another request while some are in flight.
+fn is_ready_busy(host: &Host) -> bool {
+    !host.out.is_empty() && matches!(host.state, HostState::Ready | HostState::Parked)
 }
 
 impl Hosts {
@@ -230,15 +277,21 @@ impl Hosts {
 
     pub fn insert(&mut self, host: Host) {
         self.counts[host.state as usize] += 1;
+        self.count_out(host.out.len(), true);
+        self.ready_busy += usize::from(is_ready_busy(&host));
         self.by_origin.insert(host.origin.clone(), host.id);
         if let Some(old) = self.by_id.insert(host.id, host) {
             self.counts[old.state as usize] -= 1;
+            self.count_out(old.out.len(), false);
+            self.ready_busy -= usize::from(is_ready_busy(&old));
         }
     }
 
     pub fn remove(&mut self, id: HostId) -> Option<Host> {
         let host = self.by_id.remove(&id)?;
         self.counts[host.state as usize] -= 1;
+        self.count_out(host.out.len(), false);
+        self.ready_busy -= usize::from(is_ready_busy(&host));
         self.by_origin.remove(&host.origin);
         Some(host)
     }
@@ -250,8 +303,67 @@ impl Hosts {
         };
         self.counts[host.state as usize] -= 1;
         self.counts[state as usize] += 1;
+        self.ready_busy -= usize::from(is_ready_busy(host));
         host.state = state;
+        self.ready_busy += usize::from(is_ready_busy(host));
         true
+    }
+
+    /// A request of host `id` goes out.
+    pub fn push_out(&mut self, id: HostId, out: Out) {
+        let Some(host) = self.by_id.get_mut(&id) else {
+            return;
+        };
+        let before = host.out.len();
+        self.ready_busy -= usize::from(is_ready_busy(host));
+        host.out.push(out);
+        self.ready_busy += usize::from(is_ready_busy(host));
+        self.count_out(before, false);
+        self.count_out(before + 1, true);
+    }
+
+    /// Job `job` of host `id` is no longer in flight: its entry, if it was.
+    /// O(requests of the host in flight).
+    pub fn take_out(&mut self, id: HostId, job: JobId) -> Option<Out> {
+        let host = self.by_id.get_mut(&id)?;
+        let i = host.out_index(job)?;
+        let before = host.out.len();
+        self.ready_busy -= usize::from(is_ready_busy(host));
+        let out = host.out.remove(i);
+        self.ready_busy += usize::from(is_ready_busy(host));
+        self.count_out(before, false);
+        self.count_out(before - 1, true);
+        Some(out)
+    }
+
+    fn count_out(&mut self, n: usize, add: bool) {
+        if n == 0 {
+            return;
+        }
+        if self.out_counts.len() <= n {
+            self.out_counts.resize(n + 1, 0);
+        }
+        if add {
+            self.out_counts[n] += 1;
+        } else {
+            self.out_counts[n] = self.out_counts[n].saturating_sub(1);
+        }
+    }
+
+    /// Hosts with 1, 2, ... requests in flight (element `i` counts hosts with
+    /// `i + 1`), without trailing zeros. O(`connections_per_host`).
+    pub fn by_out(&self) -> Vec<usize> {
+        let mut v: Vec<usize> = self.out_counts.iter().skip(1).copied().collect();
+        while v.last() == Some(&0) {
+            v.pop();
+        }
+        v
+    }
+
+    /// Hosts `Ready` or `Parked` while some of their requests are in flight (with
+    /// `connections_per_host` above 1): fetching as much as ready. O(1).
+    pub fn ready_busy(&self) -> usize {
+        self.ready_busy
     }
 
     /// Hosts in `state`. O(1).

@@ -17,7 +17,7 @@ use std::sync::Arc;
 
 use spool::OutcomeReason;
 
-use super::hosts::{Host, HostId};
+use super::hosts::{Host, HostId, HostState};
 use super::origin::origin_of;
 use super::records::{
     META_NEXT_HOST, META_NEXT_REQNO, OriginRecord, PendingOutcome, QueueEntry, file_key, queue_key,
@@ -156,6 +156,19 @@ impl Frontier {
         let mut batch = Batch::default();
         for id in created {
             self.advance(id, now_ms, &mut batch)?;
+        }
+        // A host waiting for reports only because its queue was empty may start
+        // one of its new URLs now (with `connections_per_host` above 1).
+        if self.connection_limit() > 1 {
+            for id in touched {
+                let waits = self.hosts.get(id).is_some_and(|h| {
+                    h.state() == HostState::InFlight && h.out.len() < self.connection_limit()
+                });
+                if waits {
+                    self.hosts.set_state(id, HostState::Waiting);
+                    self.advance(id, now_ms, &mut batch)?;
+                }
+            }
         }
         self.commit(batch)
     }

@@ -31,17 +31,22 @@
 //! Then it is `Ready`: in the ready heap keyed by its head URL's request number. The
 //! dispatcher pops the lowest, parks it on its IP if that IP is at its limit
 //! (`Parked`), drops head URLs robots.txt excludes (outcome `robots_excluded`) and
-//! sends the first allowed one (`InFlight`: one request per host). The report puts the
-//! host to rest for its interval (`Waiting`) or, on failure, for a growing back-off
-//! (`BackedOff`); after `max_failures` its URLs become outcomes. A host whose queue
-//! empties is forgotten once its interval has passed.
+//! sends the first allowed one. With `connections_per_host` 1 (the default) the host
+//! is then `InFlight` until the report, which puts it to rest for its interval
+//! (`Waiting`) or, on failure, for a growing back-off (`BackedOff`); after
+//! `max_failures` its URLs become outcomes. With N > 1 the host rests its interval
+//! from the start instead and may be dispatched again while fewer than N of its
+//! requests are in flight (`InFlight` only at N, or with nothing else to start). A
+//! host whose queue empties is forgotten once its interval has passed and nothing of
+//! it is in flight.
 //!
 //! # Durability
 //!
-//! Every change is one RocksDB batch (WAL on). A dispatched URL stays at the head of
-//! its queue until its report, and the host record's head points at it, so after a
-//! crash exactly the URLs in flight are dispatched again (no separate `inflight`
-//! family is needed: see `records`). Request files are loaded in chunks,
+//! Every change is one RocksDB batch (WAL on). A dispatched URL stays in RocksDB
+//! until its report, below its host's head, and the host record names it, so after
+//! a crash exactly the URLs in flight are put back at the head of their queues and
+//! dispatched again (no separate `inflight` family is needed: see `out`). Request
+//! files are loaded in chunks,
 //! each batch recording the file's progress, and deleted from the spool only after
 //! their last chunk is durable. Outcomes are written with the change that causes them
 //! and published afterwards (the crate's `outcomes` module).
@@ -52,14 +57,16 @@
 //! before the ready pipeline needs URLs; never hold a crawl's URLs in memory (only
 //! each dispatching host's next `pop_batch` URLs, one file chunk, and the URLs of
 //! the jobs out at downloaders or awaiting their commit, bounded by the
-//! downloaders' windows and open batches: `jobs`).
+//! downloaders' windows and open batches: `jobs`; a host has at most
+//! `connections_per_host` of them).
 //!
 //! # Memory and cost
 //!
 //! Per host in memory: see the `hosts` module. Hosts in memory are those with queued URLs
 //! (bounded by lazy loading to about `s` plus the ones resting), plus DNS entries and
 //! IP slots for recent hosts. Every heap operation is O(log hosts); a dispatch is
-//! O(log hosts) plus one RocksDB seek per `pop_batch` URLs; a report is one batch.
+//! O(log hosts) plus one RocksDB seek per `pop_batch` URLs; a report is one batch
+//! plus O(`connections_per_host`) to find the job among its host's.
 
 mod borrowed;
 mod dispatch;
@@ -70,6 +77,7 @@ mod ip;
 mod jobs;
 mod load;
 mod origin;
+mod out;
 mod queue;
 mod ready;
 pub(crate) mod records;
@@ -172,6 +180,13 @@ impl Frontier {
         config: FrontierConfig,
     ) -> Result<Frontier, FrontierError> {
         config.validate()?;
+        if config.ip_max_in_flight != 0 && config.connections_per_host > config.ip_max_in_flight {
+            tracing::warn!(
+                connections_per_host = config.connections_per_host,
+                ip_max_in_flight = config.ip_max_in_flight,
+                "connections_per_host is above ip_max_in_flight, which bounds it"
+            );
+        }
         let component = config.component()?;
         let store = Store::open(db_path)?;
         let next_reqno: u64 = store.get(Cf::Meta, META_NEXT_REQNO)?.unwrap_or(0);
@@ -260,12 +275,12 @@ impl Frontier {
         })?;
         let mut batch = Batch::default();
         for (id, record) in records {
-            if record.head >= record.tail {
+            if record.head >= record.tail && record.out.is_empty() {
                 batch.delete(Cf::Host, id.to_be_bytes().to_vec());
                 continue;
             }
             self.next_host_id = self.next_host_id.max(id + 1);
-            self.restore_host(id, record)?;
+            self.restore_host(id, record, &mut batch)?;
         }
         self.store.write(batch)
     }

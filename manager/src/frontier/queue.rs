@@ -72,7 +72,8 @@ impl Frontier {
         Ok(())
     }
 
-    /// Removes host `id`'s head URL (it was fetched or ended with an outcome).
+    /// Removes host `id`'s head URL, which was never dispatched (it ended with an
+    /// outcome).
     pub(crate) fn pop_head(
         &mut self,
         id: HostId,
@@ -87,9 +88,10 @@ impl Frontier {
         }
         let popped = host.buffer.pop_front();
         batch.delete(Cf::Queue, queue_key(id, host.head).to_vec());
+        let seq = host.head;
+        host.tries.retain(|(s, _)| *s != seq);
         host.head += 1;
         host.head_reqno = None;
-        host.head_attempts = 0;
         let Some((_, entry)) = popped else {
             return Ok(None);
         };
@@ -98,18 +100,20 @@ impl Frontier {
         Ok(Some(entry))
     }
 
-    /// Writes host `id`'s record (or deletes it when its queue is empty).
+    /// Writes host `id`'s record (or deletes it when its queue is empty and nothing
+    /// is in flight).
     pub(crate) fn save_host(&self, id: HostId, batch: &mut Batch) {
         match self.hosts.get(id) {
-            Some(h) if h.queued() > 0 => {
-                batch.put(Cf::Host, id.to_be_bytes().to_vec(), &h.record())
-            }
+            Some(h) if h.has_urls() => batch.put(Cf::Host, id.to_be_bytes().to_vec(), &h.record()),
             _ => batch.delete(Cf::Host, id.to_be_bytes().to_vec()),
         }
     }
 
     /// Ends every queued URL of host `id` with `reason` and forgets the host; with
     /// `mark_ms`, the origin stays dropped (new URLs end the same way) until then.
+    /// Its URLs in flight are left to their reports: a host with requests in
+    /// flight stays (`InFlight`, its queue empty) until they end. Callers wait for
+    /// them where they can (`dispatch`, `host_failed`).
     pub(crate) fn drop_host(
         &mut self,
         id: HostId,
@@ -158,16 +162,24 @@ impl Frontier {
                 self.commit(full)?;
             }
         }
-        if let Some(host) = self.hosts.remove(id) {
-            batch.delete(Cf::Host, id.to_be_bytes().to_vec());
-            if let Some(until) = mark_until_ms {
-                let mut record = self.origin_record(&host.origin)?;
-                record.dropped_until_ms = until;
-                record.dropped_reason = Some(reason);
-                batch.put(Cf::Origin, host.origin.as_bytes().to_vec(), &record);
-            }
-            tracing::info!(host = %host.origin, %reason, detail, "host dropped");
+        let Some(origin) = self.hosts.get(id).map(|h| h.origin.clone()) else {
+            return Ok(());
+        };
+        if let Some(until) = mark_until_ms {
+            let mut record = self.origin_record(&origin)?;
+            record.dropped_until_ms = until;
+            record.dropped_reason = Some(reason);
+            batch.put(Cf::Origin, origin.as_bytes().to_vec(), &record);
         }
+        if self.hosts.get(id).is_some_and(|h| !h.out.is_empty()) {
+            self.hosts.set_state(id, super::hosts::HostState::InFlight);
+            self.save_host(id, batch);
+            tracing::info!(host = %origin, %reason, detail, "host dropped; its requests in flight end first");
+            return Ok(());
+        }
+        self.hosts.remove(id);
+        batch.delete(Cf::Host, id.to_be_bytes().to_vec());
+        tracing::info!(host = %origin, %reason, detail, "host dropped");
         Ok(())
     }
 }

@@ -8,10 +8,12 @@
 //! | `outcome` | seq u64 BE | [`PendingOutcome`] (written, not yet published) |
 //! | `meta` | text keys below | counters, id allocators, blacklist, request-file progress |
 //!
-//! There is no `inflight` family: a dispatched URL stays in `queue` at its host's head
-//! (the host record's `head` points at it) until its report deletes it, so after a
-//! crash exactly the URLs that were in flight are dispatched again, with no write per
-//! dispatch. Job ids come from blocks reserved in `meta` (`job_ceiling`), so a
+//! There is no `inflight` family: a dispatched URL stays in `queue` under its seq,
+//! now below its host's `head`, until its report deletes it, and the host record
+//! names the seqs in flight (`out`, written with the dispatch, as the record is
+//! anyway). After a crash `open` puts exactly those URLs back at the head of their
+//! queue, in seq order, so exactly the URLs that were in flight are dispatched again
+//! (first), with no write per dispatch beyond the host record. Job ids come from blocks reserved in `meta` (`job_ceiling`), so a
 //! restarted manager never reuses the id of a job a downloader may still report.
 //!
 //! Big-endian integer keys sort numerically, so one host's queue is one contiguous key
@@ -90,15 +92,16 @@ impl<'de> Deserialize<'de> for QueueEntry {
     }
 }
 
-/// What must survive a crash about a host with queued URLs.
+/// What must survive a crash about a host with queued URLs or URLs in flight.
 ///
 /// Its DNS answer and politeness timers are not kept (a restart resolves again and
-/// waits one interval at most); its robots verdict lives in [`OriginRecord`].
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+/// waits one interval at most); its robots verdict lives in [`OriginRecord`]. Its
+/// reader accepts records written before `out` existed (see its `Deserialize`).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 pub(crate) struct HostRecord {
     /// `scheme://host[:port]` as the `url` crate serializes an origin.
     pub origin: String,
-    /// Seq of the first queued URL (the one in flight, if any).
+    /// Seq of the first queued URL not dispatched yet.
     pub head: u64,
     /// Seq the next URL will get; the queue is `head..tail`.
     pub tail: u64,
@@ -106,6 +109,43 @@ pub(crate) struct HostRecord {
     pub interval_ms: Option<u64>,
     /// Consecutive failures so far.
     pub failures: u32,
+    /// Seqs (below `head`) of the URLs in flight, at most `connections_per_host`.
+    /// Absent from records written before it existed, whose URL in flight was the
+    /// one at `head` (read as empty: that URL is simply queued).
+    pub out: Vec<u64>,
+}
+
+/// Like [`QueueEntry`]'s: the fields in order, `out` empty when the record ends
+/// before it.
+impl<'de> Deserialize<'de> for HostRecord {
+    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        use serde::de::{Error, SeqAccess, Visitor};
+        struct Fields;
+        impl<'de> Visitor<'de> for Fields {
+            type Value = HostRecord;
+            fn expecting(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+                f.write_str("a host record")
+            }
+            fn visit_seq<A: SeqAccess<'de>>(self, mut seq: A) -> Result<HostRecord, A::Error> {
+                let short = |i| A::Error::invalid_length(i, &"a host record");
+                Ok(HostRecord {
+                    origin: seq.next_element()?.ok_or_else(|| short(0))?,
+                    head: seq.next_element()?.ok_or_else(|| short(1))?,
+                    tail: seq.next_element()?.ok_or_else(|| short(2))?,
+                    interval_ms: seq.next_element()?.ok_or_else(|| short(3))?,
+                    failures: seq.next_element()?.ok_or_else(|| short(4))?,
+                    // Written before the field existed: the record ends here.
+                    out: seq
+                        .next_element::<Vec<u64>>()
+                        .ok()
+                        .flatten()
+                        .unwrap_or_default(),
+                })
+            }
+        }
+        const FIELDS: &[&str] = &["origin", "head", "tail", "interval_ms", "failures", "out"];
+        d.deserialize_struct("HostRecord", FIELDS, Fields)
+    }
 }
 
 /// What is remembered about an origin after its host structure is gone (Polybot keeps
@@ -267,6 +307,38 @@ mod compat_tests {
         url: String,
         depth: Option<u32>,
         via: Option<String>,
+    }
+
+    /// A host record as written before the `out` field existed.
+    #[derive(Serialize)]
+    struct HostRecordV1 {
+        origin: String,
+        head: u64,
+        tail: u64,
+        interval_ms: Option<u64>,
+        failures: u32,
+    }
+
+    #[test]
+    fn a_host_record_written_before_out_reads_with_nothing_out() {
+        let old = HostRecordV1 {
+            origin: "http://a.test".into(),
+            head: 4,
+            tail: 9,
+            interval_ms: Some(2_000),
+            failures: 1,
+        };
+        let bytes = postcard::to_allocvec(&old).unwrap();
+        let new: HostRecord = postcard::from_bytes(&bytes).unwrap();
+        assert_eq!((new.head, new.tail, new.failures), (4, 9, 1));
+        assert!(new.out.is_empty());
+        let now = HostRecord {
+            out: vec![2, 3],
+            ..new
+        };
+        let bytes = postcard::to_allocvec(&now).unwrap();
+        assert_eq!(postcard::from_bytes::<HostRecord>(&bytes).unwrap(), now);
+        assert!(postcard::from_bytes::<HostRecord>(&bytes[..3]).is_err());
     }
 
     #[test]

@@ -5,15 +5,20 @@
 //!   interval, measured from `now_ms`, which the service passes as the end of the
 //!   response: the latest of the moments it knows (its own clock when handling the
 //!   report, the downloader's stamp of the last byte), never an earlier one.
+//!   With `connections_per_host` above 1 the interval runs from start to start
+//!   (set at the dispatch), so the end changes nothing but the failure count.
 //! - `connect_failure` or `timeout`: a host failure. The host backs off (1 min, 5 min,
-//!   30 min, ...); the URL stays at the head and is tried again, up to
+//!   30 min, ...); the URL goes back to the head and is tried again, up to
 //!   `max_url_attempts` tries, after which it ends with that outcome. After
 //!   `max_failures` consecutive failures the host is dead: all its URLs end with
-//!   `too_many_failures`.
+//!   `too_many_failures`. A request that started before the host's last failure was
+//!   reported and fails too is not counted again (with several in flight, one outage
+//!   fails them all), and a host is declared dead only when nothing of it is in
+//!   flight.
 //! - Any other failure (`bad_response`, `forbidden_address`, ...): the URL ends with
 //!   that outcome; the server was reached, so the host just rests its interval.
 //! - Returned (the downloader never started it, or it went away): the URL goes back to
-//!   the head of its queue, no failure counted.
+//!   the head of its queue (`out`), no failure counted.
 //!
 //! This module must never read the page itself: pages go to the application through
 //! the spool.
@@ -21,7 +26,7 @@
 use spool::OutcomeReason;
 use spool::protocol::{FetchPurpose, FetchReport, FetchResult, JobId};
 
-use super::hosts::HostId;
+use super::hosts::{HostId, Out};
 use super::records::PendingOutcome;
 use super::store::Batch;
 use super::{Frontier, FrontierError};
@@ -44,27 +49,28 @@ impl Frontier {
                 Err(FrontierError::RobotsBodyRequired { job: report.job })
             }
             (FetchResult::Failed { detail, .. }, FetchPurpose::Robots) => {
-                let Some(id) = self.finish_job(report.job, FetchPurpose::Robots, now_ms) else {
+                let Some(done) = self.finish_job(report.job, FetchPurpose::Robots, now_ms) else {
                     return Ok(false);
                 };
                 let mut batch = Batch::default();
-                self.robots_unreachable(id, detail, now_ms, &mut batch)?;
+                self.robots_unreachable(done.host, detail, now_ms, &mut batch)?;
                 self.commit(batch)?;
                 Ok(true)
             }
             (FetchResult::Stored(page), FetchPurpose::Page) => {
                 let total_ms = u64::from(page.timing.total_ms);
                 let held = self.jobs.held(report.job).cloned();
-                let Some(id) = self.finish_job(report.job, FetchPurpose::Page, now_ms) else {
+                let Some(done) = self.finish_job(report.job, FetchPurpose::Page, now_ms) else {
                     return Ok(false);
                 };
                 if let Some(held) = held {
                     // Durable only once its holder commits the batch (`jobs`).
                     self.jobs.await_commit(report.job, held);
                 }
+                let id = done.host;
                 let mut batch = Batch::default();
-                if let Some(entry) = self.pop_head(id, &mut batch)? {
-                    self.counters.app(&entry.app).pages += 1;
+                if let (Some(seq), Some(app)) = (done.out.seq, &done.app) {
+                    self.url_fetched(id, seq, app, &mut batch);
                 }
                 if let Some(host) = self.hosts.get_mut(id) {
                     host.failures = 0;
@@ -76,11 +82,11 @@ impl Frontier {
             }
             (FetchResult::Failed { reason, detail }, FetchPurpose::Page) => {
                 let (reason, detail) = (*reason, detail.clone());
-                let Some(id) = self.finish_job(report.job, FetchPurpose::Page, now_ms) else {
+                let Some(done) = self.finish_job(report.job, FetchPurpose::Page, now_ms) else {
                     return Ok(false);
                 };
                 let mut batch = Batch::default();
-                self.page_failed(id, reason, &detail, now_ms, &mut batch)?;
+                self.page_failed(&done, reason, &detail, now_ms, &mut batch)?;
                 self.commit(batch)?;
                 Ok(true)
             }
@@ -94,11 +100,14 @@ impl Frontier {
         let Some(purpose) = self.jobs.info(job).map(|j| j.purpose) else {
             return Ok(false);
         };
-        let Some(id) = self.finish_job(job, purpose, now_ms) else {
+        let Some(done) = self.finish_job(job, purpose, now_ms) else {
             return Ok(false);
         };
+        if let Some(seq) = done.out.seq {
+            self.put_back(done.host, seq, done.out.tries)?;
+        }
         let mut batch = Batch::default();
-        self.advance(id, now_ms, &mut batch)?;
+        self.advance(done.host, now_ms, &mut batch)?;
         self.commit(batch)?;
         Ok(true)
     }
@@ -114,9 +123,13 @@ impl Frontier {
         let Some(purpose) = self.jobs.info(job).map(|j| j.purpose) else {
             return Ok(false);
         };
-        let Some(id) = self.finish_job(job, purpose, now_ms) else {
+        let Some(done) = self.finish_job(job, purpose, now_ms) else {
             return Ok(false);
         };
+        let id = done.host;
+        if let Some(seq) = done.out.seq {
+            self.put_back(id, seq, done.out.tries)?;
+        }
         if let Some(host) = self.hosts.get(id) {
             let rest = self.interval_of(host).max(self.config.lost_job_rest_ms);
             let until = politeness::rest_until(now_ms, rest);
@@ -130,13 +143,13 @@ impl Frontier {
         Ok(true)
     }
 
-    /// Forgets job `job` (of `purpose`) and frees its host and IP; returns the host.
+    /// Forgets job `job` (of `purpose`) and frees its host and IP: what it was.
     pub(crate) fn finish_job(
         &mut self,
         job: JobId,
         purpose: FetchPurpose,
         now_ms: u64,
-    ) -> Option<HostId> {
+    ) -> Option<Finished> {
         if self.jobs.info(job)?.purpose != purpose {
             return None;
         }
@@ -151,45 +164,61 @@ impl Frontier {
             self.borrowed
                 .finish(origin, politeness::rest_until(now_ms, interval));
         }
-        let host = self.hosts.get_mut(info.host)?;
-        let (_, ip) = host.in_flight.take()?;
-        // Neither in a heap nor in flight until `advance` places it.
+        let out = self.hosts.take_out(info.host, job)?;
+        // Neither in a heap nor in flight until `advance` places it. (With several
+        // in flight it may still have an entry in a heap: a stale one, or a
+        // duplicate that finds it dispatched already; every heap checks the state.)
         self.hosts
             .set_state(info.host, super::hosts::HostState::Waiting);
-        for (key, id) in self.ips.finish(ip, now_ms) {
+        for (key, id) in self.ips.finish(out.ip, now_ms) {
             self.unpark(key, id);
         }
-        Some(info.host)
+        Some(Finished {
+            host: info.host,
+            out,
+            app: info.app,
+        })
     }
 
     /// A page fetch failed with `reason`.
     fn page_failed(
         &mut self,
-        id: HostId,
+        done: &Finished,
         reason: OutcomeReason,
         detail: &str,
         now_ms: u64,
         batch: &mut Batch,
     ) -> Result<(), FrontierError> {
+        let id = done.host;
+        let Some(seq) = done.out.seq else {
+            return Ok(());
+        };
         let host_failure = matches!(
             reason,
             OutcomeReason::ConnectFailure | OutcomeReason::Timeout
         );
         if !host_failure {
-            self.end_head(id, reason, detail, now_ms, batch)?;
+            self.end_url(id, seq, reason, detail, now_ms, batch)?;
             return self.rest(id, now_ms, batch);
         }
-        let attempts = match self.hosts.get_mut(id) {
-            Some(host) => {
-                host.head_attempts += 1;
-                host.head_attempts
-            }
-            None => return Ok(()),
-        };
-        if attempts >= self.config.max_url_attempts {
-            self.end_head(id, reason, detail, now_ms, batch)?;
+        let tries = done.out.tries + 1;
+        if tries >= self.config.max_url_attempts {
+            self.end_url(id, seq, reason, detail, now_ms, batch)?;
+        } else {
+            // Its own batch, committed at once; this one starts after it.
+            self.put_back(id, seq, tries)?;
         }
-        if !self.host_failed(id, OutcomeReason::TooManyFailures, detail, now_ms, batch)? {
+        let Some(host) = self.hosts.get(id) else {
+            return Ok(());
+        };
+        // Sent before the last failure was known: the same outage, not a new one.
+        let counts = done.out.started_ms >= host.failed_at_ms;
+        let dropped = if counts {
+            self.host_failed(id, OutcomeReason::TooManyFailures, detail, now_ms, batch)?
+        } else {
+            self.after_failure(id, OutcomeReason::TooManyFailures, detail, now_ms, batch)?
+        };
+        if !dropped {
             self.advance(id, now_ms, batch)?;
         }
         Ok(())
@@ -217,14 +246,18 @@ impl Frontier {
         Ok(())
     }
 
-    /// After a request: the host rests its interval from now, then goes on.
+    /// After a request: the host rests its interval from now (with one connection
+    /// per host; with more, its rest was set at the start), then goes on.
     fn rest(&mut self, id: HostId, now_ms: u64, batch: &mut Batch) -> Result<(), FrontierError> {
         let Some(host) = self.hosts.get(id) else {
             return Ok(());
         };
         let interval = self.interval_of(host);
+        let one_at_a_time = self.connection_limit() == 1;
         if let Some(host) = self.hosts.get_mut(id) {
-            host.next_allowed_ms = politeness::rest_until(now_ms, interval);
+            if one_at_a_time {
+                host.next_allowed_ms = politeness::rest_until(now_ms, interval);
+            }
             if interval > super::queue::READ_AHEAD_MAX_REST_MS {
                 host.buffer.clear(); // Read again when it wakes: no memory while resting.
             }
@@ -232,4 +265,15 @@ impl Frontier {
         self.save_host(id, batch);
         self.advance(id, now_ms, batch)
     }
+}
+
+/// What a finished job was, for the report that ends it.
+#[derive(Debug)]
+pub(crate) struct Finished {
+    /// Its host.
+    pub host: HostId,
+    /// Its entry among the host's requests in flight (now removed).
+    pub out: Out,
+    /// The application of a page job.
+    pub app: Option<spool::AppId>,
 }

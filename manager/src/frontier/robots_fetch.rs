@@ -48,7 +48,10 @@ impl Frontier {
         location: Option<&str>,
         now_ms: u64,
     ) -> Result<bool, FrontierError> {
-        let Some(id) = self.finish_job(job, FetchPurpose::Robots, now_ms) else {
+        let Some(id) = self
+            .finish_job(job, FetchPurpose::Robots, now_ms)
+            .map(|d| d.host)
+        else {
             return Ok(false);
         };
         let mut batch = Batch::default();

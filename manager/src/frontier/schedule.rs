@@ -66,7 +66,10 @@ impl Frontier {
     /// Hosts that are ready or on their way to ready (resolving, fetching robots.txt,
     /// parked): what is compared with `s` before loading more URLs. New hosts count
     /// from the moment they are loaded, or a burst of new hosts would make the
-    /// frontier load every file before the first DNS answer.
+    /// frontier load every file before the first DNS answer. A host ready (or parked)
+    /// while some of its requests are in flight counts as fetching, as it does with
+    /// one connection per host: else with several the pipeline looks full of hosts
+    /// that are busy anyway, and no more URLs are loaded.
     pub(crate) fn pipeline(&self) -> usize {
         [
             HostState::NeedsDns,
@@ -78,7 +81,8 @@ impl Frontier {
         ]
         .into_iter()
         .map(|s| self.hosts.count(s))
-        .sum()
+        .sum::<usize>()
+        .saturating_sub(self.hosts.ready_busy())
     }
 
     /// `s = k x r x d`.
@@ -103,16 +107,25 @@ impl Frontier {
         }
     }
 
-    /// Decides what host `id` (not in any heap, nothing in flight) needs next.
+    /// Decides what host `id` (not in any heap, fewer than `connections_per_host`
+    /// requests in flight, else it waits for a report) needs next. A host with
+    /// requests in flight and nothing to start, or whose address or robots.txt must be
+    /// refreshed, waits for their reports (`InFlight`).
     pub(crate) fn advance(
         &mut self,
         id: HostId,
         now_ms: u64,
         batch: &mut Batch,
     ) -> Result<(), FrontierError> {
+        let limit = self.connection_limit();
         let Some(host) = self.hosts.get(id) else {
             return Ok(());
         };
+        let out = host.out.len();
+        if out >= limit || (out > 0 && host.queued() == 0) {
+            self.hosts.set_state(id, HostState::InFlight);
+            return Ok(());
+        }
         if host.queued() == 0 {
             return self.idle(id, now_ms, batch);
         }
@@ -130,6 +143,10 @@ impl Frontier {
         let Some(host) = self.hosts.get_mut(id) else {
             return Ok(());
         };
+        if out > 0 && (host.fresh_addr(now_ms).is_none() || host.fresh_robots(now_ms).is_none()) {
+            self.hosts.set_state(id, HostState::InFlight);
+            return Ok(());
+        }
         // An address for the host, and for a robots.txt redirect target on another name.
         if host.fresh_addr(now_ms).is_none() {
             let name = host.name.clone();
@@ -238,8 +255,26 @@ impl Frontier {
             return Ok(true);
         };
         host.failures += 1;
+        self.after_failure(id, death_reason, detail, now_ms, batch)
+    }
+
+    /// What a failure of host `id` (already counted) leads to: back-off, or, after
+    /// too many and with nothing of it in flight, death. Returns true if it was
+    /// dropped.
+    pub(crate) fn after_failure(
+        &mut self,
+        id: HostId,
+        death_reason: OutcomeReason,
+        detail: &str,
+        now_ms: u64,
+        batch: &mut Batch,
+    ) -> Result<bool, FrontierError> {
+        let Some(host) = self.hosts.get_mut(id) else {
+            return Ok(true);
+        };
+        host.failed_at_ms = now_ms;
         let failures = host.failures;
-        if politeness::is_dead(&self.config, failures) {
+        if politeness::is_dead(&self.config, failures) && host.out.is_empty() {
             let until = now_ms.saturating_add(self.config.dead_host_ttl_ms);
             self.counters.hosts_dead += 1;
             let detail = format!("{failures} consecutive failures, last: {detail}");
@@ -260,17 +295,20 @@ impl Frontier {
         &mut self,
         id: HostId,
         record: HostRecord,
+        batch: &mut Batch,
     ) -> Result<(), FrontierError> {
         let Ok(origin) = super::origin::origin_of(&record.origin) else {
             tracing::warn!(origin = %record.origin, "unparseable stored origin skipped");
             return Ok(());
         };
+        // The URLs in flight at the crash go back to the head of the queue.
+        let head = self.repack_out(id, record.head, record.out, batch)?;
         let mut host = Host::new(
             id,
             Arc::from(origin.key.as_str()),
             Arc::from(origin.name.as_str()),
             origin.port,
-            record.head,
+            head,
         );
         host.tail = record.tail;
         host.interval_override_ms = record.interval_ms;
@@ -278,7 +316,11 @@ impl Frontier {
         let cached = self.origin_record(&origin.key)?;
         host.robots = self.robots_from_cache(cached.robots.as_ref());
         let name = host.name.clone();
+        let repacked = head != record.head;
         self.hosts.insert(host);
+        if repacked {
+            self.save_host(id, batch);
+        }
         self.dns.want(name, id);
         Ok(())
     }

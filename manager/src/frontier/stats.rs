@@ -32,6 +32,9 @@ pub struct FrontierStats {
     pub request_files_quarantined: u64,
     /// Jobs handed out and not yet reported.
     pub in_flight: usize,
+    /// Hosts by their number of requests in flight: element `i` counts the hosts
+    /// with `i + 1` (at most `connections_per_host`), no trailing zeros.
+    pub in_flight_per_host: Vec<u64>,
     /// Outcomes written, per reason (every reason listed).
     pub outcomes_by_reason: Vec<(OutcomeReason, u64)>,
     /// Outcomes written and not yet published in an outcome file.
@@ -115,6 +118,7 @@ impl Frontier {
             request_files_loaded: total(|c| c.files_loaded),
             request_files_quarantined: self.requests.quarantined(),
             in_flight: self.jobs.out_len(),
+            in_flight_per_host: self.hosts.by_out().into_iter().map(|n| n as u64).collect(),
             outcomes_by_reason,
             outcomes_pending: self.outcomes.pending_lines(),
             outcome_files_published: self.outcomes.published_files(),

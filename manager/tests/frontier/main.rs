@@ -3,6 +3,7 @@
 
 mod support;
 
+mod connections;
 mod durability;
 mod failures;
 mod loading;

@@ -105,6 +105,10 @@ pub struct StatusSnapshot {
     pub queued_urls: u64,
     /// Fetch jobs handed to downloaders and not yet reported.
     pub in_flight: u64,
+    /// Hosts by their number of requests in flight: element `i` counts the hosts
+    /// with `i + 1` (at most the manager's `connections_per_host`), no trailing
+    /// zeros.
+    pub in_flight_per_host: Vec<u64>,
     /// Host names waiting to be sent to a resolver (names sent count as hosts
     /// `resolving`).
     pub dns_pending: u64,
@@ -228,7 +232,9 @@ pub struct HostCounts {
     pub ready: u64,
     /// Ready, but their IP address is at its limit.
     pub parked: u64,
-    /// A page fetch in flight.
+    /// Waiting for the reports of their fetches in flight: as many as the manager's
+    /// `connections_per_host` allows (one by default), or some and nothing else to
+    /// start.
     pub fetching: u64,
     /// Resting for their politeness interval.
     pub waiting: u64,

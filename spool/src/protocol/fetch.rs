@@ -72,6 +72,12 @@ pub struct FetchLimits {
     /// downloader holds a job that would start sooner after the previous one to that
     /// address (a job can wait in its queue and then start close to the next).
     pub min_ip_spacing_ms: u32,
+    /// The least time between the starts of two requests to this job's host
+    /// (origin), in milliseconds (0: none). Set when the manager lets several
+    /// requests of a host be in flight at once (`connections_per_host` above 1),
+    /// whose interval then runs from start to start: the downloader spaces its
+    /// request writes to the host by it, as it does per address.
+    pub min_host_spacing_ms: u32,
 }
 
 /// How one job ended.

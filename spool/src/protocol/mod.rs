@@ -24,7 +24,7 @@
 //!
 //! ```text
 //! offset 0..4  magic    50 43 52 4c   "PCRL"
-//! offset 4..6  version  u16 big-endian (PROTOCOL_VERSION, 00 02 today)
+//! offset 4..6  version  u16 big-endian (PROTOCOL_VERSION, 00 04 today)
 //! offset 6..8  reserved 00 00 (sent as zero, ignored on receipt)
 //! ```
 //!
@@ -68,7 +68,7 @@
 //! many bytes of UTF-8 reason (at most [`MAX_REASON_LEN`]), after which the server
 //! closes. The reason is the text of the server's own error, so both sides log the
 //! same sentence, e.g. `wrong token for downloader dl-1` or `protocol version
-//! mismatch: peer speaks v3, this manager speaks v2`. The refusal does not depend
+//! mismatch: peer speaks v4, this manager speaks v3`. The refusal does not depend
 //! on the message enum, so peers of any two versions can read it. Tokens are
 //! compared in constant time; the whole handshake is bounded by
 //! [`Limits::handshake_timeout`] on both sides.

@@ -132,7 +132,7 @@ impl Engine {
             registry: Registry::new(config.jobs_per_downloader_factor),
             bucket: TokenBucket::new(rate, now),
             bucket_wake: None,
-            ip_owners: IpOwners::new(config.frontier.ip_min_interval_ms),
+            ip_owners: IpOwners::new(owner_spacing_ms(&config.frontier)),
             speed: SpeedControl::new(&config.speed, config.frontier.target_pages_per_sec, now)?,
             dns: DnsBatches::new(
                 config.dns_batch_size,
@@ -517,5 +517,18 @@ impl Engine {
             until_utc = until,
             "speed target in force"
         );
+    }
+}
+/// How long an address stays with the downloader of its last job after the report
+/// (see `ip_owner`): the per-IP start spacing, and, when several requests of a host
+/// may be in flight at once, the host interval `interval_ms` too, since each
+/// downloader spaces only its own writes to a host. A longer interval of one host
+/// (its `Crawl-delay`, a hint) is kept across downloaders by the manager's dispatch
+/// spacing alone.
+fn owner_spacing_ms(frontier: &crate::FrontierConfig) -> u64 {
+    if frontier.connections_per_host > 1 {
+        frontier.ip_min_interval_ms.max(frontier.interval_ms)
+    } else {
+        frontier.ip_min_interval_ms
     }
 }

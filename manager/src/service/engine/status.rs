@@ -68,6 +68,7 @@ impl Engine {
             outcomes,
             queued_urls: stats.urls_queued,
             in_flight: stats.in_flight as u64,
+            in_flight_per_host: stats.in_flight_per_host.clone(),
             dns_pending: (stats.dns_to_ask + self.dns.backlog_len()) as u64,
             hosts,
             request_files_pending: stats.request_files_pending,
