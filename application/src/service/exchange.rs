@@ -157,7 +157,8 @@ impl Parts {
             apps.push(name);
         }
         let status_dir = root.root().join("parts");
-        fs::create_dir_all(&status_dir).map_err(|source| AppError::File {
+        // Every part makes it, each on its own machine.
+        spool::layout::create_dir_all_shared(&status_dir).map_err(|source| AppError::File {
             path: status_dir.clone(),
             source,
         })?;
