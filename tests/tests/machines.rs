@@ -31,7 +31,10 @@
 //!   are stored, then starting them again on the same address and state: the
 //!   crawl still completes with every page stored by exactly one part, URLs
 //!   fetched twice no more than the jobs that can be in flight
-//!   ([`Knobs::jobs_bound`]), nothing forbidden fetched.
+//!   ([`Knobs::jobs_bound`]), nothing forbidden fetched;
+//! - [`demo_on_machines_places_crawls_and_cleans_up`]: `polycrawl demo --machines`
+//!   makes the same layout, says which process runs on which machine, crawls
+//!   exactly, and leaves no namespace or mount behind.
 //!
 //! No test here skips: where namespaces or FUSE cannot be used it fails and says
 //! why (the CI machines can use both). Everything it makes is undone on drop, in
@@ -758,4 +761,78 @@ fn a_machine_killed_mid_crawl_loses_nothing() {
         out.duplicates.len(),
         &out.duplicates[..out.duplicates.len().min(10)]
     );
+}
+
+/// `polycrawl demo --machines`: the same layout made by the demo, which prints
+/// where each process runs, crawls exactly, and leaves no namespace or mount.
+#[test]
+fn demo_on_machines_places_crawls_and_cleans_up() {
+    let _serial = SERIAL.lock().unwrap_or_else(PoisonError::into_inner);
+    require_namespaces_and_fuse();
+    let dir = tempfile::tempdir().expect("a temporary directory");
+    let out_dir = dir.path().join("demo-out");
+    let mut cmd = std::process::Command::new(bin::polycrawl());
+    cmd.args(["demo", "--machines", "--hosts", "20", "--pages", "300"])
+        .args(["--parts", "4", "--systems", "2", "--downloaders", "2"])
+        .args(["--interval-ms", "50", "--out"])
+        .arg(&out_dir)
+        .env("RUST_LOG", "info");
+    let mut demo = ProcessGuard::spawn("demo", cmd, dir.path()).expect("starting the demo");
+    let status = demo
+        .wait_exit(CRAWL_TIMEOUT)
+        .expect("waiting for the demo")
+        .unwrap_or_else(|| panic!("{}", demo.report("still running")));
+    std::thread::sleep(Duration::from_millis(200));
+    let out = demo.stdout();
+    assert!(
+        status.success(),
+        "{}",
+        demo.report(&format!("exited {status}"))
+    );
+    let machines: Vec<&String> = out.iter().filter(|l| l.starts_with("machine ")).collect();
+    assert_eq!(machines.len(), 6, "{}", out.join("\n"));
+    for role in ["mgr0", "mgr1"] {
+        let l = machines
+            .iter()
+            .find(|l| l.contains(role))
+            .expect("a manager machine");
+        assert!(l.contains("manager") && l.contains("resolver"), "{l}");
+    }
+    for role in ["app0", "app1"] {
+        let l = machines
+            .iter()
+            .find(|l| l.contains(role))
+            .expect("a parts machine");
+        assert_eq!(l.matches("app-p").count(), 2, "{l}");
+    }
+    let line = |p: &str| {
+        out.iter()
+            .find(|l| l.starts_with(p))
+            .unwrap_or_else(|| panic!("no {p} line in\n{}", out.join("\n")))
+            .clone()
+    };
+    assert!(
+        line("coverage: ").contains("(100.0 %)"),
+        "{}",
+        out.join("\n")
+    );
+    assert_eq!(line("duplicate fetches: "), "duplicate fetches: 0");
+    assert_eq!(
+        line("robots-disallowed fetches: "),
+        "robots-disallowed fetches: 0"
+    );
+    // Nothing left behind: the demo's namespaces are named after its pid.
+    let netns = std::process::Command::new("ip")
+        .args(["netns", "list"])
+        .output()
+        .expect("ip netns list");
+    let prefix = format!("pcd{}-", demo.pid());
+    assert!(
+        !String::from_utf8_lossy(&netns.stdout).contains(&prefix),
+        "namespaces left: {}",
+        String::from_utf8_lossy(&netns.stdout)
+    );
+    let mounts = std::fs::read_to_string("/proc/self/mountinfo").expect("mountinfo");
+    let mnt = out_dir.join("mnt").display().to_string();
+    assert!(!mounts.contains(&mnt), "mounts left under {mnt}");
 }

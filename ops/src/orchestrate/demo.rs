@@ -271,7 +271,8 @@ fn start_machines(
         &layout.logs,
     )?;
     eprintln!(
-        "demo: {} machines (network namespaces on a bridge, gateway {}), each mounting {}          through nfsim (visibility delay {} ms)",
+        "demo: {} machines (network namespaces on a bridge, gateway {}), each mounting {} \
+         through nfsim (visibility delay {} ms)",
         machines.placement().machines.len(),
         machines.gateway(),
         layout.export().display(),

@@ -62,6 +62,8 @@ const READY_TIMEOUT: Duration = Duration::from_secs(60);
 const STOP_GRACE: Duration = Duration::from_secs(15);
 /// How often the manager's status is read for the progress display.
 const STATUS_EVERY: Duration = Duration::from_millis(500);
+/// How long the summary line of an application that exited 0 may take to be read.
+const SUMMARY_WAIT: Duration = Duration::from_secs(3);
 /// How often the children are checked.
 const TICK: Duration = Duration::from_millis(100);
 /// First delay before a dead process is started again.
@@ -926,12 +928,19 @@ impl System {
                     && app.proc.alive()
                     && app.proc.child.exited()?.is_some_and(|s| s.success())
                 {
-                    // The reader thread may still hold the last line for a moment.
-                    std::thread::sleep(Duration::from_millis(50));
-                    app.lines.extend(app.proc.child.new_lines());
-                    app.complete = app
-                        .summary()
-                        .is_some_and(|l| l.contains(": Complete:") || l.contains(": MaxPages:"));
+                    // The reader thread may still hold the last line for a moment
+                    // (longer on a loaded machine): wait for it, a bounded time.
+                    let deadline = Instant::now() + SUMMARY_WAIT;
+                    loop {
+                        app.lines.extend(app.proc.child.new_lines());
+                        app.complete = app.summary().is_some_and(|l| {
+                            l.contains(": Complete:") || l.contains(": MaxPages:")
+                        });
+                        if app.complete || Instant::now() >= deadline {
+                            break;
+                        }
+                        std::thread::sleep(Duration::from_millis(20));
+                    }
                 }
             }
             let complete = self.apps.iter().all(|a| a.complete);
