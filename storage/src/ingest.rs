@@ -354,6 +354,28 @@ fn copy_into(source: &Path, dest: &Path, tmp: &Path) -> Result<()> {
 mod tests {
     use super::*;
 
+    /// The cross-file-system path (an NFS spool, a local repository): the batch
+    /// arrives whole, through `.tmp/`, and leaves the spool.
+    #[test]
+    fn copy_into_moves_the_bytes_and_removes_the_source() {
+        let t = tempfile::tempdir().unwrap();
+        let (spool, tmp, warc) = (
+            t.path().join("spool"),
+            t.path().join("tmp"),
+            t.path().join("warc"),
+        );
+        for d in [&spool, &tmp, &warc] {
+            std::fs::create_dir_all(d).unwrap();
+        }
+        let source = spool.join("b.warc.gz");
+        std::fs::write(&source, b"batch bytes").unwrap();
+        let dest = warc.join("b.warc.gz");
+        copy_into(&source, &dest, &tmp).unwrap();
+        assert_eq!(std::fs::read(&dest).unwrap(), b"batch bytes");
+        assert!(!source.exists());
+        assert_eq!(std::fs::read_dir(&tmp).unwrap().count(), 0);
+    }
+
     #[test]
     fn batch_names() {
         for ok in ["50-dl-1-00001795341600000000.warc.gz", "x.warc.gz"] {
