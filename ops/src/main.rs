@@ -393,7 +393,7 @@ fn downloader_command(args: DownloaderArgs) -> anyhow::Result<()> {
         .unwrap_or_else(|| spool::protocol::client::default_id("dl"));
     let mut control = downloader::ControlSettings::new(reg.manager, reg.token, id);
     control.max_frame = config.control.max_frame_bytes;
-    let spool = spool::Spool::new(config.spool.root.clone());
+    let spool = spool::Spool::new(config.spool.root.clone()).with_notify(config.spool.notify);
     serve(
         |shutdown| async move { downloader::run(&config.downloader, control, spool, shutdown).await },
     )
@@ -474,7 +474,7 @@ fn app_command(args: AppArgs) -> anyhow::Result<()> {
         .unwrap_or_else(|| application::service::default_id(&app_id));
     let mut control = application::service::ControlSettings::new(reg.manager, reg.token, id);
     control.max_frame = config.control.max_frame_bytes;
-    let spool = spool::Spool::new(config.spool.root.clone());
+    let spool = spool::Spool::new(config.spool.root.clone()).with_notify(config.spool.notify);
     serve(|shutdown| async move {
         let summary =
             application::service::run(config.app, spool, Vec::new(), control, shutdown).await?;
@@ -508,7 +508,7 @@ fn manager_command(args: ManagerArgs) -> anyhow::Result<()> {
     let addr = args
         .listen
         .unwrap_or_else(|| config.control.manager_addr.clone());
-    let spool = spool::Spool::new(config.spool.root.clone());
+    let spool = spool::Spool::new(config.spool.root.clone()).with_notify(config.spool.notify);
     let mut settings = manager::Settings::new(config.manager, spool, token);
     let c = &config.control;
     settings.heartbeat_interval = std::time::Duration::from_millis(c.heartbeat_interval_ms);

@@ -43,7 +43,7 @@ impl Consumer {
     /// unique among live consumers of a folder.
     pub fn new(dir: SpoolDir, id: ComponentId) -> Result<Self, SpoolError> {
         let claimed = dir.claimed_dir(&id);
-        fs::create_dir_all(&claimed).map_err(|source| SpoolError::CreateDir {
+        crate::layout::create_dir_all_shared(&claimed).map_err(|source| SpoolError::CreateDir {
             path: claimed.clone(),
             source,
         })?;

@@ -27,6 +27,30 @@ use std::time::{Duration, SystemTime};
 use crate::ids::{AppId, ComponentId};
 use crate::name::SpoolName;
 
+/// How long [`create_dir_all_shared`] waits for a folder another machine made to
+/// show here.
+const SHOW_WAIT: Duration = Duration::from_secs(30);
+
+/// `fs::create_dir_all` for a folder other machines may be making too. On NFS a
+/// folder another machine made a moment ago may not show here yet (attribute
+/// caching): `mkdir` answers "exists" while a lookup does not find it, and
+/// `create_dir_all` gives up. Then this waits (up to [`SHOW_WAIT`], polling) for
+/// it to show.
+pub fn create_dir_all_shared(path: &Path) -> io::Result<()> {
+    let deadline = std::time::Instant::now() + SHOW_WAIT;
+    loop {
+        match fs::create_dir_all(path) {
+            Err(e)
+                if e.kind() == io::ErrorKind::AlreadyExists
+                    && std::time::Instant::now() < deadline =>
+            {
+                std::thread::sleep(Duration::from_millis(50));
+            }
+            other => return other,
+        }
+    }
+}
+
 /// Name of the sub-folder holding files being written.
 pub const TMP_DIR: &str = ".tmp";
 /// Name of the sub-folder holding one folder per consumer with its claimed files.
@@ -189,12 +213,32 @@ impl From<SpoolError> for io::Error {
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Spool {
     root: PathBuf,
+    notify: bool,
 }
 
 impl Spool {
-    /// A spool rooted at `root` (nothing is created yet).
+    /// A spool rooted at `root` (nothing is created yet), whose consumers use
+    /// change events as a wake-up hint on top of their scans.
     pub fn new(root: impl Into<PathBuf>) -> Self {
-        Self { root: root.into() }
+        Self {
+            root: root.into(),
+            notify: true,
+        }
+    }
+
+    /// The same spool, with change events used (`true`) or not (`false`: a file
+    /// system that does not deliver them, such as NFS, where only the periodic
+    /// scans find files other machines published).
+    #[must_use]
+    pub fn with_notify(mut self, notify: bool) -> Self {
+        self.notify = notify;
+        self
+    }
+
+    /// Whether consumers of this spool watch for change events (see
+    /// [`Spool::with_notify`]).
+    pub fn notify(&self) -> bool {
+        self.notify
     }
 
     /// The root folder.
@@ -240,7 +284,7 @@ impl SpoolDir {
     pub fn open(path: impl Into<PathBuf>) -> Result<Self, SpoolError> {
         let dir = Self { path: path.into() };
         for sub in [dir.tmp_dir(), dir.claimed_root(), dir.bad_dir()] {
-            fs::create_dir_all(&sub)
+            create_dir_all_shared(&sub)
                 .map_err(|source| SpoolError::CreateDir { path: sub, source })?;
         }
         Ok(dir)

@@ -82,15 +82,6 @@ pub enum StorageError {
         /// The source file that is still there.
         path: PathBuf,
     },
-    /// The batch cannot be moved into the repository by rename: the repository must
-    /// be on the same file system as the spool (storage moves, never copies).
-    #[error("cannot move {from} to {to}: the repository must be on the spool's file system")]
-    CrossDevice {
-        /// The batch.
-        from: PathBuf,
-        /// Where it was going.
-        to: PathBuf,
-    },
     /// A file or folder of the repository could not be read, written or listed.
     #[error("repository I/O on {path}: {source}")]
     Io {

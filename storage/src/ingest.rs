@@ -11,7 +11,8 @@
 //!    destination. *Crash after:* the batch is still in the spool; the caller's retry
 //!    reuses the mark.
 //! 4. **Move** the batch with a crash-safe rename (`spool::publish::durable_rename`)
-//!    to `warc/<YYYY>/<name>`. *Crash after:* [`Repository::open`] finds the pending
+//!    to `warc/<YYYY>/<name>` (a copy, fsync, rename and removal of the source when
+//!    the spool is on another file system). *Crash after:* [`Repository::open`] finds the pending
 //!    mark and the moved file and finishes the ingest itself; a caller retrying with
 //!    the old path does the same.
 //! 5. **Dedup plan** against the digest index (module `dedup`).
@@ -191,7 +192,7 @@ impl Repository {
         self.crash_point(CrashPoint::AfterPendingMark)?;
         let dest = self.reader.warc.join(&stored);
         if !same_file(&source, &dest) {
-            move_into(&source, &dest)?;
+            move_into(&source, &dest, &self.tmp)?;
         }
         self.crash_point(CrashPoint::AfterMove)?;
 
@@ -327,26 +328,59 @@ fn same_file(a: &Path, b: &Path) -> bool {
     }
 }
 
-/// Moves `source` to `dest` (creating its folder) with a crash-safe rename.
-fn move_into(source: &Path, dest: &Path) -> Result<()> {
+/// Moves `source` to `dest` (creating its folder) with a crash-safe rename, or,
+/// when the spool is on another file system (an NFS spool and the repository on a
+/// local disk, as on an application machine), with [`copy_into`].
+fn move_into(source: &Path, dest: &Path, tmp: &Path) -> Result<()> {
     if let Some(parent) = dest.parent() {
         ensure_dir(parent)?;
     }
     let file = File::open(source).map_err(StorageError::io(source))?;
     match durable_rename(file, source, dest) {
         Err(SpoolError::Rename { source: e, .. }) if e.kind() == io::ErrorKind::CrossesDevices => {
-            Err(StorageError::CrossDevice {
-                from: source.to_owned(),
-                to: dest.to_owned(),
-            })
+            copy_into(source, dest, tmp)
         }
         other => Ok(other?),
     }
 }
 
+/// Copies `source` into `tmp`, fsyncs it, renames it to `dest` and removes
+/// `source`. A crash before the removal leaves both (and the pending mark): the
+/// retry, given `source` again, copies the same bytes again and removes it.
+fn copy_into(source: &Path, dest: &Path, tmp: &Path) -> Result<()> {
+    let name = dest.file_name().unwrap_or_default();
+    let part = tmp.join(name);
+    std::fs::copy(source, &part).map_err(StorageError::io(&part))?;
+    let file = File::open(&part).map_err(StorageError::io(&part))?;
+    durable_rename(file, &part, dest)?;
+    std::fs::remove_file(source).map_err(StorageError::io(source))
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// The cross-file-system path (an NFS spool, a local repository): the batch
+    /// arrives whole, through `.tmp/`, and leaves the spool.
+    #[test]
+    fn copy_into_moves_the_bytes_and_removes_the_source() {
+        let t = tempfile::tempdir().unwrap();
+        let (spool, tmp, warc) = (
+            t.path().join("spool"),
+            t.path().join("tmp"),
+            t.path().join("warc"),
+        );
+        for d in [&spool, &tmp, &warc] {
+            std::fs::create_dir_all(d).unwrap();
+        }
+        let source = spool.join("b.warc.gz");
+        std::fs::write(&source, b"batch bytes").unwrap();
+        let dest = warc.join("b.warc.gz");
+        copy_into(&source, &dest, &tmp).unwrap();
+        assert_eq!(std::fs::read(&dest).unwrap(), b"batch bytes");
+        assert!(!source.exists());
+        assert_eq!(std::fs::read_dir(&tmp).unwrap().count(), 0);
+    }
 
     #[test]
     fn batch_names() {

@@ -12,8 +12,9 @@
 //!
 //! `<YYYY>` is the year of the batch's first record (its warcinfo), so a folder
 //! holds one year of batches and the path of a batch never depends on when it was
-//! ingested. The repository must be on the spool's file system: batches are moved
-//! with a rename ([`StorageError::CrossDevice`](crate::StorageError::CrossDevice) otherwise).
+//! ingested. Batches are moved with a rename when the repository is on the spool's
+//! file system, and copied in (then removed from the spool) when it is not, as on
+//! an application machine with an NFS spool and a local repository.
 
 use std::path::{Path, PathBuf};
 

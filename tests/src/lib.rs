@@ -22,6 +22,8 @@
 //!   with websim's log, each violation named with the side that saw it.
 //! - [`netns`]: [`netns::Net`], network namespaces on a bridge (one per "machine"),
 //!   reaching the root namespace's 127.x (websim) and each other; removed on drop.
+//! - [`nfsim`]: [`nfsim::Mount`], one machine's NFS-like view of a shared
+//!   directory (`polycrawl nfsim`), unmounted on drop.
 //! - [`spoolout`]: [`spoolout::Returned`], the pages and outcomes the system handed
 //!   back in the spool.
 //! - [`repository`]: [`repository::RepoScan`], the responses an application stored
@@ -40,6 +42,7 @@ pub mod bin;
 pub mod browser;
 pub mod http;
 pub mod netns;
+pub mod nfsim;
 pub mod politeness;
 pub mod process;
 pub mod repository;

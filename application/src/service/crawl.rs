@@ -162,7 +162,7 @@ impl Crawl {
         )?;
         let pages_dir: SpoolDir = spool.pages(&app)?;
         let scan = Duration::from_millis(config.scan_interval_ms.max(10));
-        let pages_discovery = Discovery::new(&pages_dir, scan, true);
+        let pages_discovery = Discovery::new(&pages_dir, scan, spool.notify());
         let repo = Repository::open(&config.repository_dir)?;
         let parts = Parts::open(&config, spool, &app, &id)?;
         let mut seeds = seeds;

@@ -179,13 +179,17 @@ impl Parts {
             apps.push(name);
         }
         let status_dir = root.root().join("parts");
+        // Every part makes it, each on its own machine.
+        spool::layout::create_dir_all_shared(&status_dir).map_err(|source| AppError::File {
+            path: status_dir.clone(),
+            source,
+        })?;
+        // Local to this part.
         let outbox_dir = config.state_dir.join("outbox");
-        for dir in [&status_dir, &outbox_dir] {
-            fs::create_dir_all(dir).map_err(|source| AppError::File {
-                path: dir.clone(),
-                source,
-            })?;
-        }
+        fs::create_dir_all(&outbox_dir).map_err(|source| AppError::File {
+            path: outbox_dir.clone(),
+            source,
+        })?;
         let crossover = config.state_dir.join("crossover");
         cut_partial_line(&crossover)?;
         let mut waiting = Vec::new();

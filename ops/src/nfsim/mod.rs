@@ -110,11 +110,24 @@ pub fn run(args: NfsimArgs) -> anyhow::Result<()> {
             }
         }
     })?;
-    if served_until_unmount {
-        session.join().context("serving the mount")?;
-    } else {
-        session.umount_and_join().context("unmounting")?;
+    if !served_until_unmount {
+        // fuser's own unmount of an auto-unmount mount only closes fusermount3's
+        // socket, which does not end the session: the workers stay blocked reading
+        // /dev/fuse and the join never returns. A lazy unmount ends the
+        // connection, so the workers see it and the session ends.
+        let status = std::process::Command::new("fusermount3")
+            .arg("-u")
+            .arg("-z")
+            .arg(&args.mount)
+            .status()
+            .context("running fusermount3 -u -z")?;
+        anyhow::ensure!(
+            status.success(),
+            "fusermount3 -u -z {} failed ({status})",
+            args.mount.display()
+        );
     }
+    session.join().context("serving the mount")?;
     tracing::info!(mount = %args.mount.display(), "nfsim unmounted");
     Ok(())
 }

@@ -80,6 +80,7 @@ pub fn run(args: CrawlArgs, shutdown: CancellationToken, rt: Handle) -> anyhow::
         max_pages: args.max_pages,
         expected_pages: None,
         supervision: args.supervision.policy(),
+        placement: None,
         systems: args.split.systems,
         parts: args.split.parts,
     };

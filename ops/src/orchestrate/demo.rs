@@ -35,6 +35,7 @@ use tokio::runtime::Handle;
 use tokio_util::sync::CancellationToken;
 
 use super::child::Child;
+use super::machines::Machines;
 use super::parts::{Metrics, SplitArgs};
 use super::progress::Progress;
 use super::repo_scan::RepoScan;
@@ -50,8 +51,10 @@ const WEBSIM_GRACE: Duration = Duration::from_secs(10);
 /// The record of a demo that is not complete yet, in `--out`.
 const RESUME: &str = "demo-resume";
 /// What an earlier demo leaves in `--out`, removed before a new one.
-const OWNED: [&str; 9] = [
+const OWNED: [&str; 11] = [
     "config.ron",
+    "export",
+    "mnt",
     "admin-token",
     "pids",
     RESUME,
@@ -90,10 +93,20 @@ pub struct DemoArgs {
     /// When to give up restarting a process that keeps dying.
     #[command(flatten)]
     pub supervision: SupervisionArgs,
-    /// Parts, crawling systems and the mode of a split crawl. (Room for a
-    /// machines flag: each system in its own network namespace.)
+    /// Parts, crawling systems and the mode of a split crawl.
     #[command(flatten)]
     pub split: SplitArgs,
+    /// Run every crawling system on simulated machines: per system, one network
+    /// namespace for the manager and resolver, one for the downloaders and one
+    /// for the parts it serves, each with its own address and its own NFS-like
+    /// view of the spool (`polycrawl nfsim`), inotify off. Needs root, /dev/fuse
+    /// and fusermount3.
+    #[arg(long)]
+    pub machines: bool,
+    /// With --machines: how long a file one machine publishes stays invisible to
+    /// the others (NFS attribute caching), in milliseconds.
+    #[arg(long, value_name = "MS", default_value_t = 1000, requires = "machines")]
+    pub visibility_delay_ms: u64,
 }
 
 impl DemoArgs {
@@ -231,6 +244,65 @@ fn demo_config(layout: &Layout, ready: &Ready, args: &DemoArgs) -> Config {
     c
 }
 
+/// websim's DNS address with `--machines` (not 127.0.0.1, every machine's own).
+const MACHINES_DNS: &str = "127.0.53.1:0";
+
+/// Makes the simulated machines over `<out>/export` and sets what a spool seen
+/// through NFS needs: no change events, and the parts' "idle" confirmed for long
+/// enough that a file still invisible to the manager's machine is not missed.
+fn start_machines(
+    layout: &Layout,
+    args: &DemoArgs,
+    config: &mut Config,
+) -> anyhow::Result<Machines> {
+    let systems = args.split.systems.max(1);
+    // Made before the mounts: a machine sees a new entry only after the delay.
+    for s in 0..systems {
+        let dir = layout.spool_of(s);
+        std::fs::create_dir_all(&dir).with_context(|| format!("creating {}", dir.display()))?;
+    }
+    config.spool.notify = false;
+    config.app.idle_check_ms = 3 * args.visibility_delay_ms.max(config.app.scan_interval_ms);
+    let machines = Machines::create(
+        &layout.out,
+        &layout.export(),
+        systems,
+        args.visibility_delay_ms,
+        &layout.logs,
+    )?;
+    eprintln!(
+        "demo: {} machines (network namespaces on a bridge, gateway {}), each mounting {} \
+         through nfsim (visibility delay {} ms)",
+        machines.placement().machines.len(),
+        machines.gateway(),
+        layout.export().display(),
+        args.visibility_delay_ms
+    );
+    Ok(machines)
+}
+
+/// One line per machine: its role, address, namespace, mount and processes.
+fn placement_table(machines: &Machines, system: &System) -> String {
+    let placed = system.placed();
+    let mut out = String::new();
+    for m in &machines.placement().machines {
+        let procs: Vec<String> = placed
+            .iter()
+            .filter(|(_, _, ns)| ns.as_deref() == Some(m.netns.as_str()))
+            .map(|(name, pid, _)| format!("{name} (pid {pid})"))
+            .collect();
+        out.push_str(&format!(
+            "machine {:<5} {:<15} netns {}  spool {}  runs {}\n",
+            m.role,
+            m.addr.to_string(),
+            m.netns,
+            m.mount.display(),
+            procs.join(", ")
+        ));
+    }
+    out
+}
+
 /// The unfinished demo in `out` to resume, if it crawls the web `web`; otherwise
 /// empties `out` of an earlier demo's files. Refuses a non-empty directory that
 /// is not a demo's.
@@ -298,7 +370,10 @@ fn manifest_rows(path: &Path) -> anyhow::Result<u64> {
 /// Runs the demo until the crawl is complete (or `shutdown`), then prints the
 /// summary; an error if a process fails or the crawl differs from the manifest.
 pub fn run(args: DemoArgs, shutdown: CancellationToken, rt: Handle) -> anyhow::Result<()> {
-    let layout = Layout::new(&args.out)?;
+    let mut layout = Layout::new(&args.out)?;
+    if args.machines {
+        layout = layout.with_export();
+    }
     let resume = prepare_out(&layout.out, &args.web())?;
     layout.create()?;
     let exe = std::env::current_exe().context("finding the polycrawl binary")?;
@@ -311,6 +386,11 @@ pub fn run(args: DemoArgs, shutdown: CancellationToken, rt: Handle) -> anyhow::R
         .arg("--out")
         .arg(layout.out.join("websim"))
         .arg("--exit-with-parent");
+    if args.machines {
+        // 127.0.0.1 is each machine's own loopback; the rest of 127/8 is routed
+        // to this namespace, where websim runs.
+        cmd.args(["--dns-addr", MACHINES_DNS]);
+    }
     if let Some(r) = &resume {
         cmd.args(["--http-port", &r.http_port.to_string()])
             .args(["--https-port", &r.https_port.to_string()])
@@ -353,6 +433,11 @@ pub fn run(args: DemoArgs, shutdown: CancellationToken, rt: Handle) -> anyhow::R
     config.app.part_mode = args.split.mode;
     config.app.assignment_file = args.split.assignment.clone();
     config.app.parts = args.split.parts;
+    let machines = if args.machines {
+        Some(start_machines(&layout, &args, &mut config)?)
+    } else {
+        None
+    };
     let plan = Plan {
         layout: layout.clone(),
         config,
@@ -361,12 +446,16 @@ pub fn run(args: DemoArgs, shutdown: CancellationToken, rt: Handle) -> anyhow::R
         max_pages: None,
         expected_pages: Some(manifest_rows(&ready.manifest)?),
         supervision: args.supervision.policy(),
+        placement: machines.as_ref().map(|m| m.placement().clone()),
         systems: args.split.systems,
         parts: args.split.parts,
     };
 
     let mut system = System::start(&plan, &shutdown, "demo")?;
     system.announce_admin(&layout);
+    if let Some(m) = &machines {
+        print!("{}", placement_table(m, &system));
+    }
     let pids: Vec<String> = std::iter::once(format!("websim={}", websim.pid()))
         .chain(system.pids().into_iter().map(|(n, p)| format!("{n}={p}")))
         .collect();
@@ -384,6 +473,8 @@ pub fn run(args: DemoArgs, shutdown: CancellationToken, rt: Handle) -> anyhow::R
     let result = system.wait(&mut progress, &shutdown, &rt);
     progress.finish();
     let stopped = system.stop();
+    // The processes are gone: unmount and remove the namespaces.
+    drop(machines);
     let websim_status = websim.stop(WEBSIM_GRACE);
     let mut finished = result?;
     if stopped.app_summary.is_some() {
@@ -541,6 +632,8 @@ mod tests {
                 mode: application::service::PartMode::Exchange,
                 assignment: None,
             },
+            machines: false,
+            visibility_delay_ms: 1000,
         };
         let c = demo_config(&layout, &ready, &args);
         c.validate("demo").unwrap();

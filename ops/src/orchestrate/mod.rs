@@ -8,6 +8,8 @@
 //! - [`system`]: [`system::System`]: generated config, tokens, start order, the
 //!   watch loop that restarts a process that dies (with back-off, giving up on
 //!   one that keeps dying), and the stop order.
+//! - [`machines`]: `demo --machines`: network namespaces and NFS stand-in
+//!   mounts, one per simulated machine, removed on drop.
 //! - [`progress`]: live progress (indicatif) from the manager's status.
 //! - [`repo_scan`]: what the repository holds, read back from its WARC files.
 //! - [`websim_check`]: a demo measured against websim's manifest and request log.
@@ -24,6 +26,7 @@
 pub mod child;
 pub mod crawl;
 pub mod demo;
+pub mod machines;
 pub mod parts;
 pub mod progress;
 pub mod repo_scan;

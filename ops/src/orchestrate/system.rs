@@ -52,6 +52,7 @@ use tokio::runtime::Handle;
 use tokio_util::sync::CancellationToken;
 
 use super::child::{Child, describe};
+use super::machines::Machine;
 use super::progress::Progress;
 use crate::config::Config;
 
@@ -61,6 +62,8 @@ const READY_TIMEOUT: Duration = Duration::from_secs(60);
 const STOP_GRACE: Duration = Duration::from_secs(15);
 /// How often the manager's status is read for the progress display.
 const STATUS_EVERY: Duration = Duration::from_millis(500);
+/// How long the summary line of an application that exited 0 may take to be read.
+const SUMMARY_WAIT: Duration = Duration::from_secs(3);
 /// How often the children are checked.
 const TICK: Duration = Duration::from_millis(100);
 /// First delay before a dead process is started again.
@@ -132,8 +135,21 @@ impl Layout {
         if s == 0 {
             self.spool.clone()
         } else {
-            self.out.join(format!("spool-s{s}"))
+            self.spool.with_file_name(format!("spool-s{s}"))
         }
+    }
+
+    /// The same layout with the spools in `<out>/export` (the directory the
+    /// simulated machines of `demo --machines` mount) instead of `<out>`.
+    #[must_use]
+    pub fn with_export(mut self) -> Layout {
+        self.spool = self.export().join("spool");
+        self
+    }
+
+    /// `<out>/export`: the spools' directory with `--machines`.
+    pub fn export(&self) -> PathBuf {
+        self.out.join("export")
     }
 
     /// The manager state of system `s`.
@@ -208,6 +224,9 @@ pub struct Plan {
     pub expected_pages: Option<u64>,
     /// When to give up restarting a process.
     pub supervision: Supervision,
+    /// Which simulated machine each process runs on (`demo --machines`); `None`:
+    /// all here.
+    pub placement: Option<super::machines::Placement>,
 }
 
 /// When a process that keeps dying is given up on: `max_deaths` deaths within
@@ -347,6 +366,9 @@ struct Spec {
     program: PathBuf,
     args: Vec<OsString>,
     env: Vec<(String, OsString)>,
+    /// The network namespace to run in (`ip netns exec`, which execs the
+    /// program: the pid stays the program's).
+    netns: Option<String>,
 }
 
 impl Spec {
@@ -356,6 +378,7 @@ impl Spec {
             program: exe.to_owned(),
             args: vec![sub.into(), "--config".into(), config.into()],
             env: vec![("POLYCRAWL_TOKEN".to_owned(), token.into())],
+            netns: None,
         }
     }
 
@@ -382,7 +405,14 @@ impl Spec {
     }
 
     fn command(&self) -> Command {
-        let mut cmd = Command::new(&self.program);
+        let mut cmd = match &self.netns {
+            Some(ns) => {
+                let mut cmd = Command::new("ip");
+                cmd.args(["netns", "exec", ns]).arg(&self.program);
+                cmd
+            }
+            None => Command::new(&self.program),
+        };
         cmd.args(&self.args);
         cmd.env_remove("POLYCRAWL_ADMIN_TOKEN");
         for (k, v) in &self.env {
@@ -634,15 +664,32 @@ impl System {
         let mut managers = Vec::new();
         let mut manager_addrs = Vec::new();
         let mut admin_addr = None;
+        // With machines: the machine of `role` (its namespace, address and view
+        // of the export) and a path as that machine sees it.
+        let placement = plan.placement.as_ref();
+        let machine = |role: String| placement.map(|p| p.get(&role));
+        let view = |m: Option<&Machine>, path: PathBuf| match (placement, m) {
+            (Some(p), Some(m)) => p.view(m, &path),
+            _ => path,
+        };
         for s in 0..systems {
+            let m = machine(format!("mgr{s}"));
             let mut spec = Spec::new(&exe, "manager", &l.config, &token);
+            let listen = m.map_or("127.0.0.1".to_owned(), |m| m.addr.to_string());
             spec.arg("--listen")
-                .arg("127.0.0.1:0")
+                .arg(format!("{listen}:0"))
                 .arg("--state")
                 .arg(l.manager_state_of(s))
                 .arg("--spool")
-                .arg(l.spool_of(s))
+                .arg(view(m, l.spool_of(s)))
                 .env("POLYCRAWL_ADMIN_TOKEN", &admin_token);
+            if let Some(m) = m {
+                // Reachable from this machine's root namespace, over the bridge.
+                if !plan.config.manager.admin_http.is_empty() {
+                    spec.arg("--admin-listen").arg(format!("{}:0", m.addr));
+                }
+                spec.netns = Some(m.netns.clone());
+            }
             let name = format!("manager{}", suffix(s));
             let mut manager = Supervised::spawn(&name, spec, &l.logs, policy)?;
             let line = manager.child.wait_line(
@@ -688,6 +735,7 @@ impl System {
         for s in 0..systems {
             let mut spec = service("resolver", s);
             spec.arg("--id").arg(format!("resolver-{}", s + 1));
+            spec.netns = machine(format!("mgr{s}")).map(|m| m.netns.clone());
             let name = format!("resolver{}", suffix(s));
             resolvers.push(Supervised::spawn(&name, spec, &l.logs, policy)?);
         }
@@ -702,15 +750,26 @@ impl System {
             let s = (n - 1) % systems;
             let id = format!("dl-{n}");
             let mut spec = service("downloader", s);
-            spec.arg("--spool").arg(l.spool_of(s)).arg("--id").arg(&id);
+            let m = machine(format!("dl{s}"));
+            spec.arg("--spool")
+                .arg(view(m, l.spool_of(s)))
+                .arg("--id")
+                .arg(&id);
+            spec.netns = m.map(|m| m.netns.clone());
             downloaders.push(Supervised::spawn(&id, spec, &l.logs, policy)?);
         }
         let mut apps = Vec::new();
         for i in 0..parts {
             let s = i % systems;
             let mut spec = service("app", s);
+            let m = machine(format!("app{s}"));
+            if let Some(m) = m {
+                spec.netns = Some(m.netns.clone());
+                spec.arg("--exchange-root")
+                    .arg(view(Some(m), l.spool.clone()));
+            }
             spec.arg("--spool")
-                .arg(l.spool_of(s))
+                .arg(view(m, l.spool_of(s)))
                 .arg("--state")
                 .arg(l.app_state_of(i, parts))
                 .arg("--repo")
@@ -795,6 +854,14 @@ impl System {
             .collect()
     }
 
+    /// Every running process, as (name, pid, network namespace if not here).
+    pub fn placed(&self) -> Vec<(String, u32, Option<String>)> {
+        self.all()
+            .filter(|s| s.alive())
+            .map(|s| (s.name().to_owned(), s.child.pid(), s.spec.netns.clone()))
+            .collect()
+    }
+
     /// Rewrites `<out>/pids` (temporary file, then rename).
     fn write_pids(&self) -> anyhow::Result<()> {
         let text: String = self
@@ -869,12 +936,19 @@ impl System {
                     && app.proc.alive()
                     && app.proc.child.exited()?.is_some_and(|s| s.success())
                 {
-                    // The reader thread may still hold the last line for a moment.
-                    std::thread::sleep(Duration::from_millis(50));
-                    app.lines.extend(app.proc.child.new_lines());
-                    app.complete = app
-                        .summary()
-                        .is_some_and(|l| l.contains(": Complete:") || l.contains(": MaxPages:"));
+                    // The reader thread may still hold the last line for a moment
+                    // (longer on a loaded machine): wait for it, a bounded time.
+                    let deadline = Instant::now() + SUMMARY_WAIT;
+                    loop {
+                        app.lines.extend(app.proc.child.new_lines());
+                        app.complete = app.summary().is_some_and(|l| {
+                            l.contains(": Complete:") || l.contains(": MaxPages:")
+                        });
+                        if app.complete || Instant::now() >= deadline {
+                            break;
+                        }
+                        std::thread::sleep(Duration::from_millis(20));
+                    }
                 }
             }
             let complete = self.apps.iter().all(|a| a.complete);

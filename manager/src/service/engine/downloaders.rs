@@ -26,6 +26,9 @@
 //!   batches (their contract), so nothing is lost either.
 //! - **robots.txt**: a `Stored` robots report names a published file in `robots/`;
 //!   its body goes to the frontier, then the file is deleted (`robots_file.rs`).
+//!   On NFS the report can arrive before the file shows on the manager's machine:
+//!   a file not found is looked for again every [`ROBOTS_RETRY`] for up to
+//!   [`ROBOTS_SHOW_WAIT`] (its job stays out meanwhile).
 //!
 //! **One table of jobs**: every job out, and every page awaiting its commit, is
 //! one entry of the frontier's job table (`frontier/jobs.rs`) with its holder
@@ -53,6 +56,26 @@ use super::super::error::ManagerError;
 use super::super::robots_file;
 use super::super::speed::Round;
 use super::Engine;
+
+/// How long a reported robots file may take to show in `robots/` (on NFS a file
+/// another machine published may not be visible here for the attribute cache
+/// time) before the robots.txt counts as unreachable.
+pub(super) const ROBOTS_SHOW_WAIT: std::time::Duration = std::time::Duration::from_secs(30);
+/// How often a robots file not visible yet is looked for again.
+pub(super) const ROBOTS_RETRY: std::time::Duration = std::time::Duration::from_millis(200);
+
+/// A stored robots.txt whose file was not visible yet when its report came.
+#[derive(Debug)]
+pub(super) struct RobotsWait {
+    job: JobId,
+    page: StoredPage,
+    /// The report's end of the request.
+    wall: u64,
+    /// When the report came.
+    since: Instant,
+    /// When to look for the file again.
+    pub(super) next_try: Instant,
+}
 
 impl Engine {
     /// Hands out as many jobs as downloaders have room for and the speed allows.
@@ -191,18 +214,48 @@ impl Engine {
     }
 
     /// A robots.txt was stored: read its file, tell the frontier, delete the file.
+    /// A file not there yet waits (see [`RobotsWait`]).
     fn robots_stored(
         &mut self,
         job: JobId,
         page: &StoredPage,
         wall: u64,
     ) -> Result<(), ManagerError> {
+        self.robots_read(RobotsWait {
+            job,
+            page: page.clone(),
+            wall,
+            since: Instant::now(),
+            next_try: Instant::now(),
+        })
+    }
+
+    /// Reads the robots file of `wait` and tells the frontier, or puts it back in
+    /// the waiting list while the file is not visible and [`ROBOTS_SHOW_WAIT`] has
+    /// not passed.
+    fn robots_read(&mut self, mut wait: RobotsWait) -> Result<(), ManagerError> {
+        let RobotsWait {
+            job,
+            ref page,
+            wall,
+            ..
+        } = wait;
         let max = usize::try_from(self.config.frontier.max_robots_bytes).unwrap_or(usize::MAX);
         let path = robots_file::path_of(&self.robots_dir, &page.file);
-        let body = path
-            .as_deref()
-            .map_err(ToString::to_string)
-            .and_then(|p| robots_file::read_body(p, max).map_err(|e| e.to_string()));
+        let body = match path.as_deref() {
+            Ok(p) => match robots_file::read_body(p, max) {
+                Err(robots_file::RobotsFileError::Open { source, .. })
+                    if source.kind() == std::io::ErrorKind::NotFound
+                        && wait.since.elapsed() < ROBOTS_SHOW_WAIT =>
+                {
+                    wait.next_try = Instant::now() + ROBOTS_RETRY;
+                    self.robots_waiting.push(wait);
+                    return Ok(());
+                }
+                other => other.map_err(|e| e.to_string()),
+            },
+            Err(e) => Err(e.to_string()),
+        };
         let body = match body {
             Ok(body) => Some(body),
             Err(error) => {
@@ -220,6 +273,19 @@ impl Engine {
         )?;
         if let Ok(path) = path {
             robots_file::remove(&path);
+        }
+        Ok(())
+    }
+
+    /// Reads again the robots files that were not visible yet.
+    pub(super) fn robots_wait_step(&mut self) -> Result<(), ManagerError> {
+        let now = Instant::now();
+        for wait in std::mem::take(&mut self.robots_waiting) {
+            if wait.next_try <= now {
+                self.robots_read(wait)?;
+            } else {
+                self.robots_waiting.push(wait);
+            }
         }
         Ok(())
     }

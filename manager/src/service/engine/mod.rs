@@ -115,6 +115,8 @@ pub(crate) struct Engine {
     stopping: Option<Stopping>,
     /// Applications that ran dry and were told so (see `apps.rs`).
     idle_apps: BTreeSet<AppId>,
+    /// Stored robots.txt files not visible yet (see `downloaders.rs`).
+    robots_waiting: Vec<downloaders::RobotsWait>,
 }
 
 impl Engine {
@@ -155,6 +157,7 @@ impl Engine {
             next_status: now + Duration::from_millis(config.status_interval_ms),
             stopping: None,
             idle_apps: BTreeSet::new(),
+            robots_waiting: Vec::new(),
             frontier,
             config,
             robots_dir,
@@ -295,6 +298,9 @@ impl Engine {
                 self.frontier.tick(wall)?;
             }
             self.speed_step(now, wall);
+            if !self.robots_waiting.is_empty() {
+                self.robots_wait_step()?;
+            }
             self.dispatch(now, wall)?;
             self.dns_step(now, wall);
             self.apps_step()?;
@@ -345,6 +351,7 @@ impl Engine {
             Some(self.next_progress),
             Some(self.next_status),
             self.checkpoints.next_due(),
+            self.robots_waiting.iter().map(|w| w.next_try).min(),
         ]
         .into_iter()
         .flatten()

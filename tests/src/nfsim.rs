@@ -1,0 +1,135 @@
+//! One NFS client's view of a shared directory for multi-machine tests: a running
+//! `polycrawl nfsim` (a FUSE pass-through with a visibility delay for other
+//! clients' new entries and attributes, and injectable EIO/ESTALE; see
+//! `ops/src/nfsim/mod.rs`), owned by a [`Mount`] guard that unmounts on drop
+//! (SIGTERM, then `fusermount3 -u -z` if the mount is still there, then SIGKILL),
+//! also when the test panicked. [`unusable`] says why FUSE cannot be used here,
+//! if it cannot.
+//!
+//! This module must never unmount anything it did not mount.
+
+use std::path::{Path, PathBuf};
+use std::process::Command;
+use std::time::{Duration, Instant};
+
+use nix::sys::signal::{Signal, kill};
+use nix::unistd::Pid;
+
+use crate::bin;
+use crate::process::ProcessGuard;
+
+/// How long a mount may take to appear.
+const MOUNT_TIMEOUT: Duration = Duration::from_secs(20);
+/// How long `polycrawl nfsim` gets to unmount after SIGTERM.
+const UNMOUNT_GRACE: Duration = Duration::from_secs(5);
+
+/// Why `/dev/fuse` or `fusermount3` cannot be used, if they cannot.
+pub fn unusable() -> Option<String> {
+    if let Err(e) = std::fs::OpenOptions::new()
+        .read(true)
+        .write(true)
+        .open("/dev/fuse")
+    {
+        return Some(format!("/dev/fuse cannot be opened: {e}"));
+    }
+    let found = std::env::var_os("PATH")
+        .is_some_and(|p| std::env::split_paths(&p).any(|d| d.join("fusermount3").exists()));
+    (!found).then(|| "fusermount3 is not installed (ops/setup.sh installs fuse3)".to_owned())
+}
+
+/// Whether `dir` (absolute, canonical) is a mount point now.
+pub fn mounted(dir: &Path) -> bool {
+    let Ok(info) = std::fs::read_to_string("/proc/self/mountinfo") else {
+        return false;
+    };
+    let want = dir.to_string_lossy();
+    info.lines()
+        .any(|l| l.split(' ').nth(4) == Some(want.as_ref()))
+}
+
+/// A mounted `polycrawl nfsim`.
+#[derive(Debug)]
+pub struct Mount {
+    process: Option<ProcessGuard>,
+    dir: PathBuf,
+}
+
+impl Mount {
+    /// Mounts `backing` at `dir` (created if needed) with `delay_ms` of visibility
+    /// delay and `extra` flags (e.g. `--eio-per-million 100`), and waits until the
+    /// mount is there. `name` names the process's stderr file in `log_dir`.
+    ///
+    /// # Panics
+    /// If it does not mount, with nfsim's output.
+    pub fn start(
+        name: &str,
+        backing: &Path,
+        dir: &Path,
+        delay_ms: u64,
+        extra: &[&str],
+        log_dir: &Path,
+    ) -> Mount {
+        std::fs::create_dir_all(dir).expect("creating the mount point");
+        let dir = std::fs::canonicalize(dir).expect("the mount point");
+        let mut cmd = Command::new(bin::polycrawl());
+        cmd.arg("nfsim")
+            .arg("--backing")
+            .arg(backing)
+            .arg("--mount")
+            .arg(&dir)
+            .arg("--visibility-delay-ms")
+            .arg(delay_ms.to_string())
+            .args(extra)
+            .env("RUST_LOG", "info");
+        let mut process =
+            ProcessGuard::spawn(name, cmd, log_dir).expect("starting polycrawl nfsim");
+        let deadline = Instant::now() + MOUNT_TIMEOUT;
+        while !mounted(&dir) {
+            if let Ok(Some(status)) = process.wait_exit(Duration::ZERO) {
+                panic!(
+                    "{}",
+                    process.report(&format!("exited {status} before mounting"))
+                );
+            }
+            if Instant::now() > deadline {
+                panic!(
+                    "{}",
+                    process.report(&format!("not mounted after {MOUNT_TIMEOUT:?}"))
+                );
+            }
+            std::thread::sleep(Duration::from_millis(20));
+        }
+        Mount {
+            process: Some(process),
+            dir,
+        }
+    }
+
+    /// The mount point: this client's view of the backing directory.
+    pub fn dir(&self) -> &Path {
+        &self.dir
+    }
+
+    /// The nfsim process's pid.
+    pub fn pid(&self) -> Option<u32> {
+        self.process.as_ref().map(ProcessGuard::pid)
+    }
+}
+
+impl Drop for Mount {
+    fn drop(&mut self) {
+        let Some(mut process) = self.process.take() else {
+            return;
+        };
+        let _ = kill(Pid::from_raw(process.pid() as i32), Signal::SIGTERM);
+        let _ = process.wait_exit(UNMOUNT_GRACE);
+        if mounted(&self.dir) {
+            let _ = Command::new("fusermount3")
+                .arg("-u")
+                .arg("-z")
+                .arg(&self.dir)
+                .status();
+        }
+        drop(process); // SIGKILL if still running, and reap.
+    }
+}
