@@ -8,12 +8,25 @@
 //! module to decide ownership, never a rule of its own: two parts that disagree would
 //! both crawl a host or neither would.
 //!
+//! A host is its name alone ([`host_of`]): the port is not part of it, so the http
+//! and https sides of a site (on ports 80 and 443 on the web, on two other ports on
+//! websim) always belong to the same part, and one crawling system keeps the
+//! site's politeness.
+//!
 //! Cost: [`Ownership::owner`] is one hash-map lookup (when a table is loaded) plus one
 //! FNV-1a pass over the host; the table is O(hosts in the file) in memory.
 
 use std::path::Path;
 
 use spool::formats::AssignmentTable;
+use url::Url;
+
+/// The host of `url` as ownership and assignment files name it: its name
+/// (lowercase, as the `url` crate keeps domains), without the port; `None` for a
+/// URL without a host.
+pub fn host_of(url: &Url) -> Option<String> {
+    url.host_str().map(str::to_ascii_lowercase)
+}
 
 /// Why an ownership rule could not be set up.
 #[derive(Debug, thiserror::Error)]

@@ -51,10 +51,16 @@ fn figure(line: &str, label: &str, key: &str) -> f64 {
     word.parse().unwrap_or_else(|_| panic!("{key}={word}"))
 }
 
-/// `scheme://HOST[:port]/...` → `HOST[:port]`, as assignment files name hosts.
+/// `scheme://HOST[:port]/...` → `HOST`, as assignment files name hosts (websim's
+/// hosts are names, never IPv6 literals).
 fn host_of(url: &str) -> String {
     let rest = url.split_once("://").map_or(url, |(_, r)| r);
-    rest.split(['/', '?', '#']).next().unwrap_or("").to_owned()
+    let authority = rest.split(['/', '?', '#']).next().unwrap_or("");
+    authority
+        .split(':')
+        .next()
+        .unwrap_or("")
+        .to_ascii_lowercase()
 }
 
 #[test]

@@ -37,15 +37,11 @@ use super::AssignError;
 use crate::service::AppConfig;
 use crate::service::pages::{BatchReader, PageLinksOf};
 
-/// The host a URL belongs to, as assignment files and `parts::Ownership` name it:
-/// the lowercase host, plus `:port` when the port is not the scheme's default.
-/// `None` for URLs without a host.
+/// The host a URL belongs to, as assignment files and `parts::Ownership` name it
+/// ([`crate::parts::host_of`]: the name, without the port). `None` for URLs
+/// without a host.
 pub fn host_key(url: &Url) -> Option<String> {
-    let host = url.host_str()?.to_ascii_lowercase();
-    Some(match url.port() {
-        Some(port) => format!("{host}:{port}"),
-        None => host,
-    })
+    crate::parts::host_of(url)
 }
 
 /// FNV-1a 64 of a URL's bytes: the URL's identity in the graph.
@@ -385,13 +381,14 @@ pub(crate) mod tests {
             ],
         );
         let g = HostGraph::from_repository(&repo, &AppConfig::default()).unwrap();
-        assert_eq!(g.hosts(), ["a.test", "b.test", "c.test:8080", "d.test"]);
+        // The port is not part of a host: c.test:8080 is c.test.
+        assert_eq!(g.hosts(), ["a.test", "b.test", "c.test", "d.test"]);
         assert_eq!(g.pages(), [2, 2, 0, 0]);
         assert_eq!(g.total_pages(), 4);
         let (a, b, c, d) = (
             host(&g, "a.test") as u32,
             host(&g, "b.test") as u32,
-            host(&g, "c.test:8080") as u32,
+            host(&g, "c.test") as u32,
             host(&g, "d.test") as u32,
         );
         // a→b: b/1, b/2; b→a: a/ (redirect), a/self: weight 4. a→c, a→d: 1 each.
@@ -414,13 +411,10 @@ pub(crate) mod tests {
     }
 
     #[test]
-    fn host_keys_carry_non_default_ports() {
+    fn host_keys_leave_the_port_out() {
         let k = |u: &str| host_key(&Url::parse(u).unwrap());
         assert_eq!(k("http://A.Example:80/x").as_deref(), Some("a.example"));
-        assert_eq!(
-            k("https://a.example:8443/").as_deref(),
-            Some("a.example:8443")
-        );
+        assert_eq!(k("https://a.example:8443/").as_deref(), Some("a.example"));
         assert_eq!(k("data:text/plain,x"), None);
     }
 }

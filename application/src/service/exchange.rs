@@ -4,7 +4,7 @@
 //!
 //! Each part is an ordinary application to its manager (own id `<stem>-p<I>`, seen
 //! set, request files, pages folder, repository). Ownership is
-//! [`crate::parts::Ownership`] of the URL's host (with `:port` when not the default),
+//! [`crate::parts::Ownership`] of the URL's host name (the port aside),
 //! the one rule every part and tool uses. Only owned URLs go into request files.
 //!
 //! **Where the split happens.** Every link goes through the part's own seen set
@@ -560,14 +560,10 @@ fn files_under(dir: &Path) -> usize {
         .sum()
 }
 
-/// The host of `url` as ownership sees it: lowercase, with `:port` when the
-/// port is not the scheme's default.
+/// The host of `url` as ownership sees it ([`crate::parts::host_of`]; empty for a
+/// URL without a host).
 pub fn host_of(url: &Url) -> String {
-    let host = url.host_str().unwrap_or_default();
-    match url.port() {
-        Some(port) => format!("{host}:{port}"),
-        None => host.to_owned(),
-    }
+    crate::parts::host_of(url).unwrap_or_default()
 }
 
 fn format_error(e: spool::formats::FormatError) -> AppError {
@@ -634,9 +630,9 @@ mod tests {
     }
 
     #[test]
-    fn host_keeps_non_default_ports() {
+    fn a_port_never_splits_a_host() {
         let u = Url::parse("http://A.example:8080/x").unwrap();
-        assert_eq!(host_of(&u), "a.example:8080");
+        assert_eq!(host_of(&u), "a.example");
         let u = Url::parse("https://a.example:443/x").unwrap();
         assert_eq!(host_of(&u), "a.example");
     }

@@ -8,8 +8,9 @@
 //! UTF-8 text, lines ending in `\n` (`\r\n` accepted), at most 64 KiB a line.
 //!
 //! 1. **Header** (line 1): `#polycrawl-assignment v1 parts=K`, with `K >= 1`.
-//! 2. **Host lines**: the host (lowercase, as canonical URLs hold it, with `:port`
-//!    when the port is not the scheme's default), one TAB, the part `0..K`, decimal.
+//! 2. **Host lines**: the host name (lowercase, as canonical URLs hold it, without
+//!    a port: a site's http and https sides are one host), one TAB, the part `0..K`,
+//!    decimal.
 //!    A host appears at most once.
 //! 3. Blank lines and lines starting with `#` after the header are ignored.
 //!
