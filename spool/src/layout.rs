@@ -34,7 +34,7 @@ const SHOW_WAIT: Duration = Duration::from_secs(30);
 /// `fs::create_dir_all` for a folder other machines may be making too. On NFS a
 /// folder another machine made a moment ago may not show here yet (attribute
 /// caching): `mkdir` answers "exists" while a lookup does not find it, and
-/// `create_dir_all` gives up. Then this waits (up to [`SHOW_WAIT`], polling) for
+/// `create_dir_all` gives up. Then this waits (up to `SHOW_WAIT`, 30 s, polling) for
 /// it to show.
 pub fn create_dir_all_shared(path: &Path) -> io::Result<()> {
     let deadline = std::time::Instant::now() + SHOW_WAIT;

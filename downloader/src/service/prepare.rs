@@ -8,7 +8,7 @@
 //!
 //! A block that will be written stored is not deflated: a body that came with a
 //! content coding (already compressed) and a record of at most
-//! [`SMALL_RECORD`](spool::warc::SMALL_RECORD) bytes. A block up to
+//! [`SMALL_RECORD`] bytes. A block up to
 //! [`INLINE_MAX`] bytes is deflated on the worker thread itself with that thread's
 //! reused deflater (≈ 0.04 ms for a 13 KB page); a larger one on tokio's blocking
 //! pool, so a worker thread never stalls for more than a fraction of a millisecond.
