@@ -1,4 +1,5 @@
-//! The crawl loop (one blocking thread): claim page batches, insert their links,
+//! The crawl loop (one blocking thread, with a reader thread that parses the page
+//! batches it claims: `read_ahead.rs`): claim page batches, insert their links,
 //! publish each merge's new URLs as request files, hand batches to storage once
 //! their links are published, count outcomes, and decide when the crawl is done.
 //! The crash-safety argument is in the [module docs](super).
@@ -30,6 +31,7 @@ use super::error::AppError;
 use super::exchange::{Foreign, Parts, quiet};
 use super::pages::BatchReader;
 use super::pause::DiskWait;
+use super::read_ahead::{ReadAhead, ReadBatch};
 use super::scope::Scope;
 use super::state::{self, Progress};
 use super::summary::{End, Summary};
@@ -58,6 +60,11 @@ pub(crate) struct ManagerLink {
 
 /// How often, at most, the application's figures go to the manager (admin page).
 const FIGURES_EVERY: Duration = Duration::from_secs(2);
+
+/// Page batches claimed and handed to the reader thread ahead of the loop, at most
+/// (and never more than `batches_per_claim`). Two: one read while the loop inserts
+/// the other's links.
+const READ_AHEAD: usize = 2;
 
 /// Longest pause between looks while a merge runs (its end raises no event).
 const MERGE_POLL: Duration = Duration::from_millis(2);
@@ -97,7 +104,8 @@ pub(crate) struct Crawl {
     outcomes: Consumer,
     requests: Publisher,
     repo: Repository,
-    reader: BatchReader,
+    /// Reads claimed page batches on a second thread.
+    read_ahead: ReadAhead,
     awaiting: Vec<Awaiting>,
     /// Split crawls: this part's exchange state.
     parts: Option<Parts>,
@@ -163,6 +171,10 @@ impl Crawl {
         let pages_dir: SpoolDir = spool.pages(&app)?;
         let scan = Duration::from_millis(config.scan_interval_ms.max(10));
         let pages_discovery = Discovery::new(&pages_dir, scan, spool.notify());
+        let read_ahead = ReadAhead::spawn(
+            BatchReader::new(config.canon(), config.max_body_bytes),
+            pages_discovery.waker(),
+        )?;
         let repo = Repository::open(&config.repository_dir)?;
         let parts = Parts::open(&config, spool, &app, &id)?;
         let mut seeds = seeds;
@@ -182,7 +194,7 @@ impl Crawl {
             scope,
             canon: config.canon(),
             priority: config.priority()?,
-            reader: BatchReader::new(config.canon(), config.max_body_bytes),
+            read_ahead,
             pages: Consumer::new(pages_dir, id.clone())?,
             pages_discovery,
             outcomes: Consumer::new(spool.outcomes(&app)?, id.clone())?,
@@ -243,7 +255,10 @@ impl Crawl {
             self.seeds_generation = Some(self.input_done());
         }
         for claimed in self.pages.resume()? {
-            self.page_batch(claimed)?;
+            self.read_ahead.submit(claimed)?;
+        }
+        while let Some(batch) = self.read_ahead.next()? {
+            self.page_read(batch)?;
         }
         let resumed = self.outcomes.resume()?;
         self.outcome_files(resumed)?;
@@ -264,12 +279,23 @@ impl Crawl {
             }
             self.report_figures();
             let mut worked = false;
-            let batches = self.pages.claim_batch(self.config.batches_per_claim)?;
-            if !batches.is_empty() {
-                self.busy()?;
+            // Claim only while the reader has little queued: batches that wait in
+            // the folder keep growing (the downloaders' Nagle rule), and at most
+            // READ_AHEAD batches' links are held in memory.
+            let room = READ_AHEAD
+                .min(self.config.batches_per_claim)
+                .saturating_sub(self.read_ahead.in_flight());
+            if room > 0 {
+                let batches = self.pages.claim_batch(room)?;
+                if !batches.is_empty() {
+                    self.busy()?;
+                }
+                for claimed in batches {
+                    self.read_ahead.submit(claimed)?;
+                }
             }
-            for claimed in batches {
-                self.page_batch(claimed)?;
+            while let Some(batch) = self.read_ahead.try_next()? {
+                self.page_read(batch)?;
                 worked = true;
             }
             let outcome_files = self.outcomes.claim_batch(16)?;
@@ -305,6 +331,12 @@ impl Crawl {
             if worked {
                 first_idle = None;
                 self.sync_sent = None;
+                continue;
+            }
+            // A batch being read brings links within milliseconds (and wakes us):
+            // they go into the same merge.
+            if self.read_ahead.in_flight() > 0 {
+                self.pages_discovery.wait_timeout(MERGE_POLL);
                 continue;
             }
             // Eager when idle: merge what is buffered now (unless a merge runs:
@@ -610,13 +642,11 @@ impl Crawl {
             .unwrap_or_else(|| self.seen.pending_generation().saturating_sub(1))
     }
 
-    fn page_batch(&mut self, claimed: Claimed) -> Result<(), AppError> {
-        let mut pages = Vec::new();
-        let checked = match self
-            .reader
-            .read_checked(claimed.path(), |page| pages.push(page))
-        {
-            Ok(checked) => checked,
+    /// Inserts the links of a batch the reader thread has read.
+    fn page_read(&mut self, batch: ReadBatch) -> Result<(), AppError> {
+        let ReadBatch { claimed, read } = batch;
+        let (pages, checked) = match read {
+            Ok(read) => read,
             Err(e) if e.is_batch_fault() => {
                 warn!(batch = %claimed.name(), error = %e, "app: page batch quarantined");
                 claimed.quarantine(&e.to_string())?;

@@ -59,7 +59,15 @@ pub enum AppError {
         /// The id both applications use.
         id: String,
     },
-    /// The crawl loop thread panicked.
+    /// A thread of the application could not be started.
+    #[error("cannot start thread {name}: {source}")]
+    Thread {
+        /// The thread's name.
+        name: &'static str,
+        /// The error from the OS.
+        source: std::io::Error,
+    },
+    /// The crawl loop thread (or its batch reader) panicked.
     #[error("the crawl loop panicked")]
     Panicked,
 }

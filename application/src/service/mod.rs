@@ -5,10 +5,12 @@
 //!
 //! 1. on the first start the seeds take the links' path: canonicalize, scope, seen
 //!    insert at depth 0;
-//! 2. page batches are claimed from `pages/<app>/` (own `.claimed/` first); every
-//!    response record gives links ([`pages`]: HTML links, 3xx `Location`), which
-//!    pass the [`scope`] and trap rules and go into the seen set with the
-//!    host-reversed key and the depth as payload;
+//! 2. page batches are claimed from `pages/<app>/` (own `.claimed/` first, at most
+//!    two ahead) and read on a second thread (`read_ahead.rs`: inflate, storage's
+//!    check, link extraction), so that reading one batch overlaps inserting the
+//!    previous one; every response record gives links ([`pages`]: HTML links, 3xx
+//!    `Location`), which pass the [`scope`] and trap rules and go into the seen set
+//!    with the host-reversed key and the depth as payload;
 //! 3. each merge's new keys are unshuffled ([`unshuffle`]), cut into request files
 //!    of `urls_per_request_file` URLs with a `depth` hint, and published into
 //!    `requests/<app>/` (one producer id per instance); then the generation is
@@ -79,6 +81,7 @@ pub mod error;
 pub mod exchange;
 pub mod pages;
 mod pause;
+mod read_ahead;
 pub mod scope;
 pub mod state;
 pub mod summary;
