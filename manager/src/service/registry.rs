@@ -193,6 +193,11 @@ impl Registry {
         }
     }
 
+    /// What `conn` last said about itself, if it is registered.
+    pub fn state_of(&self, conn: ConnId) -> Option<&ComponentState> {
+        self.by_conn.get(&conn).map(|c| &c.peer.state)
+    }
+
     /// Notes what `conn` says about itself (`Message::Status`).
     pub fn set_state(&mut self, conn: ConnId, state: ComponentState) {
         if let Some(c) = self.by_conn.get_mut(&conn) {

@@ -81,17 +81,20 @@ impl Engine {
     }
 
     /// A component said what state it is in (paused on a full disk, or not).
+    /// Logged on a change only: an application sends its figures every 2 s.
     pub(super) fn on_state(&mut self, conn: ConnId, state: ComponentState) {
         let role = self.registry.role_of(conn);
-        match &state.pause {
-            Some(p) => tracing::warn!(
+        let before = self.registry.state_of(conn).and_then(|s| s.pause.as_ref());
+        match (before, &state.pause) {
+            (before, Some(p)) if before != Some(p) => tracing::warn!(
                 ?role,
                 %conn,
                 path = %p.path,
                 reason = ?p.reason,
                 "component paused"
             ),
-            None => tracing::info!(?role, %conn, "component resumed"),
+            (Some(_), None) => tracing::info!(?role, %conn, "component resumed"),
+            _ => {}
         }
         self.registry.set_state(conn, state);
     }
