@@ -14,7 +14,9 @@
 # (politeness per host and per IP; 0 = off), --crawlers wget2,polycrawl, --threads N (wget2,
 # default 64), --downloaders N (polycrawl, default 1), --timeout-s S (per crawler run,
 # default 900), --connections-per-host N (polycrawl's manager.frontier.connections_per_host,
-# default 1 as in the config), --work DIR (default /tmp/polycrawl-bench-peers), --keep (keep each run's
+# default 1 as in the config), --gzip-level N (polycrawl's downloader.gzip_level, the
+# WARC's compression: 0 writes stored gzip members, default 1 as in the config),
+# --work DIR (default /tmp/polycrawl-bench-peers), --keep (keep each run's
 # files), --no-build (use the built binary as it is), --hostile (websim's full web, with
 # its dead and slow hosts and robots.txt 5xx and crawl-delay variants; by default the
 # web is `websim --plain`: well-behaved hosts only, as a static server such as nginx
@@ -57,7 +59,7 @@ die() { log "$*"; exit 1; }
 
 configs=()
 runs="" hosts="" pages="" skew="" interval_ms="" crawlers="" own_addresses=""
-seed=1 slow_ms=300 threads=64 downloaders=1 timeout_s=900 conns=1
+seed=1 slow_ms=300 threads=64 downloaders=1 timeout_s=900 conns=1 gzip_level=1
 work=/tmp/polycrawl-bench-peers keep=0 build=1 plain=1
 while [ $# -gt 0 ]; do
     case "$1" in
@@ -76,6 +78,7 @@ while [ $# -gt 0 ]; do
         --threads) threads="$2"; shift 2 ;;
         --downloaders) downloaders="$2"; shift 2 ;;
         --connections-per-host) conns="$2"; shift 2 ;;
+        --gzip-level) gzip_level="$2"; shift 2 ;;
         --timeout-s) timeout_s="$2"; shift 2 ;;
         --work) work="$2"; shift 2 ;;
         --keep) keep=1; shift ;;
@@ -207,7 +210,7 @@ write_polycrawl_config() { # FILE INTERVAL_MS
 // Written by ops/bench-peers.sh: the defaults plus websim's needs and the benchmark's politeness.
 (
     resolver: (name_servers: ["$ws_dns"]),
-    downloader: (allow_private: true, extra_ca_file: Some("$ws_ca")),
+    downloader: (allow_private: true, extra_ca_file: Some("$ws_ca"), gzip_level: $gzip_level),
     manager: (
         admin_http: "127.0.0.1:0",
         frontier: (
