@@ -156,6 +156,16 @@ mod tests {
     use super::*;
 
     #[test]
+    fn a_port_never_splits_a_host() {
+        let k = |u: &str| host_of(&Url::parse(u).unwrap());
+        assert_eq!(k("http://A.example:8080/x").as_deref(), Some("a.example"));
+        assert_eq!(k("https://a.example:443/x").as_deref(), Some("a.example"));
+        assert_eq!(k("http://A.Example:80/x").as_deref(), Some("a.example"));
+        assert_eq!(k("https://a.example:8443/").as_deref(), Some("a.example"));
+        assert_eq!(k("data:text/plain,x"), None);
+    }
+
+    #[test]
     fn hash_is_stable_and_in_range() {
         // Fixed values: a change here reassigns every host of a running crawl.
         assert_eq!(hash_part("a.example", 1), 0);

@@ -37,13 +37,6 @@ use super::AssignError;
 use crate::service::AppConfig;
 use crate::service::pages::{BatchReader, PageLinksOf};
 
-/// The host a URL belongs to, as assignment files and `parts::Ownership` name it
-/// ([`crate::parts::host_of`]: the name, without the port). `None` for URLs
-/// without a host.
-pub fn host_key(url: &Url) -> Option<String> {
-    crate::parts::host_of(url)
-}
-
 /// FNV-1a 64 of a URL's bytes: the URL's identity in the graph.
 fn url_hash(url: &str) -> u64 {
     let mut h: u64 = 0xcbf2_9ce4_8422_2325;
@@ -57,7 +50,7 @@ fn url_hash(url: &str) -> u64 {
 /// A crawl's hosts, their stored pages and the distinct URLs each links to.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct HostGraph {
-    /// Host keys ([`host_key`]), sorted; a host's index is its vertex number.
+    /// Host keys ([`crate::parts::host_of`]), sorted; a host's index is its vertex number.
     hosts: Vec<String>,
     /// Stored pages per host.
     pages: Vec<u64>,
@@ -105,7 +98,7 @@ impl Builder {
         if let Some(id) = self.url_ids.get(&hash) {
             return Some((*id, self.url_host[*id as usize]));
         }
-        let host = self.host(host_key(url)?);
+        let host = self.host(crate::parts::host_of(url)?);
         let id = self.url_host.len() as u32;
         self.url_ids.insert(hash, id);
         self.url_host.push(host);
@@ -408,13 +401,5 @@ pub(crate) mod tests {
         assert!(g.edges().is_empty());
         let err = HostGraph::from_repository(&dir.path().join("nope"), &AppConfig::default());
         assert!(matches!(err, Err(AssignError::NotARepository { .. })));
-    }
-
-    #[test]
-    fn host_keys_leave_the_port_out() {
-        let k = |u: &str| host_key(&Url::parse(u).unwrap());
-        assert_eq!(k("http://A.Example:80/x").as_deref(), Some("a.example"));
-        assert_eq!(k("https://a.example:8443/").as_deref(), Some("a.example"));
-        assert_eq!(k("data:text/plain,x"), None);
     }
 }

@@ -220,7 +220,8 @@ impl Parts {
 
     /// The part that owns `url`'s host.
     pub(crate) fn owner(&self, url: &Url) -> u32 {
-        self.ownership.owner(&host_of(url))
+        self.ownership
+            .owner(&crate::parts::host_of(url).unwrap_or_default())
     }
 
     /// Hands this merge's foreign URLs on as the mode says, durably, and counts them.
@@ -560,12 +561,6 @@ fn files_under(dir: &Path) -> usize {
         .sum()
 }
 
-/// The host of `url` as ownership sees it ([`crate::parts::host_of`]; empty for a
-/// URL without a host).
-pub fn host_of(url: &Url) -> String {
-    crate::parts::host_of(url).unwrap_or_default()
-}
-
 fn format_error(e: spool::formats::FormatError) -> AppError {
     AppError::File {
         path: PathBuf::from("<exchange file>"),
@@ -627,14 +622,6 @@ mod tests {
         assert_eq!("cross-over".parse::<PartMode>(), Ok(PartMode::Crossover));
         assert_eq!("firewall".parse::<PartMode>(), Ok(PartMode::Firewall));
         assert!("both".parse::<PartMode>().is_err());
-    }
-
-    #[test]
-    fn a_port_never_splits_a_host() {
-        let u = Url::parse("http://A.example:8080/x").unwrap();
-        assert_eq!(host_of(&u), "a.example");
-        let u = Url::parse("https://a.example:443/x").unwrap();
-        assert_eq!(host_of(&u), "a.example");
     }
 
     fn config(dir: &Path, part: u32, mode: PartMode) -> AppConfig {

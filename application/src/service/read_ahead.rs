@@ -85,33 +85,31 @@ impl ReadAhead {
         Ok(())
     }
 
-    /// The next batch read, if one is ready (never waits).
+    /// The next batch read, if one is ready (`None` when nothing is in flight).
     pub(crate) fn try_next(&mut self) -> Result<Option<ReadBatch>, AppError> {
-        if self.in_flight == 0 {
-            return Ok(None);
-        }
-        match self.from_reader.try_recv() {
-            Ok(batch) => {
-                self.in_flight -= 1;
-                Ok(Some(batch))
-            }
-            Err(TryRecvError::Empty) => Ok(None),
-            Err(TryRecvError::Disconnected) => Err(AppError::Panicked),
-        }
+        self.take(false)
     }
 
     /// The next batch read, waiting for it (`None` when nothing is in flight).
     pub(crate) fn next(&mut self) -> Result<Option<ReadBatch>, AppError> {
+        self.take(true)
+    }
+
+    fn take(&mut self, wait: bool) -> Result<Option<ReadBatch>, AppError> {
         if self.in_flight == 0 {
             return Ok(None);
         }
-        match self.from_reader.recv() {
-            Ok(batch) => {
-                self.in_flight -= 1;
-                Ok(Some(batch))
+        let batch = if wait {
+            self.from_reader.recv().map_err(|_| AppError::Panicked)?
+        } else {
+            match self.from_reader.try_recv() {
+                Ok(batch) => batch,
+                Err(TryRecvError::Empty) => return Ok(None),
+                Err(TryRecvError::Disconnected) => return Err(AppError::Panicked),
             }
-            Err(_) => Err(AppError::Panicked),
-        }
+        };
+        self.in_flight -= 1;
+        Ok(Some(batch))
     }
 }
 

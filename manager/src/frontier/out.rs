@@ -87,7 +87,21 @@ impl Frontier {
         batch.delete(Cf::Queue, queue_key(id, seq).to_vec());
         let app = &entry.app;
         self.counters.app(app).queued = self.counters.app(app).queued.saturating_sub(1);
-        self.counters.outcome(app, reason);
+        self.entry_ended(entry, reason, detail, now_ms, batch);
+        Ok(())
+    }
+
+    /// Counts the outcome of `entry`, a URL of a queue that ends with `reason`, and
+    /// queues it for its application's outcome file.
+    pub(crate) fn entry_ended(
+        &mut self,
+        entry: QueueEntry,
+        reason: OutcomeReason,
+        detail: &str,
+        now_ms: u64,
+        batch: &mut Batch,
+    ) {
+        self.counters.outcome(&entry.app, reason);
         let outcome = PendingOutcome {
             app: entry.app,
             url: entry.url,
@@ -95,7 +109,6 @@ impl Frontier {
             detail: detail.to_owned(),
         };
         self.outcomes.add(batch, outcome, now_ms);
-        Ok(())
     }
 
     /// Puts the URL at `seq` of host `id`, whose job did not end, back at the head of

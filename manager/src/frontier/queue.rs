@@ -11,7 +11,7 @@
 use spool::OutcomeReason;
 
 use super::hosts::HostId;
-use super::records::{PendingOutcome, QueueEntry, queue_key};
+use super::records::{QueueEntry, queue_key};
 use super::store::{Batch, Cf};
 use super::{Frontier, FrontierError};
 
@@ -137,14 +137,7 @@ impl Frontier {
             for (_, entry) in entries {
                 let app = &entry.app;
                 self.counters.app(app).queued = self.counters.app(app).queued.saturating_sub(1);
-                self.counters.outcome(app, reason);
-                let outcome = PendingOutcome {
-                    app: entry.app.clone(),
-                    url: entry.url,
-                    reason,
-                    detail: detail.to_owned(),
-                };
-                self.outcomes.add(batch, outcome, now_ms);
+                self.entry_ended(entry, reason, detail, now_ms, batch);
             }
             let Some(host) = self.hosts.get_mut(id) else {
                 return Ok(());

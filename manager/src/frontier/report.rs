@@ -27,7 +27,6 @@ use spool::OutcomeReason;
 use spool::protocol::{FetchPurpose, FetchReport, FetchResult, JobId};
 
 use super::hosts::{HostId, Out};
-use super::records::PendingOutcome;
 use super::store::Batch;
 use super::{Frontier, FrontierError};
 use crate::politeness;
@@ -234,14 +233,7 @@ impl Frontier {
         batch: &mut Batch,
     ) -> Result<(), FrontierError> {
         if let Some(entry) = self.pop_head(id, batch)? {
-            self.counters.outcome(&entry.app, reason);
-            let outcome = PendingOutcome {
-                app: entry.app,
-                url: entry.url,
-                reason,
-                detail: detail.to_owned(),
-            };
-            self.outcomes.add(batch, outcome, now_ms);
+            self.entry_ended(entry, reason, detail, now_ms, batch);
         }
         Ok(())
     }
