@@ -16,7 +16,10 @@
 //! Politeness stamps ([`WireTimes`]): before the request's first byte is written the
 //! exchange waits for its turn at the `HostGate` when the job has a host spacing,
 //! then at the `IpGate` (each spacing runs from the end of the previous write to
-//! the host or address), then reads the clock (`sent_us`, a
+//! the host or address, and for the address also from the end of the previous
+//! exchange with it: an `ExchangeEnd` guard marks this exchange's end however it
+//! ends), then
+//! reads the clock (`sent_us`, a
 //! lower bound of when the request left), writes, reads it again (`written_us`, an
 //! upper bound), and reads it once more right after the response's last byte
 //! (`received_us`, an upper bound of when the response was complete). So a gap
@@ -34,7 +37,7 @@ use crate::conn::Conn;
 use crate::error::FetchError;
 use crate::fetched::{Truncation, WireTimes, unix_us};
 use crate::head::{self, Framing, HeadEnd, ResponseHead};
-use crate::ip_gate::{HostGate, IpGate};
+use crate::ip_gate::{ExchangeEnd, HostGate, IpGate};
 use crate::job::Method;
 
 /// Reads ask for at least this much room.
@@ -108,6 +111,10 @@ pub(crate) async fn exchange(
         error: FetchError::Io { addr, source },
         retryable: true,
     };
+    // Dropped when this exchange ends, however it ends: the address's spacing runs
+    // from then too (a host's, with several requests in flight, runs from start to
+    // start only).
+    let _ip_over = ExchangeEnd::new(wire.gate, addr.ip(), wire.spacing);
     {
         // The host's turn first, then the address's (see `ip_gate`).
         let _host_turn = match &wire.host {

@@ -13,6 +13,17 @@
 //! handed to the kernel. While a request is being written its address is busy, so
 //! two writes never overlap.
 //!
+//! An address's spacing also runs from the end of each *exchange* with it: when its
+//! response has been read, or the exchange failed or was abandoned
+//! ([`Gate::exchange_over`], kept by an [`ExchangeEnd`] guard). So a request never
+//! starts less than the spacing after the previous response from that address
+//! ended, as in Polybot ("the interval after the previous download completed").
+//! Without this the spacing between two requests *as the server sees them* could
+//! be shorter than the spacing of the writes by however much longer the server
+//! took to read the first request than the second (a busy server parses late);
+//! from the previous response's end it cannot: the server read the previous
+//! request before it answered.
+//!
 //! Soundness: the previous request's end is taken after its write returned (an
 //! upper bound of the moment its last byte left), the next request's turn before
 //! its write starts (a lower bound), so the real spacing is never smaller than
@@ -21,7 +32,8 @@
 //! The host gate works the same way, keyed by origin (`scheme://name:port`), with
 //! the job's `min_host_spacing`: the manager spaces the *dispatches* of a host's
 //! requests by its interval when several may be in flight at once, and this keeps
-//! that spacing between the *writes*. A request takes its host's turn first, then
+//! that spacing between the *writes* (start to start: the exchange ends are the
+//! address's only). A request takes its host's turn first, then
 //! its address's (always in that order, so two waits never deadlock).
 //!
 //! Memory: one entry per address (host) written to within the last spacing, dropped
@@ -138,6 +150,17 @@ impl<K: Eq + Hash + Clone> Gate<K> {
     }
 
     fn end(&self, ip: &K, spacing: Duration, now: Instant) {
+        self.push_back(ip, spacing, now, true);
+    }
+
+    /// An exchange with `ip` ended at `now` (its response read, or it failed): the
+    /// next write waits for `spacing` from now too. A write going on to `ip` (another
+    /// exchange's) stays going on.
+    pub fn exchange_over(&self, ip: &K, spacing: Duration, now: Instant) {
+        self.push_back(ip, spacing, now, false);
+    }
+
+    fn push_back(&self, ip: &K, spacing: Duration, now: Instant, write_over: bool) {
         if spacing.is_zero() {
             return;
         }
@@ -146,7 +169,9 @@ impl<K: Eq + Hash + Clone> Gate<K> {
             busy: false,
             free_at: now,
         });
-        slot.busy = false;
+        if write_over {
+            slot.busy = false;
+        }
         slot.free_at = slot.free_at.max(now + spacing);
     }
 
@@ -159,6 +184,30 @@ impl<K: Eq + Hash + Clone> Gate<K> {
             .unwrap_or_else(PoisonError::into_inner)
             .slots
             .len()
+    }
+}
+
+/// Ends an exchange with an address (a host) when dropped: however the exchange
+/// ends (response read, error, timeout, cancellation), the spacing runs from then
+/// ([`Gate::exchange_over`]).
+#[derive(Debug)]
+pub(crate) struct ExchangeEnd<'a, K: Eq + Hash + Clone> {
+    gate: &'a Gate<K>,
+    key: K,
+    spacing: Duration,
+}
+
+impl<'a, K: Eq + Hash + Clone> ExchangeEnd<'a, K> {
+    /// Starts watching an exchange with `key` on `gate`.
+    pub fn new(gate: &'a Gate<K>, key: K, spacing: Duration) -> Self {
+        Self { gate, key, spacing }
+    }
+}
+
+impl<K: Eq + Hash + Clone> Drop for ExchangeEnd<'_, K> {
+    fn drop(&mut self) {
+        self.gate
+            .exchange_over(&self.key, self.spacing, Instant::now());
     }
 }
 
@@ -245,6 +294,33 @@ mod tests {
         drop(gate.try_turn(ip(1), d, t0).unwrap());
         let at = gate.try_turn(ip(1), d, t0).unwrap_err();
         assert!(at >= t0 + d, "the dropped turn set the spacing");
+    }
+
+    #[test]
+    fn the_spacing_also_runs_from_the_end_of_the_exchange() {
+        let gate = IpGate::default();
+        let t0 = Instant::now();
+        let d = Duration::from_millis(100);
+        gate.try_turn(ip(1), d, t0).unwrap().written_at(t0);
+        // The response took 30 ms: the next write waits a spacing from its end.
+        let over = t0 + Duration::from_millis(30);
+        gate.exchange_over(&ip(1), d, over);
+        assert_eq!(gate.try_turn(ip(1), d, t0 + d).unwrap_err(), over + d);
+        // An exchange that ends while another write is going on leaves it going on.
+        let writing = gate.try_turn(ip(1), d, over + d).unwrap();
+        gate.exchange_over(&ip(1), d, over + d);
+        assert_eq!(
+            gate.try_turn(ip(1), d, over + d).unwrap_err(),
+            over + d + BUSY_RETRY
+        );
+        writing.written_at(over + d);
+        // An end long before the previous write's spacing changes nothing.
+        gate.exchange_over(&ip(1), d, t0);
+        assert_eq!(gate.try_turn(ip(1), d, over + d).unwrap_err(), over + 2 * d);
+        // The guard ends the exchange when dropped, whatever ended it.
+        let at = Instant::now();
+        drop(ExchangeEnd::new(&gate, ip(2), d));
+        assert!(gate.try_turn(ip(2), d, at).unwrap_err() >= at + d);
     }
 
     #[test]

@@ -68,8 +68,9 @@ pub struct FrontierConfig {
     /// serves; 0 means no limit. Default 2: one server often hosts many names, and two
     /// concurrent requests are what a browser-like client would open.
     pub ip_max_in_flight: u32,
-    /// The time between the starts of two requests to one IP address; 0 means no
-    /// limit. Default 1,000.
+    /// The time between the starts of two requests to one IP address, and (kept by
+    /// the downloader, on the wire) between the end of a response from the address
+    /// and the next request's start; 0 means no limit. Default 1,000.
     pub ip_min_interval_ms: u64,
 
     /// Back-off after a host's 1st, 2nd, ... consecutive failure (connect failure,
