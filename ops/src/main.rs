@@ -255,6 +255,7 @@ struct ConfigArgs {
 static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
 
 fn main() -> ExitCode {
+    no_huge_pages();
     // A child of `polycrawl demo` / `crawl` dies with it, even if it is SIGKILLed.
     if let Err(err) = ops::orchestrate::child::die_with_parent() {
         eprintln!("polycrawl: error: {err:#}");
@@ -269,6 +270,18 @@ fn main() -> ExitCode {
             ExitCode::FAILURE
         }
     }
+}
+
+/// Turns transparent huge pages off for this process and the processes it starts
+/// (`prctl(PR_SET_THP_DISABLE)`, inherited across fork and exec), as Redis does.
+/// The crawl frees and allocates buffers all the time; with huge pages each fault
+/// in freshly returned memory made the kernel zero a whole 2 MiB page
+/// (`clear_page_erms` under `do_huge_pmd_anonymous_page`: 4-8 % of every process's
+/// CPU in the peer benchmark's profile; with them off the crawl took 0.171-0.175
+/// CPU-ms per page against 0.184, BENCHMARKS.md issue 9). Where the call is refused
+/// (an old kernel) the crawl just runs with huge pages.
+fn no_huge_pages() {
+    let _ = nix::sys::prctl::set_thp_disable(true);
 }
 
 fn run(command: Command) -> anyhow::Result<()> {
