@@ -277,8 +277,8 @@ fn main() -> ExitCode {
 /// The crawl frees and allocates buffers all the time; with huge pages each fault
 /// in freshly returned memory made the kernel zero a whole 2 MiB page
 /// (`clear_page_erms` under `do_huge_pmd_anonymous_page`: 4-8 % of every process's
-/// CPU in the peer benchmark's profile; with them off the crawl took 0.171-0.175
-/// CPU-ms per page against 0.184, BENCHMARKS.md issue 9). Where the call is refused
+/// CPU in the peer benchmark's profile; with them off the crawl took 0.168-0.178
+/// CPU-ms per page against 0.183-0.190, BENCHMARKS.md issue 9). Where the call is refused
 /// (an old kernel) the crawl just runs with huge pages.
 fn no_huge_pages() {
     let _ = nix::sys::prctl::set_thp_disable(true);
