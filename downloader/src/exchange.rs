@@ -18,11 +18,10 @@
 //! then at the `IpGate` (each spacing runs from the end of the previous write to
 //! the host or address, and for the address also from the end of the previous
 //! exchange with it: an `ExchangeEnd` guard marks this exchange's end however it
-//! ends), then
-//! reads the clock (`sent_us`, a
-//! lower bound of when the request left), writes, reads it again (`written_us`, an
-//! upper bound), and reads it once more right after the response's last byte
-//! (`received_us`, an upper bound of when the response was complete). So a gap
+//! ends), then reads the clock (`sent_us`, a lower bound of when the request
+//! left), writes, reads it again (`written_us`, an upper bound), and reads it once
+//! more right after the response's last byte (`received_us`, an upper bound of
+//! when the response was complete). So a gap
 //! measured from these stamps is never longer than the real one.
 
 use std::io;

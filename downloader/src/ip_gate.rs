@@ -187,27 +187,27 @@ impl<K: Eq + Hash + Clone> Gate<K> {
     }
 }
 
-/// Ends an exchange with an address (a host) when dropped: however the exchange
-/// ends (response read, error, timeout, cancellation), the spacing runs from then
-/// ([`Gate::exchange_over`]).
+/// Ends an exchange with an address when dropped: however the exchange ends
+/// (response read, error, timeout, cancellation), the address's spacing runs from
+/// then ([`Gate::exchange_over`]).
 #[derive(Debug)]
-pub(crate) struct ExchangeEnd<'a, K: Eq + Hash + Clone> {
-    gate: &'a Gate<K>,
-    key: K,
+pub(crate) struct ExchangeEnd<'a> {
+    gate: &'a IpGate,
+    ip: IpAddr,
     spacing: Duration,
 }
 
-impl<'a, K: Eq + Hash + Clone> ExchangeEnd<'a, K> {
-    /// Starts watching an exchange with `key` on `gate`.
-    pub fn new(gate: &'a Gate<K>, key: K, spacing: Duration) -> Self {
-        Self { gate, key, spacing }
+impl<'a> ExchangeEnd<'a> {
+    /// Starts watching an exchange with `ip` on `gate`.
+    pub fn new(gate: &'a IpGate, ip: IpAddr, spacing: Duration) -> Self {
+        Self { gate, ip, spacing }
     }
 }
 
-impl<K: Eq + Hash + Clone> Drop for ExchangeEnd<'_, K> {
+impl Drop for ExchangeEnd<'_> {
     fn drop(&mut self) {
         self.gate
-            .exchange_over(&self.key, self.spacing, Instant::now());
+            .exchange_over(&self.ip, self.spacing, Instant::now());
     }
 }
 
