@@ -104,8 +104,14 @@ fn golden_gzip_members() {
     let mut whole = Vec::new();
     for (loc, record) in at.iter().zip(read_all(GOLDEN)) {
         let member = &gz[loc.offset as usize..(loc.offset + loc.length) as usize];
-        // Fixed gzip header: magic, deflate, no flags, no mtime, OS unknown.
-        assert_eq!(member[..10], [0x1f, 0x8b, 8, 0, 0, 0, 0, 0, 0, 0xff]);
+        // Fixed gzip header: magic, deflate, FEXTRA only, no mtime, OS unknown; then
+        // XLEN 8 and the subfield "PL" of 4 bytes: the member's own length.
+        assert_eq!(member[..10], [0x1f, 0x8b, 8, 4, 0, 0, 0, 0, 0, 0xff]);
+        assert_eq!(member[10..16], [8, 0, b'P', b'L', 4, 0]);
+        assert_eq!(
+            u32::from_le_bytes(member[16..20].try_into().unwrap()) as u64,
+            loc.length
+        );
         let mut text = Vec::new();
         flate2::read::GzDecoder::new(member)
             .read_to_end(&mut text)
@@ -559,6 +565,30 @@ fn bad_gzip_is_rejected() {
     .unwrap();
     let e = first_error(&enc.finish().unwrap());
     assert!(matches!(e.kind, K::TrailingDataInMember), "{e}");
+}
+
+#[test]
+fn a_wrong_stated_member_length_is_an_error_at_that_member() {
+    let (gz, at) = write_example(WriterOptions::default());
+    let second = at[1].offset as usize;
+    let stated = u32::from_le_bytes(gz[second + 16..second + 20].try_into().unwrap());
+    assert_eq!(stated as u64, at[1].length);
+    for wrong in [stated - 1, stated + 1, stated + 7, 30, stated * 2] {
+        let mut bad = gz.clone();
+        bad[second + 16..second + 20].copy_from_slice(&wrong.to_le_bytes());
+        let e = first_error(&bad);
+        assert!(
+            matches!(e.kind, K::Gzip(_)) && e.offset == at[1].offset,
+            "stated {wrong} of {stated}: {e}"
+        );
+    }
+    // 0 means "not stated", and a length no member can have is no statement either:
+    // the member is streamed (the inflater finds its end) and reads as before.
+    for ignored in [0u32, 29, u32::MAX] {
+        let mut unstated = gz.clone();
+        unstated[second + 16..second + 20].copy_from_slice(&ignored.to_le_bytes());
+        assert_eq!(read_all(&unstated), read_all(&gz), "stated {ignored}");
+    }
 }
 
 #[test]

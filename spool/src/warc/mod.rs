@@ -9,6 +9,9 @@
 //! member; [`WarcWriter`] returns that [`RecordLocation`] for each record it writes
 //! and [`WarcReader`] reports it for each record it reads. `zcat batch.warc.gz`
 //! shows the whole file as text; `warcio index` and `warcio check` accept it.
+//! Each member's gzip header carries the member's own length in an extra field
+//! (subfield `PL`, RFC 1952 `FEXTRA`; see the writer's `GZIP_HEADER`), which other
+//! readers skip and [`WarcReader`] uses to inflate a member in one piece.
 //!
 //! Each record is:
 //!
