@@ -154,7 +154,7 @@ pub struct WarcReader<R> {
 /// crate's writer makes them) in one piece: the member's bytes, then libdeflate's
 /// whole-buffer inflate into a buffer of the trailer's size. On the peer
 /// benchmark's pages that inflates 1.4 times as fast as zlib-rs's streaming
-/// inflater (1,230 against 890 MB/s on one core), with no inflate state allocated
+/// inflater (1,229 against 877 MB/s on one core), with no inflate state allocated
 /// per member (BENCHMARKS.md, issue 9, session 10). Any other member is streamed.
 ///
 /// Checked as strictly as the stream: the inflated bytes against the trailer's
