@@ -258,7 +258,7 @@ fn main() -> ExitCode {
     no_huge_pages();
     // A child of `polycrawl demo` / `crawl` dies with it, even if it is SIGKILLed.
     if let Err(err) = ops::orchestrate::child::die_with_parent() {
-        eprintln!("polycrawl: error: {err:#}");
+        eprintln!("polycrawl: error: {}", one_line(&err));
         return ExitCode::FAILURE;
     }
     let cli = Cli::parse();
@@ -266,10 +266,26 @@ fn main() -> ExitCode {
     match run(cli.command) {
         Ok(()) => ExitCode::SUCCESS,
         Err(err) => {
-            eprintln!("polycrawl: error: {err:#}");
+            eprintln!("polycrawl: error: {}", one_line(&err));
             ExitCode::FAILURE
         }
     }
+}
+
+/// `err` and its causes on one line, `: `-separated, as `{:#}` prints them, but
+/// without a cause whose text already ends the line: an error whose message embeds
+/// its source (`#[error("repository I/O on {path}: {source}")]`) would otherwise
+/// print that source twice.
+fn one_line(err: &anyhow::Error) -> String {
+    let mut line = err.to_string();
+    for cause in err.chain().skip(1) {
+        let text = cause.to_string();
+        if !line.ends_with(&text) {
+            line.push_str(": ");
+            line.push_str(&text);
+        }
+    }
+    line
 }
 
 /// Turns transparent huge pages off for this process and the processes it starts
@@ -667,4 +683,40 @@ fn init_logging() {
         .with_env_filter(filter)
         .with_writer(std::io::stderr)
         .init();
+}
+
+#[cfg(test)]
+mod tests {
+    use super::one_line;
+
+    #[derive(Debug, thiserror::Error)]
+    #[error("repository I/O on {path}: {source}")]
+    struct Embeds {
+        path: &'static str,
+        source: std::io::Error,
+    }
+
+    #[test]
+    fn a_cause_is_printed_once() {
+        let io = || std::io::Error::new(std::io::ErrorKind::NotFound, "no such file");
+        let embedded = anyhow::Error::new(Embeds {
+            path: "/r/warc",
+            source: io(),
+        });
+        assert_eq!(
+            one_line(&embedded),
+            "repository I/O on /r/warc: no such file"
+        );
+        let wrapped = anyhow::Error::new(io()).context("open /r").context("get");
+        assert_eq!(one_line(&wrapped), "get: open /r: no such file");
+        let both = anyhow::Error::new(Embeds {
+            path: "/r/warc",
+            source: io(),
+        })
+        .context("get http://x/");
+        assert_eq!(
+            one_line(&both),
+            "get http://x/: repository I/O on /r/warc: no such file"
+        );
+    }
 }
