@@ -282,11 +282,17 @@ impl<R: BufRead> WarcReader<R> {
         let length = u32::from_le_bytes(length) as usize;
         // Stored blocks add 5 bytes per 65,535: a member is never much longer than
         // the record it holds.
-        let largest = self.max_header as u64 + self.max_block + 4;
+        let largest = self.largest_record();
         let bound = largest + largest / 8192 + 64;
         let fits =
             (MEMBER_HEADER + MEMBER_TRAILER + 2) as u64 <= length as u64 && length as u64 <= bound;
         Ok(fits.then_some(length))
+    }
+
+    /// The most bytes a record within the reader's bounds can take: header, block
+    /// and the closing CRLF CRLF.
+    fn largest_record(&self) -> u64 {
+        self.max_header as u64 + self.max_block + 4
     }
 
     /// Reads a member of `length` bytes whole, inflates and checks it (CRC-32 and
@@ -295,6 +301,7 @@ impl<R: BufRead> WarcReader<R> {
         let gzip = |what: &str| {
             WarcErrorKind::Gzip(io::Error::new(io::ErrorKind::InvalidData, what.to_owned()))
         };
+        let largest = self.largest_record();
         let WholeMember {
             inflater,
             member,
@@ -307,7 +314,6 @@ impl<R: BufRead> WarcReader<R> {
         let trailer = &member[length - MEMBER_TRAILER..];
         let crc = u32::from_le_bytes([trailer[0], trailer[1], trailer[2], trailer[3]]);
         let size = u32::from_le_bytes([trailer[4], trailer[5], trailer[6], trailer[7]]) as usize;
-        let largest = self.max_header as u64 + self.max_block + 4;
         if size as u64 > largest {
             return Err(gzip(&format!(
                 "the trailer's size {size} exceeds the reader's bound {largest} (a corrupt \

@@ -101,6 +101,12 @@ fn member_header(length: u64) -> [u8; MEMBER_HEADER] {
 const FLUSH_AT: usize = 64 * 1024;
 /// Largest stored deflate block (`LEN` is 16 bits).
 const STORED_MAX: usize = 65_535;
+
+/// Bytes that `n` bytes take as stored deflate blocks: 5 bytes of framing per
+/// [`STORED_MAX`] bytes, and the bytes.
+fn stored_len(n: usize) -> usize {
+    n.div_ceil(STORED_MAX) * 5 + n
+}
 /// Records (header, block and closing CRLF CRLF) up to this size are written as stored
 /// gzip members even when deflate was asked for. Every deflate member starts with a
 /// reset of the compressor, which clears its 128 KiB hash table (zlib-rs, like
@@ -399,7 +405,7 @@ impl<W: Write> WarcWriter<W> {
         } = self;
         let mut crc = Crc::new();
         let total = head.len() + parts.iter().map(|p| p.len()).sum::<usize>() + 4;
-        let length = MEMBER_HEADER + total.div_ceil(STORED_MAX) * 5 + total + MEMBER_TRAILER;
+        let length = MEMBER_HEADER + stored_len(total) + MEMBER_TRAILER;
         out.clear();
         out.extend_from_slice(&member_header(length as u64));
         let pieces = std::iter::once(&head[..])
@@ -450,9 +456,8 @@ impl<W: Write> WarcWriter<W> {
             out,
             ..
         } = self;
-        let length = (MEMBER_HEADER + head.len().div_ceil(STORED_MAX) * 5 + head.len()) as u64
-            + d.data.len() as u64
-            + MEMBER_TRAILER as u64;
+        let length =
+            (MEMBER_HEADER + stored_len(head.len()) + MEMBER_TRAILER) as u64 + d.data.len() as u64;
         out.clear();
         out.extend_from_slice(&member_header(length));
         for chunk in head.chunks(STORED_MAX) {
