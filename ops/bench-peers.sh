@@ -9,6 +9,19 @@
 #   ops/bench-peers.sh --config polite       # 5,000 hosts x 20 pages, 2 s per host and per IP:
 #                                            # polycrawl alone (wget2 has no per-host politeness)
 #
+# The server: --server nginx (the default of throughput and small, and the figure of
+# record: a server nobody here wrote) or --server websim (the polite configuration always
+# uses websim, whose request log stamps every request for the politeness checks). With
+# nginx the web is websim's (the same flags give the same pages, links, robots.txt,
+# redirects, https and gzip hosts, manifest), exported once per configuration as static
+# files and an nginx configuration (`polycrawl websim --export-static`, websim/src/export.rs),
+# served by Debian's nginx-light from disk on websim's loopback addresses, names answered
+# by dnsmasq for polycrawl and by a private /etc/hosts for wget2; nginx's access log,
+# written in websim's log columns, is what `polycrawl bench check` judges. A fresh nginx
+# (so a fresh access log) serves each run. --nginx-workers N (default: the cores).
+# --parts K: polycrawl's application parts (default: what `polycrawl crawl` chooses);
+# --downloaders auto: let `polycrawl crawl` choose.
+#
 # Flags (after --config): --runs N (default 3; polite 1), --hosts N, --pages N, --skew S,
 # --seed N (the web), --slow-ms MS (websim's slow hosts, default 300), --interval-ms MS
 # (politeness per host and per IP; 0 = off), --crawlers wget2,polycrawl, --threads N (wget2,
@@ -60,6 +73,7 @@ die() { log "$*"; exit 1; }
 configs=()
 runs="" hosts="" pages="" skew="" interval_ms="" crawlers="" own_addresses=""
 seed=1 slow_ms=300 threads=64 downloaders=1 timeout_s=900 conns=1 gzip_level=1
+server="" nginx_workers="$(nproc)" parts=""
 work=/tmp/polycrawl-bench-peers keep=0 build=1 plain=1
 while [ $# -gt 0 ]; do
     case "$1" in
@@ -79,6 +93,9 @@ while [ $# -gt 0 ]; do
         --downloaders) downloaders="$2"; shift 2 ;;
         --connections-per-host) conns="$2"; shift 2 ;;
         --gzip-level) gzip_level="$2"; shift 2 ;;
+        --server) server="$2"; shift 2 ;;
+        --nginx-workers) nginx_workers="$2"; shift 2 ;;
+        --parts) parts="$2"; shift 2 ;;
         --timeout-s) timeout_s="$2"; shift 2 ;;
         --work) work="$2"; shift 2 ;;
         --keep) keep=1; shift ;;
@@ -91,11 +108,17 @@ done
 
 # --- What the benchmark needs: the project's own set-up, wget2, the release binary. ---
 "$here/setup.sh"
-if ! dpkg-query -W -f='${Status}' wget2 2>/dev/null | grep -q "install ok installed"; then
-    log "installing the Debian package wget2"
-    [ "$(id -u)" -eq 0 ] || die "need root to install wget2"
+# nginx-light and dnsmasq-base are installed without starting any service
+# (RUNLEVEL=1: invoke-rc.d starts nothing); the benchmark runs its own, by pid.
+missing=()
+for pkg in wget2 nginx-light dnsmasq-base; do
+    dpkg-query -W -f='${Status}' "$pkg" 2>/dev/null | grep -q "install ok installed" || missing+=("$pkg")
+done
+if [ ${#missing[@]} -gt 0 ]; then
+    log "installing the Debian packages ${missing[*]}"
+    [ "$(id -u)" -eq 0 ] || die "need root to install ${missing[*]}"
     env DEBIAN_FRONTEND=noninteractive apt-get update -qq
-    env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends wget2 >/dev/null
+    env RUNLEVEL=1 DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
 fi
 [ "$(id -u)" -eq 0 ] || die "run as root: wget2 gets a private /etc/hosts through unshare -m and mount --bind"
 command -v unshare >/dev/null || die "unshare (util-linux) not found"
@@ -113,7 +136,7 @@ commit="$(git -C "$here/.." rev-parse --short=12 HEAD)"
 git -C "$here/.." diff --quiet HEAD -- . ':!BENCHMARKS.md' || commit="$commit+changes"
 
 # --- Processes started here, stopped on every exit. ---
-websim_pid="" measure_pid=""
+websim_pid="" measure_pid="" nginx_pid="" dnsmasq_pid=""
 stop_pid() { # PID SIGNAL: signal it if it is ours and alive, wait for it
     local pid="$1"
     [ -n "$pid" ] || return 0
@@ -125,7 +148,9 @@ stop_pid() { # PID SIGNAL: signal it if it is ours and alive, wait for it
 cleanup() {
     stop_pid "$measure_pid" TERM # passes SIGTERM on to the crawler, waits for its tree
     stop_pid "$websim_pid" TERM
-    measure_pid="" websim_pid=""
+    stop_pid "$nginx_pid" QUIT
+    stop_pid "$dnsmasq_pid" TERM
+    measure_pid="" websim_pid="" nginx_pid="" dnsmasq_pid=""
 }
 trap cleanup EXIT
 trap 'log "interrupted"; exit 130' INT TERM
@@ -191,6 +216,116 @@ stop_websim() {
     websim_pid=""
 }
 
+# A port free on every loopback address (nothing listens on it anywhere).
+free_port() {
+    local p
+    while :; do
+        p=$((20000 + RANDOM % 30000))
+        ss -Htln "sport = :$p" | grep -q . || { echo "$p"; return; }
+    done
+}
+
+# nginx: the web of one configuration, exported once; sets ng_dir, ng_web (websim's
+# files: manifest, never, unreachable, hosts, seeds, CA), ng_dns, and starts dnsmasq.
+prepare_nginx_web() { # DIR
+    local dir="$1" line http https dns_port i web_flags=()
+    stop_pid "$dnsmasq_pid" TERM
+    rm -rf "$dir"
+    mkdir -p "$dir"
+    chmod 755 "$dir"
+    [ "$plain" = 1 ] && web_flags=(--plain)
+    [ "$c_own" = 1 ] && web_flags+=(--own-addresses)
+    http="$(free_port)" https="$(free_port)"
+    [ "$http" != "$https" ] || https=$((http + 1))
+    line="$(RUST_LOG=warn "$bin" websim "${web_flags[@]}" --hosts "$c_hosts" --pages "$c_pages" \
+        --size-skew "$c_skew" --seed "$seed" --http-port "$http" --https-port "$https" \
+        --out "$dir/websim" --export-static "$dir/static" 2>"$dir/export.log" | grep '^websim exported ')" ||
+        die "websim --export-static failed: $(tail -n 5 "$dir/export.log")"
+    log "$c_name: exported for nginx: $(printf '%s' "$line" | sed 's/ http_port=.*//; s/^websim exported //')"
+    chmod -R a+rX "$dir/static"
+    ng_dir="$dir" ng_web="$dir/websim"
+    # dnsmasq answers websim's names from a hosts file and NXDOMAIN for the rest of
+    # .test, .example and .invalid (--local); nothing is forwarded anywhere.
+    awk -F'\t' '!/^#/ {print $3 "\t" $1}' "$ng_web/hosts.tsv" >"$dir/dns-hosts"
+    dns_port="$(free_port)"
+    dnsmasq --keep-in-foreground --conf-file=/dev/null --no-resolv --no-hosts \
+        --no-poll --bind-interfaces --listen-address=127.0.0.1 --port="$dns_port" \
+        --addn-hosts="$dir/dns-hosts" --local=/test/ --local=/example/ --local=/invalid/ \
+        --cache-size=10000 --pid-file="$dir/dnsmasq.pid" --log-facility="$dir/dnsmasq.log" \
+        >"$dir/dnsmasq.out" 2>&1 &
+    dnsmasq_pid=$!
+    for i in $(seq 1 50); do
+        ss -Hluln "sport = :$dns_port" | grep -q . && break
+        kill -0 "$dnsmasq_pid" 2>/dev/null || die "dnsmasq did not start: $(tail -n 5 "$dir/dnsmasq.out")"
+        sleep 0.1
+    done
+    ng_dns="127.0.0.1:$dns_port"
+    # NGINX_LOG is replaced per run (start_nginx).
+    cat >"$dir/nginx.conf" <<EOF
+# Written by ops/bench-peers.sh: Debian's defaults where they matter (sendfile,
+# keepalive_timeout 65, keepalive_requests 1000), websim's log columns.
+worker_processes $nginx_workers;
+daemon off;
+pid $dir/nginx.pid;
+error_log $dir/nginx-error.log warn;
+events { worker_connections 8192; }
+worker_rlimit_nofile 65536;
+http {
+    include /etc/nginx/mime.types;
+    default_type text/html;
+    charset utf-8;
+    charset_types text/html;
+    sendfile on;
+    tcp_nopush on;
+    keepalive_timeout 65;
+    server_tokens off;
+    absolute_redirect off;
+    client_body_temp_path $dir/tmp-body;
+    proxy_temp_path $dir/tmp-proxy;
+    fastcgi_temp_path $dir/tmp-fastcgi;
+    uwsgi_temp_path $dir/tmp-uwsgi;
+    scgi_temp_path $dir/tmp-scgi;
+    log_format websim escape=none '\$msec\t\$request_time\t\$scheme\t\$http_host\t\$server_addr:\$server_port\t\$remote_addr:\$remote_port\t\$request_method\t\$request_uri\t\$status\t\$body_bytes_sent\t\$http_user_agent';
+    access_log NGINX_LOG websim buffer=256k flush=1s;
+    include $dir/static/sites.conf;
+}
+EOF
+}
+
+# A fresh nginx for one run, its access log in DIR; sets ws_dir (links to the exported
+# web's files, where the converted log will go), ws_dns, ws_seeds, ws_ca, ws_hosts as
+# start_websim does.
+start_nginx() { # DIR
+    local dir="$1" f i
+    ws_dir="$dir/websim"
+    mkdir -p "$ws_dir"
+    for f in manifest.tsv never.txt unreachable.tsv hosts.tsv seeds.txt ca.pem; do
+        [ -e "$ng_web/$f" ] && ln -sf "$ng_web/$f" "$ws_dir/$f"
+    done
+    sed "s|NGINX_LOG|$dir/access.log|" "$ng_dir/nginx.conf" >"$dir/nginx.conf"
+    rm -f "$ng_dir/nginx.pid"
+    nginx -p "$ng_dir" -c "$dir/nginx.conf" >"$dir/nginx.out" 2>&1 &
+    nginx_pid=$!
+    for i in $(seq 1 100); do
+        [ -s "$ng_dir/nginx.pid" ] && break
+        kill -0 "$nginx_pid" 2>/dev/null || die "nginx exited: $(tail -n 5 "$dir/nginx.out" "$ng_dir/nginx-error.log")"
+        sleep 0.1
+    done
+    ws_dns="$ng_dns" ws_seeds="$ws_dir/seeds.txt" ws_ca="$ws_dir/ca.pem" ws_hosts="$ws_dir/hosts.tsv"
+}
+
+# Stops nginx (SIGQUIT: graceful, the log buffer written) and converts its access log
+# into websim's request log columns (websim/src/log.rs) for `polycrawl bench check`.
+stop_nginx() { # DIR
+    local dir="$1"
+    stop_pid "$nginx_pid" QUIT
+    nginx_pid=""
+    awk -F'\t' 'BEGIN { OFS = "\t"; print "# converted from an nginx access log: start_us end_us scheme host server client method target status bytes user_agent write_from_us service_us" }
+        { end = sprintf("%.0f", $1 * 1e6); start = sprintf("%.0f", ($1 - $2) * 1e6)
+          print start, end, $3, $4, $5, $6, $7, $8, $9, $10, $11, start, sprintf("%.0f", $2 * 1e6) }' \
+        "$dir/access.log" >"$ws_dir/requests.tsv"
+}
+
 # The polycrawl config: the documented defaults, plus what websim on loopback needs
 # (its DNS server, its CA, private addresses allowed, a free admin port), no speed
 # cap (target far above what the machine does), short back-offs (websim's dead and
@@ -232,7 +367,7 @@ run_one() { # CRAWLER RUN
     local crawler="$1" run="$2" dir="$work/$c_name-$1-$2" rc=0 load
     rm -rf "$dir"
     mkdir -p "$dir/scratch"
-    start_websim "$dir"
+    if [ "$c_server" = nginx ]; then start_nginx "$dir"; else start_websim "$dir"; fi
     local cmd=()
     case "$crawler" in
         wget2)
@@ -257,8 +392,9 @@ run_one() { # CRAWLER RUN
             ;;
         polycrawl)
             write_polycrawl_config "$dir/polycrawl.ron" "$c_interval"
-            cmd=("$bin" crawl --seeds "$ws_seeds" --out "$dir/scratch" --config "$dir/polycrawl.ron"
-                --downloaders "$downloaders")
+            cmd=("$bin" crawl --seeds "$ws_seeds" --out "$dir/scratch" --config "$dir/polycrawl.ron")
+            [ "$downloaders" = auto ] || cmd+=(--downloaders "$downloaders")
+            [ -z "$parts" ] || cmd+=(--parts "$parts")
             ;;
         *) die "unknown crawler $crawler" ;;
     esac
@@ -270,7 +406,7 @@ run_one() { # CRAWLER RUN
     measure_pid=$!
     wait "$measure_pid" || rc=$?
     measure_pid=""
-    stop_websim
+    if [ "$c_server" = nginx ]; then stop_nginx "$dir"; else stop_websim; fi
     [ -s "$dir/measure.txt" ] || die "$crawler: no measurement (exit $rc): $(tail -n 5 "$dir/crawler.stderr")"
     local agent=polycrawl pace=()
     [ "$crawler" = wget2 ] && agent=wget2
@@ -318,8 +454,9 @@ col() { # CONFIG CRAWLER AWK-EXPR: one value per run
 
 print_peer_table() { # CONFIG
     local c="$1" w
-    printf '\n%s: websim%s --hosts %s --pages %s --size-skew %s --seed %s --slow-ms %s; politeness off; load average %s\n' \
-        "$c" "$([ "$plain" = 1 ] && echo ' --plain')" "$c_hosts" "$c_pages" "$c_skew" "$seed" "$slow_ms" "$(cut -d' ' -f1-3 /proc/loadavg)"
+    printf '\n%s: server %s; web: websim%s --hosts %s --pages %s --size-skew %s --seed %s --slow-ms %s; politeness off; polycrawl: --downloaders %s%s, connections_per_host %s; load average %s\n' \
+        "$c" "$c_server" "$([ "$plain" = 1 ] && echo ' --plain')" "$c_hosts" "$c_pages" "$c_skew" "$seed" "$slow_ms" \
+        "$downloaders" "$([ -n "$parts" ] && echo " --parts $parts")" "$conns" "$(cut -d' ' -f1-3 /proc/loadavg)"
     printf '| crawler | run | load | wall s | pages | pages/s | CPU-ms/page | peak RSS MiB (tree / 1 proc) | coverage | dup URLs | robots-disallowed | other never.txt | unexpected | requests |\n'
     printf '|---|---|---|---|---|---|---|---|---|---|---|---|---|---|\n'
     awk -F'\t' -v c="$c" '$1==c {
@@ -381,6 +518,16 @@ for c_name in "${configs[@]}"; do
         log "$c_name: wget2 has no per-host politeness; measuring polycrawl alone"
         c_crawlers="polycrawl"
     fi
+    c_server="${server:-nginx}"
+    if [ "$c_interval" -gt 0 ]; then
+        [ "$c_server" = websim ] || log "$c_name: politeness is judged by websim's stamps: serving it with websim"
+        c_server=websim
+    fi
+    case "$c_server" in
+        nginx) prepare_nginx_web "$work/$c_name-nginx-web" ;;
+        websim) ;;
+        *) die "unknown server $c_server (nginx, websim)" ;;
+    esac
     for r in $(seq 1 "$c_runs"); do
         for w in $c_crawlers; do
             run_one "$w" "$r"

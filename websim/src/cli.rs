@@ -90,6 +90,9 @@ pub enum CliError {
         /// The port given twice.
         port: u16,
     },
+    /// The static export failed.
+    #[error(transparent)]
+    Export(#[from] crate::export::ExportError),
     /// `RLIMIT_NOFILE` is too low for the listeners this web needs.
     #[error(
         "websim needs about {need} file descriptors for {addresses} addresses, but RLIMIT_NOFILE is {nofile}; \
@@ -206,6 +209,12 @@ pub struct Args {
     /// Tokio worker threads (default: the number of cores).
     #[arg(long, value_parser = clap::value_parser!(u16).range(1..))]
     pub threads: Option<u16>,
+    /// Write the web as static files and an nginx configuration into DIR and exit
+    /// instead of serving it (see `export.rs`); needs fixed --http-port and
+    /// --https-port, since URLs carry them. The manifest, seeds, hosts and CA go to
+    /// --out as usual; the ready line starts `websim exported`.
+    #[arg(long, value_name = "DIR")]
+    pub export_static: Option<PathBuf>,
     /// Exit (like on SIGTERM) when the parent process exits; test harnesses use it so
     /// that no websim outlives a killed test.
     #[arg(long)]
@@ -316,6 +325,9 @@ async fn serve(args: Args) -> Result<(), CliError> {
         communities: args.communities,
         own_addresses: args.own_addresses,
     };
+    if let Some(dir) = &args.export_static {
+        return export_static(params, &args, &paths, dir);
+    }
     let plan = Web::new(params);
     // Addresses with at least one host that is not dead get listeners.
     let mut live: Vec<(u32, Ipv4Addr)> = plan
@@ -442,6 +454,46 @@ async fn serve(args: Args) -> Result<(), CliError> {
     log.flush().map_err(io_err("flushing the request log"))?;
     drop(flusher);
     println!("websim stopped ({why})");
+    Ok(())
+}
+
+/// `--export-static DIR`: the manifest files, the CA and the static web, then exit.
+fn export_static(
+    mut params: Params,
+    args: &Args,
+    paths: &OutPaths,
+    dir: &Path,
+) -> Result<(), CliError> {
+    params.http_port = args.http_port;
+    params.https_port = args.https_port;
+    if params.http_port == 0 || params.https_port == 0 {
+        return Err(crate::export::ExportError::PortsNotFixed.into());
+    }
+    let web = Web::new(params);
+    let summary = outfiles::write_all(&web, paths).map_err(io_err("writing the manifest files"))?;
+    let ca = SimCa::generate().map_err(tls_err("generating the CA"))?;
+    ca.write_ca_pem(&paths.ca)
+        .map_err(tls_err("writing the CA"))?;
+    let dir = absolute(dir)?;
+    let done = crate::export::export(&web, &ca, &dir)?;
+    let d = |p: &Path| p.display().to_string();
+    println!(
+        "websim exported dir={} files={} bytes={} locations={} hosts={} pages={} http_port={} https_port={} out={} seeds={} manifest={} never={} hosts_tsv={} ca={}",
+        d(&dir),
+        done.files,
+        done.bytes,
+        done.locations,
+        done.hosts,
+        summary.pages,
+        args.http_port,
+        args.https_port,
+        d(&paths.dir),
+        d(&paths.seeds),
+        d(&paths.manifest),
+        d(&paths.never),
+        d(&paths.hosts),
+        d(&paths.ca),
+    );
     Ok(())
 }
 

@@ -25,7 +25,9 @@
 //! - [`respond`]: routing rules; [`http`]: the server; [`misbehave`]: the
 //!   misbehaving host; [`traps`]: the trap hosts; [`log`]: the request log; [`listen`]: binding.
 //! - [`dns`]: the authoritative DNS server; [`tls`]: the CA and rustls configs.
-//! - [`cli`]: flags, start-up, shutdown.
+//! - [`cli`]: flags, start-up, shutdown. [`export`]: the same web as static files
+//!   and an nginx configuration (`--export-static`), for benchmarks on a server
+//!   nobody here wrote.
 //!
 //! # Behaviours (each documented with its exact rule in its module)
 //! - Hosts under `.test`/`.example` only, in registered-domain groups, Zipf sizes,
@@ -63,6 +65,7 @@
 
 pub mod cli;
 pub mod dns;
+pub mod export;
 pub mod hosts;
 pub mod html;
 pub mod http;

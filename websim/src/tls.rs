@@ -9,8 +9,9 @@
 //! - [`client_config_trusting`] trusts only the CA in a PEM (for tests and for the
 //!   downloader's extra-CA option).
 //!
-//! What this module must never do: write or expose a private key (the CA key lives only in
-//! memory, so a CA that somebody installs somewhere dies with the process); serve a
+//! What this module must never do: write or expose the CA's key or the in-process leaves'
+//! key (the CA key lives only in memory, so a CA that somebody installs somewhere dies with
+//! the process; the one key it hands out is [`SimCa::static_leaf`]'s, made for that leaf); serve a
 //! certificate for a name it was not given, or for a handshake without SNI; trust anything
 //! but the given CA in [`client_config_trusting`] (no system or built-in roots).
 
@@ -195,6 +196,44 @@ impl SimCa {
             .with_cert_resolver(Arc::new(resolver));
         config.alpn_protocols = vec![ALPN_HTTP1.to_vec()];
         Ok(Arc::new(config))
+    }
+
+    /// A leaf certificate for all of `names` (one SAN each) with a key pair of its
+    /// own, both PEM-encoded, for a web server that serves the static export
+    /// (`export.rs`). The key is made for this leaf alone: it is not the key the
+    /// in-process leaves share, and the CA's key stays in memory.
+    pub fn static_leaf(
+        &self,
+        names: impl IntoIterator<Item = String>,
+    ) -> Result<(String, String), TlsError> {
+        let generate = |source| TlsError::Generate {
+            what: "signing the static export's leaf".to_owned(),
+            source,
+        };
+        let key = new_key("generating the static export's leaf key")?;
+        let mut params = CertificateParams::default();
+        params.distinguished_name = DistinguishedName::new();
+        params
+            .distinguished_name
+            .push(DnType::CommonName, "polycrawl websim static export");
+        for name in names {
+            let normal = normalize(&name);
+            let dns_name = normal
+                .as_str()
+                .try_into()
+                .map_err(|_| TlsError::InvalidName { name: name.clone() })?;
+            params.subject_alt_names.push(SanType::DnsName(dns_name));
+        }
+        params.is_ca = IsCa::ExplicitNoCa;
+        params.key_usages = vec![KeyUsagePurpose::DigitalSignature];
+        params.extended_key_usages = vec![ExtendedKeyUsagePurpose::ServerAuth];
+        params.use_authority_key_identifier_extension = true;
+        let serial = self.minter.next_serial.fetch_add(1, Ordering::Relaxed);
+        params.serial_number = Some(SerialNumber::from_slice(&serial.to_be_bytes()));
+        let cert = params
+            .signed_by(&key, &self.minter.issuer)
+            .map_err(generate)?;
+        Ok((cert.pem(), key.serialize_pem()))
     }
 
     /// How many leaf certificates this CA has signed so far (each name costs one, on its
