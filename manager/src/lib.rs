@@ -49,4 +49,6 @@ pub use config::FrontierConfig;
 #[cfg(feature = "store")]
 pub use frontier::{Frontier, FrontierError, FrontierStats, HostState, wall_clock_ms};
 #[cfg(feature = "store")]
-pub use service::{ManagerConfig, ManagerError, Settings, bind, run, run_with_admin};
+pub use service::{
+    ManagerConfig, ManagerError, Settings, StageTimes, bind, run, run_measured, run_with_admin,
+};

@@ -563,7 +563,10 @@ fn manager_command(args: ManagerArgs) -> anyhow::Result<()> {
                 })?;
             println!("manager admin listening addr={local}");
         }
-        manager::run_with_admin(listener, admin, settings, shutdown).await
+        let stages = manager::run_measured(listener, admin, settings, shutdown).await?;
+        // Read by `polycrawl crawl` for its `starved:` line.
+        println!("{}", stages.line());
+        Ok::<(), manager::ManagerError>(())
     })
 }
 

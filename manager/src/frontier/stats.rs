@@ -68,6 +68,13 @@ pub struct FrontierStats {
 }
 
 impl Frontier {
+    /// URLs in host queues that are not in flight: the work politeness, DNS or
+    /// robots.txt holds back when no host is ready. O(apps).
+    pub fn urls_waiting(&self) -> u64 {
+        let queued: u64 = self.counters.apps.values().map(|c| c.queued).sum();
+        queued.saturating_sub(self.jobs.out_len() as u64)
+    }
+
     /// The frontier's figures now.
     pub fn stats(&self) -> FrontierStats {
         let hosts_by_state = HostState::ALL

@@ -87,6 +87,7 @@ mod pacing;
 mod registry;
 pub mod robots_file;
 mod speed;
+mod stages;
 mod web;
 
 use std::sync::Arc;
@@ -105,6 +106,7 @@ use tokio_util::sync::CancellationToken;
 pub use config::{InvalidConfig, ManagerConfig};
 pub use error::ManagerError;
 pub use speed::config::{ScheduleEntry, SpeedConfig};
+pub use stages::StageTimes;
 
 use crate::frontier::Frontier;
 use conn::{ConnId, ConnSettings, Event};
@@ -185,6 +187,19 @@ pub async fn run_with_admin(
     settings: Settings,
     shutdown: CancellationToken,
 ) -> Result<(), ManagerError> {
+    run_measured(listener, admin, settings, shutdown)
+        .await
+        .map(|_| ())
+}
+
+/// [`run_with_admin`], returning at the end how long dispatch starved over the
+/// manager's life ([`StageTimes`]; `polycrawl manager` prints it).
+pub async fn run_measured(
+    listener: TcpListener,
+    admin: Option<TcpListener>,
+    settings: Settings,
+    shutdown: CancellationToken,
+) -> Result<StageTimes, ManagerError> {
     let Settings {
         config,
         spool,
@@ -332,6 +347,7 @@ pub async fn run_with_admin(
     })
     .await;
     conns.abort_all();
+    let stages = engine.stage_times();
     drop(engine); // Closes the database.
-    result
+    result.map(|()| stages)
 }

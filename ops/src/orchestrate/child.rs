@@ -41,6 +41,8 @@ use std::sync::mpsc::{self, Receiver, RecvTimeoutError, TryRecvError};
 use std::time::{Duration, Instant};
 
 use anyhow::Context;
+
+use super::threads::Threads;
 use nix::sys::signal::{Signal, kill};
 use nix::unistd::Pid;
 
@@ -64,6 +66,7 @@ pub struct Child {
     log: PathBuf,
     status: Option<ExitStatus>,
     cpu: Duration,
+    threads: Threads,
 }
 
 impl Child {
@@ -104,6 +107,7 @@ impl Child {
             log,
             status: None,
             cpu: Duration::ZERO,
+            threads: Threads::default(),
         })
     }
 
@@ -170,6 +174,20 @@ impl Child {
         }
     }
 
+    /// The lines not yet taken, up to the end of its stdout (once it has exited),
+    /// waiting at most `timeout` for the reader thread to reach that end.
+    pub fn rest_of_lines(&mut self, timeout: Duration) -> Vec<String> {
+        let deadline = Instant::now() + timeout;
+        let mut out = Vec::new();
+        loop {
+            let left = deadline.saturating_duration_since(Instant::now());
+            match self.lines.recv_timeout(left) {
+                Ok(line) => out.push(line),
+                Err(RecvTimeoutError::Timeout | RecvTimeoutError::Disconnected) => return out,
+            }
+        }
+    }
+
     /// CPU time (user + system) used so far; once it has exited, in total.
     pub fn cpu(&mut self) -> Duration {
         if self.status.is_none() {
@@ -178,11 +196,28 @@ impl Child {
         self.cpu
     }
 
-    /// Reads its CPU time from `/proc` (kept as is if the process is gone).
+    /// Reads its CPU time from `/proc` (kept as is if the process is gone), and its
+    /// threads' at most every [`super::threads::EVERY`].
     fn sample_cpu(&mut self) {
         if let Some(cpu) = cpu_time(self.child.id()) {
             self.cpu = cpu;
         }
+        self.threads.sample(self.child.id());
+    }
+
+    /// Its threads' CPU times as last sampled (see [`super::threads`]).
+    pub fn threads(&self) -> &Threads {
+        &self.threads
+    }
+
+    /// Takes over the thread figures of the process it replaces (a restart).
+    pub fn carry_threads(&mut self, earlier: Threads) {
+        self.threads.absorb(earlier);
+    }
+
+    /// Gives up its thread figures (before it is replaced).
+    pub fn take_threads(&mut self) -> Threads {
+        std::mem::take(&mut self.threads)
     }
 
     /// Its exit status if it has exited (the process is reaped then).
@@ -197,8 +232,12 @@ impl Child {
         Ok(self.status)
     }
 
-    /// Sends SIGTERM (unless it has exited already).
+    /// Sends SIGTERM (unless it has exited already); its threads are sampled first,
+    /// since they end with it.
     pub fn terminate(&mut self) {
+        if self.status.is_none() {
+            self.threads.sample_now(self.child.id());
+        }
         if let Ok(None) = self.exited() {
             let pid = Pid::from_raw(self.child.id() as i32);
             let _ = kill(pid, Signal::SIGTERM);

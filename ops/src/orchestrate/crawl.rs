@@ -126,8 +126,12 @@ pub fn run(args: CrawlArgs, shutdown: CancellationToken, rt: Handle) -> anyhow::
             &layout,
             &scan,
             None,
-            &stopped.cpu,
-            None
+            summary::CpuUse {
+                processes: &stopped.cpu,
+                threads: &stopped.threads,
+                manager_stages: &stopped.manager_stages,
+                websim: None,
+            },
         )
     );
     if parts > 1 {

@@ -509,8 +509,12 @@ pub fn run(args: DemoArgs, shutdown: CancellationToken, rt: Handle) -> anyhow::R
             &layout,
             &scan,
             Some(&check),
-            &stopped.cpu,
-            Some(websim.cpu()),
+            summary::CpuUse {
+                processes: &stopped.cpu,
+                threads: &stopped.threads,
+                manager_stages: &stopped.manager_stages,
+                websim: Some(websim.cpu()),
+            },
         )
     );
     if parts > 1 {

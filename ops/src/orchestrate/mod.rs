@@ -13,7 +13,8 @@
 //! - [`progress`]: live progress (indicatif) from the manager's status.
 //! - [`repo_scan`]: what the repository holds, read back from its WARC files.
 //! - [`websim_check`]: a demo measured against websim's manifest and request log.
-//! - [`summary`]: the one-screen summary.
+//! - [`summary`]: the one-screen summary; [`threads`]: each child's threads' CPU,
+//!   for its busiest-thread line.
 //! - [`demo`]: `polycrawl demo` (websim plus the system); [`crawl`]:
 //!   `polycrawl crawl` (the system against real seeds).
 //!
@@ -32,4 +33,5 @@ pub mod progress;
 pub mod repo_scan;
 pub mod summary;
 pub mod system;
+pub mod threads;
 pub mod websim_check;

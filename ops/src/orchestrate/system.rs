@@ -54,6 +54,7 @@ use tokio_util::sync::CancellationToken;
 use super::child::{Child, describe};
 use super::machines::Machine;
 use super::progress::Progress;
+use super::threads::ThreadCpu;
 use crate::config::Config;
 
 /// How long the manager may take to print its listening line.
@@ -311,6 +312,11 @@ pub struct Stopped {
     /// CPU time (user + system) of each process over its life (all its restarts),
     /// by name.
     pub cpu: Vec<(String, Duration)>,
+    /// Each process's threads (all its restarts), busiest first, by process name.
+    pub threads: Vec<(String, Vec<ThreadCpu>)>,
+    /// Each manager's `manager stages ...` line (`manager::StageTimes`), if it
+    /// printed one as it stopped.
+    pub manager_stages: Vec<String>,
     /// The application's last summary line, if it printed one while stopping.
     pub app_summary: Option<String>,
     /// Every part's last summary line.
@@ -547,12 +553,14 @@ impl Supervised {
                 return Ok(Event::None);
             }
             self.cpu_before += self.child.cpu();
+            let threads = self.child.take_threads();
             note_in_log(
                 self.child.log_path(),
                 &format!("--- polycrawl supervisor: starting {} again", self.name()),
             );
             let name = self.name().to_owned();
             self.child = Child::spawn(&name, self.spec.command(), logs)?;
+            self.child.carry_threads(threads);
             self.started = now;
             self.restart_at = None;
             self.restarts += 1;
@@ -1066,6 +1074,7 @@ impl System {
             }
         };
         let mut app_cpu = Vec::new();
+        let mut threads = Vec::new();
         for app in &mut self.apps {
             if app.proc.alive() && !app.complete {
                 app.proc.child.terminate();
@@ -1082,6 +1091,10 @@ impl System {
         for app in &mut self.apps {
             app.lines.extend(app.proc.child.new_lines());
             app_cpu.push((app.proc.name().to_owned(), app.proc.cpu()));
+            threads.push((
+                app.proc.name().to_owned(),
+                app.proc.child.threads().busiest(),
+            ));
         }
         let deadline = Instant::now() + STOP_GRACE;
         for c in self.downloaders.iter_mut().chain(self.resolvers.iter_mut()) {
@@ -1099,9 +1112,16 @@ impl System {
             m.child.terminate();
         }
         let deadline = Instant::now() + STOP_GRACE;
+        let mut manager_stages = Vec::new();
         for m in self.managers.iter_mut().filter(|m| m.alive()) {
             let s = m.child.wait_or_kill(deadline);
             note(&m.child, s);
+            let lines = m.child.rest_of_lines(Duration::from_millis(500));
+            manager_stages.extend(
+                lines
+                    .into_iter()
+                    .filter(|l| l.starts_with("manager stages ")),
+            );
         }
         let mut cpu = Vec::new();
         for c in self
@@ -1111,6 +1131,7 @@ impl System {
             .chain(self.downloaders.iter_mut())
         {
             cpu.push((c.name().to_owned(), c.cpu()));
+            threads.push((c.name().to_owned(), c.child.threads().busiest()));
         }
         cpu.extend(app_cpu);
         let _ = std::fs::remove_file(&self.pids_file);
@@ -1118,6 +1139,8 @@ impl System {
         Stopped {
             unclean,
             cpu,
+            threads,
+            manager_stages,
             app_summary: part_summaries.first().cloned().flatten(),
             part_summaries,
         }

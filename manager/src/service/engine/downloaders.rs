@@ -55,6 +55,7 @@ use super::super::conn::ConnId;
 use super::super::error::ManagerError;
 use super::super::robots_file;
 use super::super::speed::Round;
+use super::super::stages::Feed;
 use super::Engine;
 
 /// How long a reported robots file may take to show in `robots/` (on NFS a file
@@ -89,15 +90,32 @@ impl Engine {
             if allowed > 0 {
                 self.speed.note_round(Round::Downloaders);
             }
+            let feed = if live.is_empty() {
+                Feed::NoDownloaders
+            } else {
+                Feed::Fed
+            };
+            self.stages.note(now, feed);
             return Ok(());
         }
         let want = total.min(allowed);
         if want == 0 {
             self.speed.note_round(Round::Tokens);
+            self.stages.note(now, Feed::Fed);
             self.bucket_wake = Some(self.bucket.next_token_at());
             return Ok(());
         }
         let jobs = self.frontier.next_jobs(wall, want)?;
+        // Room left with no URL ready: held by politeness (URLs queued), or the
+        // stage before dispatch did not keep up (none queued).
+        let feed = if jobs.len() >= want {
+            Feed::Fed
+        } else if self.frontier.urls_waiting() > 0 {
+            Feed::Held
+        } else {
+            Feed::Starved
+        };
+        self.stages.note(now, feed);
         self.speed.note_round(if jobs.len() < want {
             Round::Hosts
         } else if want < allowed {

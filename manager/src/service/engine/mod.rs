@@ -53,6 +53,7 @@ use super::registry::{Component, Registry};
 use super::speed::SpeedControl;
 use super::speed::Target;
 use super::speed::schedule::hhmm_of;
+use super::stages::{StageClock, StageTimes};
 use crate::frontier::{Frontier, wall_clock_ms};
 
 /// The longest the loop sleeps without an event, whatever the timers say.
@@ -117,6 +118,8 @@ pub(crate) struct Engine {
     idle_apps: BTreeSet<AppId>,
     /// Stored robots.txt files not visible yet (see `downloaders.rs`).
     robots_waiting: Vec<downloaders::RobotsWait>,
+    /// How long dispatch starved (see `stages.rs`).
+    stages: StageClock,
 }
 
 impl Engine {
@@ -158,6 +161,7 @@ impl Engine {
             stopping: None,
             idle_apps: BTreeSet::new(),
             robots_waiting: Vec::new(),
+            stages: StageClock::new(now),
             frontier,
             config,
             robots_dir,
@@ -286,6 +290,11 @@ impl Engine {
         self.doomed
             .push((conn, "too slow: its outbox is full".to_owned()));
         false
+    }
+
+    /// The dispatch stage's figures so far (see `stages.rs`).
+    pub fn stage_times(&mut self) -> StageTimes {
+        self.stages.times(Instant::now())
     }
 
     /// The periodic and follow-up work of one loop turn.

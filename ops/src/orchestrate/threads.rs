@@ -1,0 +1,184 @@
+//! CPU time of each thread of a child process, sampled from `/proc/<pid>/task`, so
+//! a crawl's summary can name its busiest thread and that thread's share of the
+//! crawl's CPU (issue 24): a thread doing a fixed share of all the work bounds the
+//! speed-up whatever the machine.
+//!
+//! The kernel keeps no figure for a thread once it has exited (its time folds into
+//! the process's), so a thread's figure is its last sample: [`Threads::sample`] reads
+//! every thread at most once per [`EVERY`], and a thread that ended since is kept at
+//! what it had then (short of at most one interval of its CPU). The threads of a
+//! process that was restarted are kept beside those of the new one, by thread id.
+//!
+//! Cost: one small file read per thread per sample; O(threads ever seen) memory.
+//! This module must never signal or otherwise touch the process it reads.
+
+use std::collections::BTreeMap;
+use std::time::{Duration, Instant};
+
+/// Shortest time between two samples of one process's threads.
+pub const EVERY: Duration = Duration::from_millis(250);
+
+/// Units of the times in `/proc/.../stat` (USER_HZ, 100 on every Linux).
+const USER_HZ: u64 = 100;
+
+/// One thread's CPU time, as last sampled.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ThreadCpu {
+    /// Its name (`comm`, at most 15 bytes: `app-reader`, `tokio-runtime-w`).
+    pub name: String,
+    /// User + system time.
+    pub cpu: Duration,
+}
+
+/// The threads of one supervised process (all its restarts), by thread id.
+#[derive(Debug, Default)]
+pub struct Threads {
+    by_tid: BTreeMap<u32, ThreadCpu>,
+    sampled_at: Option<Instant>,
+}
+
+impl Threads {
+    /// Reads the threads of `pid` unless it was done less than [`EVERY`] ago.
+    pub fn sample(&mut self, pid: u32) {
+        let now = Instant::now();
+        if self
+            .sampled_at
+            .is_some_and(|at| now.duration_since(at) < EVERY)
+        {
+            return;
+        }
+        self.sample_now(pid);
+        self.sampled_at = Some(now);
+    }
+
+    /// Reads the threads of `pid` now (a process that is gone leaves the figures
+    /// as they were).
+    pub fn sample_now(&mut self, pid: u32) {
+        let Ok(dir) = std::fs::read_dir(format!("/proc/{pid}/task")) else {
+            return;
+        };
+        for entry in dir.flatten() {
+            let Some(tid) = entry
+                .file_name()
+                .to_str()
+                .and_then(|s| s.parse::<u32>().ok())
+            else {
+                continue;
+            };
+            let Ok(stat) = std::fs::read_to_string(entry.path().join("stat")) else {
+                continue;
+            };
+            if let Some(t) = parse_stat(&stat) {
+                self.by_tid.insert(tid, t);
+            }
+        }
+    }
+
+    /// Adds the threads of an earlier process (a restart), keeping this one's
+    /// figure for a thread id both have.
+    pub fn absorb(&mut self, earlier: Threads) {
+        for (tid, t) in earlier.by_tid {
+            self.by_tid.entry(tid).or_insert(t);
+        }
+    }
+
+    /// Every thread seen, busiest first.
+    pub fn busiest(&self) -> Vec<ThreadCpu> {
+        let mut all: Vec<ThreadCpu> = self.by_tid.values().cloned().collect();
+        all.sort_by(|a, b| b.cpu.cmp(&a.cpu).then_with(|| a.name.cmp(&b.name)));
+        all
+    }
+}
+
+/// Name and utime + stime of a `/proc/<pid>/task/<tid>/stat` line.
+fn parse_stat(stat: &str) -> Option<ThreadCpu> {
+    let open = stat.find('(')?;
+    let close = stat.rfind(')')?;
+    let name = stat.get(open + 1..close)?.to_owned();
+    let mut fields = stat[close + 1..].split_ascii_whitespace().skip(11);
+    let utime: u64 = fields.next()?.parse().ok()?;
+    let stime: u64 = fields.next()?.parse().ok()?;
+    Some(ThreadCpu {
+        name,
+        cpu: Duration::from_millis((utime + stime) * 1000 / USER_HZ),
+    })
+}
+
+/// The busiest thread among `processes` (name, its threads) as the summary line's
+/// text: `app-reader (app) 18.2 % of the crawl's CPU`; `None` without threads or CPU.
+pub fn busiest_line(processes: &[(String, Vec<ThreadCpu>)], total: Duration) -> Option<String> {
+    let (process, thread) = processes
+        .iter()
+        .flat_map(|(p, ts)| ts.iter().map(move |t| (p, t)))
+        .max_by(|a, b| a.1.cpu.cmp(&b.1.cpu))?;
+    if total.is_zero() {
+        return None;
+    }
+    Some(format!(
+        "{} ({process}) {:.1} % of the crawl's CPU ({:.1} of {:.1} s)",
+        thread.name,
+        100.0 * thread.cpu.as_secs_f64() / total.as_secs_f64(),
+        thread.cpu.as_secs_f64(),
+        total.as_secs_f64()
+    ))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn stat_lines_give_name_and_time() {
+        let stat = "4242 (app reader) S 1 2 3 4 5 6 7 8 9 10 250 30 0 0 20 0";
+        assert_eq!(
+            parse_stat(stat),
+            Some(ThreadCpu {
+                name: "app reader".into(),
+                cpu: Duration::from_millis(2800),
+            })
+        );
+        assert_eq!(parse_stat("4242 (x) S 1"), None);
+    }
+
+    #[test]
+    fn a_busy_thread_of_this_process_is_found() {
+        let spin = std::thread::Builder::new()
+            .name("busy-test".into())
+            .spawn(|| {
+                let start = Instant::now();
+                let mut x = 0u64;
+                while start.elapsed() < Duration::from_millis(300) {
+                    x = x.wrapping_mul(31).wrapping_add(7);
+                }
+                std::hint::black_box(x);
+            })
+            .unwrap();
+        let mut threads = Threads::default();
+        std::thread::sleep(Duration::from_millis(250));
+        threads.sample_now(std::process::id());
+        spin.join().unwrap();
+        let busy = threads.busiest();
+        let t = busy
+            .iter()
+            .find(|t| t.name == "busy-test")
+            .expect("the thread was seen");
+        assert!(t.cpu >= Duration::from_millis(100), "{t:?}");
+    }
+
+    #[test]
+    fn the_line_names_the_busiest_thread_and_its_share() {
+        let t = |name: &str, ms| ThreadCpu {
+            name: name.into(),
+            cpu: Duration::from_millis(ms),
+        };
+        let processes = vec![
+            ("manager".to_owned(), vec![t("manager", 1000)]),
+            ("app".to_owned(), vec![t("app-reader", 2500), t("app", 500)]),
+        ];
+        assert_eq!(
+            busiest_line(&processes, Duration::from_secs(10)).as_deref(),
+            Some("app-reader (app) 25.0 % of the crawl's CPU (2.5 of 10.0 s)")
+        );
+        assert_eq!(busiest_line(&[], Duration::from_secs(1)), None);
+    }
+}
