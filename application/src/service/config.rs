@@ -83,6 +83,9 @@ pub struct AppConfig {
     pub max_body_bytes: usize,
     /// Page batches claimed at a time. Default 8.
     pub batches_per_claim: usize,
+    /// Threads that read page batches (inflate, check, parse, extract links):
+    /// 0 = one per core the process may run on, at most 8. Default 0.
+    pub reader_threads: usize,
     /// Spool folder scan period, in milliseconds (the notify events only wake up
     /// early). Default 1000.
     pub scan_interval_ms: u64,
@@ -174,6 +177,7 @@ impl Default for AppConfig {
             max_pages: 0,
             max_body_bytes: 8 << 20,
             batches_per_claim: 8,
+            reader_threads: 0,
             scan_interval_ms: 1000,
             idle_check_ms: 1000,
             parts: 1,
@@ -191,6 +195,15 @@ impl AppConfig {
     /// The validated application id.
     pub fn app_id(&self) -> Result<AppId, AppError> {
         AppId::new(self.app.clone()).map_err(|e| invalid("app", e.to_string()))
+    }
+
+    /// The reader threads to start: `reader_threads`, or for 0 the cores this
+    /// process may run on, at most 8.
+    pub fn readers(&self) -> usize {
+        match self.reader_threads {
+            0 => std::thread::available_parallelism().map_or(1, |n| n.get().min(8)),
+            n => n,
+        }
     }
 
     /// The request files' priority.

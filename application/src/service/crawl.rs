@@ -1,4 +1,4 @@
-//! The crawl loop (one blocking thread, with a reader thread that parses the page
+//! The crawl loop (one blocking thread, with reader threads that parse the page
 //! batches it claims: `read_ahead.rs`): claim page batches, insert their links,
 //! publish each merge's new URLs as request files, hand batches to storage once
 //! their links are published, count outcomes, and decide when the crawl is done.
@@ -61,11 +61,6 @@ pub(crate) struct ManagerLink {
 /// How often, at most, the application's figures go to the manager (admin page).
 const FIGURES_EVERY: Duration = Duration::from_secs(2);
 
-/// Page batches claimed and handed to the reader thread ahead of the loop, at most
-/// (and never more than `batches_per_claim`). Two: one read while the loop inserts
-/// the other's links.
-const READ_AHEAD: usize = 2;
-
 /// Longest pause between looks while a merge runs (its end raises no event).
 const MERGE_POLL: Duration = Duration::from_millis(2);
 
@@ -104,8 +99,10 @@ pub(crate) struct Crawl {
     outcomes: Consumer,
     requests: Publisher,
     repo: Repository,
-    /// Reads claimed page batches on a second thread.
+    /// Reads claimed page batches on the reader threads.
     read_ahead: ReadAhead,
+    /// How many reader threads there are.
+    readers: usize,
     awaiting: Vec<Awaiting>,
     /// Split crawls: this part's exchange state.
     parts: Option<Parts>,
@@ -171,8 +168,11 @@ impl Crawl {
         let pages_dir: SpoolDir = spool.pages(&app)?;
         let scan = Duration::from_millis(config.scan_interval_ms.max(10));
         let pages_discovery = Discovery::new(&pages_dir, scan, spool.notify());
+        let canon = config.canon();
+        let body_cap = config.max_body_bytes;
         let read_ahead = ReadAhead::spawn(
-            BatchReader::new(config.canon(), config.max_body_bytes),
+            config.readers(),
+            || BatchReader::new(canon.clone(), body_cap),
             pages_discovery.waker(),
         )?;
         let repo = Repository::open(&config.repository_dir)?;
@@ -195,6 +195,7 @@ impl Crawl {
             canon: config.canon(),
             priority: config.priority()?,
             read_ahead,
+            readers: config.readers(),
             pages: Consumer::new(pages_dir, id.clone())?,
             pages_discovery,
             outcomes: Consumer::new(spool.outcomes(&app)?, id.clone())?,
@@ -279,10 +280,11 @@ impl Crawl {
             }
             self.report_figures();
             let mut worked = false;
-            // Claim only while the reader has little queued: batches that wait in
-            // the folder keep growing (the downloaders' Nagle rule), and at most
-            // READ_AHEAD batches' links are held in memory.
-            let room = READ_AHEAD
+            // Claim only while the readers have little queued: one batch per
+            // reader and one more, so each reads while the loop inserts; batches
+            // that wait in the folder keep growing (the downloaders' Nagle rule),
+            // and at most that many batches' links are held in memory.
+            let room = (self.readers + 1)
                 .min(self.config.batches_per_claim)
                 .saturating_sub(self.read_ahead.in_flight());
             if room > 0 {

@@ -6,9 +6,9 @@
 //! 1. on the first start the seeds take the links' path: canonicalize, scope, seen
 //!    insert at depth 0;
 //! 2. page batches are claimed from `pages/<app>/` (own `.claimed/` first, at most
-//!    two ahead) and read on a second thread (`read_ahead.rs`: inflate, storage's
-//!    check, link extraction), so that reading one batch overlaps inserting the
-//!    previous one; every response record gives links ([`pages`]: HTML links, 3xx
+//!    one per reader thread ahead) and read on a pool of reader threads
+//!    (`read_ahead.rs`: inflate, storage's check, link extraction; one per core),
+//!    so that reading batches overlaps inserting the previous one's links; every response record gives links ([`pages`]: HTML links, 3xx
 //!    `Location`), which pass the [`scope`] and trap rules and go into the seen set
 //!    with the host-reversed key and the depth as payload;
 //! 3. each merge's new keys are unshuffled ([`unshuffle`]), cut into request files

@@ -1,16 +1,23 @@
-//! Reading page batches on a second thread, so that the crawl loop inserts one
-//! batch's links (and merges, publishes, ingests) while the next batch is inflated,
-//! checked and parsed ([`BatchReader::read_checked`]): the two halves of the
-//! application's work then run on two cores.
+//! Reading page batches on a pool of reader threads, so that the crawl loop inserts
+//! one batch's links (and merges, publishes, ingests) while the next batches are
+//! inflated, checked and parsed ([`BatchReader::read_checked`]) on the other cores:
+//! the per-page work (inflate, storage's check, HTML parse, link extraction,
+//! canonicalization) grows with the threads, the loop keeps only ordering and
+//! bookkeeping.
 //!
 //! The loop hands over batches it has claimed and takes back, in the same order,
-//! each batch's pages and storage's check. The reader thread only reads: it never
-//! moves, deletes or writes a file, and never touches the seen set, so the crash
-//! argument of the [module docs](super) is unchanged (a batch being read is still in
-//! our `.claimed/` and is read again after a restart). Memory: at most `depth`
-//! batches' links wait in the channel (the loop keeps at most that many in flight).
+//! each batch's pages and storage's check: every batch gets a sequence number, the
+//! readers take batches from one queue, and the loop's side puts their results back
+//! in order (a batch read early waits in a reorder buffer for the ones before it).
+//! The readers only read: they never move, delete or write a file, and never touch
+//! the seen set, so the crash argument of the [module docs](super) is unchanged (a
+//! batch being read is still in our `.claimed/` and is read again after a restart).
+//! Memory: at most the batches in flight (the loop keeps at most readers + 1) wait
+//! in the queue, the readers and the reorder buffer.
 
+use std::collections::BTreeMap;
 use std::sync::mpsc::{self, Receiver, Sender, TryRecvError};
+use std::sync::{Arc, Mutex, PoisonError};
 use std::thread::JoinHandle;
 
 use spool::claim::Claimed;
@@ -28,97 +35,131 @@ pub(crate) struct ReadBatch {
     pub read: Result<(Vec<PageLinksOf>, CheckedBatch), StorageError>,
 }
 
-/// The loop's handle on the reader thread.
+/// The loop's handle on the reader threads.
 pub(crate) struct ReadAhead {
-    to_reader: Option<Sender<Claimed>>,
-    from_reader: Receiver<ReadBatch>,
-    in_flight: usize,
-    thread: Option<JoinHandle<()>>,
+    to_readers: Option<Sender<(u64, Claimed)>>,
+    from_readers: Receiver<(u64, ReadBatch)>,
+    /// Read out of turn: waiting for the batches handed over before them.
+    early: BTreeMap<u64, ReadBatch>,
+    /// Sequence number of the next batch handed over, and of the next taken back.
+    next_in: u64,
+    next_out: u64,
+    threads: Vec<JoinHandle<()>>,
 }
 
 impl ReadAhead {
-    /// Starts the reader thread; it wakes the loop through `waker` after each batch.
-    pub(crate) fn spawn(mut reader: BatchReader, waker: Waker) -> Result<Self, AppError> {
-        let (to_reader, batches) = mpsc::channel::<Claimed>();
-        let (results, from_reader) = mpsc::channel::<ReadBatch>();
-        let thread = std::thread::Builder::new()
-            .name("app-reader".into())
-            .spawn(move || {
-                for claimed in batches {
-                    let mut pages = Vec::new();
-                    let read = reader
-                        .read_checked(claimed.path(), |page| pages.push(page))
-                        .map(|checked| (pages, checked));
-                    if results.send(ReadBatch { claimed, read }).is_err() {
-                        return;
+    /// Starts `readers` reader threads (at least one), each with its own
+    /// [`BatchReader`] from `reader`; each wakes the loop through `waker` after a
+    /// batch.
+    pub(crate) fn spawn(
+        readers: usize,
+        reader: impl Fn() -> BatchReader,
+        waker: Waker,
+    ) -> Result<Self, AppError> {
+        let (to_readers, batches) = mpsc::channel::<(u64, Claimed)>();
+        let batches = Arc::new(Mutex::new(batches));
+        let (results, from_readers) = mpsc::channel::<(u64, ReadBatch)>();
+        let mut threads = Vec::new();
+        for _ in 0..readers.max(1) {
+            let mut reader = reader();
+            let batches = Arc::clone(&batches);
+            let results = results.clone();
+            let waker = waker.clone();
+            let thread = std::thread::Builder::new()
+                .name("app-reader".into())
+                .spawn(move || {
+                    loop {
+                        // The lock is held only to take one batch off the queue.
+                        let next = batches
+                            .lock()
+                            .unwrap_or_else(PoisonError::into_inner)
+                            .recv();
+                        let Ok((seq, claimed)) = next else { return };
+                        let mut pages = Vec::new();
+                        let read = reader
+                            .read_checked(claimed.path(), |page| pages.push(page))
+                            .map(|checked| (pages, checked));
+                        if results.send((seq, ReadBatch { claimed, read })).is_err() {
+                            return;
+                        }
+                        waker.wake();
                     }
-                    waker.wake();
-                }
-            })
-            .map_err(|source| AppError::Thread {
-                name: "app-reader",
-                source,
-            })?;
+                })
+                .map_err(|source| AppError::Thread {
+                    name: "app-reader",
+                    source,
+                })?;
+            threads.push(thread);
+        }
         Ok(Self {
-            to_reader: Some(to_reader),
-            from_reader,
-            in_flight: 0,
-            thread: Some(thread),
+            to_readers: Some(to_readers),
+            from_readers,
+            early: BTreeMap::new(),
+            next_in: 0,
+            next_out: 0,
+            threads,
         })
     }
 
     /// Batches handed over and not yet taken back.
     pub(crate) fn in_flight(&self) -> usize {
-        self.in_flight
+        (self.next_in - self.next_out) as usize
     }
 
-    /// Hands a claimed batch to the reader.
+    /// Hands a claimed batch to the readers.
     pub(crate) fn submit(&mut self, claimed: Claimed) -> Result<(), AppError> {
         let sent = self
-            .to_reader
+            .to_readers
             .as_ref()
-            .is_some_and(|tx| tx.send(claimed).is_ok());
+            .is_some_and(|tx| tx.send((self.next_in, claimed)).is_ok());
         if !sent {
             return Err(AppError::Panicked);
         }
-        self.in_flight += 1;
+        self.next_in += 1;
         Ok(())
     }
 
-    /// The next batch read, if one is ready (`None` when nothing is in flight).
+    /// The next batch read, in the order handed over, if it is ready (`None` when
+    /// nothing is in flight).
     pub(crate) fn try_next(&mut self) -> Result<Option<ReadBatch>, AppError> {
         self.take(false)
     }
 
-    /// The next batch read, waiting for it (`None` when nothing is in flight).
+    /// The next batch read, in the order handed over, waiting for it (`None` when
+    /// nothing is in flight).
     pub(crate) fn next(&mut self) -> Result<Option<ReadBatch>, AppError> {
         self.take(true)
     }
 
     fn take(&mut self, wait: bool) -> Result<Option<ReadBatch>, AppError> {
-        if self.in_flight == 0 {
-            return Ok(None);
-        }
-        let batch = if wait {
-            self.from_reader.recv().map_err(|_| AppError::Panicked)?
-        } else {
-            match self.from_reader.try_recv() {
-                Ok(batch) => batch,
-                Err(TryRecvError::Empty) => return Ok(None),
-                Err(TryRecvError::Disconnected) => return Err(AppError::Panicked),
+        loop {
+            if self.in_flight() == 0 {
+                return Ok(None);
             }
-        };
-        self.in_flight -= 1;
-        Ok(Some(batch))
+            if let Some(batch) = self.early.remove(&self.next_out) {
+                self.next_out += 1;
+                return Ok(Some(batch));
+            }
+            let (seq, batch) = if wait {
+                self.from_readers.recv().map_err(|_| AppError::Panicked)?
+            } else {
+                match self.from_readers.try_recv() {
+                    Ok(got) => got,
+                    Err(TryRecvError::Empty) => return Ok(None),
+                    Err(TryRecvError::Disconnected) => return Err(AppError::Panicked),
+                }
+            };
+            self.early.insert(seq, batch);
+        }
     }
 }
 
 impl Drop for ReadAhead {
     fn drop(&mut self) {
-        // Closing the channel ends the thread after the batch it is reading; what
-        // it read is dropped (those batches stay claimed and are read again).
-        self.to_reader = None;
-        if let Some(thread) = self.thread.take() {
+        // Closing the queue ends each thread after the batch it is reading; what
+        // they read is dropped (those batches stay claimed and are read again).
+        self.to_readers = None;
+        for thread in self.threads.drain(..) {
             let _ = thread.join();
         }
     }
@@ -161,7 +202,8 @@ mod tests {
         let names: Vec<String> = claimed.iter().map(|c| c.name().to_string()).collect();
         let discovery = Discovery::new(&pages, Duration::from_secs(1), false);
         let mut ahead = ReadAhead::spawn(
-            BatchReader::new(CanonConfig::default(), 1 << 20),
+            3,
+            || BatchReader::new(CanonConfig::default(), 1 << 20),
             discovery.waker(),
         )
         .unwrap();
