@@ -20,12 +20,13 @@
 # written in websim's log columns, is what `polycrawl bench check` judges. A fresh nginx
 # (so a fresh access log) serves each run. --nginx-workers N (default: the cores).
 # --parts K: polycrawl's application parts (default: what `polycrawl crawl` chooses);
-# --downloaders auto: let `polycrawl crawl` choose.
+# --downloaders auto: let `polycrawl crawl` choose. --app-settings 'KEY: VALUE, ...': extra
+# fields of polycrawl's `app` config section (e.g. 'reader_threads: 1,').
 #
 # Flags (after --config): --runs N (default 3; polite 1), --hosts N, --pages N, --skew S,
 # --seed N (the web), --slow-ms MS (websim's slow hosts, default 300), --interval-ms MS
 # (politeness per host and per IP; 0 = off), --crawlers wget2,polycrawl, --threads N (wget2,
-# default 64), --downloaders N (polycrawl, default 1), --timeout-s S (per crawler run,
+# default 64), --downloaders N (polycrawl; default: what `polycrawl crawl` chooses), --timeout-s S (per crawler run,
 # default 900), --connections-per-host N (polycrawl's manager.frontier.connections_per_host,
 # default 1 as in the config), --gzip-level N (polycrawl's downloader.gzip_level, the
 # WARC's compression: 0 writes stored gzip members, default 1 as in the config),
@@ -72,8 +73,8 @@ die() { log "$*"; exit 1; }
 
 configs=()
 runs="" hosts="" pages="" skew="" interval_ms="" crawlers="" own_addresses=""
-seed=1 slow_ms=300 threads=64 downloaders=1 timeout_s=900 conns=1 gzip_level=1
-server="" nginx_workers="$(nproc)" parts=""
+seed=1 slow_ms=300 threads=64 downloaders=auto timeout_s=900 conns=1 gzip_level=1
+server="" nginx_workers="$(nproc)" parts="" app_settings=""
 work=/tmp/polycrawl-bench-peers keep=0 build=1 plain=1
 while [ $# -gt 0 ]; do
     case "$1" in
@@ -96,6 +97,7 @@ while [ $# -gt 0 ]; do
         --server) server="$2"; shift 2 ;;
         --nginx-workers) nginx_workers="$2"; shift 2 ;;
         --parts) parts="$2"; shift 2 ;;
+        --app-settings) app_settings="$2"; shift 2 ;;
         --timeout-s) timeout_s="$2"; shift 2 ;;
         --work) work="$2"; shift 2 ;;
         --keep) keep=1; shift ;;
@@ -346,6 +348,7 @@ write_polycrawl_config() { # FILE INTERVAL_MS
 (
     resolver: (name_servers: ["$ws_dns"]),
     downloader: (allow_private: true, extra_ca_file: Some("$ws_ca"), gzip_level: $gzip_level),
+    app: ($app_settings),
     manager: (
         admin_http: "127.0.0.1:0",
         frontier: (

@@ -40,8 +40,9 @@ pub struct CrawlArgs {
     /// The config file (RON); without one, the defaults apply.
     #[arg(long, value_name = "FILE")]
     pub config: Option<PathBuf>,
-    /// Downloader processes.
-    #[arg(long, default_value_t = 1, value_parser = clap::value_parser!(u32).range(1..=64))]
+    /// Downloader processes (default: one per 8 cores, at most 8; see `sizing.rs`).
+    #[arg(long, default_value_t = super::sizing::default_downloaders(),
+          value_parser = clap::value_parser!(u32).range(1..=64))]
     pub downloaders: u32,
     /// Stop after this many stored pages, overriding app.max_pages.
     #[arg(long, value_name = "N")]
@@ -84,6 +85,15 @@ pub fn run(args: CrawlArgs, shutdown: CancellationToken, rt: Handle) -> anyhow::
         systems: args.split.systems,
         parts: args.split.parts,
     };
+    eprintln!(
+        "{}",
+        super::sizing::line(
+            "crawl",
+            plan.parts,
+            plan.downloaders,
+            plan.config.app.reader_threads
+        )
+    );
     let mut system = System::start(&plan, &shutdown, "crawl")?;
     system.announce_admin(&layout);
     eprintln!(

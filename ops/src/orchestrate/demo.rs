@@ -80,8 +80,9 @@ pub struct DemoArgs {
     /// Output directory: config, spool, state, repository, logs, websim's files.
     #[arg(long, value_name = "DIR", default_value = "demo-out")]
     pub out: PathBuf,
-    /// Downloader processes.
-    #[arg(long, default_value_t = 1, value_parser = clap::value_parser!(u32).range(1..=64))]
+    /// Downloader processes (default: one per 8 cores, at most 8; see `sizing.rs`).
+    #[arg(long, default_value_t = super::sizing::default_downloaders(),
+          value_parser = clap::value_parser!(u32).range(1..=64))]
     pub downloaders: u32,
     /// Politeness interval between two requests to one host (and one IP address),
     /// in milliseconds.
@@ -451,6 +452,15 @@ pub fn run(args: DemoArgs, shutdown: CancellationToken, rt: Handle) -> anyhow::R
         parts: args.split.parts,
     };
 
+    eprintln!(
+        "{}",
+        super::sizing::line(
+            "demo",
+            plan.parts,
+            plan.downloaders,
+            plan.config.app.reader_threads
+        )
+    );
     let mut system = System::start(&plan, &shutdown, "demo")?;
     system.announce_admin(&layout);
     if let Some(m) = &machines {

@@ -12,6 +12,7 @@
 //!   mounts, one per simulated machine, removed on drop.
 //! - [`progress`]: live progress (indicatif) from the manager's status.
 //! - [`repo_scan`]: what the repository holds, read back from its WARC files.
+//! - [`sizing`]: parts, downloaders and reader threads for the cores at hand.
 //! - [`websim_check`]: a demo measured against websim's manifest and request log.
 //! - [`summary`]: the one-screen summary; [`threads`]: each child's threads' CPU,
 //!   for its busiest-thread line.
@@ -31,6 +32,7 @@ pub mod machines;
 pub mod parts;
 pub mod progress;
 pub mod repo_scan;
+pub mod sizing;
 pub mod summary;
 pub mod system;
 pub mod threads;

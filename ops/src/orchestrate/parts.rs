@@ -25,8 +25,10 @@ use super::repo_scan::RepoScan;
 #[derive(Debug, Clone, clap::Args)]
 pub struct SplitArgs {
     /// Application parts: each owns the hosts that hash (or the assignment file)
-    /// maps to it, and is an ordinary application to its manager.
-    #[arg(long, default_value_t = 1, value_parser = clap::value_parser!(u32).range(1..=64))]
+    /// maps to it, and is an ordinary application to its manager (default: one
+    /// per 16 cores; see `sizing.rs`).
+    #[arg(long, default_value_t = super::sizing::default_parts(),
+          value_parser = clap::value_parser!(u32).range(1..=64))]
     pub parts: u32,
     /// Crawling systems (manager, resolver, a share of the downloaders); part I
     /// is served by system I % SYSTEMS.
