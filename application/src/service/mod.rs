@@ -9,8 +9,8 @@
 //!    two ahead) and read on a second thread (`read_ahead.rs`: inflate, storage's
 //!    check, link extraction), so that reading one batch overlaps inserting the
 //!    previous one; every response record gives links ([`pages`]: HTML links, 3xx
-//!    `Location`), which pass the [`scope`] and trap rules and go into the seen set
-//!    with the host-reversed key and the depth as payload;
+//!    `Location`), which pass the [`scope`] rules and the [`traps`] detectors and
+//!    go into the seen set with the host-reversed key and the depth as payload;
 //! 3. each merge's new keys are unshuffled ([`unshuffle`]), cut into request files
 //!    of `urls_per_request_file` URLs with a `depth` hint, and published into
 //!    `requests/<app>/` (one producer id per instance); then the generation is
@@ -85,6 +85,7 @@ mod read_ahead;
 pub mod scope;
 pub mod state;
 pub mod summary;
+pub mod traps;
 pub mod unshuffle;
 
 use spool::Spool;
