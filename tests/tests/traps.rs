@@ -23,6 +23,7 @@ use std::process::Command;
 use std::time::{Duration, Instant};
 
 use tests::bin;
+use tests::browser::{self, Browser};
 use tests::process::ProcessGuard;
 use tests::repository::RepoScan;
 use tests::system::{Knobs, System};
@@ -80,6 +81,9 @@ struct Crawled {
     /// The application's summary line.
     summary: String,
     elapsed: Duration,
+    /// What the admin page showed in a browser, once the detectors had cut
+    /// something (`None`: not asked for, or no chromium).
+    page: Option<serde_json::Value>,
 }
 
 impl Crawled {
@@ -188,9 +192,35 @@ impl Crawled {
     }
 }
 
+/// The admin page's Trap detectors table, read in the browser with the
+/// `/api/stats` answer it rendered.
+const READ_TRAPS: &str = r##"(() => ({
+  rows: [...document.querySelectorAll("#traps tr")].map((r) => ({
+    id: r.dataset.id, detector: r.dataset.detector,
+    cut: r.children[2].textContent, examples: r.children[3].textContent })),
+  rendered: (window.lastStats.components || []).filter((c) => c.state && c.state.app)
+    .map((c) => ({ id: c.id, traps: c.state.app.traps })),
+}))()"##;
+
+/// Opens the admin page at `admin` in `chromium` and reads its Trap detectors
+/// table ([`READ_TRAPS`]).
+fn read_traps_table(chromium: &Path, dir: &Path, admin: &str) -> serde_json::Value {
+    let mut chrome = Browser::launch(chromium, dir, 1280, 1600);
+    let mut page = chrome.open(&format!("http://{admin}/"));
+    page.wait_for(
+        "the page rendered an application's detectors",
+        "document.body && Number(document.body.dataset.seq) >= 1 && \
+         document.querySelectorAll('#traps tr').length > 0",
+        Duration::from_secs(20),
+    );
+    page.eval(READ_TRAPS).expect("reading the page")
+}
+
 /// Runs websim with `websim_args`, the crawling system and `polycrawl app` with
 /// the default `app:` settings on websim's seeds, until the app ends by itself.
-fn crawl(websim_args: &[&str]) -> Crawled {
+/// With `browser`, the admin page is read once in chromium (when there is one)
+/// after the `sequence` and `date_pages` detectors have cut links.
+fn crawl(websim_args: &[&str], browser: bool) -> Crawled {
     let started = Instant::now();
     let ws = Websim::start(websim_args);
     let traps: Vec<HostRow> = ws.hosts().into_iter().filter(|h| h.has("trap")).collect();
@@ -239,6 +269,14 @@ fn crawl(websim_args: &[&str]) -> Crawled {
     // last seen (the application leaves the page when it exits).
     let deadline = Instant::now() + CRAWL_TIMEOUT;
     let mut figures = serde_json::Value::Null;
+    let chromium = if browser { browser::chromium() } else { None };
+    if browser && chromium.is_none() {
+        eprintln!(
+            "\n\n!!! SKIPPED the admin page's browser check: no chromium on PATH (ops/setup.sh \
+             installs it). !!!\n"
+        );
+    }
+    let mut page = None;
     let status = loop {
         let left = deadline.saturating_duration_since(Instant::now());
         let tick = left.min(Duration::from_millis(500));
@@ -254,6 +292,21 @@ fn crawl(websim_args: &[&str]) -> Crawled {
             if c["role"] == "application" && !c["state"]["app"].is_null() {
                 figures = c["state"]["app"].clone();
             }
+        }
+        let cut = |d: &str| {
+            figures["traps"]
+                .as_array()
+                .into_iter()
+                .flatten()
+                .any(|t| t["detector"] == d && t["cut"].as_u64() > Some(0))
+        };
+        if let Some(chromium) = &chromium
+            && page.is_none()
+            && cut("sequence")
+            && cut("date_pages")
+        {
+            let admin = sys.admin_addr.expect("the admin page").to_string();
+            page = Some(read_traps_table(chromium, sys.dir(), &admin));
         }
     };
     let per_host = |log: &[LogLine]| {
@@ -305,13 +358,14 @@ fn crawl(websim_args: &[&str]) -> Crawled {
         figures,
         summary,
         elapsed,
+        page,
         sys,
     }
 }
 
 #[test]
 fn trap_hosts_cost_a_bounded_number_of_requests_and_the_crawl_ends() {
-    let c = crawl(&[
+    let args = [
         "--hosts",
         "40",
         "--pages",
@@ -321,7 +375,8 @@ fn trap_hosts_cost_a_bounded_number_of_requests_and_the_crawl_ends() {
         "--slow-ms",
         "50",
         "--traps",
-    ]);
+    ];
+    let c = crawl(&args, false);
     c.report("traps");
     c.check_common();
     // Trap hosts linked from one site get base + one site's worth of URLs: the
@@ -362,18 +417,21 @@ fn trap_hosts_cost_a_bounded_number_of_requests_and_the_crawl_ends() {
 /// directories: the detectors, not the operator, keep the traps small.
 #[test]
 fn every_host_a_seed_with_the_defaults() {
-    let c = crawl(&[
-        "--hosts",
-        "40",
-        "--pages",
-        "1200",
-        "--seed",
-        "11",
-        "--slow-ms",
-        "50",
-        "--traps",
-        "--all-seeds",
-    ]);
+    let c = crawl(
+        &[
+            "--hosts",
+            "40",
+            "--pages",
+            "1200",
+            "--seed",
+            "11",
+            "--slow-ms",
+            "50",
+            "--traps",
+            "--all-seeds",
+        ],
+        true,
+    );
     c.report("all seeds");
     c.check_common();
     let (calendar, pages, counter) = (c.trap("calendar"), c.trap("pages"), c.trap("counter"));
@@ -421,6 +479,48 @@ fn every_host_a_seed_with_the_defaults() {
             cut_here <= 400,
             "{host}: {cut_here} requests: its sequences were not cut ({sequence})"
         );
+    }
+    // In the browser: one row per detector with the count and URLs of the
+    // /api/stats answer the page rendered.
+    if let Some(page) = &c.page {
+        let rows = page["rows"].as_array().cloned().unwrap_or_default();
+        let rendered = &page["rendered"][0];
+        let traps = rendered["traps"].as_array().cloned().unwrap_or_default();
+        assert_eq!(rows.len(), traps.len(), "{page}");
+        for (row, t) in rows.iter().zip(&traps) {
+            let examples: Vec<&str> = t["examples"]
+                .as_array()
+                .into_iter()
+                .flatten()
+                .filter_map(|e| e.as_str())
+                .collect();
+            let shown_examples = if examples.is_empty() {
+                "-".to_owned()
+            } else {
+                examples.join(" ")
+            };
+            assert_eq!(
+                (
+                    &row["id"],
+                    &row["detector"],
+                    row["cut"].as_str(),
+                    row["examples"].as_str()
+                ),
+                (
+                    &rendered["id"],
+                    &t["detector"],
+                    Some(t["cut"].to_string().as_str()),
+                    Some(shown_examples.as_str())
+                ),
+                "{page}"
+            );
+        }
+        assert!(
+            rows.iter()
+                .any(|r| r["detector"] == "sequence" && r["cut"] != "0"),
+            "{page}"
+        );
+        eprintln!("admin page in the browser: {} detector rows", rows.len());
     }
     assert!(
         c.summary.contains("links cut by trap detectors"),
