@@ -158,9 +158,9 @@ pub struct Args {
     /// benchmarks against other crawlers.
     #[arg(long)]
     pub plain: bool,
-    /// Add five trap hosts linked from the most popular host's home page: a
+    /// Add six trap hosts linked from the most popular host's home page: a
     /// session-id trap, an endless year/month calendar, a chain of 50 redirects,
-    /// endless page-number sequences and endless counters (see `traps.rs`;
+    /// endless page-number sequences, endless counters and a maze (see `traps.rs`;
     /// flagged `trap` in hosts.tsv). Ignored with `--plain`.
     #[arg(long)]
     pub traps: bool,

@@ -1,4 +1,4 @@
-//! Trap hosts (`--traps`): five hosts built to waste a crawler's requests, added
+//! Trap hosts (`--traps`): six hosts built to waste a crawler's requests, added
 //! after the misbehaving host and linked from the home page of the most popular
 //! host only (one linking site each; with `--all-seeds` each is a seed as well).
 //! `--plain` webs never have them.
@@ -10,12 +10,13 @@
 //! | [`REDIRECTS_HOST`] | [`TrapSite::Redirects`] | `/` | `/chain/0` .. `/chain/49` each 302 to the next ([`CHAIN_HOPS`] hops), `/chain/50` is a 200 page |
 //! | [`PAGES_HOST`] | [`TrapSite::Pages`] | `/` | page-number sequences: `/list?page=N` links the previous page and the next nine, `/archive/page/N/` the previous and the next, `/search?q=all&start=N` the previous and next 20 (any `u32`) |
 //! | [`COUNTER_HOST`] | [`TrapSite::Counter`] | `/` | monotone counters: `/count/N` links `/count/N+1`, `/next?after=N` links `/next?after=N+1`, and every page links `/?visits=V+1` where `V` is its own `visits` (0 without) |
+//! | [`MAZE_HOST`] | [`TrapSite::Maze`] | `/` | a maze no pattern describes: `/maze/WORD` (8 lower-case letters) links three other words drawn from its own; no number, no date, no repeated segment: only a host budget bounds it |
 //!
 //! The real pages are in the manifest like any page (a crawler that strips session
 //! ids fetches exactly those of the sessions host, each once); every other URL of a
 //! trap host is a trap URL, in no output file because there are endlessly many. The
 //! hosts are flagged `trap` and by kind (`sessions`, `calendar`, `redirects`,
-//! `pages`, `counter`) in `hosts.tsv`. Their robots.txt is a 404 and they answer
+//! `pages`, `counter`, `maze`) in `hosts.tsv`. Their robots.txt is a 404 and they answer
 //! plain http.
 //!
 //! This module must never store what it served: ids are fresh from a counter and
@@ -39,6 +40,8 @@ pub const REDIRECTS_HOST: &str = "www.redirects-trap.test";
 pub const PAGES_HOST: &str = "www.pages-trap.test";
 /// The counter trap host.
 pub const COUNTER_HOST: &str = "www.counter-trap.test";
+/// The maze trap host.
+pub const MAZE_HOST: &str = "www.maze-trap.test";
 /// A far-past month the calendar's home page links.
 pub const FAR_PAST: &str = "/cal/1970/01/";
 /// A far-future month the calendar's home page links.
@@ -61,16 +64,19 @@ pub enum TrapSite {
     Pages,
     /// Endless counters.
     Counter,
+    /// An endless maze of words.
+    Maze,
 }
 
 impl TrapSite {
     /// Every kind, in host order.
-    pub const ALL: [TrapSite; 5] = [
+    pub const ALL: [TrapSite; 6] = [
         TrapSite::Sessions,
         TrapSite::Calendar,
         TrapSite::Redirects,
         TrapSite::Pages,
         TrapSite::Counter,
+        TrapSite::Maze,
     ];
 
     /// The host name.
@@ -81,6 +87,7 @@ impl TrapSite {
             TrapSite::Redirects => REDIRECTS_HOST,
             TrapSite::Pages => PAGES_HOST,
             TrapSite::Counter => COUNTER_HOST,
+            TrapSite::Maze => MAZE_HOST,
         }
     }
 
@@ -92,6 +99,7 @@ impl TrapSite {
             TrapSite::Redirects => "redirects",
             TrapSite::Pages => "pages",
             TrapSite::Counter => "counter",
+            TrapSite::Maze => "maze",
         }
     }
 
@@ -143,6 +151,7 @@ pub fn route(h: u32, kind: TrapSite, target: &str) -> Reply {
         TrapSite::Redirects => redirects(path),
         TrapSite::Pages => pages(path, query),
         TrapSite::Counter => counter(path, query),
+        TrapSite::Maze => maze(path, query),
     }
 }
 
@@ -395,6 +404,37 @@ fn counter(path: &str, query: &str) -> Reply {
     page(&title, &links)
 }
 
+/// Word `k` of the maze linked from `word`: 8 letters drawn from its hash.
+fn maze_word(word: &str, k: u64) -> String {
+    let mut h = word
+        .bytes()
+        .fold(hash(&[0x6d61_7a65, k]), |h, b| hash(&[h, u64::from(b)]));
+    (0..8)
+        .map(|_| {
+            let c = char::from(b'a' + (h % 26) as u8);
+            h /= 26;
+            c
+        })
+        .collect()
+}
+
+fn maze(path: &str, query: &str) -> Reply {
+    if !query.is_empty() {
+        return not_found();
+    }
+    let word = match path {
+        "/" => "entrance",
+        _ => match path.strip_prefix("/maze/") {
+            Some(w) if w.len() == 8 && w.bytes().all(|b| b.is_ascii_lowercase()) => w,
+            _ => return not_found(),
+        },
+    };
+    let links: Vec<String> = (0..3)
+        .map(|k| format!("/maze/{}", maze_word(word, k)))
+        .collect();
+    page(&format!("maze {word}"), &links)
+}
+
 fn redirects(path: &str) -> Reply {
     if path == "/" {
         return page("redirects", &["/chain/0".to_owned()]);
@@ -552,6 +592,33 @@ mod tests {
         assert_eq!(s, 200);
         assert!(again.contains("/?visits=8"));
         assert_eq!(body(&route(h, TrapSite::Counter, "/count/x")).0, 404);
+    }
+
+    #[test]
+    fn the_maze_has_no_numbers_and_no_end() {
+        let w = web();
+        let h = w.host_by_name(MAZE_HOST).unwrap();
+        let (s, home, _) = body(&route(h, TrapSite::Maze, "/"));
+        assert_eq!(s, 200);
+        let first = maze_word("entrance", 0);
+        assert!(home.contains(&format!("/maze/{first}")));
+        let (s, text, _) = body(&route(h, TrapSite::Maze, &format!("/maze/{first}")));
+        assert_eq!(s, 200);
+        let hrefs: Vec<&str> = text
+            .split("href=\"")
+            .skip(1)
+            .filter_map(|r| r.split('"').next())
+            .collect();
+        assert_eq!(hrefs.len(), 3);
+        assert!(
+            hrefs
+                .iter()
+                .all(|l| !l.contains(|c: char| c.is_ascii_digit())),
+            "{hrefs:?}"
+        );
+        let again = body(&route(h, TrapSite::Maze, &format!("/maze/{first}"))).1;
+        assert_eq!(text, again, "the same maze every time");
+        assert_eq!(body(&route(h, TrapSite::Maze, "/maze/short")).0, 404);
     }
 
     #[test]

@@ -73,7 +73,9 @@ pub struct AppConfig {
     /// in one number only, by a small step (a pager's next page, a counter's next
     /// value, the next month), and goes past every value of that number seen on
     /// the host, is a step; at most this many steps per host and URL shape are
-    /// followed (see `traps`). 0 turns the detector off. Default 100.
+    /// followed (see `traps`). Below `max_depth`, so that a counter linking only
+    /// its next value is cut here, counted, rather than by the depth. 0 turns the
+    /// detector off. Default 50.
     pub max_sequence_steps: u32,
     /// Date-page detector: at most this many distinct URLs per host that name a
     /// date and nothing more (`/cal/2024/05/`, `/2024-05-17`, `?year=2024&month=5`:
@@ -196,7 +198,7 @@ impl Default for AppConfig {
             max_repeated_segment: 3,
             calendar_pattern: r"/\d{4}/\d{1,2}/\d{1,2}(/|$)".into(),
             calendar_max_depth: 2,
-            max_sequence_steps: 100,
+            max_sequence_steps: 50,
             max_date_pages_per_host: 100,
             max_date_years_past: 10,
             max_date_years_ahead: 1,
