@@ -62,8 +62,24 @@ fn dashed(s: &str) -> Option<(u32, u32, Option<u32>)> {
     parts.next().is_none().then_some((y, m, d))
 }
 
+/// Whether `s` holds four ASCII digits in a row (every form needs a year).
+fn has_year_digits(s: &str) -> bool {
+    let mut run = 0;
+    for b in s.bytes() {
+        run = if b.is_ascii_digit() { run + 1 } else { 0 };
+        if run == 4 {
+            return true;
+        }
+    }
+    false
+}
+
 /// The date `url` names, if any (see the module docs).
 pub(crate) fn find(url: &Url) -> Option<UrlDate> {
+    // Most links name no year at all: one scan, no allocation.
+    if !has_year_digits(url.path()) && !url.query().is_some_and(has_year_digits) {
+        return None;
+    }
     let segments: Vec<&str> = url.path().split('/').filter(|s| !s.is_empty()).collect();
     let rest_is_index = |from: usize| match &segments[from.min(segments.len())..] {
         [] => true,

@@ -108,6 +108,9 @@ pub(crate) struct Traps {
     ahead: Option<i64>,
     hosts: HashMap<Box<str>, HostTraps>,
     examples: HashMap<Detector, VecDeque<String>>,
+    /// The shape of the page the last links came from (a page's links come in a
+    /// row), by its URL.
+    page: Option<(String, Option<Shape>)>,
 }
 
 impl Traps {
@@ -123,6 +126,7 @@ impl Traps {
             ahead: years(config.max_date_years_ahead),
             hosts: HashMap::new(),
             examples: HashMap::new(),
+            page: None,
         }
     }
 
@@ -159,21 +163,24 @@ impl Traps {
         }
         if self.max_steps > 0
             && let Some(page) = from.filter(|p| p.host_str() == Some(host))
-            && let (Some(link), Some(page)) = (shape(url), shape(page))
+            && let Some(link) = shape(url)
         {
+            if self.page.as_ref().is_none_or(|(u, _)| u != page.as_str()) {
+                self.page = Some((page.as_str().to_owned(), shape(page)));
+            }
             let max = self.max_steps;
-            if !self.host(host).shapes.step(&link, &page, max) {
+            if let Some((_, Some(page))) = &self.page
+                && !host_entry(&mut self.hosts, host)
+                    .shapes
+                    .step(&link, page, max)
+            {
                 return Err(Detector::Sequence);
             }
         }
         if let Some(hash) = date_page {
-            self.host(host).date_pages.insert(hash);
+            host_entry(&mut self.hosts, host).date_pages.insert(hash);
         }
         Ok(())
-    }
-
-    fn host(&mut self, host: &str) -> &mut HostTraps {
-        self.hosts.entry(host.into()).or_default()
     }
 
     /// Keeps `url` as one of the last [`EXAMPLES`] `detector` cut.
@@ -203,6 +210,14 @@ impl Traps {
             .map(|k| k.iter().cloned().collect())
             .unwrap_or_default()
     }
+}
+
+/// `host`'s entry, made on first use (no allocation when it is there).
+fn host_entry<'a>(hosts: &'a mut HashMap<Box<str>, HostTraps>, host: &str) -> &'a mut HostTraps {
+    if !hosts.contains_key(host) {
+        hosts.insert(host.into(), HostTraps::default());
+    }
+    hosts.get_mut(host).expect("inserted above")
 }
 
 fn shape(url: &Url) -> Option<Shape> {
