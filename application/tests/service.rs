@@ -479,7 +479,7 @@ async fn redirect_chains_end_at_the_hop_limit_and_hosts_at_their_budget() {
     ));
     wait_requests(&d.spool, 1).await;
     // The seed's host links 10 pages of t.test (one linking site: budget 3 + 2)
-    // and 10 of its own (a seed's host: the largest budget).
+    // and 10 of its own (a seed's host: the seed budget, capped at the max).
     let links: Vec<String> = (0..10)
         .flat_map(|i| [format!("https://t.test/p{i}"), format!("/own{i}")])
         .collect();
@@ -540,6 +540,67 @@ async fn redirect_chains_end_at_the_hop_limit_and_hosts_at_their_budget() {
         ("test.t", 5, 5, 5, 1)
     );
     println!("{summary}");
+}
+
+/// Issue 29: a seed is one vote, not trust: its host gets `host_budget_seed`; a
+/// host named in `trusted_hosts_file` (or under one named there) gets the max;
+/// and the sequence detector cuts a counter on one host.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn seeds_get_the_seed_budget_and_trusted_hosts_the_max() {
+    let mut d = dirs();
+    d.config.allowed_domains = vec!["s.test".into(), "t.test".into()];
+    d.config.host_budget_base = 1;
+    d.config.host_budget_seed = 3;
+    d.config.host_budget_per_linking_site = 1;
+    d.config.host_budget_max = 100;
+    d.config.max_sequence_steps = 4;
+    let trusted = d.spool.parent().unwrap().join("trusted.txt");
+    std::fs::write(&trusted, "# trusted\n\nt.test\n").unwrap();
+    d.config.trusted_hosts_file = Some(trusted);
+    let idle = Arc::new(AtomicBool::new(false));
+    let addr = fake_manager(idle.clone()).await;
+    let app = tokio::spawn(service::run(
+        d.config.clone(),
+        Spool::new(&d.spool),
+        vec!["https://s.test/".into()],
+        control(&addr),
+        CancellationToken::new(),
+    ));
+    wait_requests(&d.spool, 1).await;
+    // The seed's host links 10 pages of its own (seed budget 3: the seed and 2
+    // more), 10 of www.t.test (trusted: all of them) and its counter page 1.
+    let mut links: Vec<String> = (0..10)
+        .flat_map(|i| [format!("/own{i}"), format!("https://www.t.test/p{i}")])
+        .collect();
+    links.push("https://www.t.test/c/1".into());
+    let refs: Vec<&str> = links.iter().map(String::as_str).collect();
+    publish_batch(&d.spool, 0, &[("https://s.test/", html(&refs))]);
+    let got = wait_requests(&d.spool, 13).await;
+    let on = |host: &str| got.iter().filter(|(u, _)| u.contains(host)).count();
+    assert_eq!((on("s.test/own"), on("t.test")), (2, 11), "{got:?}");
+    // A counter: page n links n + 1. Four steps are followed, the fifth is cut.
+    for n in 1..=5u32 {
+        let page = format!("https://www.t.test/c/{n}");
+        let next = format!("/c/{}", n + 1);
+        publish_batch(&d.spool, n, &[(page.as_str(), html(&[next.as_str()]))]);
+        if n < 5 {
+            let got = wait_requests(&d.spool, 1).await;
+            assert_eq!(got[0].0, format!("https://www.t.test/c/{}", n + 1));
+        }
+    }
+    tokio::time::sleep(Duration::from_millis(300)).await;
+    idle.store(true, Ordering::SeqCst);
+    let summary = tokio::time::timeout(Duration::from_secs(20), app)
+        .await
+        .expect("the app ends once the manager is idle")
+        .unwrap()
+        .unwrap();
+    assert!(
+        take_requests(&d.spool).is_empty(),
+        "the sixth counter value"
+    );
+    assert_eq!(summary.trap_cuts.get("sequence"), Some(&1), "{summary}");
+    assert_eq!(summary.budget_cut, 8, "{summary}");
 }
 
 /// Takes every request file: (url, hops hint).

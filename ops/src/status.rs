@@ -221,8 +221,8 @@ fn component_line(c: &ComponentStatus) -> String {
     )
 }
 
-/// "12 pages; 2 hosts over budget, 40 URLs cut (most: a.test 30/10); part 0 of 2,
-/// 5 URLs sent, 7 received".
+/// "12 pages; 2 hosts over budget, 40 URLs cut (most: a.test 30/10); trap links
+/// cut: sequence 12, date_pages 3; part 0 of 2, 5 URLs sent, 7 received".
 fn app_line(a: &AppFigures) -> String {
     let mut line = format!(
         "{} pages; {} hosts over budget, {} URLs cut",
@@ -235,6 +235,15 @@ fn app_line(a: &AppFigures) -> String {
             .map(|h| format!("{} {}/{}", h.host, h.cut, h.budget))
             .collect();
         let _ = write!(line, " (most: {})", top.join(", "));
+    }
+    let traps: Vec<String> = a
+        .traps
+        .iter()
+        .filter(|t| t.cut > 0)
+        .map(|t| format!("{} {}", t.detector, t.cut))
+        .collect();
+    if !traps.is_empty() {
+        let _ = write!(line, "; trap links cut: {}", traps.join(", "));
     }
     if let Some(p) = &a.part {
         let _ = write!(
@@ -274,7 +283,9 @@ fn per_host(counts: &[u64]) -> String {
 
 #[cfg(test)]
 mod tests {
-    use spool::protocol::{BudgetCut, ComponentState, HostCounts, Load, PartFigures, StatusCount};
+    use spool::protocol::{
+        BudgetCut, ComponentState, HostCounts, Load, PartFigures, StatusCount, TrapCut,
+    };
     use spool::{OutcomeReason, Spool};
     use tokio_util::sync::CancellationToken;
 
@@ -368,6 +379,18 @@ mod tests {
                                 urls_out: 5,
                                 urls_in: 7,
                             }),
+                            traps: vec![
+                                TrapCut {
+                                    detector: "far_date".into(),
+                                    cut: 0,
+                                    examples: Vec::new(),
+                                },
+                                TrapCut {
+                                    detector: "sequence".into(),
+                                    cut: 12,
+                                    examples: vec!["http://a.test/c/9".into()],
+                                },
+                            ],
                         }),
                     },
                 },
@@ -404,7 +427,7 @@ mod tests {
             "in flight 10/500",
             "PAUSED: disk full at /spool/pages/bfs/.tmp (retrying every 1 s at most)",
             "    12 pages; 2 hosts over budget, 40 URLs cut (most: test.a 30/10); \
-             part 0 of 2, 5 URLs sent, 7 received\n",
+             trap links cut: sequence 12; part 0 of 2, 5 URLs sent, 7 received\n",
             "target from operator until 22:05 UTC; 80.0 fetches/s, host-limited \
              (politeness allows no more); mean job 12 ms",
         ] {

@@ -12,8 +12,8 @@ use spool::protocol::{
     Hello, HostAnswer, HostCounts, JobId, Limits, Load, Message, NegativeKind, PROTOCOL_VERSION,
     PartFigures, Pause, PauseReason, ProtocolError, ReasonCount, RefusalCode, RequestId,
     Resolution, Role, ServerConfig, SpeedLimit, SpeedStatus, SpoolArea, StatusCount,
-    StatusSnapshot, StoredPage, TargetSource, Timing, Token, Welcome, client_handshake, preamble,
-    server_handshake,
+    StatusSnapshot, StoredPage, TargetSource, Timing, Token, TrapCut, Welcome, client_handshake,
+    preamble, server_handshake,
 };
 use spool::{AppId, ComponentId};
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
@@ -379,6 +379,11 @@ fn samples() -> Vec<Message> {
                     urls_out: 8,
                     urls_in: 9,
                 }),
+                traps: vec![TrapCut {
+                    detector: "sequence".into(),
+                    cut: 10,
+                    examples: vec!["http://t.a/c/12".into()],
+                }],
             }),
         }),
     ]
@@ -436,9 +441,9 @@ fn every_variant_round_trips_through_bytes() {
 
 #[test]
 fn golden_preamble() {
-    assert_eq!(hex(&preamble(PROTOCOL_VERSION)), "50 43 52 4c 00 04 00 00");
+    assert_eq!(hex(&preamble(PROTOCOL_VERSION)), "50 43 52 4c 00 05 00 00");
     assert_eq!(hex(&preamble(0x0203)), "50 43 52 4c 02 03 00 00");
-    assert_eq!(PROTOCOL_VERSION, 4);
+    assert_eq!(PROTOCOL_VERSION, 5);
 }
 
 /// The encoding of every sample, pinned. If this fails you changed the wire
@@ -468,7 +473,8 @@ fn golden_message_bytes() {
         "0e 04 04 2f 63 2f 31",
         "0f 24 35 30 2d 64 6c 2d 31 2d 30 30 30 30 30 30 30 30 30 30 30 30 30 30 30 30 30 30 30 31 2e 77 61 72 63 2e 67 7a 02 07 ac 02",
         "10 03 62 66 73 09",
-        "11 01 00 02 2f 73 02 e8 07 01 01 02 01 03 74 2e 61 03 04 05 06 07 01 00 02 08 09",
+        "11 01 00 02 2f 73 02 e8 07 01 01 02 01 03 74 2e 61 03 04 05 06 07 01 00 02 08 09 \
+         01 08 73 65 71 75 65 6e 63 65 0a 01 0f 68 74 74 70 3a 2f 2f 74 2e 61 2f 63 2f 31 32",
     ];
     let got: Vec<String> = samples()
         .iter()
@@ -522,8 +528,8 @@ fn decoding_rejects_garbage_and_trailing_bytes() {
 // ---------------------------------------------------------------- golden wire
 
 /// The module docs' example, byte for byte: a downloader's opening.
-const HELLO_DL1: &str = "50 43 52 4c 00 04 00 00 \
-     00 00 00 1f 00 01 04 64 6c 2d 31 04 06 73 33 63 72 65 74 \
+const HELLO_DL1: &str = "50 43 52 4c 00 05 00 00 \
+     00 00 00 1f 00 01 04 64 6c 2d 31 05 06 73 33 63 72 65 74 \
      0f 70 6f 6c 79 63 72 61 77 6c 20 30 2e 31 2e 30";
 
 #[tokio::test]
@@ -538,7 +544,7 @@ async fn golden_handshake_and_frames_on_the_wire() {
         server.read_exact(&mut opening).await.unwrap();
         assert_eq!(hex(&opening), hex(&unhex(HELLO_DL1)));
         // Accept: preamble, status 00, Welcome frame, then SetConcurrency { 300 }.
-        let welcome = "50 43 52 4c 00 04 00 00 00 00 00 00 0b 01 00 03 6d 67 72 04 d0 0f 90 4e";
+        let welcome = "50 43 52 4c 00 05 00 00 00 00 00 00 0b 01 00 03 6d 67 72 05 d0 0f 90 4e";
         server.write_all(&unhex(welcome)).await.unwrap();
         server
             .write_all(&unhex("00 00 00 03 05 ac 02"))
@@ -578,7 +584,7 @@ async fn golden_refusal_bytes() {
     let (served, reply) = tokio::join!(server_handshake(server, &config), raw_client);
     assert!(matches!(served, Err(ProtocolError::BadToken { .. })));
     let text = "wrong token for downloader dl-1";
-    let expected = format!("50 43 52 4c 00 04 00 00 03 00 1f {}", hex(text.as_bytes()));
+    let expected = format!("50 43 52 4c 00 05 00 00 03 00 1f {}", hex(text.as_bytes()));
     assert_eq!(hex(&reply), expected);
 }
 
@@ -717,12 +723,12 @@ async fn admin_role_needs_the_admin_token() {
 
 #[tokio::test]
 async fn other_protocol_version_is_refused_on_both_sides() {
-    let v5 = Hello {
-        version: 5,
+    let v6 = Hello {
+        version: 6,
         ..hello("s3cret")
     };
-    let (server, client) = handshake(server_config(), v5, Limits::default()).await;
-    let text = "protocol version mismatch: peer speaks v5, this manager speaks v4";
+    let (server, client) = handshake(server_config(), v6, Limits::default()).await;
+    let text = "protocol version mismatch: peer speaks v6, this manager speaks v5";
     assert_eq!(server.err().unwrap().to_string(), text);
     match client.err().unwrap() {
         e @ ProtocolError::Refused { code, .. } => {

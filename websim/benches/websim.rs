@@ -94,6 +94,7 @@ fn main() {
         https_port: 8443,
         communities: 0,
         own_addresses: false,
+        all_seeds: false,
     });
     let mut buf = Vec::with_capacity(64 * 1024);
     let mut scratch = Scratch::default();
@@ -158,6 +159,7 @@ fn main() {
                     https_port: 1,
                     communities: 0,
                     own_addresses: false,
+                    all_seeds: false,
                 }));
                 let log = RequestLog::create(&log_path).expect("log");
                 let _flusher = log.start_flusher();

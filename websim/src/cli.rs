@@ -161,10 +161,10 @@ pub struct Args {
     /// benchmarks against other crawlers.
     #[arg(long)]
     pub plain: bool,
-    /// Add three trap hosts linked from the most popular host's home page: a
-    /// session-id trap, an endless month and page-number calendar, and a chain of
-    /// 50 redirects (see `traps.rs`; flagged `trap` in hosts.tsv). Ignored with
-    /// `--plain`.
+    /// Add six trap hosts linked from the most popular host's home page: a
+    /// session-id trap, an endless year/month calendar, a chain of 50 redirects,
+    /// endless page-number sequences, endless counters and a maze (see `traps.rs`;
+    /// flagged `trap` in hosts.tsv). Ignored with `--plain`.
     #[arg(long)]
     pub traps: bool,
     /// Every host on an address of its own (no virtual-hosting groups), so that
@@ -173,6 +173,12 @@ pub struct Args {
     /// robots.txt stay the same web.
     #[arg(long)]
     pub own_addresses: bool,
+    /// Make every host's home page a seed, the trap hosts' too (not the
+    /// misbehaving host's), as an open-web crawl is seeded from a list of sites
+    /// nobody vetted; the manifest is the crawl from all of them. Without it the
+    /// seeds are the max(3, hosts/20) most popular hosts.
+    #[arg(long)]
+    pub all_seeds: bool,
     /// Give the hosts a community structure: deal them into N communities of equal
     /// size, and make 90 % of the cross-host links a page draws (and of redirect
     /// hops, and http-to-https upgrade links) go to hosts of the linking host's own
@@ -324,6 +330,7 @@ async fn serve(args: Args) -> Result<(), CliError> {
         https_port: 0,
         communities: args.communities,
         own_addresses: args.own_addresses,
+        all_seeds: args.all_seeds,
     };
     if let Some(dir) = &args.export_static {
         return export_static(params, &args, &paths, dir);

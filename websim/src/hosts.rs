@@ -21,7 +21,8 @@
 //!   then the roles a static web server never plays are taken back: no host is
 //!   dead or slow, and a robots.txt that would answer 5xx or ask for a crawl delay
 //!   has no rules instead (the variant `none`).
-//! - **Seeds**: the `max(3, H/20)` most popular hosts.
+//! - **Seeds**: the `max(3, H/20)` most popular hosts (with `--all-seeds`, every
+//!   host but the misbehaving one: see `model.rs`).
 //! - **Addresses**: 127.x.y.z from 127.1.0.1 upwards (never in 127.0.0.0/16). Most
 //!   hosts get their own; with probability 6 % a host starts a virtual-hosting
 //!   group that takes the next 2-8 hosts onto one address. Dead hosts and the

@@ -52,8 +52,10 @@
 //!   sends only 1.1 times fewer URLs across 4-16 parts than the hash; with
 //!   `--communities 16`, 4.8 to 6.2 times fewer (BENCHMARKS.md, "Site
 //!   assignment"), the range the paper reports for real webs.
-//! - With `--traps`, three crawler traps: fresh session ids on every link, an
-//!   endless calendar and page list, a 50-hop redirect chain ([`traps`]).
+//! - With `--traps`, six crawler traps: fresh session ids on every link, an
+//!   endless year/month calendar, a 50-hop redirect chain, endless page-number
+//!   sequences, endless counters and a maze of words ([`traps`]); with `--all-seeds` every host,
+//!   trap or not, is a seed.
 //!
 //! # What websim must never do
 //! Bind, answer or connect outside 127.0.0.0/8; name or resolve a real host (all

@@ -6,7 +6,7 @@
 //!    every page of a host is reachable from `/` (robots and nofollow permitting);
 //! 2. on home pages, the home pages of the next two hosts of a seeded ring of all
 //!    hosts, so almost every host is reachable from any seed; with `--traps`, the
-//!    most popular host's home page also links the three trap hosts' home pages;
+//!    most popular host's home page also links the six trap hosts' home pages;
 //! 3. fillers up to a total of 8-13: 20 % another host by popularity (Zipf; its home
 //!    page 60 %, else a random page), 2.5 % a missing page (404), 1.5 % a redirect
 //!    chain, 1 % the redirect loop (loop hosts only), 0.8 % the `http://` URL of an
@@ -270,6 +270,7 @@ mod tests {
             https_port: 443,
             communities: 0,
             own_addresses: false,
+            all_seeds: false,
         })
     }
 

@@ -180,15 +180,19 @@ impl<'a> WebGraph<'a> {
         WebGraph { web, rules }
     }
 
-    /// The seeds: home pages of the seed hosts, by popularity.
+    /// The seeds: home pages of the seed hosts, by popularity (trap hosts, seeds
+    /// only with `--all-seeds`, last).
     pub fn seeds(&self) -> Vec<Target> {
-        let mut hosts: Vec<u32> = (0..self.web.generated())
+        let mut hosts: Vec<u32> = (0..self.web.hosts.len() as u32)
             .filter(|&h| self.web.hosts[h as usize].seed)
             .collect();
         hosts.sort_by_key(|&h| self.web.hosts[h as usize].rank);
         hosts
             .into_iter()
-            .map(|host| Target::Page { host, page: 0 })
+            .map(|host| match self.web.hosts[host as usize].trap {
+                Some(_) => Target::TrapSite { host, page: 0 },
+                None => Target::Page { host, page: 0 },
+            })
             .collect()
     }
 }
@@ -358,6 +362,7 @@ mod tests {
             https_port: 8443,
             communities: 0,
             own_addresses: false,
+            all_seeds: false,
         })
     }
 

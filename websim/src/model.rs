@@ -56,6 +56,10 @@ pub struct Params {
     /// per-host politeness and the politeness bound is hosts / interval. Only
     /// the addresses change: pages, links and robots.txt are the same web.
     pub own_addresses: bool,
+    /// Every host's home page is a seed (`--all-seeds`), the trap hosts' too (not
+    /// the misbehaving host's), as an open-web crawl is seeded from a list of
+    /// sites nobody vetted. Without it the seeds are the most popular hosts.
+    pub all_seeds: bool,
 }
 
 /// With communities, the share (per mille) of cross-host link draws that pick a
@@ -189,6 +193,11 @@ impl Web {
             params.plain,
             params.traps && !params.plain,
         );
+        if params.all_seeds {
+            for h in hosts.iter_mut().filter(|h| !h.misbehave) {
+                h.seed = true;
+            }
+        }
         if params.own_addresses {
             hosts::one_address_each(&mut hosts);
         }
@@ -473,6 +482,7 @@ mod tests {
             https_port: 443,
             communities: 0,
             own_addresses: false,
+            all_seeds: false,
         })
     }
 

@@ -371,6 +371,7 @@ mod tests {
             https_port: 8443,
             communities: 0,
             own_addresses: false,
+            all_seeds: false,
         })
     }
 

@@ -1,18 +1,24 @@
 //! Per-host page budgets, after IRLbot's BEAST: a host may have as many URLs
 //! requested as other sites vouch for. Its budget is
 //! `min(base + per_site * linking_sites, max)`, where `linking_sites` counts the
-//! distinct *other* sites with a page linking (or redirecting) to it; a host of a
-//! seed URL gets `max` (the operator named it). `max_pages_per_host`, when set,
-//! caps every budget. New URLs of a host beyond its budget are not requested: they
-//! are counted as cut, per host and in all.
+//! distinct *other* sites with a page linking (or redirecting) to it.
+//!
+//! A seed is one vote, not trust: a crawl of the open web is seeded from lists of
+//! sites nobody has vetted, and a seed may be a trap. A seed's host starts from
+//! `seed_base` (default 500) instead of `base` (100), and grows with linking sites
+//! like any host. Only hosts the operator names as trusted (`trusted_hosts`,
+//! `trusted_hosts_file`: a name covers the host and its subdomains) get `max`.
+//! `max_pages_per_host`, when set, caps every budget, trusted or not. New URLs of
+//! a host beyond its budget are not requested: they are counted as cut, per host
+//! and in all.
 //!
 //! A *site* is approximated by the last two labels of the host name
 //! (`shop.acme17.test` -> `acme17.test`; an IP address is its own site), so a trap
 //! cannot raise its own budget by linking itself from its subdomains.
 //!
 //! Calendars, page-number sequences and other endless URL spaces that no
-//! pattern catches end here: a trap host nobody else links to gets
-//! `base + per_site` URLs at most.
+//! detector of `traps` catches end here: a trap host one other site links to
+//! gets `base + per_site` URLs at most, `seed_base + per_site` if it is a seed.
 //!
 //! Memory: one entry per host with URLs requested or linked from elsewhere, each
 //! with at most `(max - base) / per_site + 1` site hashes.
@@ -23,8 +29,8 @@
 //! them back at start ([`HostBudgets::read_from`]). So saved counts only ever cover
 //! URLs whose request files are recorded as published: after a crash a host may
 //! get up to `SAVE_INTERVAL` of requests again, never fewer than its budget (a
-//! URL re-inserted after the crash is not counted twice). Seed marks are not saved:
-//! they come from the seeds at every start.
+//! URL re-inserted after the crash is not counted twice). Seed and trust marks are
+//! not saved: they come from the seeds and the configuration at every start.
 //!
 //! This module never reads or writes files; the crawl loop feeds it.
 
@@ -43,9 +49,11 @@ const FORMAT_LINE: &str = "polycrawl-budgets 1";
 pub(crate) struct BudgetRule {
     /// Budget of a host no other site links to; 0 turns budgets off.
     pub base: u64,
+    /// Budget of a seed's host before any other site links to it.
+    pub seed_base: u64,
     /// Added per distinct linking site.
     pub per_site: u64,
-    /// The most any host gets.
+    /// The most any host gets, and what a trusted host gets.
     pub max: u64,
     /// `max_pages_per_host` (0: no cap).
     pub cap: u64,
@@ -59,6 +67,7 @@ struct HostBudget {
     /// Hashes of the distinct other sites linking here (capped).
     sites: HashSet<u64>,
     seed: bool,
+    trusted: bool,
 }
 
 /// What the summary shows of one host.
@@ -80,6 +89,9 @@ pub struct HostCut {
 #[derive(Debug)]
 pub(crate) struct HostBudgets {
     rule: BudgetRule,
+    /// Trusted names, host-reversed (`test.acme17`): they and their subdomains
+    /// get `max`.
+    trusted: HashSet<Box<[u8]>>,
     hosts: HashMap<Box<[u8]>, HostBudget>,
     /// Site hashes needed to reach `max`; more are not kept.
     sites_needed: usize,
@@ -101,6 +113,20 @@ pub(crate) fn site_of(host: &[u8]) -> &[u8] {
     }
 }
 
+/// Whether host-reversed `host` is one of `names` or under one (on a label
+/// boundary). O(labels).
+fn covered(names: &HashSet<Box<[u8]>>, host: &[u8]) -> bool {
+    if names.is_empty() {
+        return false;
+    }
+    host.iter()
+        .enumerate()
+        .filter(|(_, b)| **b == b'.')
+        .map(|(i, _)| &host[..i])
+        .chain(std::iter::once(host))
+        .any(|prefix| names.contains(prefix))
+}
+
 fn site_hash(site: &[u8]) -> u64 {
     BuildHasherDefault::<DefaultHasher>::default().hash_one(site)
 }
@@ -113,20 +139,44 @@ impl HostBudgets {
         };
         Self {
             rule,
+            trusted: HashSet::new(),
             hosts: HashMap::new(),
             sites_needed,
             cut: 0,
         }
     }
 
+    /// Trusts `names` (host names, `www.acme17.test` or `acme17.test`; ASCII case
+    /// and a leading or trailing dot ignored): they and their subdomains get
+    /// `max`. Call before any host is counted.
+    pub(crate) fn trust<'a>(&mut self, names: impl IntoIterator<Item = &'a str>) {
+        for name in names {
+            let name = name.trim().trim_matches('.').to_ascii_lowercase();
+            if name.is_empty() {
+                continue;
+            }
+            let reversed: Vec<&str> = name.rsplit('.').collect();
+            self.trusted
+                .insert(reversed.join(".").into_bytes().into_boxed_slice());
+        }
+        for (host, b) in &mut self.hosts {
+            b.trusted = covered(&self.trusted, host);
+        }
+    }
+
     fn entry(&mut self, host: &[u8]) -> &mut HostBudget {
         if !self.hosts.contains_key(host) {
-            self.hosts.insert(host.into(), HostBudget::default());
+            let b = HostBudget {
+                trusted: covered(&self.trusted, host),
+                ..HostBudget::default()
+            };
+            self.hosts.insert(host.into(), b);
         }
         self.hosts.get_mut(host).expect("just inserted")
     }
 
-    /// `host` (host-reversed) is a seed's host: it gets the largest budget.
+    /// `host` (host-reversed) is a seed's host: its budget starts from
+    /// `seed_base`.
     pub(crate) fn seed(&mut self, host: &[u8]) {
         self.entry(host).seed = true;
     }
@@ -147,12 +197,13 @@ impl HostBudgets {
         let rule = self.rule;
         let mut budget = if rule.base == 0 {
             u64::MAX
-        } else if b.seed {
+        } else if b.trusted {
             rule.max
         } else {
+            let base = if b.seed { rule.seed_base } else { rule.base };
             rule.per_site
                 .saturating_mul(b.sites.len() as u64)
-                .saturating_add(rule.base)
+                .saturating_add(base)
                 .min(rule.max)
         };
         if rule.cap > 0 {
@@ -283,6 +334,7 @@ mod tests {
 
     const RULE: BudgetRule = BudgetRule {
         base: 3,
+        seed_base: 5,
         per_site: 2,
         max: 9,
         cap: 0,
@@ -364,13 +416,36 @@ mod tests {
     }
 
     #[test]
-    fn seeds_get_the_max_and_the_cap_caps_everything() {
+    fn a_seed_is_one_vote_and_trusted_hosts_get_the_max() {
         let mut b = HostBudgets::new(RULE);
         b.seed(b"test.s.www");
-        assert_eq!(admitted(&mut b, b"test.s.www", 20), 9);
+        assert_eq!(admitted(&mut b, b"test.s.www", 20), 5, "seed_base, not max");
+        b.linked(b"test.s.www", b"test.a");
+        assert_eq!(
+            admitted(&mut b, b"test.s.www", 20),
+            2,
+            "a linking site adds to a seed's budget"
+        );
+        let mut t = HostBudgets::new(RULE);
+        t.seed(b"test.acme.early");
+        t.trust(["Acme.test.", "other.example"]);
+        // Seen before the trust list: trusted all the same.
+        assert_eq!(admitted(&mut t, b"test.acme.early", 20), 9);
+        for host in [&b"test.acme"[..], b"test.acme.shop", b"example.other.www"] {
+            assert_eq!(admitted(&mut t, host, 20), 9, "{host:?}");
+        }
+        for host in [&b"test.notacme"[..], b"test.acme2.www", b"example"] {
+            assert_eq!(admitted(&mut t, host, 20), 3, "{host:?}");
+        }
+    }
+
+    #[test]
+    fn the_cap_caps_everything() {
         let mut capped = HostBudgets::new(BudgetRule { cap: 2, ..RULE });
         capped.seed(b"test.s.www");
+        capped.trust(["t.test"]);
         assert_eq!(admitted(&mut capped, b"test.s.www", 20), 2);
+        assert_eq!(admitted(&mut capped, b"test.t", 20), 2);
         let mut off = HostBudgets::new(BudgetRule { base: 0, ..RULE });
         assert_eq!(admitted(&mut off, b"test.x", 100), 100);
         let mut cap_only = HostBudgets::new(BudgetRule {

@@ -43,8 +43,19 @@ pub struct AppConfig {
     /// A host's budget grows by this much per distinct other site linking to it,
     /// up to `host_budget_max` (IRLbot's BEAST). Default 100.
     pub host_budget_per_linking_site: u64,
-    /// The largest budget, also that of a seed's host. Default 1000000.
+    /// Budget of a seed's host before any other site links to it (it grows by
+    /// `host_budget_per_linking_site` like any host's, up to `host_budget_max`): a
+    /// seed is one vote, not trust. Default 500.
+    pub host_budget_seed: u64,
+    /// The largest budget, and that of a trusted host. Default 1000000.
     pub host_budget_max: u64,
+    /// Hosts the operator trusts: their budget is `host_budget_max`. A name covers
+    /// the host and its subdomains (`acme.test` covers `www.acme.test`).
+    /// Default empty.
+    pub trusted_hosts: Vec<String>,
+    /// A file of more trusted host names, one a line (`#` comments and blank
+    /// lines ignored). Default none.
+    pub trusted_hosts_file: Option<PathBuf>,
     /// Redirects followed in a row: the target of a longer chain is not requested
     /// (counted as `redirects_cut`), so a loop or an endless chain costs at most
     /// this many + 1 requests. Default 5.
@@ -58,6 +69,26 @@ pub struct AppConfig {
     /// A URL whose path goes deeper than this many segments after a calendar match is
     /// a trap. Default 2.
     pub calendar_max_depth: u32,
+    /// Sequence detector: on one host, a link that differs from the page it is on
+    /// in one number only, by a small step (a pager's next page, a counter's next
+    /// value, the next month), and goes past every value of that number seen on
+    /// the host, is a step; at most this many steps per host and URL shape are
+    /// followed (see `traps`). Below `max_depth`, so that a counter linking only
+    /// its next value is cut here, counted, rather than by the depth. 0 turns the
+    /// detector off. Default 50.
+    pub max_sequence_steps: u32,
+    /// Date-page detector: at most this many distinct URLs per host that name a
+    /// date and nothing more (`/cal/2024/05/`, `/2024-05-17`, `?year=2024&month=5`:
+    /// calendar and archive pages) are followed. 0 turns it off. Default 100.
+    pub max_date_pages_per_host: u32,
+    /// Far-date detector: a date page whose date is more than this many years
+    /// before the crawl's date is not followed (a dated article, with more path
+    /// after the date, is). 0 turns the past side off. Default 10.
+    pub max_date_years_past: u32,
+    /// Far-date detector: a URL naming a date more than this many years after the
+    /// crawl's date is not followed, whatever follows the date. 0 turns the future
+    /// side off. Default 1.
+    pub max_date_years_ahead: u32,
     /// Regexes: a URL matching any of them is never requested. Default empty.
     pub deny_patterns: Vec<String>,
     /// Hosts without a dot (`localhost`) are followed. Default false.
@@ -162,11 +193,18 @@ impl Default for AppConfig {
             max_pages_per_host: 0,
             host_budget_base: 100,
             host_budget_per_linking_site: 100,
+            host_budget_seed: 500,
             host_budget_max: 1_000_000,
+            trusted_hosts: Vec::new(),
+            trusted_hosts_file: None,
             max_redirect_hops: 5,
             max_repeated_segment: 3,
             calendar_pattern: r"/\d{4}/\d{1,2}/\d{1,2}(/|$)".into(),
             calendar_max_depth: 2,
+            max_sequence_steps: 50,
+            max_date_pages_per_host: 100,
+            max_date_years_past: 10,
+            max_date_years_ahead: 1,
             deny_patterns: Vec::new(),
             allow_single_label_hosts: false,
             session_params: DEFAULT_SESSION_PARAMS.map(str::to_owned).to_vec(),
@@ -224,6 +262,7 @@ impl AppConfig {
     pub(crate) fn budget_rule(&self) -> BudgetRule {
         BudgetRule {
             base: self.host_budget_base,
+            seed_base: self.host_budget_seed,
             per_site: self.host_budget_per_linking_site,
             max: self.host_budget_max,
             cap: self.max_pages_per_host,
@@ -295,6 +334,16 @@ impl AppConfig {
                     "{} is below host_budget_base ({})",
                     self.host_budget_max, self.host_budget_base
                 ),
+            ));
+        }
+        if let Some(bad) = self
+            .trusted_hosts
+            .iter()
+            .find(|h| h.trim_matches('.').is_empty() || h.contains(['/', ':', ' ', '*']))
+        {
+            return Err(invalid(
+                "trusted_hosts",
+                format!("{bad:?} is not a host name"),
             ));
         }
         if let Some(bad) = self

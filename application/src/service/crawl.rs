@@ -14,7 +14,9 @@ use spool::claim::{Claimed, Consumer};
 use spool::discover::{Discovery, Waker};
 use spool::formats::{ExchangeReader, Hints, OutcomeReader, RequestHeader, RequestWriter};
 use spool::name::{FileKind, Priority};
-use spool::protocol::{AppFigures, BudgetCut, MAX_TOP_HOSTS, Message, PartFigures, SpoolArea};
+use spool::protocol::{
+    AppFigures, BudgetCut, MAX_TOP_HOSTS, Message, PartFigures, SpoolArea, TrapCut,
+};
 use spool::publish::Publisher;
 use spool::{AppId, ComponentId, Spool, SpoolDir};
 use storage::Repository;
@@ -32,9 +34,10 @@ use super::exchange::{Foreign, Parts, quiet};
 use super::pages::BatchReader;
 use super::pause::DiskWait;
 use super::read_ahead::{ReadAhead, ReadBatch};
-use super::scope::Scope;
+use super::scope::{OutOfScope, Scope};
 use super::state::{self, Progress};
 use super::summary::{End, Summary};
+use super::traps::{Detector, Traps};
 use super::unshuffle::{key_host, unshuffle};
 use crate::canon::key::{reversed_host_key, url_from_key};
 use crate::canon::{self, CanonConfig};
@@ -110,6 +113,7 @@ pub(crate) struct Crawl {
     /// (the file, its generation, its URLs).
     exchanged: Vec<(Claimed, u64, u64)>,
     budgets: HostBudgets,
+    traps: Traps,
     /// When the budgets were last saved (`None`: not this run).
     budgets_saved: Option<Instant>,
     seeds: Vec<String>,
@@ -152,6 +156,11 @@ impl Crawl {
         })?;
         let progress = Progress::load(&state_dir)?.unwrap_or_default();
         let mut budgets = HostBudgets::new(config.budget_rule());
+        let mut trusted = config.trusted_hosts.clone();
+        if let Some(path) = &config.trusted_hosts_file {
+            trusted.extend(read_lines(path)?);
+        }
+        budgets.trust(trusted.iter().map(String::as_str));
         if let Some(text) = state::load_budgets(&state_dir)? {
             budgets
                 .read_from(&text)
@@ -179,16 +188,7 @@ impl Crawl {
         let parts = Parts::open(&config, spool, &app, &id)?;
         let mut seeds = seeds;
         if let Some(path) = &config.seeds_file {
-            let text = fs::read_to_string(path).map_err(|source| AppError::File {
-                path: path.clone(),
-                source,
-            })?;
-            seeds.extend(
-                text.lines()
-                    .map(str::trim)
-                    .filter(|l| !l.is_empty() && !l.starts_with('#'))
-                    .map(str::to_owned),
-            );
+            seeds.extend(read_lines(path)?);
         }
         Ok(Self {
             scope,
@@ -208,6 +208,7 @@ impl Crawl {
             parts,
             exchanged: Vec::new(),
             budgets,
+            traps: Traps::new(&config, Traps::today()),
             budgets_saved: None,
             seeds,
             seeds_generation: None,
@@ -233,7 +234,7 @@ impl Crawl {
     }
 
     pub(crate) fn run(mut self) -> Result<Summary, AppError> {
-        // Seed hosts get the largest budget, also after a restart.
+        // Seed hosts get the seed budget, also after a restart.
         let seeds: Vec<Url> = std::mem::take(&mut self.seeds)
             .into_iter()
             .filter_map(|seed| match canon::parse(&seed, None, &self.canon) {
@@ -603,29 +604,44 @@ impl Crawl {
         self.config.max_pages > 0 && self.progress.pages_stored >= self.config.max_pages
     }
 
-    /// Scope and redirect checks, then into the seen set with the depth and the
-    /// redirect hops as payload; `from_site` (the linking page's site) counts
-    /// toward the host's budget.
+    /// Scope, trap and redirect checks, then into the seen set with the depth and
+    /// the redirect hops as payload; `from` (the linking page and its site) is
+    /// what the sequence detector compares with, and the site counts toward the
+    /// host's budget.
     fn offer(
         &mut self,
         url: &Url,
         depth: u32,
         hops: u32,
-        from_site: Option<&[u8]>,
+        from: Option<(&Url, &[u8])>,
     ) -> Result<(), AppError> {
         if hops > self.config.max_redirect_hops {
             self.progress.redirects_cut += 1;
+            self.traps.cut(Detector::RedirectHops, url.as_str());
             self.stats_unsaved = true;
             return Ok(());
         }
-        if self.scope.check(url, depth).is_err() {
+        let checked = match self.scope.check(url, depth) {
+            Ok(()) => self.traps.check(url, from.map(|(page, _)| page)),
+            Err(OutOfScope::RepeatedSegment) => Err(Detector::RepeatedSegment),
+            Err(OutOfScope::Calendar) => Err(Detector::CalendarDepth),
+            Err(_) => return Ok(()),
+        };
+        if let Err(detector) = checked {
+            *self
+                .progress
+                .trap_cuts
+                .entry(detector.name().to_owned())
+                .or_default() += 1;
+            self.traps.cut(detector, url.as_str());
+            self.stats_unsaved = true;
             return Ok(());
         }
         let key = reversed_host_key(url);
         if key.len() > MAX_KEY_LEN {
             return Ok(());
         }
-        if let Some(site) = from_site {
+        if let Some((_, site)) = from {
             self.budgets.linked(key_host(key.as_bytes()), site);
         }
         let generation = self.seen.pending_generation();
@@ -661,15 +677,16 @@ impl Crawl {
         for page in pages {
             // Records written before depths travelled with the URL count as seeds.
             let depth = page.depth.unwrap_or(0).saturating_add(1);
-            let site = Url::parse(&page.url)
-                .ok()
-                .map(|u| site_of(key_host(reversed_host_key(&u).as_bytes())).to_vec());
-            let site = site.as_deref();
+            let from = Url::parse(&page.url).ok().map(|u| {
+                let site = site_of(key_host(reversed_host_key(&u).as_bytes())).to_vec();
+                (u, site)
+            });
+            let from = from.as_ref().map(|(u, site)| (u, site.as_slice()));
             if let Some(to) = &page.redirect {
-                self.offer(to, depth, page.hops.saturating_add(1), site)?;
+                self.offer(to, depth, page.hops.saturating_add(1), from)?;
             }
             for link in &page.links {
-                self.offer(link, depth, 0, site)?;
+                self.offer(link, depth, 0, from)?;
             }
         }
         let generation = self.input_done();
@@ -910,8 +927,9 @@ impl Crawl {
         self.save_stats()
     }
 
-    /// Tells the manager the figures the admin page shows (host budgets, this
-    /// part's exchange), at most every [`FIGURES_EVERY`]. O(hosts) when it looks.
+    /// Tells the manager the figures the admin page shows (host budgets, trap
+    /// detectors, this part's exchange), at most every [`FIGURES_EVERY`].
+    /// O(hosts) when it looks.
     fn report_figures(&mut self) {
         if self
             .figures_at
@@ -932,7 +950,19 @@ impl Crawl {
                 linking_sites: h.linking_sites,
             })
             .collect();
+        let traps = Detector::ALL
+            .into_iter()
+            .map(|d| TrapCut {
+                detector: d.name().to_owned(),
+                cut: match d {
+                    Detector::RedirectHops => self.progress.redirects_cut,
+                    _ => self.progress.trap_cuts.get(d.name()).copied().unwrap_or(0),
+                },
+                examples: self.traps.examples(d),
+            })
+            .collect();
         let figures = AppFigures {
+            traps,
             hosts_cut: self.budgets.hosts_cut(),
             urls_cut: self.progress.budget_cut,
             top_cut,
@@ -970,6 +1000,7 @@ impl Crawl {
             seen_keys: self.seen.len(),
             budget_cut: self.progress.budget_cut,
             redirects_cut: self.progress.redirects_cut,
+            trap_cuts: self.progress.trap_cuts.clone(),
             most_cut: self.budgets.most_cut(5),
             part: self.parts.as_ref().map(|p| super::summary::PartLine {
                 part: p.own,
@@ -979,6 +1010,21 @@ impl Crawl {
             }),
         }
     }
+}
+
+/// The lines of a list file (seeds, trusted hosts): trimmed, without blank lines
+/// and `#` comments.
+fn read_lines(path: &std::path::Path) -> Result<Vec<String>, AppError> {
+    let text = fs::read_to_string(path).map_err(|source| AppError::File {
+        path: path.to_owned(),
+        source,
+    })?;
+    Ok(text
+        .lines()
+        .map(str::trim)
+        .filter(|l| !l.is_empty() && !l.starts_with('#'))
+        .map(str::to_owned)
+        .collect())
 }
 
 fn format_error(e: spool::formats::FormatError) -> AppError {

@@ -8,8 +8,9 @@
 //! 2. page batches are claimed from `pages/<app>/` (own `.claimed/` first, at most
 //!    one per reader thread ahead) and read on a pool of reader threads
 //!    (`read_ahead.rs`: inflate, storage's check, link extraction; one per core),
-//!    so that reading batches overlaps inserting the previous one's links; every response record gives links ([`pages`]: HTML links, 3xx
-//!    `Location`), which pass the [`scope`] and trap rules and go into the seen set
+//!    so that reading batches overlaps inserting the previous one's links; every
+//!    response record gives links ([`pages`]: HTML links, 3xx `Location`), which
+//!    pass the [`scope`] rules and the [`traps`] detectors and go into the seen set
 //!    with the host-reversed key and the depth as payload;
 //! 3. each merge's new keys are unshuffled ([`unshuffle`]), cut into request files
 //!    of `urls_per_request_file` URLs with a `depth` hint, and published into
@@ -85,6 +86,7 @@ mod read_ahead;
 pub mod scope;
 pub mod state;
 pub mod summary;
+pub mod traps;
 pub mod unshuffle;
 
 use spool::Spool;

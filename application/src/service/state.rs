@@ -31,6 +31,9 @@ pub struct Progress {
     /// Redirect targets not requested because the chain was over
     /// `max_redirect_hops`.
     pub redirects_cut: u64,
+    /// Links cut by each trap detector but `redirect_hops` (that is
+    /// `redirects_cut`), by the detector's name (see `traps`).
+    pub trap_cuts: BTreeMap<String, u64>,
     /// Parts (see [`super::exchange`]): counters kept across restarts.
     pub parts: PartCounters,
 }
@@ -91,12 +94,15 @@ impl Progress {
                 "parts.dropped" => p.parts.dropped = n,
                 "parts.kept" => p.parts.kept = n,
                 "parts.crossed" => p.parts.crossed = n,
-                _ => match key.strip_prefix("outcome.") {
-                    Some(reason) => {
+                _ => {
+                    if let Some(reason) = key.strip_prefix("outcome.") {
                         p.outcomes.insert(reason.to_owned(), n);
+                    } else if let Some(detector) = key.strip_prefix("trap.") {
+                        p.trap_cuts.insert(detector.to_owned(), n);
+                    } else {
+                        return Err(bad());
                     }
-                    None => return Err(bad()),
-                },
+                }
             }
         }
         Ok(Some(p))
@@ -134,6 +140,9 @@ impl Progress {
         ));
         for (reason, n) in &self.outcomes {
             text.push_str(&format!("outcome.{reason}={n}\n"));
+        }
+        for (detector, n) in &self.trap_cuts {
+            text.push_str(&format!("trap.{detector}={n}\n"));
         }
         let mut file = File::create(&tmp).map_err(io)?;
         file.write_all(text.as_bytes()).map_err(io)?;
@@ -202,6 +211,7 @@ mod tests {
         };
         p.count_outcome(OutcomeReason::Timeout);
         p.count_outcome(OutcomeReason::Timeout);
+        p.trap_cuts.insert("sequence".into(), 4);
         p.save(dir.path()).unwrap();
         assert_eq!(Progress::load(dir.path()).unwrap(), Some(p));
         fs::write(Progress::path(dir.path()), "what\n").unwrap();

@@ -37,6 +37,8 @@ pub struct Summary {
     pub budget_cut: u64,
     /// Redirect targets not requested: the chain was too long.
     pub redirects_cut: u64,
+    /// Links cut by the other trap detectors, by name (see `traps`).
+    pub trap_cuts: BTreeMap<String, u64>,
     /// The hosts with the most URLs cut by their budget (this run), most first.
     pub most_cut: Vec<crate::service::HostCut>,
     /// In a split crawl: this part, the number of parts, the mode and the counters.
@@ -78,6 +80,14 @@ impl fmt::Display for Summary {
              redirects cut",
             self.seen_keys, self.batches_quarantined, self.budget_cut, self.redirects_cut
         )?;
+        if !self.trap_cuts.is_empty() {
+            let parts: Vec<String> = self
+                .trap_cuts
+                .iter()
+                .map(|(d, n)| format!("{d}={n}"))
+                .collect();
+            write!(f, ", links cut by trap detectors: {}", parts.join(" "))?;
+        }
         if let Some(p) = &self.part {
             let c = &p.counters;
             write!(

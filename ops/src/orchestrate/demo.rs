@@ -638,7 +638,7 @@ mod tests {
             slow_ms: 300,
             supervision: SupervisionArgs {
                 max_deaths: 5,
-                restart_window: 60,
+                crash_window: 10,
             },
             split: SplitArgs {
                 parts: 1,

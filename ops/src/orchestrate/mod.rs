@@ -6,8 +6,9 @@
 //!   grace, SIGKILL, reaped; killed on drop), tied to the orchestrator by the
 //!   kernel's parent-death signal and in a process group of its own.
 //! - [`system`]: [`system::System`]: generated config, tokens, start order, the
-//!   watch loop that restarts a process that dies (with back-off, giving up on
-//!   one that keeps dying), and the stop order.
+//!   watch loop that restarts a process that dies, and the stop order.
+//! - [`supervise`]: the restart rule: a process killed after it worked is always
+//!   started again, with back-off; one in a crash loop is given up on.
 //! - [`machines`]: `demo --machines`: network namespaces and NFS stand-in
 //!   mounts, one per simulated machine, removed on drop.
 //! - [`progress`]: live progress (indicatif) from the manager's status.
@@ -34,6 +35,7 @@ pub mod progress;
 pub mod repo_scan;
 pub mod sizing;
 pub mod summary;
+pub mod supervise;
 pub mod system;
 pub mod threads;
 pub mod websim_check;

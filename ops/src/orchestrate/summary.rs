@@ -112,10 +112,12 @@ pub fn render(
                 "{what}: interrupted after {secs:.1} s; state kept: the same command resumes the crawl"
             );
         }
-        Ending::GaveUp(_) => {
+        Ending::GaveUp(why) => {
+            // The reason's first line; its log tail follows in the error below.
             let _ = writeln!(
                 o,
-                "{what}: stopped after {secs:.1} s: a process kept dying (see below)"
+                "{what}: stopped after {secs:.1} s: {}",
+                why.lines().next().unwrap_or("a process kept dying")
             );
         }
     }

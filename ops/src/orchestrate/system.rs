@@ -22,17 +22,17 @@
 //! one starts or dies. The run ends when the application exits 0 with its crawl complete
 //! (or `--max-pages` reached), or when the shutdown token fires (SIGTERM, Ctrl-C).
 //!
-//! **Supervision.** A process that dies otherwise (killed, crashed, or exited
-//! while the crawl is not done) is started again with the same command, after a
-//! back-off of [`BACKOFF_MIN`] doubling to [`BACKOFF_MAX`] (back to the minimum
-//! once a process has run [`BACKOFF_RESET`]), with a line on stderr and in its
-//! log. The components make this safe: their state is crash-safe, downloaders,
-//! resolvers and the application reconnect to the manager with back-off, and a
-//! restarted manager listens on the same control and admin ports as the first one
-//! (they are fixed after the first start), on the same state directory. A process
-//! that dies [`Supervision::max_deaths`] times within [`Supervision::window`] is
-//! not restarted: the run ends ([`Ending::GaveUp`]), everything is stopped in
-//! order and the caller reports it.
+//! **Supervision** ([`super::supervise`]). A process that dies otherwise
+//! (killed, crashed, or exited while the crawl is not done) is started again with
+//! the same command, after a back-off, with a line on stderr and in its log. The
+//! components make this safe: their state is crash-safe, downloaders, resolvers
+//! and the application reconnect to the manager with back-off, and a restarted
+//! manager listens on the same control and admin ports as the first one (they
+//! are fixed after the first start), on the same state directory. A process in a
+//! crash loop (dying within seconds of every start, before it registered) is
+//! given up on after [`Supervision::max_deaths`] such deaths in a row: the run
+//! ends ([`Ending::GaveUp`]), everything is stopped in order and the caller
+//! reports it.
 //!
 //! Stop order: application, then downloaders and resolver (SIGTERM: they stop
 //! taking work, finish or return their fetches and publish their batches), then
@@ -40,7 +40,6 @@
 //! SIGKILL. Nothing is lost by a stop: the next run on the same directories
 //! resumes.
 
-use std::collections::VecDeque;
 use std::ffi::OsString;
 use std::path::{Path, PathBuf};
 use std::process::{Command, ExitStatus};
@@ -54,6 +53,8 @@ use tokio_util::sync::CancellationToken;
 use super::child::{Child, describe};
 use super::machines::Machine;
 use super::progress::Progress;
+use super::supervise::{Deaths, LISTENING, ReadyWatch, Verdict, crash_loop_line};
+pub use super::supervise::{Supervision, SupervisionArgs};
 use super::threads::ThreadCpu;
 use crate::config::Config;
 
@@ -67,13 +68,6 @@ const STATUS_EVERY: Duration = Duration::from_millis(500);
 const SUMMARY_WAIT: Duration = Duration::from_secs(3);
 /// How often the children are checked.
 const TICK: Duration = Duration::from_millis(100);
-/// First delay before a dead process is started again.
-pub const BACKOFF_MIN: Duration = Duration::from_millis(200);
-/// Longest delay before a dead process is started again.
-pub const BACKOFF_MAX: Duration = Duration::from_secs(5);
-/// A process that ran this long before it died starts again after [`BACKOFF_MIN`].
-pub const BACKOFF_RESET: Duration = Duration::from_secs(30);
-
 /// Where a run keeps its files, all under one output directory.
 #[derive(Debug, Clone)]
 pub struct Layout {
@@ -228,49 +222,6 @@ pub struct Plan {
     /// Which simulated machine each process runs on (`demo --machines`); `None`:
     /// all here.
     pub placement: Option<super::machines::Placement>,
-}
-
-/// When a process that keeps dying is given up on: `max_deaths` deaths within
-/// `window`.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct Supervision {
-    /// Deaths within `window` that end the run (at least 1).
-    pub max_deaths: u32,
-    /// The window deaths are counted in.
-    pub window: Duration,
-}
-
-impl Default for Supervision {
-    fn default() -> Self {
-        Supervision {
-            max_deaths: 5,
-            window: Duration::from_secs(60),
-        }
-    }
-}
-
-/// The supervision flags of `polycrawl demo` and `polycrawl crawl`.
-#[derive(Debug, Clone, clap::Args)]
-pub struct SupervisionArgs {
-    /// Give up (stop the run, exit non-zero) on a process that dies this many times
-    /// within --restart-window seconds; until then it is restarted with back-off.
-    #[arg(long, value_name = "N", default_value_t = 5,
-          value_parser = clap::value_parser!(u32).range(1..))]
-    pub max_deaths: u32,
-    /// The window --max-deaths counts deaths in, in seconds.
-    #[arg(long, value_name = "SECS", default_value_t = 60,
-          value_parser = clap::value_parser!(u64).range(1..))]
-    pub restart_window: u64,
-}
-
-impl SupervisionArgs {
-    /// The policy these flags describe.
-    pub fn policy(&self) -> Supervision {
-        Supervision {
-            max_deaths: self.max_deaths,
-            window: Duration::from_secs(self.restart_window),
-        }
-    }
 }
 
 /// Why a run ended.
@@ -431,71 +382,15 @@ impl Spec {
     }
 }
 
-/// What the supervisor does about one death.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Verdict {
-    /// Start it again after `delay`.
-    Restart {
-        /// How long to wait before the restart.
-        delay: Duration,
-        /// Deaths within the window so far.
-        recent: u32,
-    },
-    /// It died `recent` times within the window: give up.
-    GiveUp {
-        /// Deaths within the window.
-        recent: u32,
-    },
-}
-
-/// The death record of one process: back-off and the deaths within the window.
-#[derive(Debug, Clone)]
-pub struct Deaths {
-    policy: Supervision,
-    recent: VecDeque<Instant>,
-    backoff: Duration,
-}
-
-impl Deaths {
-    /// No death yet.
-    pub fn new(policy: Supervision) -> Deaths {
-        Deaths {
-            policy,
-            recent: VecDeque::new(),
-            backoff: BACKOFF_MIN,
-        }
-    }
-
-    /// Records a death at `now` of a process that ran `ran` since its start.
-    pub fn died(&mut self, now: Instant, ran: Duration) -> Verdict {
-        while self
-            .recent
-            .front()
-            .is_some_and(|t| now.duration_since(*t) >= self.policy.window)
-        {
-            self.recent.pop_front();
-        }
-        self.recent.push_back(now);
-        let recent = self.recent.len() as u32;
-        if recent >= self.policy.max_deaths {
-            return Verdict::GiveUp { recent };
-        }
-        if ran >= BACKOFF_RESET {
-            self.backoff = BACKOFF_MIN;
-        }
-        let delay = self.backoff;
-        self.backoff = (self.backoff * 2).min(BACKOFF_MAX);
-        Verdict::Restart { delay, recent }
-    }
-}
-
 /// One supervised process: its command, its current process (running or dead),
-/// and its deaths.
+/// whether this start is ready, and its deaths.
 #[derive(Debug)]
 struct Supervised {
     spec: Spec,
     child: Child,
     started: Instant,
+    /// Whether this start registered (or, for a manager, listens).
+    ready: ReadyWatch,
     deaths: Deaths,
     /// Dead, to be started again at this time.
     restart_at: Option<Instant>,
@@ -511,6 +406,7 @@ enum Event {
         pid: u32,
         status: ExitStatus,
         verdict: Verdict,
+        ran: Duration,
     },
     Restarted {
         pid: u32,
@@ -519,11 +415,13 @@ enum Event {
 
 impl Supervised {
     fn spawn(name: &str, spec: Spec, logs: &Path, policy: Supervision) -> anyhow::Result<Self> {
+        let ready = ReadyWatch::new(&logs.join(format!("{name}.log")));
         let child = Child::spawn(name, spec.command(), logs)?;
         Ok(Supervised {
             spec,
             child,
             started: Instant::now(),
+            ready,
             deaths: Deaths::new(policy),
             restart_at: None,
             restarts: 0,
@@ -538,6 +436,25 @@ impl Supervised {
     /// Running (not dead and waiting for its restart).
     fn alive(&self) -> bool {
         self.restart_at.is_none()
+    }
+
+    /// Whether this start is ready: a manager printed its listening line (its
+    /// stdout is read only here once it runs), any other process logged that it
+    /// registered.
+    fn is_ready(&mut self) -> bool {
+        if self.name().starts_with("manager") {
+            if self
+                .child
+                .new_lines()
+                .iter()
+                .any(|l| l.starts_with(LISTENING))
+            {
+                self.ready.set_ready();
+            }
+            // Its log never says `registered`: only the line sets it ready.
+            return self.ready.ready_set();
+        }
+        self.ready.ready()
     }
 
     /// Checks for a death (`finished` says whether an exit is the expected end)
@@ -559,6 +476,7 @@ impl Supervised {
                 &format!("--- polycrawl supervisor: starting {} again", self.name()),
             );
             let name = self.name().to_owned();
+            self.ready = ReadyWatch::new(self.child.log_path());
             self.child = Child::spawn(&name, self.spec.command(), logs)?;
             self.child.carry_threads(threads);
             self.started = now;
@@ -568,13 +486,16 @@ impl Supervised {
                 pid: self.child.pid(),
             });
         }
-        let Some(status) = self.child.exited()? else {
+        let exited = self.child.exited()?;
+        let ready = self.is_ready();
+        let Some(status) = exited else {
             return Ok(Event::None);
         };
         if finished(status) {
             return Ok(Event::None);
         }
-        let verdict = self.deaths.died(now, now.duration_since(self.started));
+        let ran = now.duration_since(self.started);
+        let verdict = self.deaths.died(ran, ready);
         if let Verdict::Restart { delay, .. } = verdict {
             self.restart_at = Some(now + delay);
         }
@@ -582,6 +503,7 @@ impl Supervised {
             pid: self.child.pid(),
             status,
             verdict,
+            ran,
         })
     }
 
@@ -705,6 +627,7 @@ impl System {
                 READY_TIMEOUT,
                 || shutdown.is_cancelled(),
             )?;
+            manager.ready.set_ready();
             let addr = line
                 .trim_start_matches("manager listening addr=")
                 .split_whitespace()
@@ -987,17 +910,25 @@ impl System {
                         pid,
                         status,
                         verdict,
+                        ran,
                     } => {
                         changed = true;
                         let how = describe(Some(status));
                         match verdict {
-                            Verdict::Restart { delay, recent } => {
+                            Verdict::Restart { delay, in_a_row } => {
+                                let why = if in_a_row > 0 {
+                                    format!(
+                                        "before it registered: crash-loop death {in_a_row} of {} in a row",
+                                        s.deaths.policy().max_deaths
+                                    )
+                                } else {
+                                    format!("after {:.1} s", ran.as_secs_f64())
+                                };
                                 let line = format!(
-                                    "{}: {} (pid {pid}) died ({how}); starting it again in {:.1} s ({recent} death(s) in the last {} s)",
+                                    "{}: {} (pid {pid}) died ({how}) {why}; starting it again in {:.1} s",
                                     self.what,
                                     s.name(),
                                     delay.as_secs_f64(),
-                                    s.deaths.policy.window.as_secs()
                                 );
                                 note_in_log(
                                     s.child.log_path(),
@@ -1005,13 +936,24 @@ impl System {
                                 );
                                 progress.println(&line);
                             }
-                            Verdict::GiveUp { recent } => {
-                                gave_up = Some(format!(
-                                    "{} (pid {pid}) died {recent} times within {} s, last ({how}); not restarting it{}",
+                            Verdict::GiveUp { in_a_row } => {
+                                let line = crash_loop_line(
                                     s.name(),
-                                    s.deaths.policy.window.as_secs(),
-                                    s.child.log_tail(15)
-                                ));
+                                    pid,
+                                    &how,
+                                    in_a_row,
+                                    s.deaths.policy(),
+                                );
+                                note_in_log(
+                                    s.child.log_path(),
+                                    &format!("--- polycrawl supervisor: {line}"),
+                                );
+                                // The reason on its own line; the log tail after it.
+                                let tail = s.child.log_tail(15);
+                                gave_up = Some(match tail.strip_prefix("; ") {
+                                    Some(tail) => format!("{line}\n{tail}"),
+                                    None => line,
+                                });
                             }
                         }
                     }
@@ -1166,46 +1108,6 @@ mod tests {
             Some("127.0.0.1:7401")
         );
         assert_eq!(admin_address("manager listening addr=127.0.0.1:1"), None);
-    }
-
-    #[test]
-    fn deaths_back_off_reset_and_give_up() {
-        let policy = Supervision {
-            max_deaths: 4,
-            window: Duration::from_secs(60),
-        };
-        let mut d = Deaths::new(policy);
-        let t0 = Instant::now();
-        let s = Duration::from_secs;
-        let restart = |ms: u64, recent: u32| Verdict::Restart {
-            delay: Duration::from_millis(ms),
-            recent,
-        };
-        assert_eq!(d.died(t0, s(1)), restart(200, 1));
-        assert_eq!(d.died(t0 + s(1), s(1)), restart(400, 2));
-        assert_eq!(d.died(t0 + s(2), s(1)), restart(800, 3));
-        // Deaths older than the window are forgotten; a long run resets the back-off.
-        assert_eq!(d.died(t0 + s(70), BACKOFF_RESET), restart(200, 1));
-        assert_eq!(d.died(t0 + s(71), s(1)), restart(400, 2));
-        assert_eq!(d.died(t0 + s(72), s(1)), restart(800, 3));
-        assert_eq!(d.died(t0 + s(73), s(1)), Verdict::GiveUp { recent: 4 });
-
-        // The back-off stops growing at its maximum.
-        let mut d = Deaths::new(Supervision {
-            max_deaths: 100,
-            window: Duration::from_secs(1),
-        });
-        let mut last = Duration::ZERO;
-        for i in 0..12 {
-            match d.died(t0 + s(10 * i), s(1)) {
-                Verdict::Restart { delay, recent } => {
-                    assert_eq!(recent, 1);
-                    last = delay;
-                }
-                Verdict::GiveUp { .. } => panic!("gave up"),
-            }
-        }
-        assert_eq!(last, BACKOFF_MAX);
     }
 
     #[test]

@@ -6,7 +6,9 @@
 //! ([`ComponentStatus::state`]), next to its own ([`StatusSnapshot::pause`]).
 //!
 //! Bounded: a pause names one path (cut to [`MAX_PATH_LEN`] bytes), the figures
-//! list at most [`MAX_TOP_HOSTS`] hosts; nothing here grows with the crawl.
+//! list at most [`MAX_TOP_HOSTS`] hosts and at most [`MAX_DETECTORS`] trap
+//! detectors with [`MAX_TRAP_EXAMPLES`] URLs each; nothing here grows with the
+//! crawl.
 //!
 //! [`Message::Status`]: super::Message::Status
 //! [`ComponentStatus::state`]: super::ComponentStatus::state
@@ -19,6 +21,12 @@ pub const MAX_PATH_LEN: usize = 512;
 
 /// Most hosts an [`AppFigures::top_cut`] lists.
 pub const MAX_TOP_HOSTS: usize = 5;
+
+/// Most detectors an [`AppFigures::traps`] lists.
+pub const MAX_DETECTORS: usize = 16;
+
+/// Most URLs a [`TrapCut`] shows.
+pub const MAX_TRAP_EXAMPLES: usize = 3;
 
 /// A component's own state, as it last reported it.
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
@@ -43,6 +51,20 @@ pub struct AppFigures {
     pub pages: u64,
     /// In a crawl split into parts: this part's exchange.
     pub part: Option<PartFigures>,
+    /// Every trap detector, cutting or not, in the application's order (at most
+    /// [`MAX_DETECTORS`]).
+    pub traps: Vec<TrapCut>,
+}
+
+/// What one trap detector cut.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct TrapCut {
+    /// The detector's name (`sequence`, `date_pages`, ...).
+    pub detector: String,
+    /// Links it cut over the crawl.
+    pub cut: u64,
+    /// The last few URLs it cut, oldest first (at most [`MAX_TRAP_EXAMPLES`]).
+    pub examples: Vec<String>,
 }
 
 /// One host over its budget.
