@@ -693,7 +693,25 @@ fn chaos_kills_a_process_every_few_seconds_and_the_crawl_completes() {
         if pids.is_empty() {
             continue;
         }
-        let (name, pid) = &pids[rng.below(pids.len())];
+        // Random victims, but no role left out by chance: once the kills left
+        // before KILLS are as few as the roles not hit yet, the victim is drawn
+        // among those roles' processes.
+        let missing: Vec<&str> = ["manager", "resolver", "dl-", "app"]
+            .into_iter()
+            .filter(|role| !kills.iter().any(|k| k.name.starts_with(role)))
+            .collect();
+        let pool: Vec<&(String, u32)> =
+            if !missing.is_empty() && KILLS.saturating_sub(kills.len()) <= missing.len() {
+                pids.iter()
+                    .filter(|(n, _)| missing.iter().any(|role| n.starts_with(role)))
+                    .collect()
+            } else {
+                pids.iter().collect()
+            };
+        if pool.is_empty() {
+            continue;
+        }
+        let (name, pid) = pool[rng.below(pool.len())];
         let at_us = now_us();
         if nix::sys::signal::kill(
             nix::unistd::Pid::from_raw(*pid as i32),
@@ -728,7 +746,7 @@ fn chaos_kills_a_process_every_few_seconds_and_the_crawl_completes() {
         "only {} kills before the crawl ended ({by_role:?}, seed {seed}): make the web larger",
         kills.len()
     );
-    // Drawn at random, ~30 kills hit every role but for about 1 seed in 250.
+    // Drawn at random, and the last draws before KILLS among the roles not hit yet.
     for role in ["manager", "resolver", "dl-", "app"] {
         assert!(
             by_role.keys().any(|n| n.starts_with(role)),

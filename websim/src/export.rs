@@ -366,6 +366,7 @@ mod tests {
             https_port: 8443,
             communities: 0,
             own_addresses: false,
+            all_seeds: false,
         });
         let dir = tempfile::tempdir().unwrap();
         let ca = SimCa::generate().unwrap();
