@@ -81,12 +81,9 @@ pub struct Exported {
     pub hosts: usize,
 }
 
-/// One host's answers: files by path under its root, and fixed answers by decoded path.
-#[derive(Default)]
-struct HostAnswers {
-    /// Decoded path -> (status, `Location`).
-    fixed: BTreeMap<String, (u16, Option<String>)>,
-}
+/// One host's fixed answers (redirects, other statuses): decoded path -> (status,
+/// `Location`). A host with files only has an empty map.
+type FixedAnswers = BTreeMap<String, (u16, Option<String>)>;
 
 /// Writes the static web of `web` into `dir` (see the module docs).
 pub fn export(web: &Web, ca: &SimCa, dir: &Path) -> Result<Exported, ExportError> {
@@ -99,7 +96,7 @@ pub fn export(web: &Web, ca: &SimCa, dir: &Path) -> Result<Exported, ExportError
     let crawl = bfs(&graph, &graph.seeds());
 
     let mut out = Exported::default();
-    let mut answers: BTreeMap<u32, HostAnswers> = BTreeMap::new();
+    let mut answers: BTreeMap<u32, FixedAnswers> = BTreeMap::new();
     let mut page = Vec::new();
     let mut scratch = Scratch::default();
     let mut targets: Vec<String> = crawl.fetched.iter().map(|f| web.url(&f.node)).collect();
@@ -147,7 +144,6 @@ pub fn export(web: &Web, ca: &SimCa, dir: &Path) -> Result<Exported, ExportError
                 answers
                     .entry(h)
                     .or_default()
-                    .fixed
                     .insert(path, (*status, location.clone()));
                 out.locations += 1;
                 continue;
@@ -202,7 +198,7 @@ fn server_blocks(
     conf: &mut String,
     web: &Web,
     h: u32,
-    a: &HostAnswers,
+    fixed: &FixedAnswers,
     sites: &Path,
     tls: &Path,
 ) -> Result<(), ExportError> {
@@ -230,7 +226,7 @@ fn server_blocks(
         conf,
         "    location / {{ try_files /__q$uri/$args $uri $uri/ =404; }}"
     );
-    for (path, (status, location)) in &a.fixed {
+    for (path, (status, location)) in fixed {
         let path = conf_text("path", path)?;
         match location {
             Some(to) => {

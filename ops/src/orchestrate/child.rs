@@ -324,12 +324,17 @@ pub fn die_with_parent() -> anyhow::Result<()> {
 /// `None` once it is reaped (or on a system without `/proc`).
 pub fn cpu_time(pid: u32) -> Option<Duration> {
     let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
-    Some(Duration::from_millis(cpu_ticks(&stat)? * 1000 / USER_HZ))
+    stat_cpu(&stat)
 }
 
 /// utime + stime (fields 14 and 15) of a `/proc/<pid>/stat` line, in ticks. The
 /// command name (field 2) is in parentheses and may hold spaces: fields are counted
 /// after its closing parenthesis.
+/// The CPU time of a `/proc/<pid>/stat` (or `/proc/<pid>/task/<tid>/stat`) line.
+pub(super) fn stat_cpu(stat: &str) -> Option<Duration> {
+    Some(Duration::from_millis(cpu_ticks(stat)? * 1000 / USER_HZ))
+}
+
 fn cpu_ticks(stat: &str) -> Option<u64> {
     let rest = &stat[stat.rfind(')')? + 1..];
     let mut fields = rest.split_ascii_whitespace().skip(11); // field 3 is the first

@@ -18,9 +18,6 @@ use std::time::{Duration, Instant};
 /// Shortest time between two samples of one process's threads.
 pub const EVERY: Duration = Duration::from_millis(250);
 
-/// Units of the times in `/proc/.../stat` (USER_HZ, 100 on every Linux).
-const USER_HZ: u64 = 100;
-
 /// One thread's CPU time, as last sampled.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct ThreadCpu {
@@ -94,13 +91,9 @@ impl Threads {
 fn parse_stat(stat: &str) -> Option<ThreadCpu> {
     let open = stat.find('(')?;
     let close = stat.rfind(')')?;
-    let name = stat.get(open + 1..close)?.to_owned();
-    let mut fields = stat[close + 1..].split_ascii_whitespace().skip(11);
-    let utime: u64 = fields.next()?.parse().ok()?;
-    let stime: u64 = fields.next()?.parse().ok()?;
     Some(ThreadCpu {
-        name,
-        cpu: Duration::from_millis((utime + stime) * 1000 / USER_HZ),
+        name: stat.get(open + 1..close)?.to_owned(),
+        cpu: super::child::stat_cpu(stat)?,
     })
 }
 
