@@ -104,8 +104,6 @@ pub(crate) struct Crawl {
     repo: Repository,
     /// Reads claimed page batches on the reader threads.
     read_ahead: ReadAhead,
-    /// How many reader threads there are.
-    readers: usize,
     awaiting: Vec<Awaiting>,
     /// Split crawls: this part's exchange state.
     parts: Option<Parts>,
@@ -195,7 +193,6 @@ impl Crawl {
             canon: config.canon(),
             priority: config.priority()?,
             read_ahead,
-            readers: config.readers(),
             pages: Consumer::new(pages_dir, id.clone())?,
             pages_discovery,
             outcomes: Consumer::new(spool.outcomes(&app)?, id.clone())?,
@@ -285,7 +282,7 @@ impl Crawl {
             // reader and one more, so each reads while the loop inserts; batches
             // that wait in the folder keep growing (the downloaders' Nagle rule),
             // and at most that many batches' links are held in memory.
-            let room = (self.readers + 1)
+            let room = (self.read_ahead.readers() + 1)
                 .min(self.config.batches_per_claim)
                 .saturating_sub(self.read_ahead.in_flight());
             if room > 0 {

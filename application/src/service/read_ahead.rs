@@ -101,6 +101,11 @@ impl ReadAhead {
         })
     }
 
+    /// The reader threads.
+    pub(crate) fn readers(&self) -> usize {
+        self.threads.len()
+    }
+
     /// Batches handed over and not yet taken back.
     pub(crate) fn in_flight(&self) -> usize {
         (self.next_in - self.next_out) as usize
