@@ -135,27 +135,37 @@ mod tests {
 
     #[test]
     fn a_busy_thread_of_this_process_is_found() {
+        // The thread spins until the samples have seen it use 100 ms of CPU: on a
+        // loaded machine that takes longer than 100 ms of wall time.
+        let stop = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
+        let spinning = stop.clone();
         let spin = std::thread::Builder::new()
             .name("busy-test".into())
-            .spawn(|| {
-                let start = Instant::now();
+            .spawn(move || {
                 let mut x = 0u64;
-                while start.elapsed() < Duration::from_millis(300) {
+                while !spinning.load(std::sync::atomic::Ordering::Relaxed) {
                     x = x.wrapping_mul(31).wrapping_add(7);
                 }
                 std::hint::black_box(x);
             })
             .unwrap();
-        let mut threads = Threads::default();
-        std::thread::sleep(Duration::from_millis(250));
-        threads.sample_now(std::process::id());
+        let deadline = Instant::now() + Duration::from_secs(60);
+        let seen = loop {
+            let mut threads = Threads::default();
+            threads.sample_now(std::process::id());
+            let busy = threads.busiest();
+            let t = busy.iter().find(|t| t.name == "busy-test").cloned();
+            if let Some(t) = t.filter(|t| t.cpu >= Duration::from_millis(100)) {
+                break Some(t);
+            }
+            if Instant::now() > deadline {
+                break None;
+            }
+            std::thread::sleep(Duration::from_millis(20));
+        };
+        stop.store(true, std::sync::atomic::Ordering::Relaxed);
         spin.join().unwrap();
-        let busy = threads.busiest();
-        let t = busy
-            .iter()
-            .find(|t| t.name == "busy-test")
-            .expect("the thread was seen");
-        assert!(t.cpu >= Duration::from_millis(100), "{t:?}");
+        assert!(seen.is_some(), "the spinning thread was never seen busy");
     }
 
     #[test]
