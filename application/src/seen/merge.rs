@@ -6,7 +6,7 @@ use std::cmp::Ordering;
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, Ordering as AtomicOrdering};
 use std::sync::mpsc::{Receiver, Sender};
-use std::sync::{Arc, Mutex};
+use std::sync::{Arc, Mutex, OnceLock};
 use std::time::{Duration, Instant};
 
 use super::batch::NewBatch;
@@ -57,7 +57,12 @@ pub(crate) struct Worker {
     pub(crate) restart_interval: u32,
     pub(crate) cancel: Arc<AtomicBool>,
     pub(crate) state: Arc<Mutex<DiskState>>,
+    /// Called after each result is sent (see [`super::SeenSet::wake_on_merge`]).
+    pub(crate) on_merged: OnMerged,
 }
+
+/// What the merge thread calls when a result is ready, once the caller set it.
+pub(crate) type OnMerged = Arc<OnceLock<Box<dyn Fn() + Send + Sync>>>;
 
 impl Worker {
     /// Merges jobs one at a time until the set is dropped or a merge fails.
@@ -84,13 +89,22 @@ impl Worker {
                     if results.send(Ok(batch)).is_err() {
                         return;
                     }
+                    self.merged();
                 }
                 Ok(None) => return,
                 Err(e) => {
                     let _ = results.send(Err(e));
+                    self.merged();
                     return;
                 }
             }
+        }
+    }
+
+    /// Tells the caller a result waits, if it asked to be told.
+    fn merged(&self) {
+        if let Some(wake) = self.on_merged.get() {
+            wake();
         }
     }
 

@@ -16,7 +16,7 @@ use super::config::SeenConfig;
 use super::error::SeenError;
 use super::files;
 use super::format::MAX_KEY_LEN;
-use super::merge::{self, DiskState, Job, Worker};
+use super::merge::{self, DiskState, Job, OnMerged, Worker};
 use super::stats::SeenStats;
 
 /// Longest payload, in bytes.
@@ -43,6 +43,7 @@ pub struct SeenSet {
     worker: Option<JoinHandle<()>>,
     cancel: Arc<AtomicBool>,
     state: Arc<Mutex<DiskState>>,
+    on_merged: OnMerged,
     inserts: u64,
     blocked: Duration,
     stopped: bool,
@@ -93,11 +94,13 @@ impl SeenSet {
         let cancel = Arc::new(AtomicBool::new(false));
         let (jobs_tx, jobs_rx) = mpsc::sync_channel(0);
         let (results_tx, results) = mpsc::channel();
+        let on_merged = OnMerged::default();
         let worker = Worker {
             dir: dir.to_owned(),
             restart_interval: config.restart_interval,
             cancel: cancel.clone(),
             state: state.clone(),
+            on_merged: on_merged.clone(),
         };
         let handle = thread::Builder::new()
             .name("seen-merge".into())
@@ -116,6 +119,7 @@ impl SeenSet {
             worker: Some(handle),
             cancel,
             state,
+            on_merged,
             inserts: 0,
             blocked: Duration::ZERO,
             stopped: false,
@@ -182,6 +186,14 @@ impl SeenSet {
         // The worker is idle, so the rendezvous hand-off does not wait.
         self.hand_off()?;
         Ok(true)
+    }
+
+    /// Has the merge thread call `wake` each time a merge's result is ready (or
+    /// the thread stopped with an error), so a caller can sleep until then instead
+    /// of polling [`SeenSet::try_recv_new`]. Set once; a second call is ignored.
+    /// `wake` runs on the merge thread: it must be quick and must not block.
+    pub fn wake_on_merge(&self, wake: impl Fn() + Send + Sync + 'static) {
+        let _ = self.on_merged.set(Box::new(wake));
     }
 
     /// True while a merge runs or a finished merge's batch waits to be received.

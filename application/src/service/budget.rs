@@ -181,16 +181,16 @@ impl HostBudgets {
         self.entry(host).seed = true;
     }
 
-    /// A page of site `from_site` links (or redirects) to `host`.
-    pub(crate) fn linked(&mut self, host: &[u8], from_site: &[u8]) {
+    /// A page of site `from_site` links (or redirects) to `host`. Returns whether
+    /// that site was new for `host` and counted (a split crawl sends such votes to
+    /// the host's owner).
+    pub(crate) fn linked(&mut self, host: &[u8], from_site: &[u8]) -> bool {
         if self.rule.base == 0 || site_of(host) == from_site {
-            return;
+            return false;
         }
         let needed = self.sites_needed;
         let b = self.entry(host);
-        if b.sites.len() < needed {
-            b.sites.insert(site_hash(from_site));
-        }
+        b.sites.len() < needed && b.sites.insert(site_hash(from_site))
     }
 
     fn budget_of(&self, b: &HostBudget) -> u64 {
@@ -394,15 +394,21 @@ mod tests {
         let mut b = HostBudgets::new(RULE);
         let host = b"test.trap.www";
         assert_eq!(admitted(&mut b, host, 10), 3, "base only");
-        // Its own site and repeats do not count.
-        b.linked(host, b"test.trap");
-        b.linked(host, b"test.a");
-        b.linked(host, b"test.a");
+        // Its own site and repeats do not count (nor go out as votes).
+        assert!(!b.linked(host, b"test.trap"));
+        assert!(b.linked(host, b"test.a"));
+        assert!(!b.linked(host, b"test.a"));
         assert_eq!(b.linking_sites(host), 1);
         assert_eq!(admitted(&mut b, host, 10), 2, "base + 1 site");
-        for s in [&b"test.b"[..], b"test.c", b"test.d", b"test.e", b"test.f"] {
-            b.linked(host, s);
-        }
+        let counted: Vec<bool> = [&b"test.b"[..], b"test.c", b"test.d", b"test.e"]
+            .into_iter()
+            .map(|s| b.linked(host, s))
+            .collect();
+        assert_eq!(
+            counted,
+            [true, true, false, false],
+            "sites beyond max: no vote"
+        );
         assert_eq!(
             b.linking_sites(host),
             3,

@@ -26,6 +26,7 @@ use tracing::{info, warn};
 use url::Url;
 
 use super::budget::{self, HostBudgets, site_of};
+use super::claim_pace::ClaimPace;
 use super::config::AppConfig;
 use super::config::PartMode;
 use super::control::ProgressSeen;
@@ -64,8 +65,11 @@ pub(crate) struct ManagerLink {
 /// How often, at most, the application's figures go to the manager (admin page).
 const FIGURES_EVERY: Duration = Duration::from_secs(2);
 
-/// Longest pause between looks while a merge runs (its end raises no event).
-const MERGE_POLL: Duration = Duration::from_millis(2);
+/// Longest pause between looks while a merge runs or a batch is being read. Both
+/// wake the loop when they finish (the merge thread and the readers call the pages
+/// folder's waker), so this is only a safety net, not a poll: a poll every few
+/// milliseconds cost each part thousands of folder scans a second.
+const MERGE_POLL: Duration = Duration::from_millis(50);
 
 /// Longest pause between looks at the exchange folder when idle in a split crawl.
 const EXCHANGE_POLL: Duration = Duration::from_millis(50);
@@ -104,6 +108,8 @@ pub(crate) struct Crawl {
     repo: Repository,
     /// Reads claimed page batches on the reader threads.
     read_ahead: ReadAhead,
+    /// When the loop may claim page batches.
+    pace: ClaimPace,
     awaiting: Vec<Awaiting>,
     /// Split crawls: this part's exchange state.
     parts: Option<Parts>,
@@ -175,6 +181,8 @@ impl Crawl {
         let pages_dir: SpoolDir = spool.pages(&app)?;
         let scan = Duration::from_millis(config.scan_interval_ms.max(10));
         let pages_discovery = Discovery::new(&pages_dir, scan, spool.notify());
+        let merged = pages_discovery.waker();
+        seen.wake_on_merge(move || merged.wake());
         let canon = config.canon();
         let body_cap = config.max_body_bytes;
         let read_ahead = ReadAhead::spawn(
@@ -193,6 +201,7 @@ impl Crawl {
             canon: config.canon(),
             priority: config.priority()?,
             read_ahead,
+            pace: ClaimPace::new(Duration::from_millis(config.claim_interval_ms)),
             pages: Consumer::new(pages_dir, id.clone())?,
             pages_discovery,
             outcomes: Consumer::new(spool.outcomes(&app)?, id.clone())?,
@@ -282,12 +291,21 @@ impl Crawl {
             // reader and one more, so each reads while the loop inserts; batches
             // that wait in the folder keep growing (the downloaders' Nagle rule),
             // and at most that many batches' links are held in memory.
+            // And claim at the pace that keeps batches large while the manager has
+            // URLs to spare (`claim_pace.rs`).
             let room = (self.read_ahead.readers() + 1)
                 .min(self.config.batches_per_claim)
                 .saturating_sub(self.read_ahead.in_flight());
-            if room > 0 {
+            let now = Instant::now();
+            let may_claim = {
+                let progress = self.link.progress.borrow();
+                let ours = progress.as_ref().map(|(_, p)| p);
+                self.pace.may_claim(now, ours)
+            };
+            if room > 0 && may_claim {
                 let batches = self.pages.claim_batch(room)?;
                 if !batches.is_empty() {
+                    self.pace.claimed(now);
                     self.busy()?;
                 }
                 for claimed in batches {
@@ -336,7 +354,7 @@ impl Crawl {
             // A batch being read brings links within milliseconds (and wakes us):
             // they go into the same merge.
             if self.read_ahead.in_flight() > 0 {
-                self.pages_discovery.wait_timeout(MERGE_POLL);
+                self.nap(MERGE_POLL);
                 continue;
             }
             // Eager when idle: merge what is buffered now (unless a merge runs:
@@ -345,10 +363,15 @@ impl Crawl {
                 continue;
             }
             if self.seen.is_merging() || !self.awaiting.is_empty() || !self.exchanged.is_empty() {
-                self.pages_discovery.wait_timeout(MERGE_POLL);
+                self.nap(MERGE_POLL);
                 continue;
             }
             if !self.folders_empty()? {
+                // Batches the pace left in the folder: wait for its turn (an event
+                // may come sooner: outcomes, exchange files, a short queue).
+                if let Some(wait) = self.pace.wait(Instant::now()) {
+                    self.pages_discovery.wait_timeout(wait);
+                }
                 continue;
             }
             self.save_stats()?;
@@ -413,6 +436,16 @@ impl Crawl {
                 }
             }
         }
+    }
+
+    /// Waits for an event, at most `max` and at most until the pace allows the
+    /// next claim.
+    fn nap(&self, max: Duration) {
+        let wait = self
+            .pace
+            .wait(Instant::now())
+            .map_or(max, |until| until.min(max));
+        self.pages_discovery.wait_timeout(wait);
     }
 
     /// In a split crawl, says "busy" in the status file before any work (rule 2
@@ -550,7 +583,14 @@ impl Crawl {
                 Ok(url) => {
                     let depth = req.hints.depth.unwrap_or(0);
                     let hops = req.hints.hops.unwrap_or(0);
-                    self.offer(&url, depth, hops, None)?;
+                    // A vote: the linking page's site counts toward the budget.
+                    let from = req.hints.via.as_deref().and_then(|v| Url::parse(v).ok());
+                    let from = from.map(|page| {
+                        let site = site_of(key_host(reversed_host_key(&page).as_bytes())).to_vec();
+                        (page, site)
+                    });
+                    let from = from.as_ref().map(|(page, site)| (page, site.as_slice()));
+                    self.offer(&url, depth, hops, from)?;
                 }
                 Err(e) => warn!(url = %req.url, error = %e, "app: exchanged URL rejected"),
             }
@@ -638,8 +678,12 @@ impl Crawl {
         if key.len() > MAX_KEY_LEN {
             return Ok(());
         }
-        if let Some((_, site)) = from {
-            self.budgets.linked(key_host(key.as_bytes()), site);
+        if let Some((page, site)) = from
+            && self.budgets.linked(key_host(key.as_bytes()), site)
+            && let Some(parts) = &mut self.parts
+        {
+            // A new linking site for a host another part owns: its vote goes there.
+            parts.vote(url, depth, hops, page);
         }
         let generation = self.seen.pending_generation();
         let mut payload = [0u8; 8];
@@ -760,7 +804,7 @@ impl Crawl {
                 };
                 let owner = parts.owner(&url);
                 if owner != parts.own {
-                    foreign.push((owner, (url.to_string(), word(0), word(4))));
+                    foreign.push((owner, Foreign::new(url.to_string(), word(0), word(4))));
                     continue;
                 }
             }

@@ -95,8 +95,59 @@ use super::error::AppError;
 use super::state::PartCounters;
 use crate::parts::Ownership;
 
-/// A foreign URL on its way out: the URL, its depth and redirect hops.
-pub(crate) type Foreign = (String, u32, u32);
+/// A foreign URL on its way out.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) struct Foreign {
+    pub url: String,
+    /// Link depth from the seeds.
+    pub depth: u32,
+    /// Redirects followed to reach it.
+    pub hops: u32,
+    /// The page that linked to it, when it goes out as a *vote*: the first link
+    /// from its site to the URL's host that this part saw. The owner counts that
+    /// site toward the host's budget as if the page were its own (`budget.rs`);
+    /// without it a split crawl's owner counts only the sites its own pages
+    /// show, and cuts URLs one part would have admitted.
+    pub via: Option<String>,
+}
+
+impl Foreign {
+    /// A URL with no vote.
+    pub(crate) fn new(url: String, depth: u32, hops: u32) -> Foreign {
+        Foreign {
+            url,
+            depth,
+            hops,
+            via: None,
+        }
+    }
+
+    /// The outbox line: URL, depth, hops and, for a vote, the linking page.
+    fn line(&self) -> String {
+        match &self.via {
+            Some(via) => format!("{}\t{}\t{}\t{via}\n", self.url, self.depth, self.hops),
+            None => format!("{}\t{}\t{}\n", self.url, self.depth, self.hops),
+        }
+    }
+
+    /// Reads an outbox line back (`None`: not one, e.g. cut by a crash).
+    fn parse(line: &str) -> Option<Foreign> {
+        let mut f = line.split('\t');
+        let url = f.next().filter(|u| !u.is_empty())?;
+        let depth = f.next()?.parse().ok()?;
+        let hops = f.next()?.parse().ok()?;
+        let via = f.next().filter(|v| !v.is_empty()).map(str::to_owned);
+        if f.next().is_some() {
+            return None;
+        }
+        Some(Foreign {
+            url: url.to_owned(),
+            depth,
+            hops,
+            via,
+        })
+    }
+}
 
 /// The part-specific state of one application part.
 pub(crate) struct Parts {
@@ -124,6 +175,8 @@ pub(crate) struct Parts {
     max_age: Duration,
     /// When the owners' status files were last read for idle owners.
     last_look: Option<Instant>,
+    /// Votes for other parts' hosts since the last hand-on (see [`Parts::vote`]).
+    votes: Vec<(u32, Foreign)>,
 }
 
 /// How often, at most, the owners' status files are read to find idle owners.
@@ -215,6 +268,7 @@ impl Parts {
             waiting,
             max_age: Duration::from_millis(config.exchange_max_age_ms),
             last_look: None,
+            votes: Vec::new(),
         }))
     }
 
@@ -224,13 +278,40 @@ impl Parts {
             .owner(&crate::parts::host_of(url).unwrap_or_default())
     }
 
+    /// `url` was linked from `page`, of a site not counted before for its host:
+    /// if another part owns the host, the URL goes to it with `page` as its `via`
+    /// with the next hand-on, so that the owner counts the site (exchange mode
+    /// only: the other modes send nothing). O(1); at most one vote per host and
+    /// linking site (`budget.rs` caps the sites kept per host).
+    pub(crate) fn vote(&mut self, url: &Url, depth: u32, hops: u32, page: &Url) {
+        if self.mode != PartMode::Exchange {
+            return;
+        }
+        let owner = self.owner(url);
+        if owner == self.own {
+            return;
+        }
+        let mut vote = Foreign::new(url.to_string(), depth, hops);
+        vote.via = Some(page.to_string());
+        self.votes.push((owner, vote));
+    }
+
     /// Hands this merge's foreign URLs on as the mode says, durably, and counts them.
+    /// The votes gathered since the last hand-on go first: a crash before this
+    /// loses them with the unpublished generation whose pages cast them, and
+    /// reading those pages again casts them again.
     pub(crate) fn hand_on(
         &mut self,
         foreign: Vec<(u32, Foreign)>,
         priority: Priority,
         counters: &mut PartCounters,
     ) -> Result<(), AppError> {
+        let mut foreign = foreign;
+        if !self.votes.is_empty() {
+            let mut votes = std::mem::take(&mut self.votes);
+            votes.append(&mut foreign);
+            foreign = votes;
+        }
         if foreign.is_empty() {
             return Ok(());
         }
@@ -243,12 +324,12 @@ impl Parts {
             PartMode::Exchange => {
                 let mut by_owner: BTreeMap<u32, String> = BTreeMap::new();
                 let mut counts: BTreeMap<u32, u64> = BTreeMap::new();
-                for (owner, (url, depth, hops)) in foreign {
+                for (owner, url) in foreign {
                     if owner == self.own || owner >= self.count {
                         continue;
                     }
                     let text = by_owner.entry(owner).or_default();
-                    text.push_str(&format!("{url}\t{depth}\t{hops}\n"));
+                    text.push_str(&url.line());
                     *counts.entry(owner).or_default() += 1;
                 }
                 let now = Instant::now();
@@ -322,12 +403,9 @@ impl Parts {
         };
         let mut urls: Vec<Foreign> = Vec::new();
         for line in text.lines() {
-            let mut f = line.split('\t');
-            match (f.next(), f.next().map(str::parse), f.next().map(str::parse)) {
-                (Some(url), Some(Ok(depth)), Some(Ok(hops))) if !url.is_empty() => {
-                    urls.push((url.to_owned(), depth, hops));
-                }
-                _ => warn!(file = %path.display(), line, "app: outbox line skipped"),
+            match Foreign::parse(line) {
+                Some(url) => urls.push(url),
+                None => warn!(file = %path.display(), line, "app: outbox line skipped"),
             }
         }
         let (files, n) = self.send(owner, &urls, priority)?;
@@ -355,13 +433,14 @@ impl Parts {
         let (mut files, mut sent) = (0, 0);
         for chunk in urls.chunks(self.urls_per_file) {
             let mut w = ExchangeWriter::new(Vec::new(), header).map_err(format_error)?;
-            for (url, depth, hops) in chunk {
+            for url in chunk {
                 let hints = Hints {
-                    depth: Some(*depth),
-                    hops: (*hops > 0).then_some(*hops),
+                    depth: Some(url.depth),
+                    hops: (url.hops > 0).then_some(url.hops),
+                    via: url.via.clone(),
                     ..Hints::default()
                 };
-                w.write(url, &hints).map_err(format_error)?;
+                w.write(&url.url, &hints).map_err(format_error)?;
             }
             let n = w.count();
             let data = w.finish().map_err(format_error)?;
@@ -375,7 +454,7 @@ impl Parts {
     /// Appends foreign URLs to the cross-over file, fsynced.
     fn keep(&self, urls: &[(u32, Foreign)]) -> Result<(), AppError> {
         let mut text = String::new();
-        for (_, (url, depth, _)) in urls {
+        for (_, Foreign { url, depth, .. }) in urls {
             text.push_str(&format!("{url}\t{depth}\n"));
         }
         append_synced(&self.crossover, &text)
@@ -649,7 +728,7 @@ mod tests {
         let mut p1 = Parts::open(&c1, &spool, &app1, &id).unwrap().unwrap();
         let mut counters = PartCounters::default();
         let urls: Vec<(u32, Foreign)> = (0..5)
-            .map(|i| (1, (format!("http://h{i}.example/"), 3, 0)))
+            .map(|i| (1, Foreign::new(format!("http://h{i}.example/"), 3, 0)))
             .collect();
         p0.hand_on(urls, Priority::NORMAL, &mut counters).unwrap();
         assert_eq!((counters.sent_files, counters.sent_urls), (3, 5));
@@ -701,7 +780,7 @@ mod tests {
         let app1 = c1.app_id().unwrap();
         let mut p1 = Parts::open(&c1, &spool, &app1, &id).unwrap().unwrap();
         let mut counters = PartCounters::default();
-        let u = |s: &str, d, h| (1, (s.to_owned(), d, h));
+        let u = |s: &str, d, h| (1, Foreign::new(s.to_owned(), d, h));
         // Two URLs: below the size, young, owner busy: they wait on disk.
         p0.hand_on(
             vec![u("http://a.x/", 2, 0), u("http://b.x/", 1, 3)],
@@ -785,6 +864,71 @@ mod tests {
     }
 
     #[test]
+    fn outbox_lines_round_trip_with_and_without_a_vote() {
+        let plain = Foreign::new("http://a.x/p".to_owned(), 3, 1);
+        let mut vote = plain.clone();
+        vote.via = Some("http://b.y/q".to_owned());
+        for f in [&plain, &vote] {
+            let line = f.line();
+            assert_eq!(
+                Foreign::parse(line.trim_end_matches('\n')).as_ref(),
+                Some(f)
+            );
+        }
+        assert_eq!(Foreign::parse("http://a.x/p\t3"), None, "cut by a crash");
+        assert_eq!(Foreign::parse("http://a.x/p\t3\t1\tv\tmore"), None);
+        assert_eq!(Foreign::parse("\t3\t1"), None);
+    }
+
+    #[test]
+    fn a_vote_reaches_the_owner_with_its_linking_page_in_exchange_mode_only() {
+        let dir = tempfile::tempdir().unwrap();
+        let spool = Spool::new(dir.path().join("spool"));
+        let id = ComponentId::new("t".to_owned()).unwrap();
+        let c0 = config(dir.path(), 0, PartMode::Exchange);
+        let mut p0 = Parts::open(&c0, &spool, &c0.app_id().unwrap(), &id)
+            .unwrap()
+            .unwrap();
+        let c1 = config(dir.path(), 1, PartMode::Exchange);
+        let p1 = Parts::open(&c1, &spool, &c1.app_id().unwrap(), &id)
+            .unwrap()
+            .unwrap();
+        let host = |owner: u32| {
+            (0..100)
+                .map(|i| Url::parse(&format!("http://h{i}.example/x")).unwrap())
+                .find(|u| p0.owner(u) == owner)
+                .unwrap()
+        };
+        let (theirs, ours) = (host(1), host(0));
+        let page = Url::parse("http://linker.example/a").unwrap();
+        p0.vote(&theirs, 2, 0, &page);
+        p0.vote(&ours, 2, 0, &page);
+        let mut counters = PartCounters::default();
+        p0.hand_on(Vec::new(), Priority::NORMAL, &mut counters)
+            .unwrap();
+        assert!(p0.send_due(Priority::NORMAL, &mut counters, true).unwrap());
+        let mut got = Vec::new();
+        for c in p1.inbox.claim_batch(10).unwrap() {
+            let bytes = c.read().unwrap();
+            for req in spool::formats::ExchangeReader::new(&bytes[..]).unwrap() {
+                let req = req.unwrap();
+                got.push((req.url, req.hints.depth, req.hints.via));
+            }
+            c.done().unwrap();
+        }
+        let want = (theirs.to_string(), Some(2), Some(page.to_string()));
+        assert_eq!(got, vec![want], "one vote, for the other part's host only");
+
+        let cf = config(&dir.path().join("fw"), 0, PartMode::Firewall);
+        let fw_spool = Spool::new(dir.path().join("fw-spool"));
+        let mut pf = Parts::open(&cf, &fw_spool, &cf.app_id().unwrap(), &id)
+            .unwrap()
+            .unwrap();
+        pf.vote(&theirs, 2, 0, &page);
+        assert!(pf.votes.is_empty(), "firewall mode sends nothing");
+    }
+
+    #[test]
     fn crossover_keeps_on_disk_distinct_and_skips_a_cut_line() {
         let dir = tempfile::tempdir().unwrap();
         let spool = Spool::new(dir.path().join("spool"));
@@ -794,7 +938,7 @@ mod tests {
         let app = c.app_id().unwrap();
         let mut p = Parts::open(&c, &spool, &app, &id).unwrap().unwrap();
         let mut counters = PartCounters::default();
-        let u = |s: &str, d| (1, (s.to_owned(), d, 0));
+        let u = |s: &str, d| (1, Foreign::new(s.to_owned(), d, 0));
         p.hand_on(
             vec![u("http://a.x/", 2), u("http://b.x/", 1)],
             Priority::NORMAL,

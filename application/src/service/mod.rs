@@ -75,6 +75,7 @@
 //! right after the ingest).
 
 mod budget;
+mod claim_pace;
 pub mod config;
 pub mod control;
 mod crawl;
