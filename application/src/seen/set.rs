@@ -201,6 +201,11 @@ impl SeenSet {
         self.in_flight > 0 || !self.ready.is_empty()
     }
 
+    /// Keys buffered that no merge has taken yet (repeats counted).
+    pub fn buffered(&self) -> usize {
+        self.buffer.len()
+    }
+
     /// True when keys are buffered that no merge has taken yet.
     pub fn has_buffered(&self) -> bool {
         !self.buffer.is_empty()

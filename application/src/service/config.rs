@@ -117,7 +117,7 @@ pub struct AppConfig {
     /// Least time between two claims of page batches while the manager holds
     /// URLs to spare, in milliseconds (`claim_pace.rs`: fewer, larger batches; at
     /// most this much added to a link's way to the manager); 0 claims whenever a
-    /// reader is free. Default 50.
+    /// reader is free. Default 100.
     pub claim_interval_ms: u64,
     /// Threads that read page batches (inflate, check, parse, extract links):
     /// 0 = one per core the process may run on, at most 8. Default 0.
@@ -220,7 +220,7 @@ impl Default for AppConfig {
             max_pages: 0,
             max_body_bytes: 8 << 20,
             batches_per_claim: 8,
-            claim_interval_ms: 50,
+            claim_interval_ms: 100,
             reader_threads: 0,
             scan_interval_ms: 1000,
             idle_check_ms: 1000,

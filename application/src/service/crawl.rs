@@ -26,12 +26,12 @@ use tracing::{info, warn};
 use url::Url;
 
 use super::budget::{self, HostBudgets, site_of};
-use super::claim_pace::ClaimPace;
 use super::config::AppConfig;
 use super::config::PartMode;
 use super::control::ProgressSeen;
 use super::error::AppError;
 use super::exchange::{Foreign, Parts, quiet};
+use super::pace::Pace;
 use super::pages::BatchReader;
 use super::pause::DiskWait;
 use super::read_ahead::{ReadAhead, ReadBatch};
@@ -71,6 +71,10 @@ const FIGURES_EVERY: Duration = Duration::from_secs(2);
 /// milliseconds cost each part thousands of folder scans a second.
 const MERGE_POLL: Duration = Duration::from_millis(50);
 
+/// Shortest pause of [`Crawl::nap`] for a merge that is due, so that a due merge
+/// that cannot start yet does not spin the loop.
+const MIN_NAP: Duration = Duration::from_millis(1);
+
 /// Longest pause between looks at the exchange folder when idle in a split crawl.
 const EXCHANGE_POLL: Duration = Duration::from_millis(50);
 
@@ -109,7 +113,7 @@ pub(crate) struct Crawl {
     /// Reads claimed page batches on the reader threads.
     read_ahead: ReadAhead,
     /// When the loop may claim page batches.
-    pace: ClaimPace,
+    pace: Pace,
     awaiting: Vec<Awaiting>,
     /// Split crawls: this part's exchange state.
     parts: Option<Parts>,
@@ -201,7 +205,7 @@ impl Crawl {
             canon: config.canon(),
             priority: config.priority()?,
             read_ahead,
-            pace: ClaimPace::new(Duration::from_millis(config.claim_interval_ms)),
+            pace: Pace::new(Duration::from_millis(config.claim_interval_ms)),
             pages: Consumer::new(pages_dir, id.clone())?,
             pages_discovery,
             outcomes: Consumer::new(spool.outcomes(&app)?, id.clone())?,
@@ -292,7 +296,7 @@ impl Crawl {
             // that wait in the folder keep growing (the downloaders' Nagle rule),
             // and at most that many batches' links are held in memory.
             // And claim at the pace that keeps batches large while the manager has
-            // URLs to spare (`claim_pace.rs`).
+            // URLs to spare (`pace.rs`).
             let room = (self.read_ahead.readers() + 1)
                 .min(self.config.batches_per_claim)
                 .saturating_sub(self.read_ahead.in_flight());
@@ -357,12 +361,24 @@ impl Crawl {
                 self.nap(MERGE_POLL);
                 continue;
             }
-            // Eager when idle: merge what is buffered now (unless a merge runs:
+            // Merge what is buffered when the pace says so (unless a merge runs:
             // then the buffer keeps growing and goes next).
-            if self.seen.merge_now()? {
+            let now = Instant::now();
+            let may_merge = {
+                let progress = self.link.progress.borrow();
+                let ours = progress.as_ref().map(|(_, p)| p);
+                let buffered = self.seen.buffered() as u64;
+                self.pace.may_merge(now, ours, buffered, self.seen.len())
+            };
+            if may_merge && self.seen.merge_now()? {
+                self.pace.merged(now);
                 continue;
             }
-            if self.seen.is_merging() || !self.awaiting.is_empty() || !self.exchanged.is_empty() {
+            if self.seen.is_merging()
+                || self.seen.has_buffered()
+                || !self.awaiting.is_empty()
+                || !self.exchanged.is_empty()
+            {
                 self.nap(MERGE_POLL);
                 continue;
             }
@@ -439,12 +455,13 @@ impl Crawl {
     }
 
     /// Waits for an event, at most `max` and at most until the pace allows the
-    /// next claim.
+    /// next claim or, with keys buffered, the next merge.
     fn nap(&self, max: Duration) {
-        let wait = self
-            .pace
-            .wait(Instant::now())
-            .map_or(max, |until| until.min(max));
+        let now = Instant::now();
+        let mut wait = self.pace.wait(now).map_or(max, |until| until.min(max));
+        if self.seen.has_buffered() && !self.seen.is_merging() {
+            wait = wait.min(self.pace.merge_wait(now).max(MIN_NAP));
+        }
         self.pages_discovery.wait_timeout(wait);
     }
 

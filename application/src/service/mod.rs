@@ -75,12 +75,12 @@
 //! right after the ingest).
 
 mod budget;
-mod claim_pace;
 pub mod config;
 pub mod control;
 mod crawl;
 pub mod error;
 pub mod exchange;
+mod pace;
 pub mod pages;
 mod pause;
 mod read_ahead;
