@@ -112,7 +112,7 @@ pub(crate) struct Crawl {
     repo: Repository,
     /// Reads claimed page batches on the reader threads.
     read_ahead: ReadAhead,
-    /// When the loop may claim page batches.
+    /// When the loop may claim page batches and merge its seen set.
     pace: Pace,
     awaiting: Vec<Awaiting>,
     /// Split crawls: this part's exchange state.
@@ -602,10 +602,7 @@ impl Crawl {
                     let hops = req.hints.hops.unwrap_or(0);
                     // A vote: the linking page's site counts toward the budget.
                     let from = req.hints.via.as_deref().and_then(|v| Url::parse(v).ok());
-                    let from = from.map(|page| {
-                        let site = site_of(key_host(reversed_host_key(&page).as_bytes())).to_vec();
-                        (page, site)
-                    });
+                    let from = from.map(with_site);
                     let from = from.as_ref().map(|(page, site)| (page, site.as_slice()));
                     self.offer(&url, depth, hops, from)?;
                 }
@@ -735,10 +732,7 @@ impl Crawl {
         for page in pages {
             // Records written before depths travelled with the URL count as seeds.
             let depth = page.depth.unwrap_or(0).saturating_add(1);
-            let from = Url::parse(&page.url).ok().map(|u| {
-                let site = site_of(key_host(reversed_host_key(&u).as_bytes())).to_vec();
-                (u, site)
-            });
+            let from = Url::parse(&page.url).ok().map(with_site);
             let from = from.as_ref().map(|(u, site)| (u, site.as_slice()));
             if let Some(to) = &page.redirect {
                 self.offer(to, depth, page.hops.saturating_add(1), from)?;
@@ -1072,6 +1066,12 @@ impl Crawl {
 
 /// The lines of a list file (seeds, trusted hosts): trimmed, without blank lines
 /// and `#` comments.
+/// A linking page with its site (see `budget.rs`), as [`Crawl::offer`] takes it.
+fn with_site(page: Url) -> (Url, Vec<u8>) {
+    let site = site_of(key_host(reversed_host_key(&page).as_bytes())).to_vec();
+    (page, site)
+}
+
 fn read_lines(path: &std::path::Path) -> Result<Vec<String>, AppError> {
     let text = fs::read_to_string(path).map_err(|source| AppError::File {
         path: path.to_owned(),
