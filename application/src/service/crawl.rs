@@ -182,7 +182,7 @@ impl Crawl {
             || BatchReader::new(canon.clone(), body_cap),
             pages_discovery.waker(),
         )?;
-        let repo = Repository::open(&config.repository_dir)?;
+        let repo = Repository::open_with(&config.repository_dir, config.repository_options()?)?;
         let parts = Parts::open(&config, spool, &app, &id)?;
         let mut seeds = seeds;
         if let Some(path) = &config.seeds_file {
