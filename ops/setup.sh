@@ -6,7 +6,8 @@
 #          dnsutils (dig, used by the DNS tests), chromium (the admin page's
 #          browser test drives it headless)
 #   cargo: cargo-nextest (the test runner)
-#   pip:   warcio (the WARC checker the storage tests run)
+#   pip:   warcio (the WARC checker the storage tests run), wacz (py-wacz: its
+#          `wacz validate` checks the WACZ files `polycrawl wacz` writes)
 set -euo pipefail
 
 log() { printf 'setup: %s\n' "$*" >&2; }
@@ -43,4 +44,9 @@ fi
 if ! python3 -c 'import warcio' >/dev/null 2>&1; then
     log "installing warcio (pip)"
     python3 -m pip install --quiet warcio
+fi
+
+if ! python3 -c 'import wacz' >/dev/null 2>&1; then
+    log "installing wacz (pip)"
+    python3 -m pip install --quiet wacz
 fi

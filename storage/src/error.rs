@@ -105,6 +105,25 @@ pub enum StorageError {
     /// The WARC file name prefix is not `[A-Za-z0-9_-]{1,64}`.
     #[error("WARC file prefix {0:?} must be 1 to 64 of A-Z, a-z, 0-9, '_' and '-'")]
     BadWarcPrefix(String),
+    /// Writing the WACZ (ZIP) file failed.
+    #[error("writing the WACZ {path}: {source}")]
+    Wacz {
+        /// The file being written.
+        path: PathBuf,
+        /// What the ZIP writer said.
+        source: zip::result::ZipError,
+    },
+    /// Two WARC files of the repository share a file name, and a WACZ keeps them in
+    /// one folder.
+    #[error("two WARC files named {name}: {first} and {second}")]
+    WaczNameClash {
+        /// The file name.
+        name: String,
+        /// The first file.
+        first: PathBuf,
+        /// The second.
+        second: PathBuf,
+    },
     /// A crash-safe rename or fsync failed.
     #[error(transparent)]
     Spool(#[from] SpoolError),

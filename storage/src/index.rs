@@ -255,6 +255,19 @@ impl IndexDir {
         }
         sync_dir(&self.path)
     }
+
+    /// Hands every line of the index to `line` in one sorted stream (each with its
+    /// `\n`, no line twice), by a k-way merge of the files: O(lines · log files)
+    /// time, one line per file in memory. For a repository no ingest writes to.
+    pub(crate) fn for_each_sorted(&self, line: impl FnMut(&str) -> Result<()>) -> Result<()> {
+        let files = self.list()?;
+        let live: Vec<IndexFile> = files
+            .iter()
+            .filter(|f| !files.iter().any(|g| g.covers(f)))
+            .cloned()
+            .collect();
+        merge_lines(&live, line)
+    }
 }
 
 /// The k-way merge of sorted index files: every distinct line once, in order.

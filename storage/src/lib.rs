@@ -29,6 +29,7 @@
 //! - [`Repository::ingest`] → [`IngestSummary`]: [`ingest`] has the steps, what a
 //!   crash at each leaves, and why duplicates get revisit records beside their batch
 //!   rather than a rewritten batch.
+//! - [`write_wacz`] → [`WaczSummary`]: the repository as one WACZ file ([`wacz`]).
 //! - [`warcfile`]: the open WARC file, its rotation ([`Rotation`]) and how a torn
 //!   append is cut at the durable length.
 //! - [`RepositoryReader::get`] → [`StoredPage`], and [`print_page`] for
@@ -92,7 +93,9 @@
 //! # Dependencies
 //!
 //! `spool` (WARC codec, crash-safe rename), `rocksdb` (catalog), `url` (SURT),
-//! `uuid` (name-based record ids), `thiserror`, `tracing`. Storage must never depend
+//! `uuid` (name-based record ids), `zip` (the WACZ container: entries stored, ZIP64
+//! when needed; a well-kept crate rather than our own ZIP writer) and `sha2` (its
+//! SHA-256 digests), `thiserror`, `tracing`. Storage must never depend
 //! on a service crate (manager, downloader, resolver, application) or on `ops`.
 
 mod batch;
@@ -108,6 +111,7 @@ mod read;
 pub mod repository;
 mod revisits;
 pub mod surt;
+pub mod wacz;
 pub mod warcfile;
 
 pub use batch::Digests;
@@ -118,4 +122,5 @@ pub use ingest::{CheckedBatch, IngestSummary, check_batch};
 pub use read::{StoredPage, print_page};
 pub use repository::{CrashPoint, Repository, RepositoryOptions, RepositoryReader};
 pub use surt::surt;
+pub use wacz::{WaczSummary, write_wacz};
 pub use warcfile::Rotation;
