@@ -7,7 +7,8 @@
 #          browser test drives it headless)
 #   cargo: cargo-nextest (the test runner)
 #   pip:   warcio (the WARC checker the storage tests run), wacz (py-wacz: its
-#          `wacz validate` checks the WACZ files `polycrawl wacz` writes)
+#          `wacz validate` checks the WACZ files `polycrawl wacz` writes), pywb (the
+#          replay test indexes and serves a crawl with it)
 set -euo pipefail
 
 log() { printf 'setup: %s\n' "$*" >&2; }
@@ -49,4 +50,9 @@ fi
 if ! python3 -c 'import wacz' >/dev/null 2>&1; then
     log "installing wacz (pip)"
     python3 -m pip install --quiet wacz
+fi
+
+if ! python3 -c 'import pywb' >/dev/null 2>&1 || ! command -v wb-manager >/dev/null 2>&1; then
+    log "installing pywb (pip)"
+    python3 -m pip install --quiet pywb
 fi
