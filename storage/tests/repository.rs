@@ -643,10 +643,17 @@ fn same_batch_twice_and_name_collisions() {
     let pages = [Page::html("http://a.example/", 0, &body(1, 100))];
     let mut repo = Repository::open(&repo_dir).unwrap();
     let path = write_batch(&spool, &batch_name(1), &pages);
+    let bytes = fs::read(&path).unwrap();
     let first = repo.ingest(&path).unwrap();
     let second = repo.ingest(&path).unwrap();
     assert!(second.already_stored);
     assert_eq!(second.stored_as, first.stored_as);
+    assert_eq!(index_lines(&repo_dir).len(), 1);
+    // A crash between the commit and the removal from the spool leaves the very
+    // same bytes there: found equal to the stored range, removed, not stored twice.
+    fs::write(&path, &bytes).unwrap();
+    let third = repo.ingest(&path).unwrap();
+    assert!(third.already_stored && !path.exists());
     assert_eq!(index_lines(&repo_dir).len(), 1);
 
     // A different file under a stored name is not silently dropped.

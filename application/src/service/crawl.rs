@@ -882,8 +882,9 @@ impl Crawl {
         } in ready
         {
             let ingested = match self.repo.ingest_checked(checked) {
-                // Storage left the batch where it was (or finishes it from where
-                // it went): store it again, reading it again, once there is room.
+                // Storage left the batch where it was (a half-written append is
+                // cut by the retry): store it again, reading it again, once there
+                // is room.
                 Err(e) if e.is_disk_full() => {
                     let path = claimed.path().to_owned();
                     self.wait
