@@ -6,7 +6,9 @@
 #          dnsutils (dig, used by the DNS tests), chromium (the admin page's
 #          browser test drives it headless)
 #   cargo: cargo-nextest (the test runner)
-#   pip:   warcio (the WARC checker the storage tests run)
+#   pip:   warcio (the WARC checker the storage tests run), wacz (py-wacz: its
+#          `wacz validate` checks the WACZ files `polycrawl wacz` writes), pywb (the
+#          replay test indexes and serves a crawl with it)
 set -euo pipefail
 
 log() { printf 'setup: %s\n' "$*" >&2; }
@@ -43,4 +45,14 @@ fi
 if ! python3 -c 'import warcio' >/dev/null 2>&1; then
     log "installing warcio (pip)"
     python3 -m pip install --quiet warcio
+fi
+
+if ! python3 -c 'import wacz' >/dev/null 2>&1; then
+    log "installing wacz (pip)"
+    python3 -m pip install --quiet wacz
+fi
+
+if ! python3 -c 'import pywb' >/dev/null 2>&1 || ! command -v wb-manager >/dev/null 2>&1; then
+    log "installing pywb (pip)"
+    python3 -m pip install --quiet pywb
 fi

@@ -30,6 +30,8 @@ enum Command {
     App(AppArgs),
     /// Print a page stored in the repository (WARC headers and HTTP response).
     Get(GetArgs),
+    /// Package a finished crawl's repository as one WACZ file (ReplayWeb.page, pywb).
+    Wacz(WaczArgs),
     /// Run the whole system on this machine against real seeds.
     Crawl(ops::orchestrate::crawl::CrawlArgs),
     /// Run the whole system against the simulated web, with progress.
@@ -186,6 +188,19 @@ struct AppArgs {
 }
 
 #[derive(Debug, clap::Args)]
+struct WaczArgs {
+    /// The WARC repository (of a crawl that has stopped).
+    #[arg(long, value_name = "DIR")]
+    repo: PathBuf,
+    /// The WACZ file to write (replaced if it exists).
+    #[arg(long, value_name = "FILE")]
+    out: PathBuf,
+    /// The collection's title. Default: the repository's folder name.
+    #[arg(long)]
+    title: Option<String>,
+}
+
+#[derive(Debug, clap::Args)]
 struct GetArgs {
     /// The WARC repository.
     #[arg(long, value_name = "DIR")]
@@ -310,6 +325,27 @@ fn run(command: Command) -> anyhow::Result<()> {
             let repo = storage::RepositoryReader::open(&args.repo)?;
             let found = storage::print_page(&repo, &args.url, &mut std::io::stdout().lock())?;
             anyhow::ensure!(found, "{} is not in the repository", args.url);
+            Ok(())
+        }
+        Command::Wacz(args) => {
+            let repo = storage::RepositoryReader::open(&args.repo)?;
+            let title = args.title.unwrap_or_else(|| {
+                let name = args
+                    .repo
+                    .canonicalize()
+                    .ok()
+                    .and_then(|p| p.file_name().map(|n| n.to_string_lossy().into_owned()));
+                name.unwrap_or_else(|| "polycrawl".to_owned())
+            });
+            let s = storage::write_wacz(&repo, &args.out, &title)?;
+            println!(
+                "wacz {}: {} WARC files, {} index lines, {} pages, {} bytes",
+                args.out.display(),
+                s.warcs,
+                s.index_lines,
+                s.pages,
+                s.bytes
+            );
             Ok(())
         }
         Command::Crawl(args) => orchestrate(|s, rt| ops::orchestrate::crawl::run(args, s, rt)),

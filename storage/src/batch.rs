@@ -75,14 +75,6 @@ pub(crate) struct ScannedBatch {
     pub(crate) bytes: u64,
 }
 
-impl ScannedBatch {
-    /// Year of the first record (the batch's warcinfo): names the repository folder.
-    pub(crate) fn year(&self) -> u64 {
-        let first = self.records.first().map(|r| r.date);
-        first.map_or(1970, |d| d.to_cdx_timestamp()[..4].parse().unwrap_or(1970))
-    }
-}
-
 /// Reads and checks the batch at `path`.
 pub(crate) fn scan(path: &Path) -> Result<ScannedBatch> {
     scan_with(path, Digests::Verify, |_| {})

@@ -7,9 +7,10 @@
 //! | key | value |
 //! |---|---|
 //! | `d` + 20-byte SHA-1 | [`FirstCapture`]: version byte, date (u64 seconds, u32 nanos, big-endian), record id (16-byte UUID, or length-prefixed text for another form), target URI |
-//! | `p` + batch name | pending ingest: version byte, sequence number, stored path |
-//! | `b` + batch name | done: version byte, [`BatchRecord`] |
+//! | `p` + batch name | pending ingest: version byte, sequence number (then, from version 1 repositories, a stored path, ignored) |
+//! | `b` + batch name | done: version byte, [`BatchRecord`] (version 1: a batch stored as a file of its own, at offset 0) |
 //! | `n` | the next batch sequence number (u64, big-endian) |
+//! | `w` | the open WARC file and its durable length (`crate::warcfile::OpenWarc`) |
 //!
 //! A digest entry is 21 key bytes plus about 30 + URI bytes of value (≈ 100 bytes for
 //! a typical URL); RocksDB compresses blocks with LZ4, so 100 M unique payloads take
@@ -19,8 +20,9 @@
 //! Bloom-filter blocks (10 bits, ≈ 1.25 bytes per entry: 125 MB at 100 M pages; give
 //! the cache that much to keep every lookup of a new payload free of disk reads).
 //!
-//! Every change of one ingest (its digest entries, `b` written, `p` deleted) is one
-//! `WriteBatch` written with a synced WAL: it happens entirely or not at all.
+//! Every change of one ingest (its digest entries, `b` written, `p` deleted, `w`'s
+//! new durable length) is one `WriteBatch` written with a synced WAL: it happens
+//! entirely or not at all.
 
 use std::path::Path;
 
@@ -30,12 +32,16 @@ use spool::warc::{Sha1Digest, WarcDate};
 use uuid::Uuid;
 
 use crate::error::{Result, StorageError};
+use crate::warcfile::OpenWarc;
 
 const DIGEST: u8 = b'd';
 const PENDING: u8 = b'p';
 const DONE: u8 = b'b';
 const NEXT_SEQ: &[u8] = b"n";
+const OPEN_WARC: &[u8] = b"w";
 const VERSION: u8 = 1;
+/// Version of a [`BatchRecord`] value: 2 adds the offset in a shared WARC file.
+const BATCH_VERSION: u8 = 2;
 
 /// Memory bounds of the catalog's RocksDB.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -71,8 +77,10 @@ pub struct FirstCapture {
 pub struct BatchRecord {
     /// Ingest sequence number (names the batch's index file).
     pub seq: u64,
-    /// Where the batch is, relative to `<repo>/warc/`.
+    /// The WARC file the batch was appended to, relative to `<repo>/warc/`.
     pub stored: String,
+    /// Where the batch starts in that file.
+    pub offset: u64,
     /// Records in the batch.
     pub records: u64,
     /// Responses stored as first captures of their payload.
@@ -81,10 +89,8 @@ pub struct BatchRecord {
     pub revisits: u64,
     /// CDXJ lines written.
     pub index_lines: u64,
-    /// Size of the batch file.
+    /// Size of the batch file (its revisit records follow it in the WARC file).
     pub bytes: u64,
-    /// The companion file of revisit records, relative to `<repo>/warc/`, if any.
-    pub revisit_file: Option<String>,
 }
 
 /// The catalog's RocksDB.
@@ -147,8 +153,8 @@ impl Catalog {
         }
     }
 
-    /// The pending ingest of `name`: `(seq, stored path)`.
-    pub(crate) fn pending(&self, name: &str) -> Result<Option<(u64, String)>> {
+    /// The sequence number of the pending ingest of `name`.
+    pub(crate) fn pending(&self, name: &str) -> Result<Option<u64>> {
         let key = named(PENDING, name);
         match self.db.get(&key)? {
             None => Ok(None),
@@ -156,8 +162,8 @@ impl Catalog {
         }
     }
 
-    /// Every pending ingest: `(name, seq, stored path)`. O(pending).
-    pub(crate) fn all_pending(&self) -> Result<Vec<(String, u64, String)>> {
+    /// Every pending ingest: `(name, seq)`. O(pending).
+    pub(crate) fn all_pending(&self) -> Result<Vec<(String, u64)>> {
         let mut out = Vec::new();
         for item in self
             .db
@@ -168,22 +174,21 @@ impl Catalog {
                 break;
             }
             let name = String::from_utf8(key[1..].to_vec()).map_err(|_| bad_key(&key))?;
-            let (seq, stored) = decode_pending(&value).ok_or_else(|| bad_key(&key))?;
-            out.push((name, seq, stored));
+            let seq = decode_pending(&value).ok_or_else(|| bad_key(&key))?;
+            out.push((name, seq));
         }
         Ok(out)
     }
 
     /// Starts the ingest of `name`: allocates its sequence number and records it as
     /// pending (synced), before anything is moved.
-    pub(crate) fn begin(&self, name: &str, stored: &str) -> Result<u64> {
+    pub(crate) fn begin(&self, name: &str) -> Result<u64> {
         let seq = match self.db.get(NEXT_SEQ)? {
             None => 1,
             Some(v) => u64::from_be_bytes(v.try_into().map_err(|_| bad_key(NEXT_SEQ))?),
         };
         let mut value = vec![VERSION];
         value.extend_from_slice(&seq.to_be_bytes());
-        value.extend_from_slice(stored.as_bytes());
         let mut batch = WriteBatch::default();
         batch.put(NEXT_SEQ, (seq + 1).to_be_bytes());
         batch.put(named(PENDING, name), value);
@@ -191,15 +196,34 @@ impl Catalog {
         Ok(seq)
     }
 
+    /// The open WARC file, if any was started.
+    pub(crate) fn open_warc(&self) -> Result<Option<OpenWarc>> {
+        match self.db.get(OPEN_WARC)? {
+            None => Ok(None),
+            Some(v) => OpenWarc::decode(&v)
+                .map(Some)
+                .ok_or_else(|| bad_key(OPEN_WARC)),
+        }
+    }
+
+    /// Records a new open WARC file (synced), before it is created.
+    pub(crate) fn start_warc(&self, open: &OpenWarc) -> Result<()> {
+        self.db.put_opt(OPEN_WARC, open.encode(), &self.sync)?;
+        Ok(())
+    }
+
     /// Finishes the ingest of `name` in one synced write: the new digest entries, the
-    /// batch record, and the pending mark removed.
+    /// batch record, the pending mark removed, and the open WARC file's new durable
+    /// length.
     pub(crate) fn commit(
         &self,
         name: &str,
         record: &BatchRecord,
         captures: &[(Sha1Digest, FirstCapture)],
+        open: &OpenWarc,
     ) -> Result<()> {
         let mut batch = WriteBatch::default();
+        batch.put(OPEN_WARC, open.encode());
         for (digest, capture) in captures {
             batch.put(digest_key(digest), encode_capture(capture));
         }
@@ -276,17 +300,16 @@ fn decode_capture(v: &[u8]) -> Option<FirstCapture> {
     })
 }
 
-fn decode_pending(v: &[u8]) -> Option<(u64, String)> {
+fn decode_pending(v: &[u8]) -> Option<u64> {
     let mut r = Reader(v);
     if r.u8()? != VERSION {
         return None;
     }
-    let seq = r.u64()?;
-    Some((seq, String::from_utf8(r.0.to_vec()).ok()?))
+    r.u64()
 }
 
 fn encode_batch(b: &BatchRecord) -> Vec<u8> {
-    let mut v = vec![VERSION];
+    let mut v = vec![BATCH_VERSION];
     for n in [
         b.seq,
         b.records,
@@ -294,41 +317,52 @@ fn encode_batch(b: &BatchRecord) -> Vec<u8> {
         b.revisits,
         b.index_lines,
         b.bytes,
+        b.offset,
     ] {
         v.extend_from_slice(&n.to_be_bytes());
     }
     put_text(&mut v, &b.stored);
-    if let Some(f) = &b.revisit_file {
-        put_text(&mut v, f);
-    }
     v
 }
 
+/// Version 1 (a batch in a file of its own, maybe with a companion file of
+/// revisits, not kept) and version 2.
 fn decode_batch(v: &[u8]) -> Option<BatchRecord> {
     let mut r = Reader(v);
-    if r.u8()? != VERSION {
-        return None;
-    }
-    let mut n = [0u64; 6];
-    for x in &mut n {
-        *x = r.u64()?;
+    let version = r.u8()?;
+    let mut n = [0u64; 7];
+    match version {
+        1 => {
+            for x in &mut n[..6] {
+                *x = r.u64()?;
+            }
+        }
+        BATCH_VERSION => {
+            for x in &mut n {
+                *x = r.u64()?;
+            }
+        }
+        _ => return None,
     }
     let stored = r.text()?;
-    let revisit_file = if r.0.is_empty() {
-        None
-    } else {
-        Some(r.text()?)
-    };
-    let [seq, records, responses, revisits, index_lines, bytes] = n;
-    Some(BatchRecord {
+    let [
         seq,
-        stored,
         records,
         responses,
         revisits,
         index_lines,
         bytes,
-        revisit_file,
+        offset,
+    ] = n;
+    Some(BatchRecord {
+        seq,
+        stored,
+        offset,
+        records,
+        responses,
+        revisits,
+        index_lines,
+        bytes,
     })
 }
 
@@ -400,31 +434,38 @@ mod tests {
             "compact form of a UUID id"
         );
 
-        for revisit_file in [None, Some("2026/x.revisits.warc.gz".to_owned())] {
-            let b = BatchRecord {
-                seq: 7,
-                stored: "2026/x.warc.gz".into(),
-                records: 9,
-                responses: 3,
-                revisits: 1,
-                index_lines: 4,
-                bytes: 12345,
-                revisit_file,
-            };
-            assert_eq!(decode_batch(&encode_batch(&b)).unwrap(), b);
+        let b = BatchRecord {
+            seq: 7,
+            stored: "2026/bfs-20261122100000-000001.warc.gz".into(),
+            offset: 4096,
+            records: 9,
+            responses: 3,
+            revisits: 1,
+            index_lines: 4,
+            bytes: 12345,
+        };
+        assert_eq!(decode_batch(&encode_batch(&b)).unwrap(), b);
+        // A version 1 record (a repository written before shared WARC files).
+        let mut v1 = vec![1u8];
+        for n in [7u64, 9, 3, 1, 4, 12345] {
+            v1.extend_from_slice(&n.to_be_bytes());
         }
+        put_text(&mut v1, "2026/x.warc.gz");
+        put_text(&mut v1, "2026/x.revisits.warc.gz");
+        let old = decode_batch(&v1).unwrap();
+        assert_eq!(
+            (old.stored.as_str(), old.offset, old.bytes),
+            ("2026/x.warc.gz", 0, 12345)
+        );
     }
 
     #[test]
     fn journal_and_digests() {
         let dir = tempfile::tempdir().unwrap();
         let cat = Catalog::open(&dir.path().join("db"), &CatalogOptions::default()).unwrap();
-        assert_eq!(cat.begin("a.warc.gz", "2026/a.warc.gz").unwrap(), 1);
-        assert_eq!(cat.begin("b.warc.gz", "2026/b.warc.gz").unwrap(), 2);
-        assert_eq!(
-            cat.pending("a.warc.gz").unwrap(),
-            Some((1, "2026/a.warc.gz".into()))
-        );
+        assert_eq!(cat.begin("a.warc.gz").unwrap(), 1);
+        assert_eq!(cat.begin("b.warc.gz").unwrap(), 2);
+        assert_eq!(cat.pending("a.warc.gz").unwrap(), Some(1));
         assert_eq!(cat.all_pending().unwrap().len(), 2);
         let d = Sha1Digest::of(b"body");
         let c = FirstCapture {
@@ -437,7 +478,19 @@ mod tests {
             stored: "2026/a.warc.gz".into(),
             ..Default::default()
         };
-        cat.commit("a.warc.gz", &rec, &[(d, c.clone())]).unwrap();
+        assert_eq!(cat.open_warc().unwrap(), None);
+        let mut open = OpenWarc {
+            file: "2026/a.warc.gz".into(),
+            serial: 1,
+            started: 5,
+            len: 0,
+        };
+        cat.start_warc(&open).unwrap();
+        assert_eq!(cat.open_warc().unwrap().as_ref(), Some(&open));
+        open.len = 777;
+        cat.commit("a.warc.gz", &rec, &[(d, c.clone())], &open)
+            .unwrap();
+        assert_eq!(cat.open_warc().unwrap(), Some(open));
         assert_eq!(cat.pending("a.warc.gz").unwrap(), None);
         assert_eq!(cat.done("a.warc.gz").unwrap(), Some(rec));
         assert_eq!(
@@ -445,9 +498,6 @@ mod tests {
             [None, Some(c)]
         );
         let pending = cat.all_pending().unwrap();
-        assert_eq!(
-            pending,
-            [("b.warc.gz".to_owned(), 2, "2026/b.warc.gz".to_owned())]
-        );
+        assert_eq!(pending, [("b.warc.gz".to_owned(), 2)]);
     }
 }

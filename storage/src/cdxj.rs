@@ -130,7 +130,7 @@ impl CdxjLine {
 
 /// serde_json's compact output with `", "` and `": "` separators, as pywb and
 /// warcio's `cdxj-indexer` write CDXJ.
-struct SpacedFormatter;
+pub(crate) struct SpacedFormatter;
 
 impl serde_json::ser::Formatter for SpacedFormatter {
     fn begin_object_key<W: ?Sized + io::Write>(

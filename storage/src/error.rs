@@ -90,6 +90,40 @@ pub enum StorageError {
         /// The cause.
         source: io::Error,
     },
+    /// The open WARC file is shorter than the length the catalog recorded as durable:
+    /// committed records are missing (the file was cut or replaced by hand). Nothing
+    /// is written until an operator looks.
+    #[error("WARC file {path} holds {len} bytes, fewer than the {durable} committed")]
+    WarcTooShort {
+        /// The WARC file.
+        path: PathBuf,
+        /// Its length.
+        len: u64,
+        /// The durable length the catalog recorded.
+        durable: u64,
+    },
+    /// The WARC file name prefix is not `[A-Za-z0-9_-]{1,64}`.
+    #[error("WARC file prefix {0:?} must be 1 to 64 of A-Z, a-z, 0-9, '_' and '-'")]
+    BadWarcPrefix(String),
+    /// Writing the WACZ (ZIP) file failed.
+    #[error("writing the WACZ {path}: {source}")]
+    Wacz {
+        /// The file being written.
+        path: PathBuf,
+        /// What the ZIP writer said.
+        source: zip::result::ZipError,
+    },
+    /// Two WARC files of the repository share a file name, and a WACZ keeps them in
+    /// one folder.
+    #[error("two WARC files named {name}: {first} and {second}")]
+    WaczNameClash {
+        /// The file name.
+        name: String,
+        /// The first file.
+        first: PathBuf,
+        /// The second.
+        second: PathBuf,
+    },
     /// A crash-safe rename or fsync failed.
     #[error(transparent)]
     Spool(#[from] SpoolError),

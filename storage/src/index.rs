@@ -130,6 +130,18 @@ impl IndexDir {
         out.commit()
     }
 
+    /// Deletes the index file of batch `seq` if there is one (an ingest that did not
+    /// commit: its lines point at bytes cut from the WARC file). Single writer only.
+    pub(crate) fn forget_batch(&self, seq: u64) -> Result<bool> {
+        let path = self.path.join(Self::file_name(seq, seq));
+        if !path.is_file() {
+            return Ok(false);
+        }
+        remove(&path)?;
+        sync_dir(&self.path)?;
+        Ok(true)
+    }
+
     /// Calls `line` for every line of every index file, file by file (each sorted by
     /// key; files in batch order). A file whose range another file covers (left by an
     /// interrupted merge) is skipped, so no line comes twice. O(lines) time, one line
@@ -232,49 +244,70 @@ impl IndexDir {
             return Ok(());
         };
         let dest = self.path.join(Self::file_name(a.first, b.last));
-        let mut readers = Vec::with_capacity(inputs.len());
-        for f in inputs {
-            let file = File::open(&f.path).map_err(StorageError::io(&f.path))?;
-            readers.push((BufReader::with_capacity(64 * 1024, file), &f.path));
-        }
-        let mut heap = BinaryHeap::new();
-        let next = |i: usize, readers: &mut Vec<(BufReader<File>, &PathBuf)>| {
-            let (r, path) = &mut readers[i];
-            let mut line = String::new();
-            match r.read_line(&mut line) {
-                Ok(0) => Ok(None),
-                Ok(_) => {
-                    if !line.ends_with('\n') {
-                        line.push('\n');
-                    }
-                    Ok(Some(Reverse((line, i))))
-                }
-                Err(e) => Err(StorageError::io(*path)(e)),
-            }
-        };
-        for i in 0..readers.len() {
-            if let Some(item) = next(i, &mut readers)? {
-                heap.push(item);
-            }
-        }
         let mut out = TmpFile::create(tmp, &dest)?;
-        let mut last = String::new();
-        while let Some(Reverse((line, i))) = heap.pop() {
-            if line != last {
-                out.write_all(line.as_bytes())
-                    .map_err(StorageError::io(&dest))?;
-                last = line;
-            }
-            if let Some(item) = next(i, &mut readers)? {
-                heap.push(item);
-            }
-        }
+        merge_lines(inputs, |line| {
+            out.write_all(line.as_bytes())
+                .map_err(StorageError::io(&dest))
+        })?;
         out.commit()?;
         for f in inputs {
             remove(&f.path)?;
         }
         sync_dir(&self.path)
     }
+
+    /// Hands every line of the index to `line` in one sorted stream (each with its
+    /// `\n`, no line twice), by a k-way merge of the files: O(lines · log files)
+    /// time, one line per file in memory. For a repository no ingest writes to.
+    pub(crate) fn for_each_sorted(&self, line: impl FnMut(&str) -> Result<()>) -> Result<()> {
+        let files = self.list()?;
+        let live: Vec<IndexFile> = files
+            .iter()
+            .filter(|f| !files.iter().any(|g| g.covers(f)))
+            .cloned()
+            .collect();
+        merge_lines(&live, line)
+    }
+}
+
+/// The k-way merge of sorted index files: every distinct line once, in order.
+fn merge_lines(inputs: &[IndexFile], mut out: impl FnMut(&str) -> Result<()>) -> Result<()> {
+    let mut readers = Vec::with_capacity(inputs.len());
+    for f in inputs {
+        let file = File::open(&f.path).map_err(StorageError::io(&f.path))?;
+        readers.push((BufReader::with_capacity(64 * 1024, file), &f.path));
+    }
+    let mut heap = BinaryHeap::new();
+    let next = |i: usize, readers: &mut Vec<(BufReader<File>, &PathBuf)>| {
+        let (r, path) = &mut readers[i];
+        let mut line = String::new();
+        match r.read_line(&mut line) {
+            Ok(0) => Ok(None),
+            Ok(_) => {
+                if !line.ends_with('\n') {
+                    line.push('\n');
+                }
+                Ok(Some(Reverse((line, i))))
+            }
+            Err(e) => Err(StorageError::io(*path)(e)),
+        }
+    };
+    for i in 0..readers.len() {
+        if let Some(item) = next(i, &mut readers)? {
+            heap.push(item);
+        }
+    }
+    let mut last = String::new();
+    while let Some(Reverse((line, i))) = heap.pop() {
+        if line != last {
+            out(&line)?;
+            last = line;
+        }
+        if let Some(item) = next(i, &mut readers)? {
+            heap.push(item);
+        }
+    }
+    Ok(())
 }
 
 /// The oldest run of `fanout` files at the lowest level that has that many.

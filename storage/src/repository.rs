@@ -3,18 +3,22 @@
 //!
 //! ```text
 //! <repo>/
-//!   warc/<YYYY>/<batch>.warc.gz            page batches, moved in unchanged
-//!   warc/<YYYY>/<batch>.revisits.warc.gz   revisit records for the batch's duplicates
+//!   warc/<YYYY>/<prefix>-<YYYYMMDDhhmmss>-<serial>.warc.gz
+//!                                          WARC files of about `rotation.max_bytes`:
+//!                                          batches appended unchanged, each followed
+//!                                          by the revisit records of its duplicates
 //!   index/<first>-<last>.cdxj              sorted CDXJ, per batch until merged
-//!   catalog/                               RocksDB: digest index and ingest journal
+//!   catalog/                               RocksDB: digest index, ingest journal,
+//!                                          the open WARC file's durable length
 //!   .tmp/                                  files being written (emptied at open)
 //! ```
 //!
-//! `<YYYY>` is the year of the batch's first record (its warcinfo), so a folder
-//! holds one year of batches and the path of a batch never depends on when it was
-//! ingested. Batches are moved with a rename when the repository is on the spool's
-//! file system, and copied in (then removed from the spool) when it is not, as on
-//! an application machine with an NFS spool and a local repository.
+//! `<YYYY>` is the year the WARC file was started (module [`crate::warcfile`] has the
+//! names, the rotation and the crash rules). A batch is copied into the open file
+//! (a kernel copy) and then removed from the spool, wherever the spool is.
+//! Repositories written before shared files hold one file per batch
+//! (`warc/<YYYY>/<batch>.warc.gz`, and `<batch>.revisits.warc.gz`): they stay
+//! readable, and new batches go to shared files beside them.
 
 use std::path::{Path, PathBuf};
 
@@ -22,6 +26,7 @@ use crate::catalog::{Catalog, CatalogOptions};
 use crate::error::Result;
 use crate::fsutil::{empty_dir, ensure_dir};
 use crate::index::IndexDir;
+use crate::warcfile::{Rotation, WarcFiles};
 
 /// Folder of the WARC files, under the repository root.
 pub const WARC_DIR: &str = "warc";
@@ -33,8 +38,14 @@ pub const CATALOG_DIR: &str = "catalog";
 pub const TMP_DIR: &str = ".tmp";
 
 /// How a [`Repository`] behaves; every field has a documented default.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq, Eq)]
 pub struct RepositoryOptions {
+    /// When the open WARC file is closed and the next started.
+    pub rotation: Rotation,
+    /// First part of the WARC file names, `[A-Za-z0-9_-]{1,64}`: the application id,
+    /// so the files of several applications or parts never share a name. Default
+    /// `"polycrawl"`.
+    pub warc_prefix: String,
     /// Memory bounds of the digest index.
     pub catalog: CatalogOptions,
     /// Index files of one level merged at once (see [`crate::index`]). Default 8.
@@ -47,6 +58,8 @@ pub struct RepositoryOptions {
 impl Default for RepositoryOptions {
     fn default() -> Self {
         Self {
+            rotation: Rotation::default(),
+            warc_prefix: "polycrawl".to_owned(),
             catalog: CatalogOptions::default(),
             index_fanout: 8,
             min_dedup_payload: 1,
@@ -114,6 +127,7 @@ pub struct Repository {
     pub(crate) reader: RepositoryReader,
     pub(crate) catalog: Catalog,
     pub(crate) options: RepositoryOptions,
+    pub(crate) warcs: WarcFiles,
     pub(crate) tmp: PathBuf,
     pub(crate) crash_at: Option<CrashPoint>,
 }
@@ -125,11 +139,9 @@ pub struct Repository {
 pub enum CrashPoint {
     /// After the pending mark (step 3).
     AfterPendingMark,
-    /// After the move (step 4).
-    AfterMove,
-    /// After the revisit companion (step 6).
-    AfterRevisits,
-    /// After the index file (step 7).
+    /// After the append of the batch and its revisits (step 5).
+    AfterAppend,
+    /// After the index file (step 6).
     AfterIndex,
 }
 
@@ -146,10 +158,20 @@ impl Repository {
     }
 
     /// Opens (creating) the repository at `dir`, then recovers from a crash: deletes
-    /// temp files and the inputs of an interrupted index merge, and finishes every
-    /// ingest whose batch was already moved in. (An ingest interrupted before its move
-    /// is finished when the caller ingests the batch again; see [`Self::pending`].)
+    /// temp files and the inputs of an interrupted index merge, deletes the index file
+    /// of every ingest that did not commit, and cuts the open WARC file at its durable
+    /// length (the caller ingests those batches again; see [`Self::pending`]).
     pub fn open_with(dir: impl Into<PathBuf>, options: RepositoryOptions) -> Result<Self> {
+        let prefix = &options.warc_prefix;
+        let prefix_ok = (1..=64).contains(&prefix.len())
+            && prefix
+                .bytes()
+                .all(|b| b.is_ascii_alphanumeric() || b == b'_' || b == b'-');
+        if !prefix_ok {
+            return Err(crate::error::StorageError::BadWarcPrefix(
+                prefix.chars().take(80).collect(),
+            ));
+        }
         let reader = RepositoryReader::at(dir.into());
         let tmp = reader.root.join(TMP_DIR);
         for d in [&reader.root, &reader.warc, reader.index.path(), &tmp] {
@@ -158,21 +180,25 @@ impl Repository {
         let catalog = Catalog::open(&reader.root.join(CATALOG_DIR), &options.catalog)?;
         empty_dir(&tmp)?;
         reader.index.cleanup()?;
-        let mut repo = Self {
+        for (name, seq) in catalog.all_pending()? {
+            if reader.index.forget_batch(seq)? {
+                tracing::info!(batch = %name, "dropped the index of an ingest interrupted by a crash");
+            }
+        }
+        let warcs = WarcFiles::open(
+            reader.warc.clone(),
+            options.warc_prefix.clone(),
+            options.rotation,
+            catalog.open_warc()?,
+        )?;
+        Ok(Self {
             reader,
             catalog,
             options,
+            warcs,
             tmp,
             crash_at: None,
-        };
-        for (name, _, stored) in repo.catalog.all_pending()? {
-            let path = repo.reader.warc.join(&stored);
-            if path.is_file() {
-                tracing::info!(batch = %name, "finishing an ingest interrupted by a crash");
-                repo.ingest(&path)?;
-            }
-        }
-        Ok(repo)
+        })
     }
 
     /// For crash tests: the next ingest stops with an I/O error right after `at`, as
@@ -208,7 +234,7 @@ impl Repository {
             .catalog
             .all_pending()?
             .into_iter()
-            .map(|(name, _, _)| name)
+            .map(|(name, _)| name)
             .collect())
     }
 

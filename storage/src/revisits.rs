@@ -1,17 +1,15 @@
-//! The companion file of revisit records: `<batch stem>.revisits.warc.gz`, beside
-//! the batch, holding a `warcinfo` record and one `revisit` record (profile
-//! identical-payload-digest) per duplicate response of the batch.
+//! The revisit records of a batch, appended to the WARC file right after the batch:
+//! a `warcinfo` record and one `revisit` record (profile identical-payload-digest)
+//! per duplicate response of the batch.
 //!
 //! Each revisit carries the duplicate's capture (`WARC-Target-URI`, `WARC-Date`,
 //! `WARC-IP-Address`), its HTTP response head as the block, `WARC-Refers-To`,
 //! `-Target-URI` and `-Date` of the first capture of the payload, and
 //! `WARC-Concurrent-To` the duplicate response record in the batch (the same capture
-//! event). The file is **deterministic**: record ids are name-based UUIDs (SHA-1 of
+//! event). The bytes are **deterministic**: record ids are name-based UUIDs (SHA-1 of
 //! the batch name and record offset), the warcinfo date is the batch's, and gzip
-//! output depends only on the input, so a crash retry rewrites it byte for byte and
-//! index lines written by an earlier attempt stay valid.
-
-use std::path::Path;
+//! output depends only on the input, so a crash retry writes the same records.
+//! Rendered in memory: ≈ 0.5 KB per duplicate (WARC header and HTTP head).
 
 use spool::warc::{
     Capture, Original, RecordId, RecordLocation, Sha1Digest, WarcDate, WarcHeaders, WarcWriter,
@@ -21,16 +19,9 @@ use spool::warc::{
 use crate::batch::ScannedBatch;
 use crate::dedup::Fate;
 use crate::error::{Result, StorageError};
-use crate::fsutil::TmpFile;
 
-/// `software` field of the companion's warcinfo record.
+/// `software` field of the revisits' warcinfo record.
 const SOFTWARE: &str = concat!("polycrawl-storage/", env!("CARGO_PKG_VERSION"));
-
-/// The companion file name of batch `name` (`x.warc.gz` → `x.revisits.warc.gz`).
-pub(crate) fn companion_name(name: &str) -> String {
-    let stem = name.strip_suffix(".warc.gz").unwrap_or(name);
-    format!("{stem}.revisits.warc.gz")
-}
 
 /// A name-based (version 5 layout) record id for `what` in batch `batch`.
 fn stable_id(batch: &str, what: &str) -> RecordId {
@@ -40,16 +31,15 @@ fn stable_id(batch: &str, what: &str) -> RecordId {
     RecordId(uuid::Builder::from_sha1_bytes(bytes).into_uuid())
 }
 
-/// Writes the companion of batch `name` to `dest` (through `tmp_dir`); returns the
-/// location of each duplicate's revisit record, by record index.
-pub(crate) fn write(
-    tmp_dir: &Path,
-    dest: &Path,
+/// The revisit records of batch `name`'s duplicates, for the WARC file `file_name`:
+/// their bytes, and the location of each duplicate's revisit record in them, by
+/// record index.
+pub(crate) fn render(
+    file_name: &str,
     name: &str,
     batch: &ScannedBatch,
     fates: &[Fate],
-) -> Result<Vec<Option<RecordLocation>>> {
-    let file_name = companion_name(name);
+) -> Result<(Vec<u8>, Vec<Option<RecordLocation>>)> {
     // The batch's own date (its warcinfo's), so that a retry writes the same bytes.
     let date = batch.records.first().map_or_else(
         || WarcDate::from_system_time(std::time::UNIX_EPOCH),
@@ -57,7 +47,7 @@ pub(crate) fn write(
     );
     let info_id = stable_id(name, "warcinfo");
     let bad = |e: spool::warc::InvalidField| StorageError::BadStoredRecord {
-        file: file_name.clone(),
+        file: file_name.to_owned(),
         offset: 0,
         reason: e.to_string(),
     };
@@ -74,9 +64,9 @@ pub(crate) fn write(
     ])
     .map_err(bad)?;
 
-    let mut writer = WarcWriter::new(TmpFile::create(tmp_dir, dest)?);
+    let mut writer = WarcWriter::new(Vec::new());
     writer.write_record(
-        &WarcHeaders::warcinfo(info_id, date, Some(&file_name)).map_err(bad)?,
+        &WarcHeaders::warcinfo(info_id, date, Some(file_name)).map_err(bad)?,
         &info_block,
     )?;
     let mut out = vec![None; fates.len()];
@@ -103,8 +93,10 @@ pub(crate) fn write(
             .map_err(bad)?;
         out[i] = Some(writer.write_record(&headers, &c.head)?);
     }
-    writer.finish().map_err(StorageError::io(dest))?.commit()?;
-    Ok(out)
+    let bytes = writer
+        .finish()
+        .map_err(|e| StorageError::WarcWrite(e.into()))?;
+    Ok((bytes, out))
 }
 
 #[cfg(test)]
@@ -112,11 +104,7 @@ mod tests {
     use super::*;
 
     #[test]
-    fn names_and_ids_are_stable() {
-        assert_eq!(
-            companion_name("50-dl-1-00001795341600000000.warc.gz"),
-            "50-dl-1-00001795341600000000.revisits.warc.gz"
-        );
+    fn ids_are_stable() {
         let a = stable_id("b.warc.gz", "10");
         assert_eq!(a, stable_id("b.warc.gz", "10"));
         assert_ne!(a, stable_id("b.warc.gz", "11"));

@@ -39,7 +39,7 @@ fn assert_page(repo: &impl AsRef<RepositoryReader>, page: &Page) {
 }
 
 #[test]
-fn ingest_moves_the_batch_and_get_returns_every_page_byte_identical() {
+fn ingest_appends_the_batch_and_get_returns_every_page_byte_identical() {
     let (_t, spool, repo_dir) = dirs();
     let mut pages = vec![
         Page::html("http://www.example.com/", 0, &body(1, 13_000)),
@@ -74,12 +74,17 @@ fn ingest_moves_the_batch_and_get_returns_every_page_byte_identical() {
 
     let mut repo = Repository::open(&repo_dir).unwrap();
     let s = repo.ingest(&path).unwrap();
-    assert!(!path.exists(), "the batch was moved, not copied");
-    assert_eq!(s.stored_as, repo_dir.join("warc/2026").join(&name));
+    assert!(!path.exists(), "the batch left the spool");
+    let file_name = s.stored_as.file_name().unwrap().to_str().unwrap();
+    assert!(
+        file_name.starts_with("polycrawl-") && file_name.ends_with("-000001.warc.gz"),
+        "{file_name}"
+    );
+    assert_eq!(s.offset, 0);
     assert_eq!(
         fs::read(&s.stored_as).unwrap(),
         original_bytes,
-        "moved unchanged"
+        "appended unchanged"
     );
     assert_eq!(
         (
@@ -91,7 +96,6 @@ fn ingest_moves_the_batch_and_get_returns_every_page_byte_identical() {
         ),
         (11, 5, 0, 5, false)
     );
-    assert_eq!(s.revisit_file, None);
 
     for p in &pages {
         assert_page(&repo, p);
@@ -169,18 +173,25 @@ fn duplicate_payloads_become_revisits_and_get_follows_them() {
         .ingest(&write_batch(&spool, &batch_name(2), &b))
         .unwrap();
     assert_eq!((sb.responses, sb.revisits, sb.index_lines), (3, 3, 6));
-    let companion = sb.revisit_file.clone().unwrap();
+    assert_eq!(sb.stored_as, sa.stored_as, "one WARC file for both batches");
     assert_eq!(
-        companion.file_name().unwrap().to_str().unwrap(),
-        batch_name(2).replace(".warc.gz", ".revisits.warc.gz")
+        sb.offset, sa.bytes,
+        "the second batch right after the first"
+    );
+    let warc = fs::read(&sb.stored_as).unwrap();
+    let revisits_start = usize::try_from(sb.offset + sb.bytes).unwrap();
+    assert!(
+        revisits_start < warc.len(),
+        "revisit records after the batch"
     );
 
-    // The index points duplicates at revisit records in the companion.
+    // The index points duplicates at revisit records after the batch.
     let copy = repo.captures("http://b.example/copy").unwrap();
     assert_eq!(copy.len(), 1);
     assert!(copy[0].is_revisit(), "{copy:?}");
     assert_eq!(copy[0].status, "200");
-    assert!(companion.ends_with(&copy[0].filename));
+    assert!(sb.stored_as.ends_with(&copy[0].filename));
+    assert!(copy[0].offset >= sb.offset + sb.bytes, "{copy:?}");
     let page = repo.captures("http://a.example/page").unwrap();
     assert_eq!(page.len(), 2);
     assert!(!page[0].is_revisit() && page[1].is_revisit());
@@ -215,8 +226,7 @@ fn duplicate_payloads_become_revisits_and_get_follows_them() {
     );
 
     // The revisit records say what they refer to.
-    let rec = fs::read(&companion).unwrap();
-    let records: Vec<_> = spool::warc::WarcReader::new(&rec[..])
+    let records: Vec<_> = spool::warc::WarcReader::new(&warc[revisits_start..])
         .map(Result::unwrap)
         .collect();
     assert_eq!(records.len(), 4, "warcinfo and three revisits");
@@ -278,7 +288,7 @@ fn a_checked_batch_is_read_once_and_stored_as_ingest_stores_it() {
 
     let mut repo = Repository::open(&repo_dir).unwrap();
     let s = repo.ingest_checked(checked).unwrap();
-    assert!(!path.exists(), "moved");
+    assert!(!path.exists(), "stored and removed from the spool");
     assert_eq!((s.responses, s.revisits, s.index_lines), (2, 1, 3));
     for p in &pages {
         assert_page(&repo, p);
@@ -399,8 +409,9 @@ fn a_corrupt_batch_is_refused_and_nothing_changes() {
 }
 
 /// Ingests a batch with a crash injected at `at`, then recovers the way a restarted
-/// process does, and checks that the repository ends as if nothing had happened.
-fn crash_and_recover(at: CrashPoint) {
+/// process does (or, with `reopen` false, retries in the same process, as after a
+/// full disk), and checks that the repository ends as if nothing had happened.
+fn crash_and_recover(at: CrashPoint, reopen: bool) {
     let (_t, spool, repo_dir) = dirs();
     let a = [Page::html("http://a.example/", 0, &body(1, 5000))];
     let b = [
@@ -409,22 +420,44 @@ fn crash_and_recover(at: CrashPoint) {
         Page::html("http://b.example/dup2", 12, &body(2, 5000)),
     ];
     let mut repo = Repository::open(&repo_dir).unwrap();
-    repo.ingest(&write_batch(&spool, &batch_name(1), &a))
+    let sa = repo
+        .ingest(&write_batch(&spool, &batch_name(1), &a))
         .unwrap();
+    let durable = fs::metadata(&sa.stored_as).unwrap().len();
     let path = write_batch(&spool, &batch_name(2), &b);
     repo.inject_crash(Some(at));
     let err = repo.ingest(&path).unwrap_err();
     assert!(!err.is_batch_fault());
-    drop(repo);
+    assert!(path.exists(), "{at:?}: the batch stays until the commit");
+    let appended = fs::metadata(&sa.stored_as).unwrap().len();
+    assert_eq!(
+        appended > durable,
+        at != CrashPoint::AfterPendingMark,
+        "{at:?}"
+    );
+    if reopen {
+        drop(repo);
+        // The restarted process: the tail past the durable length is cut and the
+        // index of the uncommitted ingest dropped; the caller retries the batch.
+        repo = Repository::open(&repo_dir).unwrap();
+        assert_eq!(
+            fs::metadata(&sa.stored_as).unwrap().len(),
+            durable,
+            "{at:?}"
+        );
+        assert_eq!(index_lines(&repo_dir).len(), 1, "{at:?}");
+    }
+    assert_eq!(repo.pending().unwrap(), [batch_name(2)], "{at:?}");
+    // A batch ingested meanwhile takes the place the torn append had.
+    let c = [Page::html("http://c.example/", 20, &body(3, 5000))];
+    let sc = repo
+        .ingest(&write_batch(&spool, &batch_name(3), &c))
+        .unwrap();
+    assert_eq!(sc.offset, durable, "{at:?}");
 
-    // The restarted process: open recovers what was moved; the caller then retries
-    // everything it still holds (and, not knowing, maybe what was moved too).
-    let mut repo = Repository::open(&repo_dir).unwrap();
-    let moved = at != CrashPoint::AfterPendingMark;
-    assert_eq!(repo.pending().unwrap().is_empty(), moved, "{at:?}");
-    assert_eq!(path.exists(), !moved, "{at:?}");
     let s = repo.ingest(&path).unwrap();
-    assert_eq!(s.already_stored, moved, "{at:?}");
+    assert!(!s.already_stored, "{at:?}");
+    assert!(!path.exists());
     assert_eq!(
         (s.seq, s.responses, s.revisits, s.index_lines),
         (2, 1, 2, 3),
@@ -435,39 +468,173 @@ fn crash_and_recover(at: CrashPoint) {
     assert!(repo.pending().unwrap().is_empty());
 
     let lines = index_lines(&repo_dir);
-    assert_eq!(lines.len(), 4, "{at:?}: no line indexed twice: {lines:#?}");
-    for p in a.iter().chain(&b) {
+    assert_eq!(lines.len(), 5, "{at:?}: no line indexed twice: {lines:#?}");
+    for p in a.iter().chain(&b).chain(&c) {
         assert_page(&repo, p);
     }
     assert!(snapshot(&repo_dir.join(".tmp"), &[]).is_empty(), "{at:?}");
+    // Every record of the file reads back: nothing torn is left between them.
+    let warc = fs::read(&sa.stored_as).unwrap();
+    let records: Vec<_> = spool::warc::WarcReader::new(&warc[..])
+        .map(Result::unwrap)
+        .collect();
+    let records = records.len();
+    assert_eq!(
+        records,
+        3 + 3 + 7 + 3,
+        "{at:?}: a, c, b and b's warcinfo and two revisits"
+    );
     // A later batch still deduplicates against the recovered one.
-    let c = [Page::html("http://c.example/", 20, &body(2, 5000))];
+    let d = [Page::html("http://d.example/", 30, &body(2, 5000))];
     let s = repo
-        .ingest(&write_batch(&spool, &batch_name(3), &c))
+        .ingest(&write_batch(&spool, &batch_name(4), &d))
         .unwrap();
     assert_eq!(s.revisits, 1);
-    let got = repo.get("http://c.example/").unwrap().unwrap();
+    let got = repo.get("http://d.example/").unwrap().unwrap();
     assert_eq!(got.original.unwrap().url, "http://b.example/new");
 }
 
 #[test]
 fn crash_after_pending_mark_then_retry() {
-    crash_and_recover(CrashPoint::AfterPendingMark);
+    crash_and_recover(CrashPoint::AfterPendingMark, true);
 }
 
 #[test]
-fn crash_after_move_then_reopen() {
-    crash_and_recover(CrashPoint::AfterMove);
+fn crash_after_append_cuts_the_torn_tail_at_reopen() {
+    crash_and_recover(CrashPoint::AfterAppend, true);
 }
 
 #[test]
-fn crash_after_revisits_then_reopen() {
-    crash_and_recover(CrashPoint::AfterRevisits);
+fn failed_append_is_cut_by_the_retry_without_reopen() {
+    crash_and_recover(CrashPoint::AfterAppend, false);
 }
 
 #[test]
-fn crash_after_index_then_reopen() {
-    crash_and_recover(CrashPoint::AfterIndex);
+fn crash_after_index_drops_the_uncommitted_index_at_reopen() {
+    crash_and_recover(CrashPoint::AfterIndex, true);
+}
+
+#[test]
+fn failed_commit_is_redone_by_the_retry_without_reopen() {
+    crash_and_recover(CrashPoint::AfterIndex, false);
+}
+
+/// A half-written record (the append was cut mid-record by a crash) is cut at open,
+/// exactly at the end of the last committed batch.
+#[test]
+fn a_half_appended_record_is_cut_at_open() {
+    let (_t, spool, repo_dir) = dirs();
+    let mut repo = Repository::open(&repo_dir).unwrap();
+    let a = [Page::html("http://a.example/", 0, &body(1, 5000))];
+    let sa = repo
+        .ingest(&write_batch(&spool, &batch_name(1), &a))
+        .unwrap();
+    drop(repo);
+    let good = fs::read(&sa.stored_as).unwrap();
+    let next = fs::read(write_batch(&spool, &batch_name(2), &a)).unwrap();
+    let torn = [good.as_slice(), &next[..next.len() / 2]].concat();
+    fs::write(&sa.stored_as, &torn).unwrap();
+    let repo = Repository::open(&repo_dir).unwrap();
+    assert_eq!(fs::read(&sa.stored_as).unwrap(), good);
+    assert_page(&repo, &a[0]);
+    drop(repo);
+    // A file shorter than what was committed is refused.
+    fs::write(&sa.stored_as, &good[..good.len() - 1]).unwrap();
+    assert!(matches!(
+        Repository::open(&repo_dir),
+        Err(StorageError::WarcTooShort { .. })
+    ));
+}
+
+/// Batches share a file until it would pass `max_bytes`; then the next file starts.
+#[test]
+fn warc_files_rotate_at_the_configured_size() {
+    let (_t, spool, repo_dir) = dirs();
+    let options = RepositoryOptions {
+        rotation: storage::Rotation {
+            max_bytes: 40_000,
+            max_age_secs: 0,
+        },
+        warc_prefix: "bfs-p0".into(),
+        ..RepositoryOptions::default()
+    };
+    let mut repo = Repository::open_with(&repo_dir, options.clone()).unwrap();
+    let mut all = Vec::new();
+    let mut sizes = Vec::new();
+    for seq in 1..=12u64 {
+        let pages: Vec<Page> = (0..3)
+            .map(|i| {
+                Page::html(
+                    &format!("http://h{i}.example/p{seq}"),
+                    seq,
+                    &body(seq * 10 + i, 4000),
+                )
+            })
+            .collect();
+        let s = repo
+            .ingest(&write_batch(&spool, &batch_name(seq), &pages))
+            .unwrap();
+        sizes.push(s.bytes);
+        all.extend(pages);
+    }
+    let files = warc_files(&repo_dir.join("warc"));
+    let per_batch = sizes[0];
+    assert!(
+        sizes
+            .iter()
+            .all(|b| *b <= per_batch + 100 && *b + 100 >= per_batch)
+    );
+    let per_file = 40_000 / per_batch;
+    assert!(
+        per_file >= 2,
+        "the test wants several batches a file: {per_batch}"
+    );
+    assert_eq!(files.len() as u64, 12u64.div_ceil(per_file), "{files:?}");
+    for (i, f) in files.iter().enumerate() {
+        let name = f.file_name().unwrap().to_str().unwrap();
+        assert!(
+            name.starts_with("bfs-p0-") && name.ends_with(&format!("-{:06}.warc.gz", i + 1)),
+            "{name}"
+        );
+        let len = fs::metadata(f).unwrap().len();
+        assert!(len <= 40_000, "{name}: {len}");
+        if i + 1 < files.len() {
+            assert!(len + per_batch + 100 > 40_000, "{name} closed early: {len}");
+        }
+    }
+    for p in &all {
+        assert_page(&repo, p);
+    }
+    // The open file stays open across a restart.
+    drop(repo);
+    let mut repo = Repository::open_with(&repo_dir, options).unwrap();
+    let last = files.last().unwrap();
+    let before = fs::metadata(last).unwrap().len();
+    let s = repo
+        .ingest(&write_batch(
+            &spool,
+            &batch_name(13),
+            &[Page::html("http://z.example/", 0, b"z")],
+        ))
+        .unwrap();
+    if before + s.bytes <= 40_000 {
+        assert_eq!(&s.stored_as, last);
+        assert_eq!(s.offset, before);
+    }
+    assert!(matches!(
+        Repository::open_with(
+            t_dir(&repo_dir),
+            RepositoryOptions {
+                warc_prefix: "no/slash".into(),
+                ..RepositoryOptions::default()
+            }
+        ),
+        Err(StorageError::BadWarcPrefix(_))
+    ));
+}
+
+fn t_dir(repo: &Path) -> std::path::PathBuf {
+    repo.with_file_name("other-repo")
 }
 
 #[test]
@@ -476,10 +643,17 @@ fn same_batch_twice_and_name_collisions() {
     let pages = [Page::html("http://a.example/", 0, &body(1, 100))];
     let mut repo = Repository::open(&repo_dir).unwrap();
     let path = write_batch(&spool, &batch_name(1), &pages);
+    let bytes = fs::read(&path).unwrap();
     let first = repo.ingest(&path).unwrap();
     let second = repo.ingest(&path).unwrap();
     assert!(second.already_stored);
     assert_eq!(second.stored_as, first.stored_as);
+    assert_eq!(index_lines(&repo_dir).len(), 1);
+    // A crash between the commit and the removal from the spool leaves the very
+    // same bytes there: found equal to the stored range, removed, not stored twice.
+    fs::write(&path, &bytes).unwrap();
+    let third = repo.ingest(&path).unwrap();
+    assert!(third.already_stored && !path.exists());
     assert_eq!(index_lines(&repo_dir).len(), 1);
 
     // A different file under a stored name is not silently dropped.
@@ -565,7 +739,11 @@ fn the_repository_passes_warcio_check() {
     ))
     .unwrap();
     let files = warc_files(&repo_dir.join("warc"));
-    assert_eq!(files.len(), 3, "two batches and one companion: {files:?}");
+    assert_eq!(
+        files.len(),
+        1,
+        "two batches and their revisits in one file: {files:?}"
+    );
     for f in &files {
         support::warcio_check(f);
     }

@@ -2,8 +2,10 @@
 //! with `spool`'s WARC reader: `response` records by HTTP status and the URLs
 //! stored with status 200.
 //!
-//! Batches are moved into the repository with a rename, so a file seen here is
-//! complete; files being written live in `<repo>/.tmp/` and are never read.
+//! Batches are appended to the repository's open WARC file, so while an application
+//! runs the last file may end in an unfinished append (a read then fails: retry); a
+//! repository whose application has stopped (or restarted, which cuts a torn tail)
+//! reads whole.
 
 use std::collections::{BTreeMap, HashMap, HashSet};
 use std::fs::File;

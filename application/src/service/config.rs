@@ -22,8 +22,15 @@ pub struct AppConfig {
     pub app: String,
     /// Where the seen set and the progress file live. Default `"state/app"`.
     pub state_dir: PathBuf,
-    /// The WARC repository page batches are moved into. Default `"repository"`.
+    /// The WARC repository page batches are stored in. Default `"repository"`.
     pub repository_dir: PathBuf,
+    /// The repository's WARC files are closed at about this size: a batch that would
+    /// take the open file past it starts the next file. Default 1000000000 (1 GB, as
+    /// archives expect); at least 1.
+    pub warc_max_bytes: u64,
+    /// A WARC file started this many seconds ago takes no more batches; 0: no age
+    /// limit. Default 3600.
+    pub warc_max_age_secs: u64,
     /// A file of seed URLs, one a line (`#` comments and blank lines ignored).
     /// Seeds can also come from the command line. Default none.
     pub seeds_file: Option<PathBuf>,
@@ -191,6 +198,8 @@ impl Default for AppConfig {
             app: "bfs".into(),
             state_dir: "state/app".into(),
             repository_dir: "repository".into(),
+            warc_max_bytes: 1_000_000_000,
+            warc_max_age_secs: 3600,
             seeds_file: None,
             allowed_domains: Vec::new(),
             max_url_len: DEFAULT_MAX_URL_LEN,
@@ -262,6 +271,22 @@ impl AppConfig {
             allow_single_label_hosts: self.allow_single_label_hosts,
             session_params: self.session_params.clone(),
         }
+    }
+
+    /// How the repository is opened: WARC rotation from `warc_max_bytes` and
+    /// `warc_max_age_secs`, file names prefixed with the application id.
+    pub fn repository_options(&self) -> Result<storage::RepositoryOptions, AppError> {
+        if self.warc_max_bytes == 0 {
+            return Err(invalid("warc_max_bytes", "must be at least 1".into()));
+        }
+        Ok(storage::RepositoryOptions {
+            rotation: storage::Rotation {
+                max_bytes: self.warc_max_bytes,
+                max_age_secs: self.warc_max_age_secs,
+            },
+            warc_prefix: self.app.clone(),
+            ..storage::RepositoryOptions::default()
+        })
     }
 
     /// The host budget rule.

@@ -194,7 +194,7 @@ impl Crawl {
             || BatchReader::new(canon.clone(), body_cap),
             pages_discovery.waker(),
         )?;
-        let repo = Repository::open(&config.repository_dir)?;
+        let repo = Repository::open_with(&config.repository_dir, config.repository_options()?)?;
         let parts = Parts::open(&config, spool, &app, &id)?;
         let mut seeds = seeds;
         if let Some(path) = &config.seeds_file {
@@ -937,8 +937,9 @@ impl Crawl {
         } in ready
         {
             let ingested = match self.repo.ingest_checked(checked) {
-                // Storage left the batch where it was (or finishes it from where
-                // it went): store it again, reading it again, once there is room.
+                // Storage left the batch where it was (a half-written append is
+                // cut by the retry): store it again, reading it again, once there
+                // is room.
                 Err(e) if e.is_disk_full() => {
                     let path = claimed.path().to_owned();
                     self.wait

@@ -16,8 +16,9 @@
 //!    of `urls_per_request_file` URLs with a `depth` hint, and published into
 //!    `requests/<app>/` (one producer id per instance); then the generation is
 //!    recorded in the progress file ([`state`]) and released in the seen set;
-//! 4. a page batch whose links are all published is moved into the repository
-//!    (`storage::Repository::ingest`; a batch fault quarantines it);
+//! 4. a page batch whose links are all published is appended to the repository's
+//!    open WARC file and removed from the spool (`storage::Repository::ingest`; a
+//!    batch fault quarantines it);
 //! 5. outcome files from `outcomes/<app>/` are counted by reason and deleted.
 //!
 //! Parsing never waits on a merge: the seen set merges in the background and the
@@ -51,7 +52,7 @@
 //! # Crash safety: kill -9 at any point loses no URL
 //!
 //! - A page batch stays in our `.claimed/` until its links are published: it is
-//!   ingested (moved out) only after the generation covering its last insert is
+//!   ingested (stored, then removed) only after the generation covering its last insert is
 //!   recorded as published. After a restart every batch still claimed is read again
 //!   and its links re-inserted; the seen set reopens at the last published
 //!   generation ([`SeenSet::open_at`](crate::seen::SeenSet::open_at)), so links merged

@@ -10,7 +10,7 @@
 //! publishes stays outstanding (requested, no page yet) in `requests/<app>/`.
 //!
 //! It samples the app's `VmRSS` every 100 ms until every page batch has been
-//! consumed (its links published, the batch moved into the repository) and the
+//! consumed (its links published, the batch stored in the repository) and the
 //! request files hold exactly N URLs, then for `steady_secs` more. It prints, per
 //! size, one `key=value` line: `urls`, `published` (URLs counted in the request
 //! files), `seconds` (to publish them all), `peak_rss_kib` (`VmHWM`),

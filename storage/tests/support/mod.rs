@@ -197,3 +197,35 @@ pub fn warcio_index(file: &Path) -> String {
     );
     String::from_utf8(out.stdout).unwrap()
 }
+
+/// Fails with the set-up hint when py-wacz is not installed.
+pub fn require_wacz() {
+    let ok = Command::new("python3")
+        .args(["-c", "import wacz"])
+        .status()
+        .is_ok_and(|s| s.success());
+    assert!(
+        ok,
+        "the Python package wacz is missing: run ops/setup.sh (it installs what the tests need)"
+    );
+}
+
+/// Runs py-wacz's `wacz validate -f FILE`; panics with its output if it fails.
+pub fn wacz_validate(file: &Path) {
+    let out = Command::new("python3")
+        .args(["-m", "wacz", "validate", "-f"])
+        .arg(file)
+        .output()
+        .expect("run python3 -m wacz");
+    let text = format!(
+        "{}{}",
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert!(
+        out.status.success() && text.contains("Validation succeeded"),
+        "wacz validate {} failed:\n{}",
+        file.display(),
+        text.chars().take(4000).collect::<String>()
+    );
+}
