@@ -233,6 +233,25 @@ impl HostBudgets {
         }
     }
 
+    /// Whether a URL of `host` counted as cut fits its budget now; if so it is
+    /// counted as requested instead (a held URL released, see `deferred.rs`).
+    pub(crate) fn release(&mut self, host: &[u8]) -> bool {
+        let Some(b) = self.hosts.get(host) else {
+            return false;
+        };
+        let budget = self.budget_of(b);
+        let Some(b) = self.hosts.get_mut(host) else {
+            return false;
+        };
+        if b.cut == 0 || b.requested >= budget {
+            return false;
+        }
+        b.requested += 1;
+        b.cut -= 1;
+        self.cut = self.cut.saturating_sub(1);
+        true
+    }
+
     /// Linking sites counted for `host`.
     pub(crate) fn linking_sites(&self, host: &[u8]) -> u64 {
         self.hosts.get(host).map_or(0, |b| b.sites.len() as u64)

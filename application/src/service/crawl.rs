@@ -29,6 +29,7 @@ use super::budget::{self, HostBudgets, site_of};
 use super::config::AppConfig;
 use super::config::PartMode;
 use super::control::ProgressSeen;
+use super::deferred::{Deferred, Held, MAX_HELD, SITES_HELD};
 use super::error::AppError;
 use super::exchange::{Foreign, Parts, quiet};
 use super::pace::Pace;
@@ -121,6 +122,8 @@ pub(crate) struct Crawl {
     /// (the file, its generation, its URLs).
     exchanged: Vec<(Claimed, u64, u64)>,
     budgets: HostBudgets,
+    /// URLs over their host's budget, held until it grows.
+    deferred: Deferred,
     traps: Traps,
     /// When the budgets were last saved (`None`: not this run).
     budgets_saved: Option<Instant>,
@@ -177,6 +180,9 @@ impl Crawl {
                     line,
                 })?;
         }
+        let per_site = usize::try_from(config.host_budget_per_linking_site).unwrap_or(usize::MAX);
+        let mut deferred = Deferred::new(per_site.saturating_mul(SITES_HELD), MAX_HELD);
+        deferred.load(&state_dir, progress.last_published, key_host)?;
         let seen = SeenSet::open_at(
             &state_dir.join("seen"),
             progress.last_published,
@@ -218,6 +224,7 @@ impl Crawl {
             parts,
             exchanged: Vec::new(),
             budgets,
+            deferred,
             traps: Traps::new(&config, Traps::today()),
             budgets_saved: None,
             seeds,
@@ -694,10 +701,13 @@ impl Crawl {
         }
         if let Some((page, site)) = from
             && self.budgets.linked(key_host(key.as_bytes()), site)
-            && let Some(parts) = &mut self.parts
         {
-            // A new linking site for a host another part owns: its vote goes there.
-            parts.vote(url, depth, hops, page);
+            // A new linking site: the host's held URLs may go, and if another part
+            // owns the host, the vote goes there.
+            self.deferred.grew(key_host(key.as_bytes()));
+            if let Some(parts) = &mut self.parts {
+                parts.vote(url, depth, hops, page);
+            }
         }
         let generation = self.seen.pending_generation();
         let mut payload = [0u8; 8];
@@ -796,7 +806,19 @@ impl Crawl {
     fn publish(&mut self, batch: NewBatch) -> Result<bool, AppError> {
         let generation = batch.generation();
         let stopping = self.max_pages_reached();
-        let mut entries: Vec<(&[u8], u32, u32)> = Vec::with_capacity(batch.len());
+        // Held URLs whose host's budget grew go with this generation (`deferred.rs`).
+        let released = if stopping {
+            Vec::new()
+        } else {
+            let budgets = &mut self.budgets;
+            self.deferred.release(|host| budgets.release(host))
+        };
+        self.progress.budget_cut = self
+            .progress
+            .budget_cut
+            .saturating_sub(released.len() as u64);
+        let mut entries: Vec<(&[u8], u32, u32)> = Vec::with_capacity(batch.len() + released.len());
+        entries.extend(released.iter().map(|h| (&*h.key, h.depth, h.hops)));
         let cut_before = self.budgets.cut();
         let mut foreign: Vec<(u32, Foreign)> = Vec::new();
         for (key, payload) in batch.iter() {
@@ -830,6 +852,14 @@ impl Crawl {
                 );
             }
             if !admitted {
+                // Held until the host's budget grows, within bounds (else cut).
+                let held = Held {
+                    key: key.into(),
+                    depth: word(0),
+                    hops: word(4),
+                    generation,
+                };
+                self.deferred.hold(host, held);
                 continue;
             }
             entries.push((key, word(0), word(4)));
@@ -891,6 +921,11 @@ impl Crawl {
             }
         }
         self.progress.urls_requested += requested;
+        // Before the generation is recorded: what it held or released is saved.
+        let state_dir = &self.state_dir;
+        self.wait.run(&mut self.deferred, |deferred| {
+            deferred.save_if_changed(state_dir)
+        })?;
         self.progress.last_published = generation;
         if self.seeds_generation.is_some_and(|g| g <= generation) {
             self.progress.seeds_done = true;

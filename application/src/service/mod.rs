@@ -79,6 +79,7 @@ mod budget;
 pub mod config;
 pub mod control;
 mod crawl;
+mod deferred;
 pub mod error;
 pub mod exchange;
 mod pace;
