@@ -94,6 +94,15 @@ pub fn render(addr: &str, s: &StatusSnapshot) -> String {
          {} waiting, {} backed off, {} dead",
         h.resolving, h.robots, h.ready, h.parked, h.fetching, h.waiting, h.backed_off, h.dead
     );
+    for b in &s.backed_off {
+        let secs = b.until_ms % 86_400_000 / 1000;
+        let (h, m, sec) = (secs / 3600, secs % 3600 / 60, secs % 60);
+        let _ = writeln!(
+            out,
+            "  backed off   {} until {h:02}:{m:02}:{sec:02} UTC: {}",
+            b.origin, b.reason
+        );
+    }
     let responses: u64 = s.http_status.iter().map(|c| c.count).sum();
     let codes: Vec<String> = s
         .http_status
@@ -330,6 +339,15 @@ mod tests {
                 dead: 1,
                 ..HostCounts::default()
             },
+            backed_off: vec![spool::protocol::BackedOffHost {
+                origin: "http://slow.test".into(),
+                reason: spool::protocol::BackOffReason::Throttled {
+                    status: 429,
+                    retry_after_ms: Some(5_000),
+                    in_row: 1,
+                },
+                until_ms: 3_723_000,
+            }],
             request_files_pending: 3,
             request_files_loaded: 7,
             uptime_ms: 3_723_000,
@@ -421,6 +439,7 @@ mod tests {
             "5678 URLs queued, 9 in flight (hosts: 5 with 1, 1 with 4), 4 names to resolve",
             "request files  3 pending, 7 loaded",
             "12 ready, 0 parked, 0 fetching, 34 waiting, 0 backed off, 1 dead",
+            "  backed off   http://slow.test until 01:02:03 UTC: 429 x1, Retry-After 5.0 s\n",
             "HTTP status    200 3 (75.0 %), 404 1 (25.0 %)",
             "fetch errors   timeout 2\n",
             "outcomes       none\n",

@@ -33,8 +33,9 @@
 //! (`Parked`), drops head URLs robots.txt excludes (outcome `robots_excluded`) and
 //! sends the first allowed one. With `connections_per_host` 1 (the default) the host
 //! is then `InFlight` until the report, which puts it to rest for its interval
-//! (`Waiting`) or, on failure, for a growing back-off (`BackedOff`); after
-//! `max_failures` its URLs become outcomes. With N > 1 the host rests its interval
+//! (`Waiting`) or, on failure or a 429/503 answer, for a growing back-off or the
+//! server's `Retry-After` (`BackedOff`, see `throttle`); after `max_failures`
+//! failures its URLs become outcomes. With N > 1 the host rests its interval
 //! from the start instead and may be dispatched again while fewer than N of its
 //! requests are in flight (`InFlight` only at N, or with nothing else to start). A
 //! host whose queue empties is forgotten once its interval has passed and nothing of
@@ -88,6 +89,7 @@ mod robots_fetch;
 mod schedule;
 mod stats;
 pub(crate) mod store;
+mod throttle;
 mod waiting;
 
 use std::path::Path;

@@ -380,6 +380,7 @@ mod tests {
             },
             file: String::new(),
             location: None,
+            retry_after: None,
         };
         assert_eq!(request_end_ms(&page(0), 5_000), 5_000, "no stamp: now");
         assert_eq!(

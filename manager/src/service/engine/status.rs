@@ -8,7 +8,9 @@
 //! one frontier stats snapshot and one read of `/proc/self/status` per line; one
 //! frontier stats snapshot per admin status.
 
-use spool::protocol::{ComponentState, HostCounts, ReasonCount, Role, StatusSnapshot};
+use spool::protocol::{
+    ComponentState, HostCounts, MAX_BACKED_OFF, ReasonCount, Role, StatusSnapshot,
+};
 use tokio::time::Instant;
 
 use super::super::conn::ConnId;
@@ -71,6 +73,9 @@ impl Engine {
             in_flight_per_host: stats.in_flight_per_host.clone(),
             dns_pending: (stats.dns_to_ask + self.dns.backlog_len()) as u64,
             hosts,
+            backed_off: self
+                .frontier
+                .backed_off_hosts(crate::wall_clock_ms(), MAX_BACKED_OFF),
             request_files_pending: stats.request_files_pending,
             request_files_loaded: stats.request_files_loaded,
             uptime_ms: millis(now.saturating_duration_since(self.started)),
