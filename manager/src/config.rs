@@ -84,7 +84,8 @@ pub struct FrontierConfig {
     /// How long a dead host stays dead. Default 86,400,000 (24 h).
     pub dead_host_ttl_ms: u64,
     /// How many times one URL is tried when its fetch fails with a connect failure or
-    /// timeout (each try also counts as a host failure). Default 2.
+    /// timeout (each try also counts as a host failure), or is answered 429 or 503
+    /// (the last such answer is then its page). Default 2.
     pub max_url_attempts: u32,
     /// The least rest of a host whose job was out at a downloader that vanished
     /// (killed, crashed, cut off): the request may still be in the server's hands, so
