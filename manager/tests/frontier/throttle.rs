@@ -191,3 +191,47 @@ fn a_retry_after_beyond_the_cap_is_capped() {
         again - t
     );
 }
+
+/// Issue 28: the fetch totals (requests, bytes, codes, errors) are stored with the
+/// report's batch, so a kill -9 (drop without anything else) keeps them exactly.
+#[test]
+fn fetch_totals_survive_a_crash() {
+    let w = World::new();
+    let mut f = w.open(&config());
+    w.publish("bfs", 10, &urls("a.test", 0..3));
+    let mut now = T0;
+    let mut answered = 0;
+    while answered < 3 {
+        for job in pages_now(&mut f, now) {
+            let report = match answered {
+                0 => stored(&job, 200, 1),
+                1 => stored(&job, 404, 1),
+                _ => failed(&job, spool::OutcomeReason::BadResponse),
+            };
+            f.count_report(&report.result, job.purpose);
+            f.on_report(&report, now).unwrap();
+            answered += 1;
+        }
+        now += 200;
+    }
+    let before = f.totals().clone();
+    assert_eq!((before.requests, before.wire_bytes), (3, 200));
+    drop(f); // kill -9: nothing flushed on purpose
+
+    let f = w.open(&config());
+    assert_eq!(f.totals(), &before);
+    let codes: Vec<(u16, u64)> = f
+        .totals()
+        .status_counts()
+        .iter()
+        .map(|s| (s.code, s.count))
+        .collect();
+    assert_eq!(codes, [(200, 1), (404, 1)]);
+    let bad = f
+        .totals()
+        .error_counts()
+        .into_iter()
+        .find(|e| e.reason == spool::OutcomeReason::BadResponse)
+        .map(|e| e.count);
+    assert_eq!(bad, Some(1));
+}

@@ -91,13 +91,15 @@ pub struct StatusSnapshot {
     pub target_pages_per_sec: f32,
     /// Pages stored (persistent).
     pub pages_total: u64,
-    /// Response bytes received, pages and robots.txt, as read from the socket.
+    /// Response bytes received, pages and robots.txt, as read from the socket
+    /// (persistent).
     pub bytes_total: u64,
     /// robots.txt verdicts obtained (persistent).
     pub robots_fetched: u64,
-    /// Stored page responses per HTTP status code, ascending by code.
+    /// Stored page responses per HTTP status code, ascending by code (persistent).
     pub http_status: Vec<StatusCount>,
-    /// Fetch attempts that produced no response, per reason (every reason listed).
+    /// Fetch attempts that produced no response, per reason (persistent; every
+    /// reason listed).
     pub fetch_errors: Vec<ReasonCount>,
     /// URLs that ended without a page, per reason (persistent; every reason listed).
     pub outcomes: Vec<ReasonCount>,

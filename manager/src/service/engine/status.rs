@@ -29,6 +29,7 @@ impl Engine {
     /// The crawl's figures for `AdminReply::Status`.
     pub(super) fn snapshot(&self, now: Instant) -> StatusSnapshot {
         let stats = self.frontier.stats();
+        let totals = self.frontier.totals();
         let count = |states: &[HostState]| -> u64 {
             stats
                 .hosts_by_state
@@ -63,10 +64,10 @@ impl Engine {
             speed_chart: self.rate.chart(now),
             target_pages_per_sec: self.frontier.target_rate() as f32,
             pages_total: stats.apps.iter().map(|a| a.pages_total).sum(),
-            bytes_total: self.metrics.wire_bytes,
+            bytes_total: totals.wire_bytes,
             robots_fetched: stats.robots_fetched,
-            http_status: self.tally.status_counts(),
-            fetch_errors: self.tally.error_counts(),
+            http_status: totals.status_counts(),
+            fetch_errors: totals.error_counts(),
             outcomes,
             queued_urls: stats.urls_queued,
             in_flight: stats.in_flight as u64,
