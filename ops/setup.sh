@@ -6,7 +6,8 @@
 #          dnsutils (dig, used by the DNS tests), chromium (the admin page's
 #          browser test drives it headless)
 #   cargo: cargo-nextest (the test runner)
-#   pip:   warcio (the WARC checker the storage tests run)
+#   pip:   warcio (the WARC checker the storage tests run), prometheus_client (its
+#          text parser reads the manager's /metrics in the tests)
 set -euo pipefail
 
 log() { printf 'setup: %s\n' "$*" >&2; }
@@ -43,4 +44,8 @@ fi
 if ! python3 -c 'import warcio' >/dev/null 2>&1; then
     log "installing warcio (pip)"
     python3 -m pip install --quiet warcio
+fi
+if ! python3 -c 'import prometheus_client' >/dev/null 2>&1; then
+    log "installing prometheus_client (pip)"
+    python3 -m pip install --quiet prometheus_client
 fi
