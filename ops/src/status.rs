@@ -70,8 +70,8 @@ pub fn render(addr: &str, s: &StatusSnapshot) -> String {
     let _ = writeln!(out, "last hour      {}", sparkline(&s.speed_chart));
     let _ = writeln!(
         out,
-        "pages          {} stored, {mib:.1} MiB received ({} bytes), {} robots.txt fetched",
-        s.pages_total, s.bytes_total, s.robots_fetched
+        "pages          {} stored, {} requests, {mib:.1} MiB received ({} bytes), {} robots.txt fetched",
+        s.pages_total, s.requests_total, s.bytes_total, s.robots_fetched
     );
     let _ = writeln!(out, "speed control  {}", speed_line(&s.speed));
     let _ = writeln!(
@@ -312,6 +312,7 @@ mod tests {
             speed_chart: chart,
             target_pages_per_sec: 100.0,
             pages_total: 1234,
+            requests_total: 1300,
             bytes_total: 3 * 1024 * 1024,
             robots_fetched: 56,
             http_status: vec![
@@ -435,7 +436,7 @@ mod tests {
             "up 1 h 2 min 3 s",
             "12.3 pages/s now, 11.0 last minute, 2.5 last hour (target 100 pages/s)",
             "▁▁█ (max 12.0 pages/s, one mark per minute)",
-            "1234 stored, 3.0 MiB received (3145728 bytes), 56 robots.txt fetched",
+            "1234 stored, 1300 requests, 3.0 MiB received (3145728 bytes), 56 robots.txt fetched",
             "5678 URLs queued, 9 in flight (hosts: 5 with 1, 1 with 4), 4 names to resolve",
             "request files  3 pending, 7 loaded",
             "12 ready, 0 parked, 0 fetching, 34 waiting, 0 backed off, 1 dead",

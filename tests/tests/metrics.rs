@@ -122,6 +122,7 @@ fn totals_survive_a_kill_and_metrics_parse() {
     let parsed = parse_with_prometheus_client(&text, dir.path());
     for family in [
         "family polycrawl_pages counter",
+        "family polycrawl_requests counter",
         "family polycrawl_received_bytes counter",
         "family polycrawl_responses counter",
         "family polycrawl_fetch_errors counter",
@@ -140,6 +141,14 @@ fn totals_survive_a_kill_and_metrics_parse() {
             .unwrap_or_else(|| panic!("no sample {name} in\n{parsed}"))
     };
     assert_eq!(sample("polycrawl_pages_total") as u64, status.pages_total);
+    assert_eq!(
+        sample("polycrawl_requests_total") as u64,
+        status.requests_total
+    );
+    assert!(
+        status.requests_total >= counted,
+        "requests include every response"
+    );
     assert_eq!(
         sample("polycrawl_received_bytes_total") as u64,
         status.bytes_total

@@ -91,6 +91,9 @@ pub struct StatusSnapshot {
     pub target_pages_per_sec: f32,
     /// Pages stored (persistent).
     pub pages_total: u64,
+    /// Fetches answered or failed, pages and robots.txt (persistent; jobs handed
+    /// back unstarted are not requests).
+    pub requests_total: u64,
     /// Response bytes received, pages and robots.txt, as read from the socket
     /// (persistent).
     pub bytes_total: u64,

@@ -64,6 +64,7 @@ impl Engine {
             speed_chart: self.rate.chart(now),
             target_pages_per_sec: self.frontier.target_rate() as f32,
             pages_total: stats.apps.iter().map(|a| a.pages_total).sum(),
+            requests_total: totals.requests,
             bytes_total: totals.wire_bytes,
             robots_fetched: stats.robots_fetched,
             http_status: totals.status_counts(),

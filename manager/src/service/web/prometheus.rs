@@ -15,6 +15,8 @@ use spool::protocol::{ReasonCount, StatusSnapshot};
 
 /// Pages stored over the crawl (persistent).
 pub const PAGES: &str = "polycrawl_pages_total";
+/// Fetches answered or failed, pages and robots.txt (persistent).
+pub const REQUESTS: &str = "polycrawl_requests_total";
 /// Response bytes received, pages and robots.txt (persistent).
 pub const BYTES: &str = "polycrawl_received_bytes_total";
 /// robots.txt verdicts obtained (persistent).
@@ -77,6 +79,13 @@ pub fn render(s: &StatusSnapshot) -> String {
         "counter",
         "Pages stored over the crawl.",
         &one(s.pages_total as f64),
+    );
+    family(
+        &mut out,
+        REQUESTS,
+        "counter",
+        "Fetches answered or failed over the crawl.",
+        &one(s.requests_total as f64),
     );
     family(
         &mut out,
@@ -212,6 +221,7 @@ mod tests {
             assert!(text.contains(&format!("# TYPE {name} ")), "{name}\n{text}");
         }
         assert!(text.contains("polycrawl_pages_total 7\n"), "{text}");
+        assert!(text.contains("polycrawl_requests_total 9\n"), "{text}");
         assert!(
             text.contains("polycrawl_responses_total{class=\"2xx\"} 5\n"),
             "{text}"
@@ -241,7 +251,7 @@ mod tests {
             "hosts": {"resolving": 0, "robots": 0, "ready": 1, "parked": 0, "fetching": 1,
                       "waiting": 2, "backed_off": 0, "dead": 0},
             "backed_off": [], "request_files_pending": 0, "request_files_loaded": 1,
-            "uptime_ms": 1500, "components": [],
+            "uptime_ms": 1500, "requests_total": 9, "components": [],
             "speed": serde_json::to_value(spool::protocol::SpeedStatus::default())
                 .expect("json"),
             "pause": null
