@@ -8,7 +8,8 @@
 #   cargo: cargo-nextest (the test runner)
 #   pip:   warcio (the WARC checker the storage tests run), wacz (py-wacz: its
 #          `wacz validate` checks the WACZ files `polycrawl wacz` writes), pywb (the
-#          replay test indexes and serves a crawl with it)
+#          replay test indexes and serves a crawl with it), prometheus_client (its
+#          text parser reads the manager's /metrics in the tests)
 set -euo pipefail
 
 log() { printf 'setup: %s\n' "$*" >&2; }
@@ -55,4 +56,9 @@ fi
 if ! python3 -c 'import pywb' >/dev/null 2>&1 || ! command -v wb-manager >/dev/null 2>&1; then
     log "installing pywb (pip)"
     python3 -m pip install --quiet pywb
+fi
+
+if ! python3 -c 'import prometheus_client' >/dev/null 2>&1; then
+    log "installing prometheus_client (pip)"
+    python3 -m pip install --quiet prometheus_client
 fi

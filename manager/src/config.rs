@@ -84,7 +84,8 @@ pub struct FrontierConfig {
     /// How long a dead host stays dead. Default 86,400,000 (24 h).
     pub dead_host_ttl_ms: u64,
     /// How many times one URL is tried when its fetch fails with a connect failure or
-    /// timeout (each try also counts as a host failure). Default 2.
+    /// timeout (each try also counts as a host failure), or is answered 429 or 503
+    /// (the last such answer is then its page). Default 2.
     pub max_url_attempts: u32,
     /// The least rest of a host whose job was out at a downloader that vanished
     /// (killed, crashed, cut off): the request may still be in the server's hands, so
@@ -92,6 +93,15 @@ pub struct FrontierConfig {
     /// manager noticed the loss. Only matters when intervals are shorter than a
     /// server's service time. Default 5,000.
     pub lost_job_rest_ms: u64,
+    /// A 429 Too Many Requests or 503 Service Unavailable answer to a page backs its
+    /// host off (the URL is tried again later, within `max_url_attempts`): for the
+    /// server's `Retry-After`, or without one for `max(interval, throttle_min_ms)`
+    /// doubled per answer in a row, with jitter; either way at most this long.
+    /// Default 3,600,000 (1 h).
+    pub throttle_max_ms: u64,
+    /// The least first back-off after a 429 or 503 without `Retry-After` (a host
+    /// whose interval is shorter starts from this). Default 1,000.
+    pub throttle_min_ms: u64,
 
     /// How long a robots.txt verdict (rules, or "allow all" after a 4xx) is trusted.
     /// Default 86,400,000 (24 h, RFC 9309 section 2.4).
@@ -164,6 +174,8 @@ impl Default for FrontierConfig {
             dead_host_ttl_ms: 86_400_000,
             max_url_attempts: 2,
             lost_job_rest_ms: 5_000,
+            throttle_max_ms: 3_600_000,
+            throttle_min_ms: 1_000,
             robots_ttl_ms: 86_400_000,
             robots_max_redirects: 5,
             dns_retry_ms: 60_000,

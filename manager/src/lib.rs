@@ -47,7 +47,7 @@ pub use blacklist::{Blacklist, BlacklistEntry};
 #[cfg(feature = "store")]
 pub use config::FrontierConfig;
 #[cfg(feature = "store")]
-pub use frontier::{Frontier, FrontierError, FrontierStats, HostState, wall_clock_ms};
+pub use frontier::{FetchTotals, Frontier, FrontierError, FrontierStats, HostState, wall_clock_ms};
 #[cfg(feature = "store")]
 pub use service::{
     ManagerConfig, ManagerError, Settings, StageTimes, bind, run, run_measured, run_with_admin,

@@ -29,7 +29,8 @@
 //! starts to one address), which bound N in effect when they are tighter.
 //!
 //! Back-off after the n-th consecutive failure is `backoff_ms[n - 1]`, the last step
-//! repeating. This module must never read a clock or do I/O: times are arguments.
+//! repeating. After a 429 or 503 answer it is the server's `Retry-After`, or without
+//! one [`throttle_backoff_ms`], both capped at `throttle_max_ms`. This module must never read a clock or do I/O: times are arguments.
 
 use std::time::Duration;
 
@@ -85,6 +86,25 @@ pub fn backoff_ms(config: &FrontierConfig, failures: u32) -> u64 {
     let steps = &config.backoff_ms;
     let i = (failures.max(1) as usize - 1).min(steps.len().saturating_sub(1));
     steps.get(i).copied().unwrap_or(0)
+}
+
+/// How long a host is left alone after its `n`-th 429 or 503 answer in a row
+/// (n >= 1) that carried no usable `Retry-After`: `max(interval, throttle_min_ms)`
+/// times `2^(n-1)`, times a jitter factor in `[1, 1.25)` drawn from `jitter` (any
+/// 64-bit value; the frontier hashes the host and the time), capped at
+/// `throttle_max_ms`. Since each step doubles and the jitter adds at most a quarter,
+/// the waits grow strictly until the cap.
+pub fn throttle_backoff_ms(config: &FrontierConfig, interval_ms: u64, n: u32, jitter: u64) -> u64 {
+    let base = interval_ms.max(config.throttle_min_ms).max(1);
+    let doubled = base.saturating_mul(1u64 << n.clamp(1, 40).saturating_sub(1));
+    // jitter / 2^64 in [0, 1), a quarter of it on top.
+    let extra = ((u128::from(doubled) * u128::from(jitter)) >> 66) as u64;
+    doubled.saturating_add(extra).min(config.throttle_max_ms)
+}
+
+/// The wait a `Retry-After` asks for, capped at `throttle_max_ms`.
+pub fn retry_after_ms(config: &FrontierConfig, asked_ms: u64) -> u64 {
+    asked_ms.min(config.throttle_max_ms)
 }
 
 /// Whether `failures` consecutive failures make a host dead.
@@ -147,6 +167,34 @@ mod tests {
             ..HostPace::default()
         };
         assert_eq!(interval_ms(&c, &slow_hinted), 2_000);
+    }
+
+    #[test]
+    fn throttle_backoff_doubles_with_bounded_jitter_and_stops_at_the_cap() {
+        let c = FrontierConfig {
+            throttle_min_ms: 1_000,
+            throttle_max_ms: 60_000,
+            ..FrontierConfig::default()
+        };
+        // From the floor when the interval is shorter, from the interval otherwise.
+        assert_eq!(throttle_backoff_ms(&c, 0, 1, 0), 1_000);
+        assert_eq!(throttle_backoff_ms(&c, 4_000, 1, 0), 4_000);
+        assert_eq!(throttle_backoff_ms(&c, 0, 3, 0), 4_000);
+        // The jitter adds less than a quarter.
+        assert_eq!(throttle_backoff_ms(&c, 0, 1, u64::MAX), 1_249);
+        assert_eq!(throttle_backoff_ms(&c, 0, 1, 1 << 63), 1_125);
+        // Strictly growing whatever the jitter, until the cap.
+        let worst: Vec<u64> = (1..=6)
+            .map(|n| throttle_backoff_ms(&c, 0, n, u64::MAX))
+            .collect();
+        let best: Vec<u64> = (1..=6).map(|n| throttle_backoff_ms(&c, 0, n, 0)).collect();
+        for n in 1..6 {
+            assert!(best[n] > worst[n - 1], "{best:?} {worst:?}");
+        }
+        assert_eq!(throttle_backoff_ms(&c, 0, 7, 0), 60_000);
+        assert_eq!(throttle_backoff_ms(&c, 0, u32::MAX, u64::MAX), 60_000);
+        assert_eq!(retry_after_ms(&c, 5_000), 5_000);
+        assert_eq!(retry_after_ms(&c, u64::MAX), 60_000);
     }
 
     #[test]

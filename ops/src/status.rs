@@ -70,8 +70,8 @@ pub fn render(addr: &str, s: &StatusSnapshot) -> String {
     let _ = writeln!(out, "last hour      {}", sparkline(&s.speed_chart));
     let _ = writeln!(
         out,
-        "pages          {} stored, {mib:.1} MiB received ({} bytes), {} robots.txt fetched",
-        s.pages_total, s.bytes_total, s.robots_fetched
+        "pages          {} stored, {} requests, {mib:.1} MiB received ({} bytes), {} robots.txt fetched",
+        s.pages_total, s.requests_total, s.bytes_total, s.robots_fetched
     );
     let _ = writeln!(out, "speed control  {}", speed_line(&s.speed));
     let _ = writeln!(
@@ -94,6 +94,15 @@ pub fn render(addr: &str, s: &StatusSnapshot) -> String {
          {} waiting, {} backed off, {} dead",
         h.resolving, h.robots, h.ready, h.parked, h.fetching, h.waiting, h.backed_off, h.dead
     );
+    for b in &s.backed_off {
+        let secs = b.until_ms % 86_400_000 / 1000;
+        let (h, m, sec) = (secs / 3600, secs % 3600 / 60, secs % 60);
+        let _ = writeln!(
+            out,
+            "  backed off   {} until {h:02}:{m:02}:{sec:02} UTC: {}",
+            b.origin, b.reason
+        );
+    }
     let responses: u64 = s.http_status.iter().map(|c| c.count).sum();
     let codes: Vec<String> = s
         .http_status
@@ -303,6 +312,7 @@ mod tests {
             speed_chart: chart,
             target_pages_per_sec: 100.0,
             pages_total: 1234,
+            requests_total: 1300,
             bytes_total: 3 * 1024 * 1024,
             robots_fetched: 56,
             http_status: vec![
@@ -330,6 +340,15 @@ mod tests {
                 dead: 1,
                 ..HostCounts::default()
             },
+            backed_off: vec![spool::protocol::BackedOffHost {
+                origin: "http://slow.test".into(),
+                reason: spool::protocol::BackOffReason::Throttled {
+                    status: 429,
+                    retry_after_ms: Some(5_000),
+                    in_row: 1,
+                },
+                until_ms: 3_723_000,
+            }],
             request_files_pending: 3,
             request_files_loaded: 7,
             uptime_ms: 3_723_000,
@@ -417,10 +436,11 @@ mod tests {
             "up 1 h 2 min 3 s",
             "12.3 pages/s now, 11.0 last minute, 2.5 last hour (target 100 pages/s)",
             "▁▁█ (max 12.0 pages/s, one mark per minute)",
-            "1234 stored, 3.0 MiB received (3145728 bytes), 56 robots.txt fetched",
+            "1234 stored, 1300 requests, 3.0 MiB received (3145728 bytes), 56 robots.txt fetched",
             "5678 URLs queued, 9 in flight (hosts: 5 with 1, 1 with 4), 4 names to resolve",
             "request files  3 pending, 7 loaded",
             "12 ready, 0 parked, 0 fetching, 34 waiting, 0 backed off, 1 dead",
+            "  backed off   http://slow.test until 01:02:03 UTC: 429 x1, Retry-After 5.0 s\n",
             "HTTP status    200 3 (75.0 %), 404 1 (25.0 %)",
             "fetch errors   timeout 2\n",
             "outcomes       none\n",

@@ -7,13 +7,13 @@ use std::time::Duration;
 
 use spool::outcome::OutcomeReason;
 use spool::protocol::{
-    AdminCommand, AdminReply, AppFigures, AppProgress, BudgetCut, ByeReason, ComponentState,
-    ComponentStatus, Connection, FetchJob, FetchLimits, FetchPurpose, FetchReport, FetchResult,
-    Hello, HostAnswer, HostCounts, JobId, Limits, Load, Message, NegativeKind, PROTOCOL_VERSION,
-    PartFigures, Pause, PauseReason, ProtocolError, ReasonCount, RefusalCode, RequestId,
-    Resolution, Role, ServerConfig, SpeedLimit, SpeedStatus, SpoolArea, StatusCount,
-    StatusSnapshot, StoredPage, TargetSource, Timing, Token, TrapCut, Welcome, client_handshake,
-    preamble, server_handshake,
+    AdminCommand, AdminReply, AppFigures, AppProgress, BackOffReason, BackedOffHost, BudgetCut,
+    ByeReason, ComponentState, ComponentStatus, Connection, FetchJob, FetchLimits, FetchPurpose,
+    FetchReport, FetchResult, Hello, HostAnswer, HostCounts, JobId, Limits, Load, Message,
+    NegativeKind, PROTOCOL_VERSION, PartFigures, Pause, PauseReason, ProtocolError, ReasonCount,
+    RefusalCode, RequestId, Resolution, RetryAfter, Role, ServerConfig, SpeedLimit, SpeedStatus,
+    SpoolArea, StatusCount, StatusSnapshot, StoredPage, TargetSource, Timing, Token, TrapCut,
+    Welcome, client_handshake, preamble, server_handshake,
 };
 use spool::{AppId, ComponentId};
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
@@ -218,6 +218,7 @@ fn samples() -> Vec<Message> {
                         },
                         file: "5-dl-1-000001.warc.gz".into(),
                         location: Some("/y".into()),
+                        retry_after: Some(RetryAfter::Date(1_700_000_000)),
                     }),
                 },
                 FetchReport {
@@ -298,6 +299,7 @@ fn samples() -> Vec<Message> {
             speed_chart: vec![2.0],
             target_pages_per_sec: 2.0,
             pages_total: 3,
+            requests_total: 11,
             bytes_total: 4,
             robots_fetched: 9,
             http_status: vec![StatusCount {
@@ -326,6 +328,22 @@ fn samples() -> Vec<Message> {
                 backed_off: 5,
                 dead: 8,
             },
+            backed_off: vec![
+                BackedOffHost {
+                    origin: "http://a.test".into(),
+                    reason: BackOffReason::Throttled {
+                        status: 429,
+                        retry_after_ms: Some(5000),
+                        in_row: 2,
+                    },
+                    until_ms: 1000,
+                },
+                BackedOffHost {
+                    origin: "http://b.test".into(),
+                    reason: BackOffReason::Failures { count: 3 },
+                    until_ms: 2000,
+                },
+            ],
             request_files_pending: 8,
             request_files_loaded: 15,
             uptime_ms: 1000,
@@ -441,9 +459,9 @@ fn every_variant_round_trips_through_bytes() {
 
 #[test]
 fn golden_preamble() {
-    assert_eq!(hex(&preamble(PROTOCOL_VERSION)), "50 43 52 4c 00 05 00 00");
+    assert_eq!(hex(&preamble(PROTOCOL_VERSION)), "50 43 52 4c 00 06 00 00");
     assert_eq!(hex(&preamble(0x0203)), "50 43 52 4c 02 03 00 00");
-    assert_eq!(PROTOCOL_VERSION, 5);
+    assert_eq!(PROTOCOL_VERSION, 6);
 }
 
 /// The encoding of every sample, pinned. If this fails you changed the wire
@@ -458,7 +476,7 @@ fn golden_message_bytes() {
         "04 01 04 64 6f 6e 65",
         "05 ac 02",
         "06 02 07 03 62 66 73 0f 68 74 74 70 3a 2f 2f 61 2e 74 65 73 74 2f 78 00 7f 00 00 02 50 00 01 80 80 40 90 4e a0 9c 01 e0 d4 03 fa 01 ac 02 00 00 08 03 62 66 73 19 68 74 74 70 73 3a 2f 2f 62 2e 74 65 73 74 2f 72 6f 62 6f 74 73 2e 74 78 74 01 00 00 00 00 00 00 00 00 00 00 00 00 00 00 00 01 bb 03 01 00 80 80 40 90 4e a0 9c 01 e0 d4 03 fa 01 ac 02 00 00",
-        "07 03 07 00 ad 02 a4 03 00 00 03 09 0c 80 80 f9 c0 c1 c4 82 03 e4 80 f9 c0 c1 c4 82 03 e0 dd f9 c0 c1 c4 82 03 15 35 2d 64 6c 2d 31 2d 30 30 30 30 30 31 2e 77 61 72 63 2e 67 7a 01 02 2f 79 08 01 04 0a 66 69 72 73 74 20 62 79 74 65 09 02",
+        "07 03 07 00 ad 02 a4 03 00 00 03 09 0c 80 80 f9 c0 c1 c4 82 03 e4 80 f9 c0 c1 c4 82 03 e0 dd f9 c0 c1 c4 82 03 15 35 2d 64 6c 2d 31 2d 30 30 30 30 30 31 2e 77 61 72 63 2e 67 7a 01 02 2f 79 01 01 80 e2 cf aa 06 08 01 04 0a 66 69 72 73 74 20 62 79 74 65 09 02",
         "08 01 02 06 61 2e 74 65 73 74 06 62 2e 74 65 73 74",
         "09 01 03 06 61 2e 74 65 73 74 00 02 00 0a 00 00 01 01 00 00 00 00 00 00 00 00 00 00 00 00 00 00 00 01 ac 02 06 62 2e 74 65 73 74 01 00 3c 00 06 63 2e 74 65 73 74 01 02 05 08 53 45 52 56 46 41 49 4c",
         "0a 03 62 66 73",
@@ -468,7 +486,7 @@ fn golden_message_bytes() {
         "0d 05 88 27",
         "0e 01 02 6e 6f",
         "0d 06",
-        "0e 02 00 00 00 3f 00 00 80 3f 00 00 80 3e 01 00 00 00 40 00 00 00 40 03 04 09 01 94 03 0a 01 04 0b 01 01 0c 05 0d 03 03 00 01 0e 01 02 06 03 04 07 05 08 08 0f e8 07 01 01 04 64 6c 2d 31 78 f4 03 03 00 00 26 42 80 89 7a 96 01 01 01 00 02 2f 73 02 e8 07 00 02 01 09 01 00 00 00 40 00 00 80 3f 00",
+        "0e 02 00 00 00 3f 00 00 80 3f 00 00 80 3e 01 00 00 00 40 00 00 00 40 03 0b 04 09 01 94 03 0a 01 04 0b 01 01 0c 05 0d 03 03 00 01 0e 01 02 06 03 04 07 05 08 02 0d 68 74 74 70 3a 2f 2f 61 2e 74 65 73 74 00 ad 03 01 88 27 02 e8 07 0d 68 74 74 70 3a 2f 2f 62 2e 74 65 73 74 01 03 d0 0f 08 0f e8 07 01 01 04 64 6c 2d 31 78 f4 03 03 00 00 26 42 80 89 7a 96 01 01 01 00 02 2f 73 02 e8 07 00 02 01 09 01 00 00 00 40 00 00 80 3f 00",
         "0e 03 01 0b 2a 2e 73 70 61 6d 2e 74 65 73 74",
         "0e 04 04 2f 63 2f 31",
         "0f 24 35 30 2d 64 6c 2d 31 2d 30 30 30 30 30 30 30 30 30 30 30 30 30 30 30 30 30 30 30 31 2e 77 61 72 63 2e 67 7a 02 07 ac 02",
@@ -528,8 +546,8 @@ fn decoding_rejects_garbage_and_trailing_bytes() {
 // ---------------------------------------------------------------- golden wire
 
 /// The module docs' example, byte for byte: a downloader's opening.
-const HELLO_DL1: &str = "50 43 52 4c 00 05 00 00 \
-     00 00 00 1f 00 01 04 64 6c 2d 31 05 06 73 33 63 72 65 74 \
+const HELLO_DL1: &str = "50 43 52 4c 00 06 00 00 \
+     00 00 00 1f 00 01 04 64 6c 2d 31 06 06 73 33 63 72 65 74 \
      0f 70 6f 6c 79 63 72 61 77 6c 20 30 2e 31 2e 30";
 
 #[tokio::test]
@@ -544,7 +562,7 @@ async fn golden_handshake_and_frames_on_the_wire() {
         server.read_exact(&mut opening).await.unwrap();
         assert_eq!(hex(&opening), hex(&unhex(HELLO_DL1)));
         // Accept: preamble, status 00, Welcome frame, then SetConcurrency { 300 }.
-        let welcome = "50 43 52 4c 00 05 00 00 00 00 00 00 0b 01 00 03 6d 67 72 05 d0 0f 90 4e";
+        let welcome = "50 43 52 4c 00 06 00 00 00 00 00 00 0b 01 00 03 6d 67 72 06 d0 0f 90 4e";
         server.write_all(&unhex(welcome)).await.unwrap();
         server
             .write_all(&unhex("00 00 00 03 05 ac 02"))
@@ -584,7 +602,7 @@ async fn golden_refusal_bytes() {
     let (served, reply) = tokio::join!(server_handshake(server, &config), raw_client);
     assert!(matches!(served, Err(ProtocolError::BadToken { .. })));
     let text = "wrong token for downloader dl-1";
-    let expected = format!("50 43 52 4c 00 05 00 00 03 00 1f {}", hex(text.as_bytes()));
+    let expected = format!("50 43 52 4c 00 06 00 00 03 00 1f {}", hex(text.as_bytes()));
     assert_eq!(hex(&reply), expected);
 }
 
@@ -723,12 +741,12 @@ async fn admin_role_needs_the_admin_token() {
 
 #[tokio::test]
 async fn other_protocol_version_is_refused_on_both_sides() {
-    let v6 = Hello {
-        version: 6,
+    let v7 = Hello {
+        version: 7,
         ..hello("s3cret")
     };
-    let (server, client) = handshake(server_config(), v6, Limits::default()).await;
-    let text = "protocol version mismatch: peer speaks v6, this manager speaks v5";
+    let (server, client) = handshake(server_config(), v7, Limits::default()).await;
+    let text = "protocol version mismatch: peer speaks v7, this manager speaks v6";
     assert_eq!(server.err().unwrap().to_string(), text);
     match client.err().unwrap() {
         e @ ProtocolError::Refused { code, .. } => {

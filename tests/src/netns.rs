@@ -11,6 +11,9 @@
 //! removes namespaces, veths and the bridge, also when the test panicked; processes
 //! running inside must be ended first (their guards dropped before the `Net`).
 //!
+//! [`Isolated`] is a namespace with only its own loopback, for commands that must
+//! not reach anything at all.
+//!
 //! This module must never touch anything it did not create: no change to the root
 //! namespace's routes or global sysctls, only to its own bridge.
 
@@ -199,6 +202,42 @@ impl Net {
         let mut cmd = Command::new("ip");
         cmd.args(["netns", "exec", &ns.name]).arg(program);
         cmd
+    }
+}
+
+/// A namespace with nothing but its own loopback (`pc-PID-ROLE`): whatever runs
+/// inside cannot reach any other machine, nor this one's other interfaces.
+/// Dropping it removes it (end its processes first).
+#[derive(Debug)]
+pub struct Isolated {
+    /// The `ip netns` name.
+    pub name: String,
+}
+
+impl Isolated {
+    /// Makes the namespace and brings its loopback up.
+    ///
+    /// # Panics
+    /// If `ip` fails.
+    pub fn new(role: &str) -> Isolated {
+        let name = format!("pc-{}-{role}", std::process::id());
+        must(&["netns", "add", &name]);
+        let ns = Isolated { name };
+        must(&["-n", &ns.name, "link", "set", "lo", "up"]);
+        ns
+    }
+
+    /// `program` to run inside (`ip netns exec`, which execs it).
+    pub fn command(&self, program: impl AsRef<std::ffi::OsStr>) -> Command {
+        let mut cmd = Command::new("ip");
+        cmd.args(["netns", "exec", &self.name]).arg(program);
+        cmd
+    }
+}
+
+impl Drop for Isolated {
+    fn drop(&mut self) {
+        let _ = ip(&["netns", "del", &self.name]);
     }
 }
 

@@ -167,6 +167,7 @@ fn main() {
                     web: Arc::clone(&web),
                     log,
                     slow: Duration::from_millis(2000),
+                    throttle: None,
                 });
                 for (&(index, _), l) in server_addrs.iter().zip(listeners) {
                     tokio::spawn(accept_loop(l, Arc::clone(&server), index, None));

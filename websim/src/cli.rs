@@ -37,6 +37,7 @@ use super::listen::{bind_all, raise_nofile_limit};
 use super::log::RequestLog;
 use super::model::{Params, Web};
 use super::outfiles::{self, OutPaths};
+use super::throttle::Throttled;
 use super::tls::{SimCa, TlsError};
 
 /// Why `polycrawl websim` did not start or did not stop cleanly.
@@ -167,6 +168,11 @@ pub struct Args {
     /// flagged `trap` in hosts.tsv). Ignored with `--plain`.
     #[arg(long)]
     pub traps: bool,
+    /// Make the three most popular hosts ask for less: popularity rank 0 answers
+    /// its 2nd and 4th page requests 429 with `Retry-After: 5`, rank 1 its 2nd to
+    /// 4th 429 without it, rank 2 its 2nd to 4th 503 (see `throttle.rs`).
+    #[arg(long)]
+    pub throttle: bool,
     /// Every host on an address of its own (no virtual-hosting groups), so that
     /// per-IP politeness binds no tighter than per-host politeness: for
     /// politeness benchmarks whose bound is hosts / interval. Pages, links and
@@ -397,6 +403,7 @@ async fn serve(args: Args) -> Result<(), CliError> {
         web: Arc::clone(&web),
         log: Arc::clone(&log),
         slow: Duration::from_millis(args.slow_ms),
+        throttle: args.throttle.then(|| Throttled::new(&web)),
     });
     let mut tasks = JoinSet::new();
     for (&(index, _), l) in live.iter().zip(http_listeners) {

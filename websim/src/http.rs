@@ -16,7 +16,9 @@
 //!   `Vary: Accept-Encoding` always;
 //! - `chunked` hosts send every body with `Transfer-Encoding: chunked` (4 KiB chunks);
 //!   other responses carry `Content-Length`;
-//! - `slow` hosts send their first byte `--slow-ms` after the request head arrived.
+//! - `slow` hosts send their first byte `--slow-ms` after the request head arrived;
+//! - with `--throttle`, the throttling hosts answer some page requests 429 or 503
+//!   (with `Retry-After` where [`super::throttle`] says).
 //!
 //! Hot path: the page is rendered into a per-connection buffer, the response head is
 //! written into a second one followed by the body, and the result goes out in one
@@ -42,6 +44,7 @@ use super::log::{self, Record, RequestLog};
 use super::misbehave;
 use super::model::Web;
 use super::respond::{self, Reply, Request, Scheme};
+use super::throttle::Throttled;
 
 /// A connection that sends no complete request for this long is closed.
 pub const IDLE_TIMEOUT: Duration = Duration::from_secs(60);
@@ -62,6 +65,8 @@ pub struct Server {
     pub log: Arc<RequestLog>,
     /// First-byte delay of slow hosts.
     pub slow: Duration,
+    /// The throttling hosts (`--throttle`), if on.
+    pub throttle: Option<Throttled>,
 }
 
 /// Accepts connections on `listener` (address `addr_index`) forever; with `tls`,
@@ -309,7 +314,14 @@ where
         scheme,
         addr_index,
     };
-    let (host, reply) = respond::route(web, &req);
+    let (host, mut reply) = respond::route(web, &req);
+    let mut retry_after = None;
+    if let (Some(t), Reply::Page { host, .. }) = (&server.throttle, &reply) {
+        if let Some((status, secs)) = t.on_page(*host) {
+            retry_after = secs;
+            reply = respond::throttled(status);
+        }
+    }
     let head_only = head.method == "HEAD";
     let mut record = Record {
         start_us,
@@ -381,6 +393,9 @@ where
     }
     if status == 405 {
         out.extend_from_slice(b"Allow: GET, HEAD\r\n");
+    }
+    if let Some(secs) = retry_after {
+        write!(out, "Retry-After: {secs}\r\n")?;
     }
     if gzip_host {
         out.extend_from_slice(b"Vary: Accept-Encoding\r\n");

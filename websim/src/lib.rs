@@ -43,6 +43,8 @@
 //!   nofollow pages ([`links`], [`html`]).
 //! - The misbehaving host `misbehave.websim.test` for downloader tests
 //!   ([`misbehave`]).
+//! - With `--throttle`, the three most popular hosts answer some page requests
+//!   with 429 (with and without `Retry-After`) or a burst of 503s ([`throttle`]).
 //! - With `--communities N`, locality: the hosts fall into N communities of equal
 //!   size and 90 % of the cross-host links a page draws stay in its host's
 //!   community ([`model::Params::communities`], [`links`]). Off by default, and
@@ -84,6 +86,7 @@ pub mod respond;
 pub mod rng;
 pub mod robots;
 pub mod text;
+pub mod throttle;
 pub mod tls;
 pub mod traps;
 

@@ -156,6 +156,16 @@ pub fn not_found() -> Reply {
     )
 }
 
+/// The reply of a throttling host ([`super::throttle`]) instead of a page: 429 or
+/// 503 with a small HTML body (the caller adds `Retry-After`).
+pub fn throttled(status: u16) -> Reply {
+    fixed(
+        status,
+        HTML,
+        Body::Static(b"<html><body>Please slow down and come back later.</body></html>\n"),
+    )
+}
+
 /// Status line reason phrase.
 pub fn reason(status: u16) -> &'static str {
     match status {
@@ -168,6 +178,7 @@ pub fn reason(status: u16) -> &'static str {
         405 => "Method Not Allowed",
         413 => "Content Too Large",
         421 => "Misdirected Request",
+        429 => "Too Many Requests",
         431 => "Request Header Fields Too Large",
         503 => "Service Unavailable",
         _ => "Unknown",

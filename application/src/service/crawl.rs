@@ -40,7 +40,7 @@ use super::scope::{OutOfScope, Scope};
 use super::state::{self, Progress};
 use super::summary::{End, Summary};
 use super::traps::{Detector, Traps};
-use super::unshuffle::{key_host, unshuffle};
+use super::unshuffle::{key_domain, key_host, unshuffle};
 use crate::canon::key::{reversed_host_key, url_from_key};
 use crate::canon::{self, CanonConfig};
 use crate::seen::{MAX_KEY_LEN, NewBatch, SeenSet};
@@ -865,7 +865,7 @@ impl Crawl {
             entries.push((key, word(0), word(4)));
         }
         self.progress.budget_cut += self.budgets.cut() - cut_before;
-        let entries = unshuffle(entries, self.config.unshuffle_k, |e| key_host(e.0));
+        let entries = unshuffle(entries, self.config.unshuffle_k, |e| key_domain(e.0));
         let mut requested = 0;
         if !stopping {
             for chunk in entries.chunks(self.config.urls_per_request_file) {

@@ -1,13 +1,19 @@
 //! The k-way unshuffle (Polybot section 3.3): a batch of new URLs arrives sorted by
-//! host-reversed key, so a site's URLs are adjacent; dealt round-robin into piles and
-//! the piles concatenated, they are spread over the whole request stream and the
-//! manager's host queues fill evenly.
+//! host-reversed key, so a registered domain's URLs (all its hosts: `www.acme.test`,
+//! `shop.acme.test`) are adjacent; dealt round-robin into piles and the piles
+//! concatenated, they are spread over the whole request stream, so one domain's many
+//! hosts (often one organisation's servers) are not hit together and the manager's
+//! host queues fill evenly.
 //!
-//! A batch is dealt into `min(k, longest run of one host)` piles: that is the fewest
-//! piles in which no pile holds two URLs of one host, so consecutive URLs of the
-//! output share a host only where one host is more than the rest can separate. With
-//! `k` piles over a large batch this is the classic unshuffle. O(n) time and one
-//! pass of moves.
+//! The group is the *registered domain* ([`key_domain`]: the public suffix plus one
+//! label, from the list the `psl` crate compiles in; an IP address is its own
+//! group). A batch is dealt into `min(k, longest run of one domain)` piles: the
+//! fewest piles in which no pile holds two URLs of one domain, so consecutive URLs
+//! of the output share a domain only where one domain is more than the rest can
+//! separate. With `k` piles over a large batch this is the classic unshuffle. O(n)
+//! time (one suffix lookup per URL, no allocation) and one pass of moves.
+
+use psl::Psl as _;
 
 /// The host part of a host-reversed key: everything before the first `/`.
 pub fn key_host(key: &[u8]) -> &[u8] {
@@ -15,18 +21,44 @@ pub fn key_host(key: &[u8]) -> &[u8] {
     &key[..end]
 }
 
-/// Reorders `items` (sorted so that equal hosts are adjacent) by dealing them
-/// round-robin into at most `k` piles and concatenating the piles.
-pub fn unshuffle<T>(items: Vec<T>, k: usize, host_of: impl Fn(&T) -> &[u8]) -> Vec<T> {
+/// The registered domain of a host-reversed key's host (`test.acme17` for
+/// `test.acme17.www/a`, `uk.co.bbc` for `uk.co.bbc.www/`), as a prefix of the key:
+/// its public suffix (by the public suffix list; an unknown TLD is a suffix of its
+/// own) plus one label. A host that is a public suffix itself, and an IP address,
+/// is its own group. No allocation.
+pub fn key_domain(key: &[u8]) -> &[u8] {
+    let host = key_host(key);
+    if host
+        .first()
+        .is_none_or(|b| b.is_ascii_digit() || *b == b'[')
+    {
+        return host;
+    }
+    // The labels of a reversed host come TLD first, as `find` wants them.
+    let suffix = psl::List.find(host.split(|&b| b == b'.')).len;
+    if suffix == 0 || suffix >= host.len() {
+        return host;
+    }
+    let label = suffix + 1;
+    let end = host[label..]
+        .iter()
+        .position(|&b| b == b'.')
+        .map_or(host.len(), |p| label + p);
+    &host[..end]
+}
+
+/// Reorders `items` (sorted so that equal groups are adjacent) by dealing them
+/// round-robin into at most `k` piles and concatenating the piles; `group_of`
+/// names an item's group ([`key_domain`] for the crawl).
+pub fn unshuffle<T>(items: Vec<T>, k: usize, group_of: impl Fn(&T) -> &[u8]) -> Vec<T> {
     let n = items.len();
     let mut longest = 0;
     let mut run = 0;
-    for i in 0..n {
-        run = if i > 0 && host_of(&items[i]) == host_of(&items[i - 1]) {
-            run + 1
-        } else {
-            1
-        };
+    let mut prev: Option<&[u8]> = None;
+    for item in &items {
+        let group = group_of(item);
+        run = if prev == Some(group) { run + 1 } else { 1 };
+        prev = Some(group);
         longest = longest.max(run);
     }
     let piles = k.min(longest).max(1);
@@ -46,6 +78,53 @@ pub fn unshuffle<T>(items: Vec<T>, k: usize, host_of: impl Fn(&T) -> &[u8]) -> V
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn registered_domains_by_the_public_suffix_list() {
+        let cases = [
+            ("test.acme17.www/a", "test.acme17"),
+            ("test.acme17/", "test.acme17"),
+            ("test.acme17.shop.deep/x#http:8080", "test.acme17"),
+            ("uk.co.bbc.www/", "uk.co.bbc"),
+            ("uk.co/", "uk.co"),
+            ("com.example/", "com.example"),
+            ("io.github.someone/", "io.github.someone"),
+            ("127.0.0.1/x", "127.0.0.1"),
+            ("[::1]/x", "[::1]"),
+            ("localhost/", "localhost"),
+        ];
+        for (key, want) in cases {
+            assert_eq!(
+                std::str::from_utf8(key_domain(key.as_bytes())).unwrap(),
+                want,
+                "{key}"
+            );
+        }
+    }
+
+    /// Issue 28 Done-when 5: one URL on each of many hosts of one registered
+    /// domain are spread apart while other domains have URLs to put between them.
+    #[test]
+    fn many_hosts_of_one_domain_are_never_adjacent() {
+        let mut input: Vec<String> = (0..40)
+            .map(|h| format!("test.acme.h{h:02}/"))
+            .chain((0..60).map(|d| format!("test.other{d:02}.www/")))
+            .collect();
+        input.sort();
+        let by_host = unshuffle(input.clone(), 1000, |k| key_host(k.as_bytes()));
+        assert_eq!(by_host, input, "by host: one URL per host, nothing to deal");
+        let out = unshuffle(input.clone(), 1000, |k| key_domain(k.as_bytes()));
+        let mut sorted = out.clone();
+        sorted.sort();
+        assert_eq!(sorted, input, "a permutation");
+        for w in out.windows(2) {
+            assert_ne!(
+                key_domain(w[0].as_bytes()),
+                key_domain(w[1].as_bytes()),
+                "{w:?}"
+            );
+        }
+    }
 
     fn keys(domains: usize, per: usize) -> Vec<String> {
         let mut v: Vec<String> = (0..domains)

@@ -26,7 +26,7 @@ use std::time::{Duration, SystemTime};
 
 use spool::OutcomeReason;
 use spool::protocol::{
-    self, FetchLimits, FetchPurpose, FetchReport, FetchResult, StoredPage, Timing,
+    self, FetchLimits, FetchPurpose, FetchReport, FetchResult, RetryAfter, StoredPage, Timing,
 };
 use spool::warc::WarcDate;
 use tokio::sync::mpsc;
@@ -209,6 +209,11 @@ pub(crate) fn stored_page(f: &Fetched) -> StoredPage {
     } else {
         None
     };
+    let retry_after = if status == 429 || status == 503 {
+        f.header("retry-after").and_then(RetryAfter::parse)
+    } else {
+        None
+    };
     StoredPage {
         status,
         wire_bytes: f.bytes_received,
@@ -224,6 +229,7 @@ pub(crate) fn stored_page(f: &Fetched) -> StoredPage {
         },
         file: String::new(),
         location,
+        retry_after,
     }
 }
 

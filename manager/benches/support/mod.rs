@@ -34,6 +34,7 @@ pub fn stored(job: spool::protocol::JobId) -> FetchReport {
             },
             file: "10-bench-00000000000000000001.warc.gz".into(),
             location: None,
+            retry_after: None,
         }),
     }
 }

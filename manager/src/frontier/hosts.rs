@@ -55,7 +55,8 @@ pub enum HostState {
     InFlight,
     /// Resting for its politeness interval after a fetch.
     Waiting,
-    /// Resting after a failure (growing back-off).
+    /// Resting after a failure, or a 429/503 answer (growing back-off, or the
+    /// server's `Retry-After`).
     BackedOff,
 }
 
@@ -147,6 +148,8 @@ pub(crate) struct Host {
     /// before it and fails too is not counted as another failure.
     pub failed_at_ms: u64,
     pub last_fetch_ms: Option<u64>,
+    /// Its current run of 429/503 answers (`throttle`), if its last answer was one.
+    pub throttle: Option<super::throttle::Throttle>,
     /// Earliest wall ms the host may be contacted again.
     pub next_allowed_ms: u64,
     /// The requests in flight (pages, or the one robots.txt fetch), in dispatch
@@ -190,6 +193,7 @@ impl Host {
             tries: Vec::new(),
             failed_at_ms: 0,
             last_fetch_ms: None,
+            throttle: None,
             next_allowed_ms: 0,
             out: Vec::new(),
         }
@@ -273,6 +277,11 @@ impl Hosts {
 
     pub fn get_mut(&mut self, id: HostId) -> Option<&mut Host> {
         self.by_id.get_mut(&id)
+    }
+
+    /// Every host in memory, in no order.
+    pub fn iter(&self) -> impl Iterator<Item = &Host> {
+        self.by_id.values()
     }
 
     pub fn insert(&mut self, host: Host) {

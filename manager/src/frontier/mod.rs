@@ -33,8 +33,9 @@
 //! (`Parked`), drops head URLs robots.txt excludes (outcome `robots_excluded`) and
 //! sends the first allowed one. With `connections_per_host` 1 (the default) the host
 //! is then `InFlight` until the report, which puts it to rest for its interval
-//! (`Waiting`) or, on failure, for a growing back-off (`BackedOff`); after
-//! `max_failures` its URLs become outcomes. With N > 1 the host rests its interval
+//! (`Waiting`) or, on failure or a 429/503 answer, for a growing back-off or the
+//! server's `Retry-After` (`BackedOff`, see `throttle`); after `max_failures`
+//! failures its URLs become outcomes. With N > 1 the host rests its interval
 //! from the start instead and may be dispatched again while fewer than N of its
 //! requests are in flight (`InFlight` only at N, or with nothing else to start). A
 //! host whose queue empties is forgotten once its interval has passed and nothing of
@@ -88,6 +89,8 @@ mod robots_fetch;
 mod schedule;
 mod stats;
 pub(crate) mod store;
+mod throttle;
+mod totals;
 mod waiting;
 
 use std::path::Path;
@@ -104,6 +107,7 @@ pub use error::FrontierError;
 pub use hosts::{HostId, HostState};
 pub use records::AppCounters;
 pub use stats::FrontierStats;
+pub use totals::FetchTotals;
 
 use borrowed::BorrowedOrigins;
 use dns::Dns;
@@ -152,6 +156,8 @@ pub struct Frontier {
     requests: RequestFiles,
     outcomes: OutcomeSink,
     counters: Counters,
+    /// Fetch figures over the crawl's life (`totals`), stored with every batch.
+    totals: FetchTotals,
     /// Every job out at a downloader or awaiting its commit (`jobs`).
     jobs: JobTable,
     next_job: u64,
@@ -193,6 +199,9 @@ impl Frontier {
         let next_host_id: u64 = store.get(Cf::Meta, META_NEXT_HOST)?.unwrap_or(1);
         let next_job: u64 = store.get(Cf::Meta, META_JOB_CEILING)?.unwrap_or(1);
         let counters: Counters = store.get(Cf::Meta, META_COUNTERS)?.unwrap_or_default();
+        let totals: FetchTotals = store
+            .get(Cf::Meta, totals::META_TOTALS)?
+            .unwrap_or_default();
         let mut blacklist = Blacklist::new();
         let entries: Vec<String> = store.get(Cf::Meta, META_BLACKLIST)?.unwrap_or_default();
         for entry in entries {
@@ -233,6 +242,7 @@ impl Frontier {
             requests,
             outcomes,
             counters,
+            totals,
             jobs: JobTable::default(),
             next_job,
             job_ceiling: next_job,
@@ -305,6 +315,7 @@ impl Frontier {
             return Ok(());
         }
         batch.put(Cf::Meta, META_COUNTERS.to_vec(), &self.counters);
+        batch.put(Cf::Meta, totals::META_TOTALS.to_vec(), &self.totals);
         if sync {
             self.store.write_synced(batch)
         } else {

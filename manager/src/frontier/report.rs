@@ -1,6 +1,9 @@
 //! Fetch reports: what the end of a job does to its host and its URL.
 //!
-//! - A stored response (any status: a 5xx page is a page, not a failure): the URL
+//! - A stored 429 or 503 response: the host backs off (its `Retry-After`, else
+//!   exponentially) and the URL is tried again within `max_url_attempts`; see
+//!   `throttle`.
+//! - Any other stored response (any status: a 5xx page is a page, not a failure): the URL
 //!   leaves its queue, the host's failure count resets, and the host rests its
 //!   interval, measured from `now_ms`, which the service passes as the end of the
 //!   response: the latest of the moments it knows (its own clock when handling the
@@ -28,6 +31,7 @@ use spool::protocol::{FetchPurpose, FetchReport, FetchResult, JobId};
 
 use super::hosts::{HostId, Out};
 use super::store::Batch;
+use super::throttle;
 use super::{Frontier, FrontierError};
 use crate::politeness;
 
@@ -56,6 +60,21 @@ impl Frontier {
                 self.commit(batch)?;
                 Ok(true)
             }
+            (FetchResult::Stored(page), FetchPurpose::Page)
+                if throttle::is_throttle(page.status) =>
+            {
+                let held = self.jobs.held(report.job).cloned();
+                let Some(done) = self.finish_job(report.job, FetchPurpose::Page, now_ms) else {
+                    return Ok(false);
+                };
+                if self.page_throttled(&done, page, now_ms)? {
+                    if let Some(held) = held {
+                        // Its page: durable only once its holder commits the batch.
+                        self.jobs.await_commit(report.job, held);
+                    }
+                }
+                Ok(true)
+            }
             (FetchResult::Stored(page), FetchPurpose::Page) => {
                 let total_ms = u64::from(page.timing.total_ms);
                 let held = self.jobs.held(report.job).cloned();
@@ -73,6 +92,7 @@ impl Frontier {
                 }
                 if let Some(host) = self.hosts.get_mut(id) {
                     host.failures = 0;
+                    host.throttle = None;
                     host.last_fetch_ms = Some(total_ms);
                 }
                 self.rest(id, now_ms, &mut batch)?;

@@ -185,6 +185,7 @@ mod tests {
                 },
                 file: "50-dl-00000000000000000001.warc.gz".into(),
                 location: None,
+                retry_after: None,
             }),
         }
     }

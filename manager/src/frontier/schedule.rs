@@ -131,7 +131,7 @@ impl Frontier {
         }
         let due = host.next_allowed_ms.max(self.restart_rest_until(host));
         if now_ms < due {
-            let state = if host.failures > 0 {
+            let state = if host.failures > 0 || host.throttle.is_some() {
                 HostState::BackedOff
             } else {
                 HostState::Waiting

@@ -1,19 +1,13 @@
 //! The service's counters, in one place: their names (constants, for whatever exports
-//! them; the status line uses the same words) and their values ([`Metrics`]), and
-//! the fetch tally of the admin status ([`FetchTally`]: responses per HTTP status
-//! code, failed attempts per reason; at most one counter per code from 100 to 999
-//! and one per reason, so bounded).
+//! them; the status line uses the same words) and their values ([`Metrics`]). The
+//! crawl's fetch totals (requests, bytes, responses per status code, failed attempts
+//! per reason) are the frontier's (`manager::FetchTotals`), kept across restarts.
 //!
 //! The counters live in the core loop, which is single-threaded, so they are plain
 //! integers. Labels, when an exporter adds them, are low-cardinality only (role,
 //! outcome reason): never a URL, a host name or a component id. They count this
 //! process's life; the frontier's own counters (pages, outcomes per application)
 //! survive restarts.
-
-use std::collections::BTreeMap;
-
-use spool::OutcomeReason;
-use spool::protocol::{ReasonCount, StatusCount};
 
 /// Page reports `Stored` received from downloaders.
 pub const PAGES_STORED: &str = "manager_pages_stored_total";
@@ -66,75 +60,5 @@ impl Metrics {
             (DNS_BATCHES_SENT, self.dns_batches_sent),
             (DNS_BATCHES_RESENT, self.dns_batches_resent),
         ]
-    }
-}
-
-/// Page responses per HTTP status code and failed fetch attempts per reason (pages
-/// and robots.txt), over this process's life.
-#[derive(Debug, Clone, Default, PartialEq, Eq)]
-pub struct FetchTally {
-    status: BTreeMap<u16, u64>,
-    errors: [u64; OutcomeReason::ALL.len()],
-}
-
-impl FetchTally {
-    /// A stored page response with status `code`.
-    pub fn response(&mut self, code: u16) {
-        *self.status.entry(code).or_insert(0) += 1;
-    }
-
-    /// A fetch attempt that produced no response.
-    pub fn error(&mut self, reason: OutcomeReason) {
-        if let Some(i) = OutcomeReason::ALL.iter().position(|r| *r == reason) {
-            self.errors[i] += 1;
-        }
-    }
-
-    /// Responses per status code, ascending.
-    pub fn status_counts(&self) -> Vec<StatusCount> {
-        self.status
-            .iter()
-            .map(|(code, count)| StatusCount {
-                code: *code,
-                count: *count,
-            })
-            .collect()
-    }
-
-    /// Failed attempts per reason, every reason listed.
-    pub fn error_counts(&self) -> Vec<ReasonCount> {
-        OutcomeReason::ALL
-            .iter()
-            .zip(self.errors)
-            .map(|(reason, count)| ReasonCount {
-                reason: *reason,
-                count,
-            })
-            .collect()
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn tally_counts_codes_in_order_and_every_reason() {
-        let mut t = FetchTally::default();
-        for code in [404, 200, 200, 301] {
-            t.response(code);
-        }
-        t.error(OutcomeReason::Timeout);
-        let codes: Vec<(u16, u64)> = t
-            .status_counts()
-            .iter()
-            .map(|s| (s.code, s.count))
-            .collect();
-        assert_eq!(codes, [(200, 2), (301, 1), (404, 1)]);
-        let errors = t.error_counts();
-        assert_eq!(errors.len(), OutcomeReason::ALL.len());
-        let timeouts = errors.iter().find(|e| e.reason == OutcomeReason::Timeout);
-        assert_eq!(timeouts.map(|e| e.count), Some(1));
-        assert_eq!(errors.iter().map(|e| e.count).sum::<u64>(), 1);
     }
 }

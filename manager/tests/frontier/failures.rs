@@ -234,7 +234,8 @@ fn a_success_resets_the_failure_count_and_5xx_pages_are_pages() {
                 f.on_report(&failed(&job, OutcomeReason::ConnectFailure), now)
                     .unwrap();
             } else {
-                f.on_report(&stored(&job, 503, 1), now).unwrap();
+                // 500, not 503: a 503 asks for less (`throttle`).
+                f.on_report(&stored(&job, 500, 1), now).unwrap();
                 pages += 1;
             }
             fail_next = !fail_next;

@@ -9,3 +9,4 @@ mod failures;
 mod loading;
 mod robots;
 mod scheduling;
+mod throttle;

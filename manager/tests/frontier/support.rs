@@ -129,6 +129,7 @@ pub fn stored(job: &FetchJob, status: u16, total_ms: u32) -> FetchReport {
             },
             file: "00-downloader-00000000000000000001.warc.gz".into(),
             location: None,
+            retry_after: None,
         }),
     }
 }

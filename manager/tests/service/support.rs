@@ -376,6 +376,7 @@ pub fn stored(job: &FetchJob, status: u16, file: &str) -> FetchReport {
             },
             file: file.to_owned(),
             location: None,
+            retry_after: None,
         }),
     }
 }

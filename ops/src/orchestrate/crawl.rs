@@ -12,6 +12,10 @@
 //! completed run, a SIGTERM or Ctrl-C (which stop every process in order, print the
 //! summary of what was done and exit 0) or a crash.
 //!
+//! A seed outside loopback and the test domains needs a contact in
+//! `downloader.user_agent` ([`super::contact`]): without one the crawl stops
+//! before it starts anything.
+//!
 //! A process that dies is started again (see [`super::system`]); one that keeps
 //! dying ends the run with the summary and an error.
 
@@ -59,11 +63,16 @@ pub struct CrawlArgs {
 /// Runs the crawl until it is complete (or `shutdown`), then prints the summary.
 pub fn run(args: CrawlArgs, shutdown: CancellationToken, rt: Handle) -> anyhow::Result<()> {
     let mut config = Config::load_or_default(args.config.as_deref())?;
-    let layout = Layout::new(&args.out)?;
-    layout.apply(&mut config);
     let seeds = std::path::absolute(&args.seeds)
         .with_context(|| format!("resolving {}", args.seeds.display()))?;
     anyhow::ensure!(seeds.is_file(), "no seeds file at {}", seeds.display());
+    // Before anything starts: a crawl of the open web names its operator.
+    let seed_text =
+        std::fs::read_to_string(&seeds).with_context(|| format!("reading {}", seeds.display()))?;
+    super::contact::check(&config.downloader.user_agent(), &seed_text)
+        .map_err(anyhow::Error::msg)?;
+    let layout = Layout::new(&args.out)?;
+    layout.apply(&mut config);
     config.app.seeds_file = Some(seeds.clone());
     config.app.part_mode = args.split.mode;
     config.app.parts = args.split.parts;

@@ -27,6 +27,7 @@
 //! the main thread (the parent-death signal follows the thread that forked).
 
 pub mod child;
+pub mod contact;
 pub mod crawl;
 pub mod demo;
 pub mod machines;

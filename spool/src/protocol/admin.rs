@@ -91,13 +91,18 @@ pub struct StatusSnapshot {
     pub target_pages_per_sec: f32,
     /// Pages stored (persistent).
     pub pages_total: u64,
-    /// Response bytes received, pages and robots.txt, as read from the socket.
+    /// Fetches answered or failed, pages and robots.txt (persistent; jobs handed
+    /// back unstarted are not requests).
+    pub requests_total: u64,
+    /// Response bytes received, pages and robots.txt, as read from the socket
+    /// (persistent).
     pub bytes_total: u64,
     /// robots.txt verdicts obtained (persistent).
     pub robots_fetched: u64,
-    /// Stored page responses per HTTP status code, ascending by code.
+    /// Stored page responses per HTTP status code, ascending by code (persistent).
     pub http_status: Vec<StatusCount>,
-    /// Fetch attempts that produced no response, per reason (every reason listed).
+    /// Fetch attempts that produced no response, per reason (persistent; every
+    /// reason listed).
     pub fetch_errors: Vec<ReasonCount>,
     /// URLs that ended without a page, per reason (persistent; every reason listed).
     pub outcomes: Vec<ReasonCount>,
@@ -114,6 +119,9 @@ pub struct StatusSnapshot {
     pub dns_pending: u64,
     /// Hosts by state.
     pub hosts: HostCounts,
+    /// Hosts backed off now, with why and until when: those whose rest ends last
+    /// first, at most [`MAX_BACKED_OFF`] (`hosts.backed_off` counts them all).
+    pub backed_off: Vec<BackedOffHost>,
     /// Request files published and not yet completely loaded.
     pub request_files_pending: u64,
     /// Request files completely loaded (persistent).
@@ -127,6 +135,63 @@ pub struct StatusSnapshot {
     /// The manager's own pause (it cannot write outcome files: the spool is full),
     /// if any. Components' pauses are in [`ComponentStatus::state`].
     pub pause: Option<Pause>,
+}
+
+/// Most hosts listed in [`StatusSnapshot::backed_off`].
+pub const MAX_BACKED_OFF: usize = 20;
+
+/// A host left alone for longer than its interval.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct BackedOffHost {
+    /// The host's origin (`scheme://name[:port]`).
+    pub origin: String,
+    /// Why.
+    pub reason: BackOffReason,
+    /// When it may be contacted again (Unix milliseconds).
+    pub until_ms: u64,
+}
+
+/// Why a host is backed off.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum BackOffReason {
+    /// It answered 429 or 503 (`in_row` times in a row).
+    Throttled {
+        /// The last answer's status (429 or 503).
+        status: u16,
+        /// The wait its `Retry-After` asked for, in milliseconds (before the cap);
+        /// `None`: no usable header, the back-off is exponential.
+        retry_after_ms: Option<u64>,
+        /// Such answers in a row.
+        in_row: u32,
+    },
+    /// It failed (connect failure, timeout, DNS, unreachable robots.txt).
+    Failures {
+        /// Consecutive failures.
+        count: u32,
+    },
+}
+
+impl std::fmt::Display for BackOffReason {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match *self {
+            BackOffReason::Throttled {
+                status,
+                retry_after_ms: Some(ms),
+                in_row,
+            } => write!(
+                f,
+                "{status} x{in_row}, Retry-After {:.1} s",
+                ms as f64 / 1000.0
+            ),
+            BackOffReason::Throttled {
+                status,
+                retry_after_ms: None,
+                in_row,
+            } => write!(f, "{status} x{in_row}, exponential back-off"),
+            BackOffReason::Failures { count } => write!(f, "{count} failures in a row"),
+        }
+    }
 }
 
 /// How the speed target is set and met: where the target in force comes from and

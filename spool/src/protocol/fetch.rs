@@ -6,6 +6,7 @@ use std::net::SocketAddr;
 
 use serde::{Deserialize, Serialize};
 
+use super::RetryAfter;
 use crate::ids::AppId;
 use crate::outcome::OutcomeReason;
 
@@ -126,6 +127,9 @@ pub struct StoredPage {
     pub file: String,
     /// The `Location` header of a 3xx response, as sent by the server.
     pub location: Option<String>,
+    /// The `Retry-After` header of a 429 or 503 response, when it parses (the
+    /// manager backs the host off by it, up to its cap).
+    pub retry_after: Option<RetryAfter>,
 }
 
 /// Fetch timings: durations in milliseconds from the start of the job, and the

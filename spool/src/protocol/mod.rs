@@ -24,7 +24,7 @@
 //!
 //! ```text
 //! offset 0..4  magic    50 43 52 4c   "PCRL"
-//! offset 4..6  version  u16 big-endian (PROTOCOL_VERSION, 00 05 today)
+//! offset 4..6  version  u16 big-endian (PROTOCOL_VERSION, 00 06 today)
 //! offset 6..8  reserved 00 00 (sent as zero, ignored on receipt)
 //! ```
 //!
@@ -78,12 +78,12 @@
 //! Downloader `dl-1` with token `s3cret` opens a connection:
 //!
 //! ```text
-//! 50 43 52 4c 00 05 00 00                   preamble, v5
+//! 50 43 52 4c 00 06 00 00                   preamble, v6
 //! 00 00 00 1f                               frame of 31 bytes:
 //!   00                                      Message::Hello
 //!   01                                      Role::Downloader
 //!   04 64 6c 2d 31                          id "dl-1"
-//!   05                                      version 5
+//!   06                                      version 6
 //!   06 73 33 63 72 65 74                    token "s3cret"
 //!   0f 70 6f 6c 79 ... 2e 30                software "polycrawl 0.1.0"
 //! ```
@@ -91,7 +91,7 @@
 //! With the wrong token the server answers
 //!
 //! ```text
-//! 50 43 52 4c 00 05 00 00                   preamble, v5
+//! 50 43 52 4c 00 06 00 00                   preamble, v6
 //! 03 00 1f 77 72 6f 6e 67 ...               refused, bad token, 31 bytes:
 //!                                           "wrong token for downloader dl-1"
 //! ```
@@ -150,6 +150,7 @@ mod handshake;
 mod message;
 mod preamble;
 mod resolve;
+mod retry_after;
 mod session;
 mod state;
 mod token;
@@ -157,8 +158,9 @@ mod token;
 use std::time::Duration;
 
 pub use admin::{
-    AdminCommand, AdminReply, ComponentStatus, HostCounts, ReasonCount, Speed, SpeedLimit,
-    SpeedStatus, StatusCount, StatusSnapshot, TargetSource,
+    AdminCommand, AdminReply, BackOffReason, BackedOffHost, ComponentStatus, HostCounts,
+    MAX_BACKED_OFF, ReasonCount, Speed, SpeedLimit, SpeedStatus, StatusCount, StatusSnapshot,
+    TargetSource,
 };
 pub use app::{AppProgress, SpoolArea};
 pub use connection::{ConnReader, ConnWriter, Connection};
@@ -171,6 +173,7 @@ pub use handshake::{Limits, ServerConfig, client_handshake, server_handshake};
 pub use message::{ByeReason, Hello, Load, Message, Role, Welcome};
 pub use preamble::{MAGIC, MAX_REASON_LEN, PREAMBLE_LEN, RefusalCode, encode_refusal, preamble};
 pub use resolve::{HostAnswer, NegativeKind, RequestId, Resolution};
+pub use retry_after::RetryAfter;
 pub use state::{
     AppFigures, BudgetCut, ComponentState, MAX_DETECTORS, MAX_PATH_LEN, MAX_TOP_HOSTS,
     MAX_TRAP_EXAMPLES, PartFigures, Pause, PauseReason, TrapCut,
@@ -178,7 +181,7 @@ pub use state::{
 pub use token::{InvalidToken, Token};
 
 /// The protocol version this build speaks; see the versioning rule above.
-pub const PROTOCOL_VERSION: u16 = 5;
+pub const PROTOCOL_VERSION: u16 = 6;
 
 /// Default largest frame body, in bytes (16 MiB, as `control.max_frame_bytes`).
 pub const DEFAULT_MAX_FRAME: u32 = 16 * 1024 * 1024;

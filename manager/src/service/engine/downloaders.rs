@@ -206,6 +206,8 @@ impl Engine {
                     now.into_std().saturating_duration_since(assigned.sent),
                 );
             }
+            // Stored with the batch of the report's change (the crawl's totals).
+            self.frontier.count_report(&report.result, assigned.purpose);
             match (&report.result, assigned.purpose) {
                 (FetchResult::Stored(page), FetchPurpose::Robots) => {
                     self.metrics.wire_bytes += page.wire_bytes;
@@ -214,13 +216,11 @@ impl Engine {
                 (FetchResult::Stored(page), FetchPurpose::Page) => {
                     self.metrics.wire_bytes += page.wire_bytes;
                     self.metrics.pages_stored += 1;
-                    self.tally.response(page.status);
                     // The frontier keeps the page as awaiting its commit.
                     self.frontier
                         .on_report(&report, request_end_ms(page, wall))?;
                 }
-                (FetchResult::Failed { reason, .. }, _) => {
-                    self.tally.error(*reason);
+                (FetchResult::Failed { .. }, _) => {
                     self.frontier.on_report(&report, wall)?;
                 }
                 (FetchResult::Returned, _) => {
@@ -380,6 +380,7 @@ mod tests {
             },
             file: String::new(),
             location: None,
+            retry_after: None,
         };
         assert_eq!(request_end_ms(&page(0), 5_000), 5_000, "no stamp: now");
         assert_eq!(

@@ -47,7 +47,7 @@ use super::dns::DnsBatches;
 use super::error::ManagerError;
 use super::history::SpeedHistory;
 use super::ip_owner::IpOwners;
-use super::metrics::{FetchTally, Metrics};
+use super::metrics::Metrics;
 use super::pacing::TokenBucket;
 use super::registry::{Component, Registry};
 use super::speed::SpeedControl;
@@ -95,8 +95,6 @@ pub(crate) struct Engine {
     checkpoints: Checkpoints,
     /// Counters.
     metrics: Metrics,
-    /// Page responses per status code, failed attempts per reason.
-    tally: FetchTally,
     /// Pages/s now, over the last minute and hour.
     rate: SpeedHistory,
     /// When the engine started.
@@ -150,7 +148,6 @@ impl Engine {
                 now,
             ),
             metrics: Metrics::default(),
-            tally: FetchTally::default(),
             rate: SpeedHistory::new(now),
             started: now,
             heartbeat_timeout,

@@ -8,7 +8,9 @@
 //! one frontier stats snapshot and one read of `/proc/self/status` per line; one
 //! frontier stats snapshot per admin status.
 
-use spool::protocol::{ComponentState, HostCounts, ReasonCount, Role, StatusSnapshot};
+use spool::protocol::{
+    ComponentState, HostCounts, MAX_BACKED_OFF, ReasonCount, Role, StatusSnapshot,
+};
 use tokio::time::Instant;
 
 use super::super::conn::ConnId;
@@ -27,6 +29,7 @@ impl Engine {
     /// The crawl's figures for `AdminReply::Status`.
     pub(super) fn snapshot(&self, now: Instant) -> StatusSnapshot {
         let stats = self.frontier.stats();
+        let totals = self.frontier.totals();
         let count = |states: &[HostState]| -> u64 {
             stats
                 .hosts_by_state
@@ -61,16 +64,20 @@ impl Engine {
             speed_chart: self.rate.chart(now),
             target_pages_per_sec: self.frontier.target_rate() as f32,
             pages_total: stats.apps.iter().map(|a| a.pages_total).sum(),
-            bytes_total: self.metrics.wire_bytes,
+            requests_total: totals.requests,
+            bytes_total: totals.wire_bytes,
             robots_fetched: stats.robots_fetched,
-            http_status: self.tally.status_counts(),
-            fetch_errors: self.tally.error_counts(),
+            http_status: totals.status_counts(),
+            fetch_errors: totals.error_counts(),
             outcomes,
             queued_urls: stats.urls_queued,
             in_flight: stats.in_flight as u64,
             in_flight_per_host: stats.in_flight_per_host.clone(),
             dns_pending: (stats.dns_to_ask + self.dns.backlog_len()) as u64,
             hosts,
+            backed_off: self
+                .frontier
+                .backed_off_hosts(crate::wall_clock_ms(), MAX_BACKED_OFF),
             request_files_pending: stats.request_files_pending,
             request_files_loaded: stats.request_files_loaded,
             uptime_ms: millis(now.saturating_duration_since(self.started)),

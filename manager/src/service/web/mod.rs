@@ -11,7 +11,8 @@
 //! connections ([`Event::Web`]); the core answers it with the same code that answers
 //! `polycrawl status` and admin scripts on the control port (`engine/admin.rs`), so the two
 //! can never disagree. The page (`page.html`) is one self-contained file: inline
-//! script and style, no outside resource; it polls `/api/stats`.
+//! script and style, no outside resource; it polls `/api/stats`. `GET /metrics` is
+//! the same status in the Prometheus text format (`prometheus.rs`).
 //!
 //! Limits: [`MAX_CONNECTIONS`] at once (more are closed at once), a request must
 //! arrive within [`READ_TIMEOUT`], the head and body sizes of `http.rs`, and an
@@ -19,9 +20,10 @@
 //!
 //! This module must never touch the frontier or the engine's state (it only sends
 //! commands), answer a mutation without the admin token, or serve anything but the
-//! page and the API.
+//! page, the API and the metrics.
 
 mod http;
+mod prometheus;
 mod routes;
 
 use std::net::SocketAddr;
@@ -213,6 +215,16 @@ async fn respond(
         }
         .with("Content-Security-Policy", PAGE_POLICY)
         .with("Referrer-Policy", "no-referrer"),
+        Ok(Route::Metrics) => match ask_reply(events, AdminCommand::Status).await {
+            Ok(AdminReply::Status(snapshot)) => Response {
+                status: 200,
+                content_type: prometheus::CONTENT_TYPE,
+                headers: Vec::new(),
+                body: prometheus::render(&snapshot).into_bytes(),
+            },
+            Ok(other) => routes::answer(&AdminCommand::Status, other),
+            Err(refusal) => refusal,
+        },
         Ok(Route::Ask { command, mutation }) => {
             // The gate checked the token already (every mutation is a POST or a
             // DELETE); checked again so a route added as a GET mutation stays safe.
@@ -228,19 +240,27 @@ async fn respond(
 
 /// Hands `command` to the core and turns its answer into a response.
 async fn ask(events: &mpsc::Sender<Event>, command: AdminCommand) -> Response {
+    match ask_reply(events, command.clone()).await {
+        Ok(reply) => routes::answer(&command, reply),
+        Err(busy) => busy,
+    }
+}
+
+/// Hands `command` to the core and returns its answer (503 if none came in time).
+async fn ask_reply(
+    events: &mpsc::Sender<Event>,
+    command: AdminCommand,
+) -> Result<AdminReply, Response> {
     let busy = || Response::error(503, "the manager did not answer in time (busy or stopping)");
     let (tx, rx) = oneshot::channel();
-    let ask = WebAsk {
-        command: command.clone(),
-        reply: tx,
-    };
+    let ask = WebAsk { command, reply: tx };
     match timeout(ASK_TIMEOUT, events.send(Event::Web(ask))).await {
         Ok(Ok(())) => {}
-        _ => return busy(),
+        _ => return Err(busy()),
     }
     match timeout(ASK_TIMEOUT, rx).await {
-        Ok(Ok(reply)) => routes::answer(&command, reply),
-        _ => busy(),
+        Ok(Ok(reply)) => Ok(reply),
+        _ => Err(busy()),
     }
 }
 

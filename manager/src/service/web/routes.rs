@@ -6,6 +6,7 @@
 //! |---|---|---|
 //! | `GET /` | the page | no |
 //! | `GET /api/stats` | [`AdminCommand::Status`] | no |
+//! | `GET /metrics` | [`AdminCommand::Status`], as Prometheus text (`prometheus`) | no |
 //! | `GET /api/blacklist` | [`AdminCommand::Blacklist`] | no |
 //! | `POST /api/blacklist` `{"entry": E}` | [`AdminCommand::BlacklistAdd`] | yes |
 //! | `DELETE /api/blacklist` `{"entry": E}` | [`AdminCommand::BlacklistRemove`] | yes |
@@ -46,6 +47,8 @@ use super::http::{Request, Response};
 pub(crate) enum Route {
     /// The admin page.
     Page,
+    /// The admin status in the Prometheus text format.
+    Metrics,
     /// A command for the engine; `mutation` ones need the token.
     Ask {
         /// The command.
@@ -75,6 +78,8 @@ pub(crate) fn route(req: &Request, default_grace_ms: u64) -> Result<Route, Respo
         "/" | "/index.html" if get => Ok(Route::Page),
         "/" | "/index.html" => Err(not_allowed("GET, HEAD")),
         "/api/stats" if get => read(AdminCommand::Status),
+        "/metrics" if get => Ok(Route::Metrics),
+        "/metrics" => Err(not_allowed("GET, HEAD")),
         "/api/stats" => Err(not_allowed("GET, HEAD")),
         "/api/blacklist" if get => read(AdminCommand::Blacklist),
         "/api/blacklist" if method == "POST" => write(AdminCommand::BlacklistAdd {

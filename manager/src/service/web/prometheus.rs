@@ -1,0 +1,276 @@
+//! `GET /metrics`: the admin status in the Prometheus text exposition format
+//! (version 0.0.4), for the monitoring operators already run. The figures are those
+//! of the admin page (one [`StatusSnapshot`]); their names are the constants below.
+//!
+//! Labels are low-cardinality only: a status class, an outcome reason, a host
+//! state, a speed window. Never a URL, a host name or a component id. Totals marked
+//! persistent on the snapshot are counters over the whole crawl (they survive
+//! restarts); the rest are gauges. Like `GET /api/stats`, it needs no token: it
+//! changes nothing, and the admin server listens on loopback unless configured
+//! otherwise. This module must never ask the engine anything itself.
+
+use std::fmt::Write as _;
+
+use spool::protocol::{ReasonCount, StatusSnapshot};
+
+/// Pages stored over the crawl (persistent).
+pub const PAGES: &str = "polycrawl_pages_total";
+/// Fetches answered or failed, pages and robots.txt (persistent).
+pub const REQUESTS: &str = "polycrawl_requests_total";
+/// Response bytes received, pages and robots.txt (persistent).
+pub const BYTES: &str = "polycrawl_received_bytes_total";
+/// robots.txt verdicts obtained (persistent).
+pub const ROBOTS: &str = "polycrawl_robots_fetched_total";
+/// Page responses by status class, label `class` (`1xx` .. `5xx`, `other`).
+pub const RESPONSES: &str = "polycrawl_responses_total";
+/// Fetch attempts without a response, label `reason` (persistent).
+pub const FETCH_ERRORS: &str = "polycrawl_fetch_errors_total";
+/// URLs ended without a page, label `reason` (persistent).
+pub const OUTCOMES: &str = "polycrawl_outcomes_total";
+/// Pages per second, label `window` (`now`, `minute`, `hour`).
+pub const SPEED: &str = "polycrawl_pages_per_second";
+/// The speed target in force, pages per second.
+pub const TARGET: &str = "polycrawl_target_pages_per_second";
+/// URLs in host queues, in flight included.
+pub const QUEUED_URLS: &str = "polycrawl_queued_urls";
+/// Fetch jobs out at downloaders.
+pub const IN_FLIGHT: &str = "polycrawl_jobs_in_flight";
+/// Host names waiting for a resolver.
+pub const DNS_PENDING: &str = "polycrawl_names_to_resolve";
+/// Request files published and not completely loaded.
+pub const REQUEST_FILES_PENDING: &str = "polycrawl_request_files_pending";
+/// Hosts in memory by state, label `state`.
+pub const HOSTS: &str = "polycrawl_hosts";
+/// Components connected.
+pub const COMPONENTS: &str = "polycrawl_components";
+/// Seconds since the manager process started.
+pub const UPTIME: &str = "polycrawl_uptime_seconds";
+
+/// The `Content-Type` of the answer.
+pub const CONTENT_TYPE: &str = "text/plain; version=0.0.4; charset=utf-8";
+
+/// One metric family: its header and samples.
+fn family(out: &mut String, name: &str, kind: &str, help: &str, samples: &[(&str, &str, f64)]) {
+    let _ = writeln!(out, "# HELP {name} {help}");
+    let _ = writeln!(out, "# TYPE {name} {kind}");
+    for (label, value, v) in samples {
+        if label.is_empty() {
+            let _ = writeln!(out, "{name} {v}");
+        } else {
+            let _ = writeln!(out, "{name}{{{label}=\"{value}\"}} {v}");
+        }
+    }
+}
+
+fn reasons(counts: &[ReasonCount]) -> Vec<(&'static str, &'static str, f64)> {
+    counts
+        .iter()
+        .map(|c| ("reason", c.reason.as_str(), c.count as f64))
+        .collect()
+}
+
+/// The snapshot as Prometheus text.
+pub fn render(s: &StatusSnapshot) -> String {
+    let mut out = String::with_capacity(4096);
+    let one = |v: f64| [("", "", v)];
+    family(
+        &mut out,
+        PAGES,
+        "counter",
+        "Pages stored over the crawl.",
+        &one(s.pages_total as f64),
+    );
+    family(
+        &mut out,
+        REQUESTS,
+        "counter",
+        "Fetches answered or failed over the crawl.",
+        &one(s.requests_total as f64),
+    );
+    family(
+        &mut out,
+        BYTES,
+        "counter",
+        "Response bytes received over the crawl.",
+        &one(s.bytes_total as f64),
+    );
+    family(
+        &mut out,
+        ROBOTS,
+        "counter",
+        "robots.txt verdicts obtained over the crawl.",
+        &one(s.robots_fetched as f64),
+    );
+    let mut classes = [0u64; 6];
+    for c in &s.http_status {
+        let class = usize::from(c.code / 100);
+        classes[if (1..=5).contains(&class) { class } else { 0 }] += c.count;
+    }
+    let names = ["other", "1xx", "2xx", "3xx", "4xx", "5xx"];
+    let by_class: Vec<_> = (1..6)
+        .chain([0])
+        .map(|i| ("class", names[i], classes[i] as f64))
+        .collect();
+    family(
+        &mut out,
+        RESPONSES,
+        "counter",
+        "Page responses over the crawl by status class.",
+        &by_class,
+    );
+    family(
+        &mut out,
+        FETCH_ERRORS,
+        "counter",
+        "Fetch attempts without a response over the crawl.",
+        &reasons(&s.fetch_errors),
+    );
+    family(
+        &mut out,
+        OUTCOMES,
+        "counter",
+        "URLs ended without a page over the crawl.",
+        &reasons(&s.outcomes),
+    );
+    let speed = [
+        ("window", "now", f64::from(s.pages_per_sec_now)),
+        ("window", "minute", f64::from(s.pages_per_sec)),
+        ("window", "hour", f64::from(s.pages_per_sec_hour)),
+    ];
+    family(&mut out, SPEED, "gauge", "Pages stored per second.", &speed);
+    family(
+        &mut out,
+        TARGET,
+        "gauge",
+        "The speed target in force.",
+        &one(f64::from(s.target_pages_per_sec)),
+    );
+    family(
+        &mut out,
+        QUEUED_URLS,
+        "gauge",
+        "URLs in host queues, in flight included.",
+        &one(s.queued_urls as f64),
+    );
+    family(
+        &mut out,
+        IN_FLIGHT,
+        "gauge",
+        "Fetch jobs out at downloaders.",
+        &one(s.in_flight as f64),
+    );
+    family(
+        &mut out,
+        DNS_PENDING,
+        "gauge",
+        "Host names waiting for a resolver.",
+        &one(s.dns_pending as f64),
+    );
+    family(
+        &mut out,
+        REQUEST_FILES_PENDING,
+        "gauge",
+        "Request files not completely loaded.",
+        &one(s.request_files_pending as f64),
+    );
+    let h = &s.hosts;
+    let hosts = [
+        ("state", "resolving", h.resolving as f64),
+        ("state", "robots", h.robots as f64),
+        ("state", "ready", h.ready as f64),
+        ("state", "parked", h.parked as f64),
+        ("state", "fetching", h.fetching as f64),
+        ("state", "waiting", h.waiting as f64),
+        ("state", "backed_off", h.backed_off as f64),
+        ("state", "dead", h.dead as f64),
+    ];
+    family(
+        &mut out,
+        HOSTS,
+        "gauge",
+        "Hosts by state (dead: over the crawl).",
+        &hosts,
+    );
+    family(
+        &mut out,
+        COMPONENTS,
+        "gauge",
+        "Components connected.",
+        &one(s.components.len() as f64),
+    );
+    family(
+        &mut out,
+        UPTIME,
+        "gauge",
+        "Seconds since the manager started.",
+        &one(s.uptime_ms as f64 / 1000.0),
+    );
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use spool::OutcomeReason;
+    use spool::protocol::StatusCount;
+
+    #[test]
+    fn families_have_help_type_and_samples() {
+        let text = render(&snapshot());
+        for name in [PAGES, BYTES, RESPONSES, SPEED, QUEUED_URLS, HOSTS, OUTCOMES] {
+            assert!(text.contains(&format!("# TYPE {name} ")), "{name}\n{text}");
+        }
+        assert!(text.contains("polycrawl_pages_total 7\n"), "{text}");
+        assert!(text.contains("polycrawl_requests_total 9\n"), "{text}");
+        assert!(
+            text.contains("polycrawl_responses_total{class=\"2xx\"} 5\n"),
+            "{text}"
+        );
+        assert!(
+            text.contains("polycrawl_responses_total{class=\"4xx\"} 2\n"),
+            "{text}"
+        );
+        assert!(
+            text.contains("polycrawl_fetch_errors_total{reason=\"timeout\"} 3\n"),
+            "{text}"
+        );
+        assert!(
+            text.contains("polycrawl_hosts{state=\"backed_off\"} 0\n"),
+            "{text}"
+        );
+        assert!(text.ends_with('\n'));
+    }
+
+    fn snapshot() -> StatusSnapshot {
+        let json = serde_json::json!({
+            "pages_per_sec_now": 1.5, "pages_per_sec": 1.0, "pages_per_sec_hour": 0.5,
+            "speed_chart": [], "target_pages_per_sec": 100.0, "pages_total": 7,
+            "bytes_total": 1000, "robots_fetched": 2,
+            "http_status": [], "fetch_errors": [], "outcomes": [],
+            "queued_urls": 3, "in_flight": 1, "in_flight_per_host": [], "dns_pending": 0,
+            "hosts": {"resolving": 0, "robots": 0, "ready": 1, "parked": 0, "fetching": 1,
+                      "waiting": 2, "backed_off": 0, "dead": 0},
+            "backed_off": [], "request_files_pending": 0, "request_files_loaded": 1,
+            "uptime_ms": 1500, "requests_total": 9, "components": [],
+            "speed": serde_json::to_value(spool::protocol::SpeedStatus::default())
+                .expect("json"),
+            "pause": null
+        });
+        let mut s: StatusSnapshot = serde_json::from_value(json).expect("a snapshot");
+        s.http_status = vec![
+            StatusCount {
+                code: 200,
+                count: 5,
+            },
+            StatusCount {
+                code: 404,
+                count: 2,
+            },
+        ];
+        s.fetch_errors = vec![ReasonCount {
+            reason: OutcomeReason::Timeout,
+            count: 3,
+        }];
+        s
+    }
+}

@@ -1,0 +1,168 @@
+//! The crawl's figures across a kill -9 of the manager, and `/metrics` (issue 28,
+//! Done-when 3): `polycrawl websim`, a manager, a resolver and a downloader fed
+//! every URL of websim's manifest (no application), the manager killed with
+//! SIGKILL mid-crawl and started again on the same state.
+//!
+//! - The totals did not reset: right after the restart the admin status counts at
+//!   least the responses it counted before the kill.
+//! - At the end the responses counted (`http_status`, over the whole crawl) match
+//!   the `response` records in the spool's WARC page batches, up to the jobs a
+//!   crash can leave in flight (fetched and stored, never reported, fetched again):
+//!   `counted <= records <= counted + jobs_bound`.
+//! - `GET /metrics` parses with the official Prometheus text parser
+//!   (`prometheus_client.parser`, installed by `ops/setup.sh`) and holds the
+//!   totals, the speed, the queue sizes and the hosts by state, with the admin
+//!   status's values.
+
+use std::process::Command;
+use std::time::{Duration, Instant};
+
+use tests::spoolout::Returned;
+use tests::system::{Knobs, System};
+use tests::websim::Websim;
+
+const APP: &str = "metrics";
+
+fn responses(sys: &System) -> u64 {
+    sys.status().http_status.iter().map(|c| c.count).sum()
+}
+
+/// Parses `text` with prometheus_client; `name value` per sample (labels folded
+/// into the name as `name{k=v}`), one a line.
+fn parse_with_prometheus_client(text: &str, dir: &std::path::Path) -> String {
+    let path = dir.join("metrics.txt");
+    std::fs::write(&path, text).expect("write");
+    let script = r#"
+import sys
+from prometheus_client.parser import text_string_to_metric_families
+for fam in text_string_to_metric_families(open(sys.argv[1]).read()):
+    print('family', fam.name, fam.type)
+    for s in fam.samples:
+        labels = ','.join(f'{k}={v}' for k, v in sorted(s.labels.items()))
+        print('sample', s.name + ('{' + labels + '}' if labels else ''), s.value)
+"#;
+    let out = Command::new("python3")
+        .arg("-c")
+        .arg(script)
+        .arg(&path)
+        .output()
+        .expect("python3");
+    assert!(
+        out.status.success(),
+        "the Prometheus parser refused /metrics ({}): {}\n{text}",
+        out.status,
+        String::from_utf8_lossy(&out.stderr)
+    );
+    String::from_utf8_lossy(&out.stdout).into_owned()
+}
+
+#[test]
+fn totals_survive_a_kill_and_metrics_parse() {
+    let ws = Websim::start(&["--hosts", "30", "--pages", "600", "--seed", "9"]);
+    let knobs = Knobs::default();
+    let mut sys = System::new(&ws, &knobs);
+    sys.start_manager();
+    sys.start_resolver();
+    sys.start_downloader("dl-1");
+    sys.wait_components(1, 1, Duration::from_secs(30));
+    let urls: Vec<String> = ws.manifest().into_iter().map(|r| r.url).collect();
+    sys.publish_requests(APP, 50, &urls);
+
+    // Mid-crawl: some responses counted, not all.
+    let started = Instant::now();
+    while responses(&sys) < 100 {
+        assert!(started.elapsed() < Duration::from_secs(60), "no progress");
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    let before = responses(&sys);
+    sys.kill_manager();
+    sys.start_manager();
+    let after = responses(&sys);
+    assert!(
+        after >= before,
+        "totals reset by the restart: {before} -> {after}"
+    );
+    assert!(
+        after < urls.len() as u64,
+        "the kill came too late to test anything"
+    );
+
+    let mut back = Returned::new(&sys.spool, APP);
+    loop {
+        back.refresh();
+        let status = sys.status();
+        if back.open(&urls) == 0 && status.queued_urls == 0 && status.in_flight == 0 {
+            break;
+        }
+        assert!(
+            started.elapsed() < Duration::from_secs(120),
+            "{} of {} URLs open; status {status:?}",
+            back.open(&urls),
+            urls.len()
+        );
+        std::thread::sleep(Duration::from_millis(100));
+    }
+    // Batches still open at the downloader are published within their age limit.
+    std::thread::sleep(Duration::from_millis(tests::system::BATCH_AGE_MS * 3));
+    back.refresh();
+    let counted = responses(&sys);
+    let records = back.page_records() as u64;
+    let bound = knobs.jobs_bound(1) as u64;
+    assert!(
+        counted <= records && records <= counted + bound,
+        "{counted} responses counted, {records} records stored (in-flight bound {bound})"
+    );
+
+    // /metrics, read by the official parser.
+    let status = sys.status();
+    let answer = sys.api("GET", "/metrics", "", false);
+    assert_eq!(answer.status, 200);
+    let text = String::from_utf8_lossy(&answer.body).into_owned();
+    let dir = tempfile::tempdir().expect("tempdir");
+    let parsed = parse_with_prometheus_client(&text, dir.path());
+    for family in [
+        "family polycrawl_pages counter",
+        "family polycrawl_requests counter",
+        "family polycrawl_received_bytes counter",
+        "family polycrawl_responses counter",
+        "family polycrawl_fetch_errors counter",
+        "family polycrawl_pages_per_second gauge",
+        "family polycrawl_queued_urls gauge",
+        "family polycrawl_jobs_in_flight gauge",
+        "family polycrawl_hosts gauge",
+    ] {
+        assert!(parsed.contains(family), "{family} missing from\n{parsed}");
+    }
+    let sample = |name: &str| -> f64 {
+        parsed
+            .lines()
+            .find_map(|l| l.strip_prefix(&format!("sample {name} ")))
+            .and_then(|v| v.parse().ok())
+            .unwrap_or_else(|| panic!("no sample {name} in\n{parsed}"))
+    };
+    assert_eq!(sample("polycrawl_pages_total") as u64, status.pages_total);
+    assert_eq!(
+        sample("polycrawl_requests_total") as u64,
+        status.requests_total
+    );
+    assert!(
+        status.requests_total >= counted,
+        "requests include every response"
+    );
+    assert_eq!(
+        sample("polycrawl_received_bytes_total") as u64,
+        status.bytes_total
+    );
+    let by_class: f64 = ["1xx", "2xx", "3xx", "4xx", "5xx", "other"]
+        .iter()
+        .map(|c| sample(&format!("polycrawl_responses_total{{class={c}}}")))
+        .sum();
+    assert_eq!(by_class as u64, counted);
+    assert_eq!(sample("polycrawl_queued_urls"), 0.0);
+    sample("polycrawl_pages_per_second{window=minute}");
+    sample("polycrawl_hosts{state=backed_off}");
+    assert!(
+        !text.contains("://") && !text.contains(".test"),
+        "a URL or a host name as a label:\n{text}"
+    );
+}
