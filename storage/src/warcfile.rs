@@ -1,4 +1,4 @@
-//! The repository's WARC files: [`WarcFiles`] appends every ingested batch (and its
+//! The repository's WARC files: `WarcFiles` appends every ingested batch (and its
 //! revisit records) to one open file, and starts a new file when the open one has
 //! reached its size or age ([`Rotation`]), so a crawl leaves files of archive size
 //! (1 GB by default, Heritrix's `maxFileSizeBytes`) rather than one per batch.
@@ -12,10 +12,10 @@
 //!
 //! # Durable length, and the torn tail
 //!
-//! The catalog keeps the open file's **durable length** ([`OpenWarc`]), written in the
+//! The catalog keeps the open file's **durable length** (`OpenWarc`), written in the
 //! same synced RocksDB write that commits an ingest: bytes past it belong to an
 //! append that did not commit (a crash, a full disk). Every append first truncates
-//! the file to the durable length, and [`WarcFiles::open`] does the same when the
+//! the file to the durable length, and `WarcFiles::open` does the same when the
 //! repository opens, so a half-appended record is cut exactly at the last committed
 //! record: never read by a scanner, never indexed, never left between two good
 //! records. A reader that lists the files while a crawl runs may still see the
