@@ -218,12 +218,14 @@ stop_websim() {
     websim_pid=""
 }
 
-# A port free on every loopback address (nothing listens on it anywhere).
+# A port free on every loopback address (nothing listens on it anywhere), for both
+# TCP and UDP (dnsmasq takes both; a TCP-only check let it fail with "Address
+# already in use" about once in 15 runs).
 free_port() {
     local p
     while :; do
         p=$((20000 + RANDOM % 30000))
-        ss -Htln "sport = :$p" | grep -q . || { echo "$p"; return; }
+        ss -Htuln "sport = :$p" | grep -q . || { echo "$p"; return; }
     done
 }
 
