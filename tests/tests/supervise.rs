@@ -886,6 +886,13 @@ fn chaos_kills_a_process_every_few_seconds_and_the_crawl_completes() {
     // flight at a downloader kill) are set apart and judged on websim's side
     // alone: the next request to their origin must not start within the interval
     // after websim began writing their response.
+    //
+    // websim stamps a request's start when it has read it, not when its bytes
+    // arrived: a downloader killed right after it wrote a request leaves the bytes
+    // in the socket, and a busy websim may read them after the kill. So a line
+    // counts as in flight at a kill from `KILL_SLACK_US` before its start to as
+    // long after its end.
+    const KILL_SLACK_US: u64 = 1_000_000;
     let dl_kills: Vec<u64> = kills
         .iter()
         .filter(|k| k.name.starts_with("dl-"))
@@ -907,7 +914,7 @@ fn chaos_kills_a_process_every_few_seconds_and_the_crawl_completes() {
         let at_kill = lines.iter().copied().filter(|l| {
             dl_kills
                 .iter()
-                .any(|k| l.start_us <= *k && l.end_us + 1_000_000 >= *k)
+                .any(|k| l.start_us <= *k + KILL_SLACK_US && l.end_us + KILL_SLACK_US >= *k)
         });
         cut.extend(at_kill.take(excess));
     }
