@@ -50,8 +50,9 @@ use nix::unistd::Pid;
 /// must die with it (see [`die_with_parent`]).
 pub const PARENT_ENV: &str = "POLYCRAWL_PARENT_PID";
 
-/// How often a stopping child is checked for its exit.
-const POLL: Duration = Duration::from_millis(20);
+/// How often a stopping child is checked for its exit if no exit wakes the wait
+/// (`exits.rs`).
+const POLL: Duration = Duration::from_millis(5);
 
 /// Units of the times in `/proc/<pid>/stat`: the kernel reports them in USER_HZ,
 /// which is 100 on every Linux architecture (`getconf CLK_TCK`).
@@ -247,9 +248,10 @@ impl Child {
     /// Waits until `deadline` for the exit, then kills it (SIGKILL); reaps it.
     pub fn wait_or_kill(&mut self, deadline: Instant) -> Option<ExitStatus> {
         loop {
+            let seen = super::exits::seen();
             match self.exited() {
                 Ok(Some(status)) => return Some(status),
-                Ok(None) if Instant::now() < deadline => std::thread::sleep(POLL),
+                Ok(None) if Instant::now() < deadline => super::exits::wait_after(seen, POLL),
                 _ => {
                     tracing::warn!(process = %self.name, pid = self.pid(), "did not stop in time: killing it");
                     let _ = self.child.kill();

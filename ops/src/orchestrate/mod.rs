@@ -7,6 +7,8 @@
 //!   kernel's parent-death signal and in a process group of its own.
 //! - [`system`]: [`system::System`]: generated config, tokens, start order, the
 //!   watch loop that restarts a process that dies, and the stop order.
+//! - [`exits`]: wake-ups on a child's exit (SIGCHLD), so the watch loop and the
+//!   stops see an exit at once rather than at their next poll.
 //! - [`supervise`]: the restart rule: a process killed after it worked is always
 //!   started again, with back-off; one in a crash loop is given up on.
 //! - [`machines`]: `demo --machines`: network namespaces and NFS stand-in
@@ -30,6 +32,7 @@ pub mod child;
 pub mod contact;
 pub mod crawl;
 pub mod demo;
+pub mod exits;
 pub mod machines;
 pub mod parts;
 pub mod progress;

@@ -51,6 +51,7 @@ use tokio::runtime::Handle;
 use tokio_util::sync::CancellationToken;
 
 use super::child::{Child, describe};
+use super::exits;
 use super::machines::Machine;
 use super::progress::Progress;
 use super::supervise::{Deaths, LISTENING, ReadyWatch, Verdict, crash_loop_line};
@@ -66,7 +67,8 @@ const STOP_GRACE: Duration = Duration::from_secs(15);
 const STATUS_EVERY: Duration = Duration::from_millis(500);
 /// How long the summary line of an application that exited 0 may take to be read.
 const SUMMARY_WAIT: Duration = Duration::from_secs(3);
-/// How often the children are checked.
+/// How often the children are checked when none exits (an exit wakes the loop at
+/// once: `exits.rs`).
 const TICK: Duration = Duration::from_millis(100);
 /// Where a run keeps its files, all under one output directory.
 #[derive(Debug, Clone)]
@@ -855,7 +857,10 @@ impl System {
         let started = Instant::now();
         let mut last_status = None;
         let mut next_status = Instant::now();
+        exits::watch(rt);
         let ending = loop {
+            // Read before the checks: an exit after them ends the wait below.
+            let exits_seen = exits::seen();
             if shutdown.is_cancelled() {
                 break Ending::Interrupted;
             }
@@ -978,7 +983,7 @@ impl System {
                     last_status = Some(s);
                 }
             }
-            std::thread::sleep(TICK);
+            exits::wait_after(exits_seen, TICK);
         };
         if ending == Ending::Complete {
             if let Some(s) = self.status(rt) {
@@ -1029,9 +1034,10 @@ impl System {
                 note(&app.proc.child, s);
             }
         }
-        std::thread::sleep(Duration::from_millis(50));
         for app in &mut self.apps {
-            app.lines.extend(app.proc.child.new_lines());
+            // Every app has exited: its reader thread reaches the end of the pipe.
+            app.lines
+                .extend(app.proc.child.rest_of_lines(Duration::from_millis(500)));
             app_cpu.push((app.proc.name().to_owned(), app.proc.cpu()));
             threads.push((
                 app.proc.name().to_owned(),
