@@ -490,6 +490,7 @@ fn run(
                             limits,
                             depth: None,
                             hops: None,
+                            after: None,
                         })
                         .collect();
                     writer.send(&Message::FetchBatch { jobs }).await.unwrap();

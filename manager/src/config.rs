@@ -152,6 +152,14 @@ pub struct FrontierConfig {
     /// Ask the downloader to keep the connection open when the host has more URLs and
     /// its interval is at most this. Default 5,000.
     pub keep_alive_max_interval_ms: u64,
+    /// With `connections_per_host` 1, a host whose interval is at most this gets
+    /// its next URL sent along with the current one, as a chained job
+    /// (`spool::protocol::After`): the downloader starts it one interval after the
+    /// current response ends, unless that response failed or was a 429/503, instead
+    /// of waiting for the report to reach the manager and the next dispatch to come
+    /// back. Only when the host's address may start another request at once (no
+    /// per-IP spacing in the way). 0 turns chaining off. Default 1,000.
+    pub chain_max_interval_ms: u64,
 }
 
 impl Default for FrontierConfig {
@@ -193,6 +201,7 @@ impl Default for FrontierConfig {
             first_byte_timeout_ms: 30_000,
             total_timeout_ms: 120_000,
             keep_alive_max_interval_ms: 5_000,
+            chain_max_interval_ms: 1_000,
         }
     }
 }

@@ -37,6 +37,11 @@ impl Pending {
         true
     }
 
+    /// Whether `job` is pending.
+    pub(crate) fn contains(&self, job: JobId) -> bool {
+        self.jobs.contains_key(&job)
+    }
+
     /// Removes `job`; its application if it was pending.
     pub(crate) fn remove(&mut self, job: JobId) -> Option<AppId> {
         let app = self.jobs.remove(&job)?;

@@ -48,13 +48,13 @@ use spool::protocol::{
 use tokio::sync::mpsc;
 use tokio::task::{Id, JoinError, JoinSet};
 use tokio::time::Instant;
-use tracing::{error, info, warn};
+use tracing::{debug, error, info, warn};
 
 use crate::limit::Permit;
 use crate::service::error::WriteError;
 use crate::service::metrics::MetricsSnapshot;
 use crate::service::pending::Pending;
-use crate::service::task::{self, JobEnv};
+use crate::service::task::{self, Chain, JobEnv};
 use crate::service::writer::{Command, Event};
 
 /// Events handled before the reports they produced are sent.
@@ -83,8 +83,12 @@ pub(crate) struct DownloaderRole<'a> {
     task_jobs: HashMap<Id, JobId>,
     /// Every job of this session without a report yet (queued or running).
     pending: Pending,
-    /// Jobs waiting for a slot, in the manager's order.
-    queue: VecDeque<FetchJob>,
+    /// Jobs waiting for a slot, in the manager's order (a released chained job
+    /// goes first), each with when it may start.
+    queue: VecDeque<(FetchJob, Chain)>,
+    /// Chained jobs (`spool::protocol::After`) held until the job they follow ends,
+    /// by that job. Pending like queued jobs. At most one per job it follows.
+    held: HashMap<JobId, FetchJob>,
     /// Jobs reported `Stored` into a page batch that is not published yet.
     uncommitted: HashSet<JobId>,
     reports: Vec<FetchReport>,
@@ -110,6 +114,7 @@ impl<'a> DownloaderRole<'a> {
             task_jobs: HashMap::new(),
             pending: Pending::default(),
             queue: VecDeque::new(),
+            held: HashMap::new(),
             uncommitted: HashSet::new(),
             reports: Vec::new(),
             draining: false,
@@ -185,10 +190,13 @@ impl ClientRole for DownloaderRole<'_> {
     async fn on_work(&mut self, link: &Link, work: Work) -> Step<WriteError> {
         match work {
             Work::Slot(permit) => {
-                if let Some(job) = self.queue.pop_front() {
+                if let Some((job, mut chain)) = self.queue.pop_front() {
                     let id = job.job;
+                    chain.announce_end = self.held.contains_key(&id);
                     let env = Arc::clone(self.env);
-                    let task = self.tasks.spawn(task::run(env, self.session, job, permit));
+                    let task = self
+                        .tasks
+                        .spawn(task::run(env, self.session, job, permit, chain));
                     self.task_jobs.insert(task.id(), id);
                 }
                 Step::Continue
@@ -228,8 +236,9 @@ impl ClientRole for DownloaderRole<'_> {
     /// Jobs not started yet are handed back now.
     async fn begin_drain(&mut self, link: &Link) -> Step<WriteError> {
         self.draining = true;
-        let waiting = self.queue.len();
-        for job in self.queue.drain(..) {
+        let waiting = self.queue.len() + self.held.len();
+        let held = self.held.drain().map(|(_, job)| job);
+        for job in self.queue.drain(..).map(|(job, _)| job).chain(held) {
             self.pending.remove(job.job);
             self.reports.push(returned(job.job));
         }
@@ -260,6 +269,7 @@ impl ClientRole for DownloaderRole<'_> {
     /// own (their reports go nowhere; their pages are still written).
     fn on_disconnected(&mut self) {
         self.queue.clear();
+        self.held.clear();
         self.pending.drain();
         self.task_jobs.clear();
         self.tasks.detach_all();
@@ -267,13 +277,56 @@ impl ClientRole for DownloaderRole<'_> {
 }
 
 impl DownloaderRole<'_> {
-    /// Queues one job; it starts when a slot is free.
+    /// Queues one job; it starts when a slot is free. A chained job waits for the
+    /// job it follows (earlier in the same batch) to end; if that one is not
+    /// pending here, or already has a job chained after it, it is handed back.
     fn start(&mut self, job: FetchJob) {
         if !self.pending.insert(job.job, &job.app) {
             warn!(job = %job.job, "downloader: the manager sent a job that is still pending; ignored");
             return;
         }
-        self.queue.push_back(job);
+        match job.after {
+            None => self.queue.push_back((job, Chain::default())),
+            Some(after) => {
+                // If the job it follows started already (not the manager's way:
+                // both come in one batch), its report hands this one back.
+                let follows =
+                    self.pending.contains(after.job) && !self.held.contains_key(&after.job);
+                if follows {
+                    self.held.insert(after.job, job);
+                } else {
+                    debug!(job = %job.job, after = %after.job, "downloader: chained job with no job to follow, returned");
+                    self.hand_back(job.job);
+                }
+            }
+        }
+    }
+
+    /// A job is handed back unstarted (`Returned`).
+    fn hand_back(&mut self, job: JobId) {
+        if self.pending.remove(job).is_some() {
+            self.env.metrics.returned(1);
+            self.reports.push(returned(job));
+        }
+    }
+
+    /// Job `job` ended (its fetch, or, without a fetch, its report): the job chained
+    /// after it, if any, starts `gap_ms` after `at` when `go`, else is handed back.
+    fn release(&mut self, job: JobId, go: bool, at: Instant) {
+        let Some(next) = self.held.remove(&job) else {
+            return;
+        };
+        match next.after {
+            Some(after) if go && !self.draining => {
+                let not_before = at + std::time::Duration::from_millis(after.gap_ms.into());
+                let chain = Chain {
+                    not_before: (after.gap_ms > 0).then_some(not_before),
+                    announce_end: false,
+                };
+                self.queue.push_front((next, chain));
+            }
+            _ => self.hand_back(next.job),
+        }
     }
 
     /// A job task ended. A panic (a bug) hands its job back.
@@ -285,10 +338,8 @@ impl DownloaderRole<'_> {
         let job = self.task_jobs.remove(&id);
         if let (Some(e), Some(job)) = (panicked, job) {
             error!(%job, error = %e, "downloader: job task panicked");
-            if self.pending.remove(job).is_some() {
-                self.env.metrics.returned(1);
-                self.reports.push(returned(job));
-            }
+            self.release(job, false, Instant::now());
+            self.hand_back(job);
         }
     }
 
@@ -319,6 +370,11 @@ impl DownloaderRole<'_> {
                 report,
                 in_batch,
             } => {
+                if session == self.session {
+                    // Ended without a fetch (or its `Ended` was lost): the job
+                    // chained after it is handed back.
+                    self.release(report.job, false, Instant::now());
+                }
                 let app = (session == self.session)
                     .then(|| self.pending.remove(report.job))
                     .flatten();
@@ -350,6 +406,16 @@ impl DownloaderRole<'_> {
                 return self.finish(link).await;
             }
             Event::Flushed { .. } => {}
+            Event::Ended {
+                session,
+                job,
+                go,
+                at,
+            } => {
+                if session == self.session {
+                    self.release(job, go, at);
+                }
+            }
             Event::State(state) => {
                 self.state = state.clone();
                 if let Err(e) = link.send(&Message::Status(state)).await {

@@ -30,6 +30,7 @@ use spool::protocol::{
 };
 use spool::warc::WarcDate;
 use tokio::sync::mpsc;
+use tokio::time::Instant;
 use tracing::debug;
 
 use crate::error::FetchError;
@@ -85,8 +86,26 @@ fn job_limits(l: &FetchLimits) -> JobLimits {
     }
 }
 
+/// How a job task starts and what it tells the session when its fetch ends.
+#[derive(Debug, Clone, Copy, Default)]
+pub(crate) struct Chain {
+    /// A chained job: not before this (the end of the job it follows plus the gap).
+    pub not_before: Option<Instant>,
+    /// A job is chained after this one: say when the fetch ended ([`Event::Ended`]).
+    pub announce_end: bool,
+}
+
 /// Runs one job in the concurrency slot `permit` (released when the fetch ends).
-pub(crate) async fn run(env: Arc<JobEnv>, session: u64, job: protocol::FetchJob, permit: Permit) {
+pub(crate) async fn run(
+    env: Arc<JobEnv>,
+    session: u64,
+    job: protocol::FetchJob,
+    permit: Permit,
+    chain: Chain,
+) {
+    if let Some(at) = chain.not_before {
+        tokio::time::sleep_until(at).await;
+    }
     let tag = JobTag {
         session,
         job: job.job,
@@ -98,6 +117,19 @@ pub(crate) async fn run(env: Arc<JobEnv>, session: u64, job: protocol::FetchJob,
     let date = WarcDate::from_system_time(SystemTime::now());
     let mut times = WireTimes::default();
     let fetched = env.fetcher.fetch_stamped(&engine, permit, &mut times).await;
+    if chain.announce_end {
+        // The next job of this host may start (one interval from now) only after a
+        // response that asks for no back-off.
+        let go = fetched
+            .as_ref()
+            .is_ok_and(|f| !matches!(f.status(), 429 | 503));
+        let _ = env.events.send(Event::Ended {
+            session,
+            job: job.job,
+            go,
+            at: Instant::now(),
+        });
+    }
     if let Some(log) = &env.wire_log {
         let result = match &fetched {
             Ok(f) => f.status().to_string(),

@@ -5,9 +5,12 @@
 //! - `pages`: reports, `Committed`, the WARC files (`warcio check`), robots files,
 //!   failures, the address policy;
 //! - `batches`: rotation by age and by size; SIGKILL mid-batch;
-//! - `control`: `SetConcurrency`, `Drain`, shutdown, reconnects, refusal.
+//! - `control`: `SetConcurrency`, `Drain`, shutdown, reconnects, refusal;
+//! - `chain`: chained jobs (`After`): started one gap after the job they follow,
+//!   or handed back unsent.
 
 mod batches;
+mod chain;
 mod control;
 mod manager;
 mod pages;

@@ -52,6 +52,7 @@ async fn pages_are_stored_reported_and_committed() {
         .map(|(id, path)| FetchJob {
             depth: Some(id as u32),
             hops: Some(id as u32 - 1),
+            after: None,
             ..page(id, &site.url(path), site.addr)
         })
         .collect();

@@ -127,6 +127,11 @@ pub async fn answer(path: &str) -> Vec<u8> {
         r.extend_from_slice(b"0\r\n\r\n");
         return r;
     }
+    if let Some(code) = path.strip_prefix("/status/") {
+        let code: u16 = code.parse().unwrap_or(500);
+        return format!("HTTP/1.1 {code} Status\r\nRetry-After: 1\r\nContent-Length: 2\r\n\r\nno")
+            .into_bytes();
+    }
     if path == "/gzip" {
         let body = gzip(&page_body(path));
         return ok("Content-Encoding: gzip\r\n", &body);

@@ -10,13 +10,21 @@
 //! fewer than that many of its requests are in flight. The URL stays in RocksDB until
 //! its report, so a crash re-dispatches it (`out`).
 //!
+//! **Chaining** (one connection per host, an interval of at most
+//! `chain_max_interval_ms`, an address free to start another request): the host's
+//! next URL goes out in the same round as a job chained after the first
+//! ([`After`]). The downloader starts it one interval after the first response
+//! ends, or hands it back unsent if that one failed or was a 429/503, so the host's
+//! next request needs no round trip through the manager, and at most one request
+//! per host is on the wire as before. The host stays `InFlight` until both report.
+//!
 //! Cost: O(log hosts) per job plus, every `pop_batch` URLs of a host, one RocksDB
 //! seek. This module must never send anything: it returns jobs to the service.
 
 use std::net::{IpAddr, SocketAddr};
 
 use spool::OutcomeReason;
-use spool::protocol::{FetchJob, FetchLimits, FetchPurpose, JobId};
+use spool::protocol::{After, FetchJob, FetchLimits, FetchPurpose, JobId};
 
 use super::borrowed::Busy;
 use super::hosts::{HostId, HostState, Out};
@@ -48,7 +56,15 @@ impl Frontier {
                 continue; // Stale entry.
             }
             if let Some(job) = self.dispatch_host(key, id, now_ms, &mut batch)? {
+                let first = job.job;
+                let ip = job.addr.ip();
+                let job_is_page = job.purpose == FetchPurpose::Page;
                 jobs.push(job);
+                if jobs.len() < max && job_is_page {
+                    if let Some(next) = self.chain(id, ip, first, now_ms, &mut batch)? {
+                        jobs.push(next);
+                    }
+                }
             }
         }
         self.reserve_job_ids(&mut batch);
@@ -174,6 +190,7 @@ impl Frontier {
             limits: self.limits(self.config.max_robots_bytes, 0),
             depth: None,
             hops: None,
+            after: None,
         })
     }
 
@@ -265,8 +282,96 @@ impl Frontier {
                 limits: self.limits(self.config.max_page_bytes, host_spacing),
                 depth: entry.depth,
                 hops: entry.hops,
+                after: None,
             }));
         }
+    }
+
+    /// Host `id`'s next URL as a job chained after `first` (its page job just
+    /// started on `ip`), if chaining applies: one connection per host, the host's
+    /// interval at most `chain_max_interval_ms`, its address free to start another
+    /// request now, and a next URL robots.txt allows. The downloader starts it one
+    /// interval after `first`'s response ends, or hands it back unsent
+    /// ([`After`]); until both report, the host stays `InFlight` (two `Out`s).
+    fn chain(
+        &mut self,
+        id: HostId,
+        ip: IpAddr,
+        first: JobId,
+        now_ms: u64,
+        batch: &mut Batch,
+    ) -> Result<Option<FetchJob>, FrontierError> {
+        let max_interval = self.config.chain_max_interval_ms;
+        if max_interval == 0 || self.connection_limit() != 1 {
+            return Ok(None);
+        }
+        let Some(host) = self.hosts.get(id) else {
+            return Ok(None);
+        };
+        let interval = self.interval_of(host);
+        if interval > max_interval
+            || host.out.len() != 1
+            || host.queued() == 0
+            || !self.ips.can_start(ip, now_ms)
+        {
+            return Ok(None);
+        }
+        self.fill_buffer(id)?;
+        let Some(host) = self.hosts.get(id) else {
+            return Ok(None);
+        };
+        let Some((_, head)) = host.buffer.front() else {
+            return Ok(None);
+        };
+        let allowed = host
+            .robots
+            .as_ref()
+            .is_none_or(|r| r.policy.is_allowed(&path_and_query(&head.url)));
+        if !allowed {
+            return Ok(None); // The next ordinary dispatch ends it as excluded.
+        }
+        let port = host.port;
+        let Some((seq, entry, tries)) = self.take_head(id)? else {
+            return Ok(None);
+        };
+        let keep_alive = self.hosts.get(id).is_some_and(|h| h.queued() > 0) && self.keep_alive(id);
+        let job = self.new_job_id();
+        self.hosts.push_out(
+            id,
+            Out {
+                job,
+                ip,
+                seq: Some(seq),
+                tries,
+                started_ms: now_ms,
+            },
+        );
+        self.save_host(id, batch);
+        self.ips.start(ip, now_ms);
+        self.jobs.start(
+            job,
+            JobInfo {
+                host: id,
+                purpose: FetchPurpose::Page,
+                app: Some(entry.app.clone()),
+                borrowed: None,
+            },
+        );
+        Ok(Some(FetchJob {
+            job,
+            app: entry.app,
+            url: entry.url,
+            addr: SocketAddr::new(ip, port),
+            purpose: FetchPurpose::Page,
+            keep_alive,
+            limits: self.limits(self.config.max_page_bytes, 0),
+            depth: entry.depth,
+            hops: entry.hops,
+            after: Some(After {
+                job: first,
+                gap_ms: u32::try_from(interval).unwrap_or(u32::MAX),
+            }),
+        }))
     }
 
     /// Why `origin` (not host `id`'s own) may not be contacted now: a host of that

@@ -268,7 +268,11 @@ impl Frontier {
         let one_at_a_time = self.connection_limit() == 1;
         if let Some(host) = self.hosts.get_mut(id) {
             if one_at_a_time {
-                host.next_allowed_ms = politeness::rest_until(now_ms, interval);
+                // The latest end it knows: a chained job's report may come before
+                // the report of the job it followed.
+                host.next_allowed_ms = host
+                    .next_allowed_ms
+                    .max(politeness::rest_until(now_ms, interval));
             }
             if interval > super::queue::READ_AHEAD_MAX_REST_MS {
                 host.buffer.clear(); // Read again when it wakes: no memory while resting.

@@ -139,6 +139,7 @@ mod tests {
             ip_max_in_flight: 0,
             ip_min_interval_ms: 0,
             allow_private_addresses: true,
+            chain_max_interval_ms: 0, // These tests take one job per host at a time.
             ..FrontierConfig::default()
         }
     }

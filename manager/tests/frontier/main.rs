@@ -3,6 +3,7 @@
 
 mod support;
 
+mod chaining;
 mod connections;
 mod durability;
 mod failures;

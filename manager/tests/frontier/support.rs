@@ -34,7 +34,19 @@ impl World {
         World { dir, spool, db }
     }
 
+    /// Opens the frontier with `config`, chaining off: these tests play a
+    /// downloader that takes one job per host at a time (`chaining.rs` tests
+    /// chained jobs, with [`World::open_chaining`]).
     pub fn open(&self, config: &FrontierConfig) -> Frontier {
+        let config = FrontierConfig {
+            chain_max_interval_ms: 0,
+            ..config.clone()
+        };
+        Frontier::open(&self.db, self.spool.clone(), config).unwrap()
+    }
+
+    /// Opens the frontier with `config` as it is (chaining as configured).
+    pub fn open_chaining(&self, config: &FrontierConfig) -> Frontier {
         Frontier::open(&self.db, self.spool.clone(), config.clone()).unwrap()
     }
 
@@ -204,12 +216,21 @@ impl<'a> Sim<'a> {
             let room = self.capacity - self.in_flight.len();
             if room > 0 {
                 for job in f.next_jobs(self.now, room).unwrap() {
-                    let ends = self.now + (self.duration)(&job);
-                    let d = Dispatch {
-                        at: self.now,
-                        ends,
-                        job,
+                    // A chained job starts `gap_ms` after the job it follows ends
+                    // (this simulated downloader's responses are all 200s).
+                    let at = match job.after {
+                        Some(after) => {
+                            let first = self
+                                .in_flight
+                                .iter()
+                                .find(|d| d.job.job == after.job)
+                                .expect("a chained job follows a job in flight");
+                            first.ends + u64::from(after.gap_ms)
+                        }
+                        None => self.now,
                     };
+                    let ends = at + (self.duration)(&job);
+                    let d = Dispatch { at, ends, job };
                     self.log.push(d.clone());
                     self.in_flight.push(d);
                 }

@@ -58,6 +58,9 @@ pub fn test_config(state_dir: PathBuf) -> ManagerConfig {
             request_scan_interval_ms: 100,
             outcome_max_age_ms: 0,
             target_pages_per_sec: 1_000.0,
+            // The fake downloaders here take one job per host at a time; chained
+            // jobs have their own tests (frontier `chaining.rs`, the downloader's).
+            chain_max_interval_ms: 0,
             ..FrontierConfig::default()
         },
         ..ManagerConfig::default()

@@ -45,6 +45,26 @@ pub struct FetchJob {
     /// The request's `hops` hint (redirects followed to reach the URL), written on
     /// the stored response record (`Polycrawl-Hops`); `None` is 0.
     pub hops: Option<u32>,
+    /// A *chained* job: the host's next URL, sent in the same batch right after the
+    /// job it follows, so that the downloader can start it the moment that job's
+    /// response has ended instead of waiting for the manager's next dispatch. `None`
+    /// for an ordinary job. See [`After`].
+    pub after: Option<After>,
+}
+
+/// When a chained job may start: only after job `job` (same host, same downloader,
+/// earlier in the same `FetchBatch`) has ended with a response that is neither
+/// 429 nor 503, and then no sooner than `gap_ms` after the end of that response
+/// (the host's politeness interval, end to start, as the manager would have kept).
+/// If `job` failed, was throttled, or was never run, the chained job is not sent:
+/// it is reported `Returned` and the manager decides again. So at most one request
+/// per host is on the wire at a time, as with ordinary jobs.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+pub struct After {
+    /// The job it follows.
+    pub job: JobId,
+    /// Least time from the end of that job's response to this job's first byte.
+    pub gap_ms: u32,
 }
 
 /// Why a URL is fetched; decides where the downloader stores the response.
