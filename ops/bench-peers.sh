@@ -21,7 +21,9 @@
 # (so a fresh access log) serves each run. --nginx-workers N (default: the cores).
 # --parts K: polycrawl's application parts (default: what `polycrawl crawl` chooses);
 # --downloaders auto: let `polycrawl crawl` choose. --app-settings 'KEY: VALUE, ...': extra
-# fields of polycrawl's `app` config section (e.g. 'reader_threads: 1,').
+# fields of polycrawl's `app` config section (e.g. 'reader_threads: 1,'). --frontier-settings
+# 'KEY: VALUE, ...': extra fields of its `manager.frontier` section (e.g.
+# 'chain_max_interval_ms: 0,' to turn chained jobs off).
 #
 # Flags (after --config): --runs N (default 3; polite 1), --hosts N, --pages N, --skew S,
 # --seed N (the web), --slow-ms MS (websim's slow hosts, default 300), --interval-ms MS
@@ -74,7 +76,7 @@ die() { log "$*"; exit 1; }
 configs=()
 runs="" hosts="" pages="" skew="" interval_ms="" crawlers="" own_addresses=""
 seed=1 slow_ms=300 threads=64 downloaders=auto timeout_s=900 conns=1 gzip_level=1
-server="" nginx_workers="$(nproc)" parts="" app_settings=""
+server="" nginx_workers="$(nproc)" parts="" app_settings="" frontier_settings=""
 work=/tmp/polycrawl-bench-peers keep=0 build=1 plain=1
 while [ $# -gt 0 ]; do
     case "$1" in
@@ -98,6 +100,7 @@ while [ $# -gt 0 ]; do
         --nginx-workers) nginx_workers="$2"; shift 2 ;;
         --parts) parts="$2"; shift 2 ;;
         --app-settings) app_settings="$2"; shift 2 ;;
+        --frontier-settings) frontier_settings="$2"; shift 2 ;;
         --timeout-s) timeout_s="$2"; shift 2 ;;
         --work) work="$2"; shift 2 ;;
         --keep) keep=1; shift ;;
@@ -358,6 +361,7 @@ write_polycrawl_config() { # FILE INTERVAL_MS
             target_pages_per_sec: 100000.0,
             connections_per_host: $conns,
             $politeness
+            $frontier_settings
             backoff_ms: [500, 1000, 2000],
             dns_retry_ms: 5000,
         ),

@@ -31,12 +31,13 @@
 //!     `allow_private`, ...);
 //!   - not run (draining, stopping): `Returned`.
 //! - **Chained jobs** (`FetchJob::after`): a host's next URL sent with the job it
-//!   follows, in the same batch. It waits (pending, not queued) until that job's
-//!   fetch ends; then, if the answer was a response other than 429 or 503, it goes
-//!   to the front of the queue and starts `gap_ms` after that end; otherwise (a
-//!   failure, a back-off answer, no fetch at all, a drain) it is reported
-//!   `Returned` without a request. One request per host on the wire, as before;
-//!   what it saves is the round trip through the manager between the two.
+//!   follows, in the same batch. The task that runs that job takes it along and,
+//!   if the answer was a response other than 429 or 503, runs it `gap_ms` after
+//!   that response ended, in a concurrency slot of its own; otherwise (a failure,
+//!   a back-off answer, no fetch at all, a drain or a lost connection) it is
+//!   reported `Returned` without a request. One request per host on the wire, as
+//!   before; what it saves is the round trip through the session and the manager
+//!   between the two.
 //! - **Drain { grace_ms }**: new jobs are answered `Returned`; jobs still waiting
 //!   for a slot are returned at once; running ones get `grace_ms` to finish and
 //!   are then stopped and returned; open batches are published and committed;

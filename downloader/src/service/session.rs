@@ -48,6 +48,7 @@ use spool::protocol::{
 use tokio::sync::mpsc;
 use tokio::task::{Id, JoinError, JoinSet};
 use tokio::time::Instant;
+use tokio_util::sync::CancellationToken;
 use tracing::{debug, error, info, warn};
 
 use crate::limit::Permit;
@@ -83,12 +84,15 @@ pub(crate) struct DownloaderRole<'a> {
     task_jobs: HashMap<Id, JobId>,
     /// Every job of this session without a report yet (queued or running).
     pending: Pending,
-    /// Jobs waiting for a slot, in the manager's order (a released chained job
-    /// goes first), each with when it may start.
-    queue: VecDeque<(FetchJob, Chain)>,
-    /// Chained jobs (`spool::protocol::After`) held until the job they follow ends,
-    /// by that job. Pending like queued jobs. At most one per job it follows.
+    /// Jobs waiting for a slot, in the manager's order.
+    queue: VecDeque<FetchJob>,
+    /// Chained jobs (`spool::protocol::After`) by the job they follow, until that
+    /// job's task starts and takes its chained job along (`task::run`). Pending
+    /// like queued jobs. At most one per job it follows.
     held: HashMap<JobId, FetchJob>,
+    /// Cancelled when this connection drains or is lost: chained jobs inside
+    /// running tasks are then not started.
+    chain_stop: CancellationToken,
     /// Jobs reported `Stored` into a page batch that is not published yet.
     uncommitted: HashSet<JobId>,
     reports: Vec<FetchReport>,
@@ -115,6 +119,7 @@ impl<'a> DownloaderRole<'a> {
             pending: Pending::default(),
             queue: VecDeque::new(),
             held: HashMap::new(),
+            chain_stop: CancellationToken::new(),
             uncommitted: HashSet::new(),
             reports: Vec::new(),
             draining: false,
@@ -138,6 +143,7 @@ impl ClientRole for DownloaderRole<'_> {
         session: u64,
     ) -> Result<(), ProtocolError> {
         self.session = session;
+        self.chain_stop = CancellationToken::new();
         self.uncommitted.clear();
         self.reports.clear();
         self.draining = false;
@@ -190,9 +196,12 @@ impl ClientRole for DownloaderRole<'_> {
     async fn on_work(&mut self, link: &Link, work: Work) -> Step<WriteError> {
         match work {
             Work::Slot(permit) => {
-                if let Some((job, mut chain)) = self.queue.pop_front() {
+                if let Some(job) = self.queue.pop_front() {
                     let id = job.job;
-                    chain.announce_end = self.held.contains_key(&id);
+                    let chain = self.held.remove(&id).map(|next| Chain {
+                        next,
+                        stop: self.chain_stop.clone(),
+                    });
                     let env = Arc::clone(self.env);
                     let task = self
                         .tasks
@@ -236,9 +245,10 @@ impl ClientRole for DownloaderRole<'_> {
     /// Jobs not started yet are handed back now.
     async fn begin_drain(&mut self, link: &Link) -> Step<WriteError> {
         self.draining = true;
+        self.chain_stop.cancel(); // Chained jobs in running tasks come back too.
         let waiting = self.queue.len() + self.held.len();
         let held = self.held.drain().map(|(_, job)| job);
-        for job in self.queue.drain(..).map(|(job, _)| job).chain(held) {
+        for job in self.queue.drain(..).chain(held) {
             self.pending.remove(job.job);
             self.reports.push(returned(job.job));
         }
@@ -268,6 +278,7 @@ impl ClientRole for DownloaderRole<'_> {
     /// Drops the jobs not started yet and lets the running ones finish on their
     /// own (their reports go nowhere; their pages are still written).
     fn on_disconnected(&mut self) {
+        self.chain_stop.cancel();
         self.queue.clear();
         self.held.clear();
         self.pending.drain();
@@ -286,7 +297,7 @@ impl DownloaderRole<'_> {
             return;
         }
         match job.after {
-            None => self.queue.push_back((job, Chain::default())),
+            None => self.queue.push_back(job),
             Some(after) => {
                 // If the job it follows started already (not the manager's way:
                 // both come in one batch), its report hands this one back.
@@ -310,22 +321,11 @@ impl DownloaderRole<'_> {
         }
     }
 
-    /// Job `job` ended (its fetch, or, without a fetch, its report): the job chained
-    /// after it, if any, starts `gap_ms` after `at` when `go`, else is handed back.
-    fn release(&mut self, job: JobId, go: bool, at: Instant) {
-        let Some(next) = self.held.remove(&job) else {
-            return;
-        };
-        match next.after {
-            Some(after) if go && !self.draining => {
-                let not_before = at + std::time::Duration::from_millis(after.gap_ms.into());
-                let chain = Chain {
-                    not_before: (after.gap_ms > 0).then_some(not_before),
-                    announce_end: false,
-                };
-                self.queue.push_front((next, chain));
-            }
-            _ => self.hand_back(next.job),
+    /// Job `job` was reported while a job chained after it is still held here (it
+    /// started before that one came, or never ran): that one is handed back.
+    fn release(&mut self, job: JobId) {
+        if let Some(next) = self.held.remove(&job) {
+            self.hand_back(next.job);
         }
     }
 
@@ -338,7 +338,7 @@ impl DownloaderRole<'_> {
         let job = self.task_jobs.remove(&id);
         if let (Some(e), Some(job)) = (panicked, job) {
             error!(%job, error = %e, "downloader: job task panicked");
-            self.release(job, false, Instant::now());
+            self.release(job);
             self.hand_back(job);
         }
     }
@@ -371,9 +371,7 @@ impl DownloaderRole<'_> {
                 in_batch,
             } => {
                 if session == self.session {
-                    // Ended without a fetch (or its `Ended` was lost): the job
-                    // chained after it is handed back.
-                    self.release(report.job, false, Instant::now());
+                    self.release(report.job);
                 }
                 let app = (session == self.session)
                     .then(|| self.pending.remove(report.job))
@@ -406,16 +404,6 @@ impl DownloaderRole<'_> {
                 return self.finish(link).await;
             }
             Event::Flushed { .. } => {}
-            Event::Ended {
-                session,
-                job,
-                go,
-                at,
-            } => {
-                if session == self.session {
-                    self.release(job, go, at);
-                }
-            }
             Event::State(state) => {
                 self.state = state.clone();
                 if let Err(e) = link.send(&Message::Status(state)).await {

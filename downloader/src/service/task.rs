@@ -26,11 +26,13 @@ use std::time::{Duration, SystemTime};
 
 use spool::OutcomeReason;
 use spool::protocol::{
-    self, FetchLimits, FetchPurpose, FetchReport, FetchResult, RetryAfter, StoredPage, Timing,
+    self, FetchLimits, FetchPurpose, FetchReport, FetchResult, JobId, RetryAfter, StoredPage,
+    Timing,
 };
 use spool::warc::WarcDate;
 use tokio::sync::mpsc;
 use tokio::time::Instant;
+use tokio_util::sync::CancellationToken;
 use tracing::debug;
 
 use crate::error::FetchError;
@@ -86,50 +88,90 @@ fn job_limits(l: &FetchLimits) -> JobLimits {
     }
 }
 
-/// How a job task starts and what it tells the session when its fetch ends.
-#[derive(Debug, Clone, Copy, Default)]
+/// A job chained after the one a task runs (`spool::protocol::After`), which the
+/// same task runs next: no hop through the session or the manager between the two.
+#[derive(Debug)]
 pub(crate) struct Chain {
-    /// A chained job: not before this (the end of the job it follows plus the gap).
-    pub not_before: Option<Instant>,
-    /// A job is chained after this one: say when the fetch ended ([`Event::Ended`]).
-    pub announce_end: bool,
+    /// The chained job.
+    pub next: protocol::FetchJob,
+    /// Cancelled when the session drains or loses its connection: the chained job
+    /// is then not started (handed back, or dropped with the connection).
+    pub stop: CancellationToken,
 }
 
-/// Runs one job in the concurrency slot `permit` (released when the fetch ends).
+/// Runs one job in the concurrency slot `permit` (released when the fetch ends),
+/// then the job chained after it, if any: that one only if the first fetch got a
+/// response other than 429 or 503 and the session still runs, `gap_ms` after that
+/// response ended, in a slot of its own; otherwise it is reported `Returned`
+/// without a request.
 pub(crate) async fn run(
     env: Arc<JobEnv>,
     session: u64,
     job: protocol::FetchJob,
     permit: Permit,
-    chain: Chain,
+    chain: Option<Chain>,
 ) {
-    if let Some(at) = chain.not_before {
-        tokio::time::sleep_until(at).await;
+    let ended = run_one(&env, session, job, permit).await;
+    let Some(Chain { next, stop }) = chain else {
+        return;
+    };
+    let gap = Duration::from_millis(next.after.map_or(0, |a| a.gap_ms).into());
+    match ended {
+        Some(at) if !stop.is_cancelled() => {
+            if !gap.is_zero() {
+                tokio::time::sleep_until(at + gap).await;
+            }
+            let permit = env.fetcher.acquire().await;
+            if stop.is_cancelled() {
+                return hand_back(&env, session, next.job);
+            }
+            // A chained job never carries another chain: one pair per dispatch.
+            run_one(&env, session, next, permit).await;
+        }
+        _ => hand_back(&env, session, next.job),
     }
+}
+
+/// Reports `job` `Returned`: it was never started.
+fn hand_back(env: &JobEnv, session: u64, job: JobId) {
+    env.metrics.returned(1);
+    let report = FetchReport {
+        job,
+        result: FetchResult::Returned,
+    };
+    let _ = env.events.send(Event::Report {
+        session,
+        report,
+        in_batch: false,
+    });
+}
+
+/// Runs one job; when its fetch got a response other than 429 or 503, the moment
+/// the response ended (a job chained after it may follow).
+async fn run_one(
+    env: &Arc<JobEnv>,
+    session: u64,
+    job: protocol::FetchJob,
+    permit: Permit,
+) -> Option<Instant> {
     let tag = JobTag {
         session,
         job: job.job,
     };
     let engine = match engine_job(&job) {
         Ok(engine) => engine,
-        Err(e) => return fail(&env, tag, &job.url, &e),
+        Err(e) => {
+            fail(env, tag, &job.url, &e);
+            return None;
+        }
     };
     let date = WarcDate::from_system_time(SystemTime::now());
     let mut times = WireTimes::default();
     let fetched = env.fetcher.fetch_stamped(&engine, permit, &mut times).await;
-    if chain.announce_end {
-        // The next job of this host may start (one interval from now) only after a
-        // response that asks for no back-off.
-        let go = fetched
-            .as_ref()
-            .is_ok_and(|f| !matches!(f.status(), 429 | 503));
-        let _ = env.events.send(Event::Ended {
-            session,
-            job: job.job,
-            go,
-            at: Instant::now(),
-        });
-    }
+    let ended = Instant::now();
+    let go = fetched
+        .as_ref()
+        .is_ok_and(|f| !matches!(f.status(), 429 | 503));
     if let Some(log) = &env.wire_log {
         let result = match &fetched {
             Ok(f) => f.status().to_string(),
@@ -152,7 +194,10 @@ pub(crate) async fn run(
     }
     let fetched = match fetched {
         Ok(fetched) => fetched,
-        Err(e) => return fail(&env, tag, &job.url, &e),
+        Err(e) => {
+            fail(env, tag, &job.url, &e);
+            return None;
+        }
     };
     debug!(job = %job.job, url = %job.url, status = fetched.status(), "downloader: fetched");
     let precompressed = has_content_coding(&fetched);
@@ -198,7 +243,9 @@ pub(crate) async fn run(
             report,
             in_batch: false,
         });
+        return None;
     }
+    go.then_some(ended)
 }
 
 /// Reports a failed job at once.

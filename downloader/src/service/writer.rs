@@ -62,7 +62,7 @@ use std::path::PathBuf;
 use std::sync::Arc;
 use std::time::Duration;
 
-use spool::protocol::{ComponentState, FetchReport, FetchResult, JobId, Pause, StoredPage};
+use spool::protocol::{ComponentState, FetchReport, FetchResult, Pause, StoredPage};
 use spool::publish::Publisher;
 use spool::{AppId, ComponentId, OutcomeReason, Spool};
 use tokio::sync::mpsc;
@@ -154,19 +154,6 @@ pub(crate) enum Event {
     Failed(WriteError),
     /// The writer paused (the spool is full) or resumed: the state to report.
     State(ComponentState),
-    /// Sent by a fetch task (not the writer) whose job has a job chained after it
-    /// (`spool::protocol::After`): its fetch ended at `at`; `go` if the chained job
-    /// may start (a response, neither 429 nor 503). Comes before the job's report.
-    Ended {
-        /// The session the job came on.
-        session: u64,
-        /// The job whose fetch ended.
-        job: JobId,
-        /// Whether the job chained after it may start.
-        go: bool,
-        /// When the fetch ended.
-        at: Instant,
-    },
 }
 
 /// What the writer needs to know.
