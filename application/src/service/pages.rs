@@ -3,7 +3,11 @@
 //! downloader), so the crawl loop needs no memory of what it requested. HTML responses
 //! (`text/html`, `application/xhtml+xml`, or no type and a body that sniffs as HTML)
 //! go through [`canonical_links`] (base, nofollow, meta refresh...); a 3xx response's
-//! `Location`, resolved against the record's URL, is its `redirect`. Bodies are decoded
+//! `Location`, resolved against the record's URL, is its `redirect`. With
+//! [`BatchReader::with_sitemaps`], any other 2xx body that is a sitemap or sitemap
+//! index ([`crate::sitemap`], plain or gzip) gives its `<loc>` URLs as the page's
+//! links, resolved against the record's URL (a sitemap that does not parse gives
+//! none, with a warning). Bodies are decoded
 //! with [`spool::http`] under `max_body_bytes`; a record whose HTTP is broken counts
 //! as a page without links. The batch is read through storage's check
 //! ([`storage::check_batch`]), so it is inflated once for both its links and its
@@ -21,6 +25,7 @@ use url::Url;
 use crate::canon::{self, CanonConfig};
 use crate::extract::{Extractor, PageLinks};
 use crate::links::canonical_links;
+use crate::sitemap;
 
 /// What one response record gives.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -44,6 +49,7 @@ pub struct BatchReader {
     out: PageLinks,
     canon: CanonConfig,
     body_cap: usize,
+    sitemaps: bool,
 }
 
 impl BatchReader {
@@ -54,7 +60,14 @@ impl BatchReader {
             out: PageLinks::new(),
             canon,
             body_cap,
+            sitemaps: false,
         }
+    }
+
+    /// Also reads sitemaps (see the module docs); off by default.
+    pub fn with_sitemaps(mut self, on: bool) -> Self {
+        self.sitemaps = on;
+        self
     }
 
     /// Reads the batch at `path` once for both its links and storage: storage's checks
@@ -119,6 +132,9 @@ impl BatchReader {
             return (redirect, links);
         };
         if !is_html(content_type, &body.bytes) {
+            if self.sitemaps {
+                self.sitemap_links(&base, &body.bytes, &mut links);
+            }
             return (redirect, links);
         }
         canonical_links(
@@ -131,6 +147,26 @@ impl BatchReader {
         );
         links.extend(self.out.links.drain(..).map(|l| l.url));
         (redirect, links)
+    }
+}
+
+impl BatchReader {
+    /// The canonical URLs of the sitemap in `body`, if it is one.
+    fn sitemap_links(&self, base: &Url, body: &[u8], links: &mut Vec<Url>) {
+        match sitemap::parse(body) {
+            Ok(None) => {}
+            Ok(Some(map)) => {
+                if map.truncated {
+                    tracing::warn!(url = %base, kept = map.locs.len(), "app: sitemap lists too many URLs; the rest are dropped");
+                }
+                links.extend(
+                    map.locs
+                        .iter()
+                        .filter_map(|loc| canon::parse(loc, Some(base), &self.canon).ok()),
+                );
+            }
+            Err(e) => tracing::warn!(url = %base, error = %e, "app: sitemap not read"),
+        }
     }
 }
 
