@@ -204,4 +204,25 @@ mod tests {
         assert!(is_html(None, b"  \n<!DOCTYPE html><html>"));
         assert!(!is_html(None, b"%PDF-1.4"));
     }
+
+    #[test]
+    fn a_sitemap_body_gives_its_urls_as_links_when_asked() {
+        let block = b"HTTP/1.1 200 OK\r\nContent-Type: application/xml\r\n\r\n\
+            <?xml version=\"1.0\"?><urlset xmlns=\"http://www.sitemaps.org/schemas/sitemap/0.9\">\
+            <url><loc>http://A.test:80/x/../one.html</loc></url>\
+            <url><loc>two.html</loc></url><url><loc>mailto:x@a.test</loc></url></urlset>";
+        let target = "http://a.test/maps/sitemap.xml";
+        let mut off = BatchReader::new(CanonConfig::default(), 1 << 20);
+        assert_eq!(off.links_of(target, block), (None, vec![]));
+        let mut on = BatchReader::new(CanonConfig::default(), 1 << 20).with_sitemaps(true);
+        let (_, links) = on.links_of(target, block);
+        let links: Vec<&str> = links.iter().map(Url::as_str).collect();
+        assert_eq!(
+            links,
+            ["http://a.test/one.html", "http://a.test/maps/two.html"]
+        );
+        // A 404 sitemap or broken XML gives nothing.
+        let broken = b"HTTP/1.1 200 OK\r\n\r\n<urlset><url><loc>http://a.test/</lo></urlset>";
+        assert_eq!(on.links_of(target, broken).1, vec![]);
+    }
 }
