@@ -122,8 +122,9 @@ pub(crate) struct Crawl {
     /// (the file, its generation, its URLs).
     exchanged: Vec<(Claimed, u64, u64)>,
     /// Outcome files whose sitemaps are inserted, waiting for their generation's
-    /// publication (the file, its generation).
-    outcomes_held: Vec<(Claimed, u64)>,
+    /// publication (the file, its generation, its outcome counts: added when it is
+    /// deleted, so a crash while it waits does not count it twice).
+    outcomes_held: Vec<(Claimed, u64, BTreeMap<String, u64>)>,
     budgets: HostBudgets,
     /// URLs over their host's budget, held until it grows.
     deferred: Deferred,
@@ -811,10 +812,10 @@ impl Crawl {
             claimed.quarantine(&e.to_string())?;
             return Ok(None);
         }
-        for (reason, n) in counts {
-            *self.progress.outcomes.entry(reason).or_default() += n;
-        }
         if !self.config.sitemaps || sitemaps.is_empty() {
+            for (reason, n) in counts {
+                *self.progress.outcomes.entry(reason).or_default() += n;
+            }
             return Ok(Some(claimed));
         }
         self.input_generation = None;
@@ -825,7 +826,7 @@ impl Crawl {
             }
         }
         let generation = self.input_done();
-        self.outcomes_held.push((claimed, generation));
+        self.outcomes_held.push((claimed, generation, counts));
         Ok(None)
     }
 
@@ -993,10 +994,22 @@ impl Crawl {
         }
         let (applied, waiting): (Vec<_>, Vec<_>) = std::mem::take(&mut self.outcomes_held)
             .into_iter()
-            .partition(|(_, g)| *g <= published);
+            .partition(|(_, g, _)| *g <= published);
         self.outcomes_held = waiting;
-        for (claimed, _) in applied {
-            claimed.done()?;
+        if !applied.is_empty() {
+            // Counted, saved, then deleted, as in `outcome_files`.
+            for (_, _, counts) in &applied {
+                for (reason, n) in counts {
+                    *self.progress.outcomes.entry(reason.clone()).or_default() += n;
+                }
+            }
+            let state_dir = &self.state_dir;
+            self.wait
+                .run(&mut self.progress, |progress| progress.save(state_dir))?;
+            self.stats_unsaved = false;
+            for (claimed, _, _) in applied {
+                claimed.done()?;
+            }
         }
         if ready.is_empty() {
             return Ok(());

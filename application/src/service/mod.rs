@@ -69,8 +69,9 @@
 //! - Outcome files are counted, the counts saved, then the file deleted; a crash in
 //!   between counts one file twice (counts are statistics, not URLs). A file with
 //!   `sitemap` lines (the `Sitemap:` URLs of a robots.txt, see
-//!   [`OutcomeReason::Sitemap`](spool::OutcomeReason::Sitemap)) is deleted only once
-//!   the generation holding those URLs is published, like a page batch.
+//!   [`OutcomeReason::Sitemap`](spool::OutcomeReason::Sitemap)) is counted, saved
+//!   and deleted only once the generation holding those URLs is published, like a
+//!   page batch.
 //!
 //! Depths travel with the URL (the request file's `depth` hint, carried by the
 //! downloader into the page's WARC record), so the app holds nothing per URL in

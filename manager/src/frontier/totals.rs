@@ -120,7 +120,11 @@ mod tests {
         t.count(&FetchResult::Returned, FetchPurpose::Page);
         assert_eq!(t.requests, 1);
         let errors = t.error_counts();
-        assert_eq!(errors.len(), OutcomeReason::ALL.len() - 1, "all but sitemap");
+        assert_eq!(
+            errors.len(),
+            OutcomeReason::ALL.len() - 1,
+            "all but sitemap"
+        );
         assert_eq!(errors.iter().map(|e| e.count).sum::<u64>(), 1);
         t.status.insert(200, 3);
         t.status.insert(404, 1);
