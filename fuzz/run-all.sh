@@ -18,7 +18,7 @@ cd "$(dirname "$0")"
 CPU_SECONDS=${1:-600}
 shift || true
 CHUNK=${CHUNK:-120}
-TARGETS=${*:-robots http_head chunked warc spool_formats frames extract canon}
+TARGETS=${*:-robots http_head chunked warc spool_formats frames extract canon sitemap}
 SCRATCH=${SCRATCH:-/tmp/polycrawl-fuzz-corpus}
 cargo +nightly fuzz build -O || exit 1
 for t in $TARGETS; do

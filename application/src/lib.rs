@@ -11,6 +11,9 @@
 //! - [`seen`]: the exact URL-seen set ([`seen::SeenSet`]), a sorted buffer merged
 //!   into a prefix-compressed file by a background thread (Polybot section 3.2).
 //!
+//! - [`sitemap`]: the URLs of a sitemap or sitemap index (sitemaps.org, plain or
+//!   gzip), within the protocol's bounds; the crawl follows them like links.
+//!
 //! - [`service`]: the app service, `polycrawl app` ([`service::run`],
 //!   [`AppConfig`]): claims page batches, scope and trap rules, the k-way unshuffle
 //!   and request files, storage hand-off, completion tracking; its module docs give
@@ -36,6 +39,7 @@ pub mod parts;
 pub mod seen;
 #[cfg(feature = "service")]
 pub mod service;
+pub mod sitemap;
 
 #[cfg(feature = "service")]
 pub use links::links_for_file;

@@ -744,3 +744,121 @@ async fn host_budgets_survive_a_restart() {
     let t = &summary.most_cut[0];
     assert_eq!((t.host.as_str(), t.requested, t.cut), ("test.t", 5, 3));
 }
+
+/// Issue 28: the `sitemap` lines of an outcome file (robots.txt `Sitemap:` URLs the
+/// manager reports) are requested at their depth when in scope, are not counted as
+/// outcomes, and the file stays claimed until they are published: a crash right
+/// after their request file loses nothing. A fetched sitemap (a gzip body) gives its
+/// URLs at its depth + 1, in scope only.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn robots_sitemaps_are_requested_and_sitemaps_read_across_a_crash() {
+    use spool::formats::OutcomeWriter;
+    use spool::outcome::sitemap_detail;
+
+    let mut d = dirs();
+    d.config.urls_per_request_file = 1;
+    let idle = Arc::new(AtomicBool::new(true));
+    let addr = fake_manager(idle.clone()).await;
+    let app = AppId::new("bfs").unwrap();
+    let mut w = OutcomeWriter::new(Vec::new()).unwrap();
+    w.write(
+        "https://a.test/sitemap_index.xml",
+        spool::OutcomeReason::Sitemap,
+        &sitemap_detail(2),
+    )
+    .unwrap();
+    w.write(
+        "https://c.test/sitemap.xml",
+        spool::OutcomeReason::Sitemap,
+        &sitemap_detail(2),
+    )
+    .unwrap();
+    w.write(
+        "https://a.test/private",
+        spool::OutcomeReason::RobotsExcluded,
+        "",
+    )
+    .unwrap();
+    let outcomes = Spool::new(&d.spool).outcomes(&app).unwrap();
+    Publisher::new(outcomes, ComponentId::new("manager").unwrap())
+        .unwrap()
+        .publish(Priority::NORMAL, FileKind::Outcomes, &w.finish().unwrap())
+        .unwrap();
+    // A sitemap fetched at depth 3, served as a gzip body.
+    let xml = "<?xml version=\"1.0\"?><urlset xmlns=\"http://www.sitemaps.org/schemas/sitemap/0.9\">\
+        <url><loc>https://a.test/only1</loc></url><url><loc>https://c.test/x</loc></url></urlset>";
+    let mut gz = GzEncoder::new(Vec::new(), Compression::fast());
+    gz.write_all(xml.as_bytes()).unwrap();
+    let body = gz.finish().unwrap();
+    let mut raw = format!(
+        "HTTP/1.1 200 OK\r\nContent-Type: application/gzip\r\nContent-Length: {}\r\n\r\n",
+        body.len()
+    )
+    .into_bytes();
+    raw.extend_from_slice(&body);
+    publish_batch(&d.spool, 3, &[("https://a.test/maps/more.xml.gz", raw)]);
+
+    let crashed = service::run_with_hook(
+        d.config.clone(),
+        Spool::new(&d.spool),
+        Vec::new(),
+        control(&addr),
+        CancellationToken::new(),
+        CrashHook {
+            after_request_files: Some(1),
+        },
+    )
+    .await
+    .unwrap();
+    assert_eq!(crashed.end, End::Crashed);
+    let before = take_requests(&d.spool);
+    assert_eq!(before.len(), 1, "{before:?}");
+    let claimed = d.spool.join("outcomes/bfs/.claimed/app-bfs");
+    assert_eq!(
+        std::fs::read_dir(&claimed).map_or(0, |r| r.count()),
+        1,
+        "the outcome file waits, claimed, for its sitemaps' publication"
+    );
+
+    let done = tokio::time::timeout(
+        Duration::from_secs(20),
+        service::run(
+            d.config.clone(),
+            Spool::new(&d.spool),
+            Vec::new(),
+            control(&addr),
+            CancellationToken::new(),
+        ),
+    )
+    .await
+    .unwrap()
+    .unwrap();
+    assert_eq!(done.end, End::Complete);
+    let after = take_requests(&d.spool);
+    let all: BTreeMap<String, u32> = before.into_iter().chain(after).collect();
+    let want: BTreeMap<String, u32> = [
+        ("https://a.test/sitemap_index.xml".to_owned(), 2),
+        ("https://a.test/only1".to_owned(), 4),
+    ]
+    .into_iter()
+    .collect();
+    assert_eq!(
+        all, want,
+        "in-scope sitemap URLs at their depths, nothing of c.test"
+    );
+    assert_eq!(
+        std::fs::read_dir(&claimed).map_or(0, |r| r.count()),
+        0,
+        "the outcome file is gone once its sitemaps are published"
+    );
+    let outcomes: Vec<(&str, u64)> = done
+        .outcomes
+        .iter()
+        .map(|(r, n)| (r.as_str(), *n))
+        .collect();
+    assert!(
+        outcomes.contains(&("robots_excluded", 1))
+            && !outcomes.iter().any(|(r, _)| *r == "sitemap"),
+        "sitemap lines are no outcomes: {outcomes:?}"
+    );
+}

@@ -24,7 +24,7 @@ use url::Url;
 pub type Target = (&'static str, fn(&[u8]));
 
 /// Every target, by name.
-pub const TARGETS: [Target; 8] = [
+pub const TARGETS: [Target; 9] = [
     ("robots", robots),
     ("http_head", http_head),
     ("chunked", chunked),
@@ -33,6 +33,7 @@ pub const TARGETS: [Target; 8] = [
     ("frames", frames),
     ("extract", extract),
     ("canon", canon),
+    ("sitemap", sitemap),
 ];
 
 /// Splits `data` at its first newline (of at most `max` bytes): a short string
@@ -214,4 +215,21 @@ pub fn canon(data: &[u8]) {
         Some(&url),
         "key {key:?} does not give back {url}"
     );
+}
+
+/// Sitemaps: [`application::sitemap::parse`] over `data` as a body (plain XML, or
+/// gzip when it starts with the gzip magic). It must keep its bounds: at most
+/// [`MAX_SITEMAP_URLS`](application::sitemap::MAX_SITEMAP_URLS) URLs, each from
+/// the document (no longer than it, inflated).
+pub fn sitemap(data: &[u8]) {
+    use application::sitemap;
+    if let Ok(Some(map)) = sitemap::parse(data) {
+        assert!(map.locs.len() <= sitemap::MAX_SITEMAP_URLS, "too many URLs");
+        assert!(
+            map.locs
+                .iter()
+                .all(|l| l.len() <= sitemap::MAX_SITEMAP_BYTES),
+            "a URL longer than the document may be"
+        );
+    }
 }

@@ -35,11 +35,30 @@ pub enum OutcomeReason {
     BadResponse,
     /// The address is private, loopback or link-local and the config forbids it.
     ForbiddenAddress,
+    /// Not the end of a requested URL: a sitemap that the robots.txt of a host
+    /// holding this application's URLs names (`Sitemap:` lines). The manager writes
+    /// one such line per sitemap when it fetches a robots.txt, with the detail
+    /// `depth=N` (see [`sitemap_depth`]); the application requests the sitemap like
+    /// a link found at that depth, or ignores it. Never counted as an outcome.
+    Sitemap,
+}
+
+/// The detail of a [`OutcomeReason::Sitemap`] line: `depth=N`, the link depth the
+/// sitemap is requested at (the depth of the host's URL that the robots.txt was
+/// fetched for, plus one).
+pub fn sitemap_detail(depth: u32) -> String {
+    format!("depth={depth}")
+}
+
+/// The depth of a [`OutcomeReason::Sitemap`] line's detail (see [`sitemap_detail`]);
+/// `None` when the detail says none.
+pub fn sitemap_depth(detail: &str) -> Option<u32> {
+    detail.trim().strip_prefix("depth=")?.parse().ok()
 }
 
 impl OutcomeReason {
     /// Every reason, in declaration order.
-    pub const ALL: [OutcomeReason; 9] = [
+    pub const ALL: [OutcomeReason; 10] = [
         Self::RobotsExcluded,
         Self::Blacklisted,
         Self::DnsFailure,
@@ -49,6 +68,7 @@ impl OutcomeReason {
         Self::InvalidUrl,
         Self::BadResponse,
         Self::ForbiddenAddress,
+        Self::Sitemap,
     ];
 
     /// The stable name used in outcome files and statistics.
@@ -63,6 +83,7 @@ impl OutcomeReason {
             Self::InvalidUrl => "invalid_url",
             Self::BadResponse => "bad_response",
             Self::ForbiddenAddress => "forbidden_address",
+            Self::Sitemap => "sitemap",
         }
     }
 }
@@ -98,5 +119,12 @@ mod tests {
             assert_eq!(r.as_str().parse::<OutcomeReason>().unwrap(), r);
         }
         assert!("nope".parse::<OutcomeReason>().is_err());
+    }
+
+    #[test]
+    fn sitemap_detail_round_trips() {
+        assert_eq!(sitemap_depth(&sitemap_detail(7)), Some(7));
+        assert_eq!(sitemap_depth("depth=x"), None);
+        assert_eq!(sitemap_depth(""), None);
     }
 }

@@ -168,6 +168,13 @@ pub struct Args {
     /// flagged `trap` in hosts.tsv). Ignored with `--plain`.
     #[arg(long)]
     pub traps: bool,
+    /// Add the sitemap host, linked from the most popular host's home page: its
+    /// robots.txt names a sitemap index of a plain and a gzip sitemap, which list
+    /// pages no link reaches, a robots-excluded page and URLs out of the default
+    /// scope (see `sitemaps.rs`; flagged `sitemaps` in hosts.tsv). Ignored with
+    /// `--plain`.
+    #[arg(long)]
+    pub sitemaps: bool,
     /// Make the three most popular hosts ask for less: popularity rank 0 answers
     /// its 2nd and 4th page requests 429 with `Retry-After: 5`, rank 1 its 2nd to
     /// 4th 429 without it, rank 2 its 2nd to 4th 503 (see `throttle.rs`).
@@ -337,6 +344,7 @@ async fn serve(args: Args) -> Result<(), CliError> {
         communities: args.communities,
         own_addresses: args.own_addresses,
         all_seeds: args.all_seeds,
+        sitemaps: args.sitemaps,
     };
     if let Some(dir) = &args.export_static {
         return export_static(params, &args, &paths, dir);

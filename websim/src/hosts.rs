@@ -28,7 +28,8 @@
 //!   group that takes the next 2-8 hosts onto one address. Dead hosts and the
 //!   misbehaving host always have an address of their own.
 //! - **Trap hosts** (`--traps`, see [`super::traps`]) come after the misbehaving
-//!   host, each on an address of its own.
+//!   host, each on an address of its own; then the **sitemap host** (`--sitemaps`,
+//!   see [`super::sitemaps`]), on an address of its own.
 //!
 //! Complexity: O(H) time and memory; nothing here grows with pages.
 
@@ -79,6 +80,8 @@ pub struct Host {
     pub robots: RobotsVariant,
     /// A trap host ([`super::traps`]), and which.
     pub trap: Option<TrapSite>,
+    /// The sitemap host ([`super::sitemaps`]).
+    pub sitemaps: bool,
 }
 
 const WORDS: [&str; 24] = [
@@ -129,6 +132,7 @@ pub fn generate(
     skew: f64,
     plain: bool,
     traps: bool,
+    sitemaps: bool,
 ) -> Vec<Host> {
     let h = n_hosts as usize;
     let mut rng = Rng::for_parts(&[seed, TAG_HOSTS]);
@@ -167,6 +171,16 @@ pub fn generate(
             hosts.push(t);
         }
     }
+    if sitemaps {
+        let name = super::sitemaps::SITEMAPS_HOST;
+        let mut s = blank(name.to_owned(), name.trim_start_matches("www.").to_owned());
+        s.sitemaps = true;
+        s.pages = 1;
+        s.rank = hosts.len() as u32;
+        s.addr_index = hosts.last().map_or(0, |h| h.addr_index + 1);
+        s.addr = address(s.addr_index);
+        hosts.push(s);
+    }
     hosts
 }
 
@@ -188,6 +202,7 @@ fn blank(name: String, domain: String) -> Host {
         misbehave: false,
         robots: RobotsVariant::None,
         trap: None,
+        sitemaps: false,
     }
 }
 
@@ -382,9 +397,9 @@ mod tests {
 
     #[test]
     fn hosts_are_deterministic_unique_and_reserved() {
-        let a = generate(7, 200, 20_000, 1.0, false, false);
-        assert_eq!(a, generate(7, 200, 20_000, 1.0, false, false));
-        assert_ne!(a, generate(8, 200, 20_000, 1.0, false, false));
+        let a = generate(7, 200, 20_000, 1.0, false, false, false);
+        assert_eq!(a, generate(7, 200, 20_000, 1.0, false, false, false));
+        assert_ne!(a, generate(8, 200, 20_000, 1.0, false, false, false));
         assert_eq!(a.len(), 201);
         let names: HashSet<&str> = a.iter().map(|h| h.name.as_str()).collect();
         assert_eq!(names.len(), a.len());
@@ -410,8 +425,8 @@ mod tests {
 
     #[test]
     fn plain_webs_keep_only_what_a_static_server_does() {
-        let usual = generate(7, 200, 20_000, 1.0, false, false);
-        let plain = generate(7, 200, 20_000, 1.0, true, false);
+        let usual = generate(7, 200, 20_000, 1.0, false, false, false);
+        let plain = generate(7, 200, 20_000, 1.0, true, false, false);
         assert_eq!(usual.len(), plain.len());
         assert!(plain.iter().all(|h| !h.dead && !h.slow));
         assert!(plain.iter().all(|h| !h.robots.is_server_error()));
@@ -429,7 +444,7 @@ mod tests {
 
     #[test]
     fn own_addresses_split_the_groups_and_change_nothing_else() {
-        let grouped = generate(7, 500, 10_000, 1.0, false, false);
+        let grouped = generate(7, 500, 10_000, 1.0, false, false, false);
         let mut own = grouped.clone();
         one_address_each(&mut own);
         let mut addrs: Vec<_> = own.iter().map(|h| h.addr).collect();

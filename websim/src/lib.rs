@@ -58,6 +58,9 @@
 //!   endless year/month calendar, a 50-hop redirect chain, endless page-number
 //!   sequences, endless counters and a maze of words ([`traps`]); with `--all-seeds` every host,
 //!   trap or not, is a seed.
+//! - With `--sitemaps`, a host whose robots.txt names a sitemap index of a plain
+//!   and a gzip sitemap listing pages no link reaches, a robots-excluded page and
+//!   out-of-scope URLs ([`sitemaps`]).
 //!
 //! # What websim must never do
 //! Bind, answer or connect outside 127.0.0.0/8; name or resolve a real host (all
@@ -85,6 +88,7 @@ pub mod paths;
 pub mod respond;
 pub mod rng;
 pub mod robots;
+pub mod sitemaps;
 pub mod text;
 pub mod throttle;
 pub mod tls;

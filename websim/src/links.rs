@@ -121,6 +121,11 @@ impl Web {
                 page: 0,
             });
         }
+        if page == 0 && host.rank == 0 && self.params.sitemaps && !self.params.plain {
+            if let Some(s) = self.host_by_name(super::sitemaps::SITEMAPS_HOST) {
+                follow.push(super::sitemaps::target(s, super::sitemaps::HOME));
+            }
+        }
         if page == 0 && host.rank == 0 && self.params.traps && !self.params.plain {
             for kind in TrapSite::ALL {
                 if let Some(t) = self.host_by_name(kind.host_name()) {
@@ -271,6 +276,7 @@ mod tests {
             communities: 0,
             own_addresses: false,
             all_seeds: false,
+            sitemaps: false,
         })
     }
 

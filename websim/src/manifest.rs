@@ -171,10 +171,13 @@ impl<'a> WebGraph<'a> {
     pub fn new(web: &'a Web) -> Self {
         let rules = (0..web.hosts.len() as u32)
             .map(|h| {
-                (
-                    h,
-                    Rules::parse(web.hosts[h as usize].robots.rules_text(), AGENT),
-                )
+                let host = &web.hosts[h as usize];
+                let text = if host.sitemaps {
+                    super::sitemaps::RULES
+                } else {
+                    host.robots.rules_text()
+                };
+                (h, Rules::parse(text, AGENT))
             })
             .collect();
         WebGraph { web, rules }
@@ -191,6 +194,9 @@ impl<'a> WebGraph<'a> {
             .into_iter()
             .map(|host| match self.web.hosts[host as usize].trap {
                 Some(_) => Target::TrapSite { host, page: 0 },
+                None if self.web.hosts[host as usize].sitemaps => {
+                    super::sitemaps::target(host, super::sitemaps::HOME)
+                }
                 None => Target::Page { host, page: 0 },
             })
             .collect()
@@ -271,6 +277,14 @@ impl Graph for WebGraph<'_> {
                 follow: vec![],
                 seen: vec![],
             },
+            Target::Sitemaps { host, key } => {
+                let (follow, seen) = super::sitemaps::links(host, key);
+                Visit::Fetch {
+                    status: 200,
+                    follow,
+                    seen,
+                }
+            }
             Target::Nx { .. } => Visit::Unreachable(OutcomeReason::DnsFailure),
         }
     }
@@ -363,6 +377,7 @@ mod tests {
             communities: 0,
             own_addresses: false,
             all_seeds: false,
+            sitemaps: false,
         })
     }
 

@@ -60,6 +60,9 @@ pub struct Params {
     /// the misbehaving host's), as an open-web crawl is seeded from a list of
     /// sites nobody vetted. Without it the seeds are the most popular hosts.
     pub all_seeds: bool,
+    /// Add the sitemap host of [`super::sitemaps`] (`--sitemaps`; never in a plain
+    /// web).
+    pub sitemaps: bool,
 }
 
 /// With communities, the share (per mille) of cross-host link draws that pick a
@@ -154,6 +157,14 @@ pub enum Target {
         /// Which file.
         key: u32,
     },
+    /// A URL of the sitemap host (see [`super::sitemaps`]: home page, sitemaps,
+    /// pages only sitemaps list).
+    Sitemaps {
+        /// Host index (the sitemap host).
+        host: u32,
+        /// Which URL ([`super::sitemaps::HOME`] ...).
+        key: u32,
+    },
 }
 
 /// A generated web (see the module docs).
@@ -192,6 +203,7 @@ impl Web {
             params.size_skew,
             params.plain,
             params.traps && !params.plain,
+            params.sitemaps && !params.plain,
         );
         if params.all_seeds {
             for h in hosts.iter_mut().filter(|h| !h.misbehave) {
@@ -341,6 +353,7 @@ impl Web {
             | Target::Trap { host, .. }
             | Target::Hidden { host, .. }
             | Target::Static { host, .. }
+            | Target::Sitemaps { host, .. }
             | Target::TrapSite { host, .. } => Some(host),
             Target::Redirect { origin, key, step } => {
                 Some(self.chain(origin, key).hops[step as usize])
@@ -398,6 +411,10 @@ impl Web {
             }
             Target::Static { key: 0, .. } => write!(out, "/static/site.css"),
             Target::Static { key, .. } => write!(out, "/static/img{key}.png"),
+            Target::Sitemaps { key, .. } => {
+                super::sitemaps::write_path(out, key);
+                Ok(())
+            }
         };
     }
 
@@ -483,6 +500,7 @@ mod tests {
             communities: 0,
             own_addresses: false,
             all_seeds: false,
+            sitemaps: false,
         })
     }
 

@@ -19,8 +19,8 @@
 //!   misbehaving one; `flags` is a comma list of `https slow gzip chunked dead loops
 //!   seed misbehave trap sessions calendar redirects shared` (`shared`: the address
 //!   serves other hosts too; `trap` and its kind: a trap host of `--traps`, whose
-//!   only manifest rows are its real pages: any other request to it is a trap URL)
-//!   or `-`.
+//!   only manifest rows are its real pages: any other request to it is a trap URL;
+//!   `sitemaps`: the sitemap host of `--sitemaps`) or `-`.
 //!
 //! Complexity: O(URLs in the manifest); the files are written once.
 
@@ -175,6 +175,7 @@ fn write_hosts(web: &Web, path: &Path) -> io::Result<()> {
             (h.misbehave, "misbehave"),
             (h.trap.is_some(), "trap"),
             (h.trap.is_some(), h.trap.map_or("", |k| k.flag())),
+            (h.sitemaps, "sitemaps"),
             (per_addr[h.addr_index as usize] > 1, "shared"),
         ] {
             if on {

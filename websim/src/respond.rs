@@ -29,6 +29,7 @@ use super::model::{Target, Web, write_port};
 use super::paths;
 use super::rng::{TAG_REDIRECT, hash};
 use super::robots::{REAL_ROBOTS_PATH, RobotsResponse, RobotsVariant};
+use super::sitemaps;
 use super::traps;
 
 /// Which listener a request came in on.
@@ -97,6 +98,8 @@ pub enum Body {
     Static(&'static [u8]),
     /// Built for this request.
     Owned(String),
+    /// Built for this request, not text (a gzip sitemap).
+    Bytes(Vec<u8>),
 }
 
 impl Body {
@@ -105,6 +108,7 @@ impl Body {
         match self {
             Body::Static(b) => b,
             Body::Owned(s) => s.as_bytes(),
+            Body::Bytes(b) => b,
         }
     }
 }
@@ -242,6 +246,9 @@ pub fn route(web: &Web, req: &Request<'_>) -> (Option<u32>, Reply) {
 
 fn route_path(web: &Web, h: u32, path: &str) -> Reply {
     let host = &web.hosts[h as usize];
+    if host.sitemaps {
+        return sitemaps::route(web, h, path);
+    }
     if path == "/robots.txt" {
         return match host.robots.response() {
             RobotsResponse::Status(404) => not_found(),
@@ -383,6 +390,7 @@ mod tests {
             communities: 0,
             own_addresses: false,
             all_seeds: false,
+            sitemaps: false,
         })
     }
 

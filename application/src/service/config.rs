@@ -119,6 +119,11 @@ pub struct AppConfig {
     pub max_pages: u64,
     /// Largest decoded page body read for links, in bytes. Default 8 MiB.
     pub max_body_bytes: usize,
+    /// Follow sitemaps: request the `Sitemap:` URLs that the manager reports from
+    /// each host's robots.txt, and take the `<loc>` URLs of any fetched sitemap or
+    /// sitemap index (plain or gzip) as links of that page, in scope and depth like
+    /// links. Default true.
+    pub sitemaps: bool,
     /// Page batches claimed at a time. Default 8.
     pub batches_per_claim: usize,
     /// Least time between two claims of page batches while the manager holds
@@ -228,6 +233,7 @@ impl Default for AppConfig {
             seen_buffer_bytes: DEFAULT_BUFFER_BYTES,
             max_pages: 0,
             max_body_bytes: 8 << 20,
+            sitemaps: true,
             batches_per_claim: 8,
             claim_interval_ms: 100,
             reader_threads: 0,

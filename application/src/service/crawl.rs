@@ -18,7 +18,7 @@ use spool::protocol::{
     AppFigures, BudgetCut, MAX_TOP_HOSTS, Message, PartFigures, SpoolArea, TrapCut,
 };
 use spool::publish::Publisher;
-use spool::{AppId, ComponentId, Spool, SpoolDir};
+use spool::{AppId, ComponentId, OutcomeReason, Spool, SpoolDir};
 use storage::Repository;
 use tokio::sync::{mpsc, watch};
 use tokio_util::sync::CancellationToken;
@@ -121,6 +121,10 @@ pub(crate) struct Crawl {
     /// Exchange files applied, waiting for their generation's publication
     /// (the file, its generation, its URLs).
     exchanged: Vec<(Claimed, u64, u64)>,
+    /// Outcome files whose sitemaps are inserted, waiting for their generation's
+    /// publication (the file, its generation, its outcome counts: added when it is
+    /// deleted, so a crash while it waits does not count it twice).
+    outcomes_held: Vec<(Claimed, u64, BTreeMap<String, u64>)>,
     budgets: HostBudgets,
     /// URLs over their host's budget, held until it grows.
     deferred: Deferred,
@@ -195,9 +199,10 @@ impl Crawl {
         seen.wake_on_merge(move || merged.wake());
         let canon = config.canon();
         let body_cap = config.max_body_bytes;
+        let sitemaps = config.sitemaps;
         let read_ahead = ReadAhead::spawn(
             config.readers(),
-            || BatchReader::new(canon.clone(), body_cap),
+            || BatchReader::new(canon.clone(), body_cap).with_sitemaps(sitemaps),
             pages_discovery.waker(),
         )?;
         let repo = Repository::open_with(&config.repository_dir, config.repository_options()?)?;
@@ -223,6 +228,7 @@ impl Crawl {
             awaiting: Vec::new(),
             parts,
             exchanged: Vec::new(),
+            outcomes_held: Vec::new(),
             budgets,
             deferred,
             traps: Traps::new(&config, Traps::today()),
@@ -385,6 +391,7 @@ impl Crawl {
                 || self.seen.has_buffered()
                 || !self.awaiting.is_empty()
                 || !self.exchanged.is_empty()
+                || !self.outcomes_held.is_empty()
             {
                 self.nap(MERGE_POLL);
                 continue;
@@ -778,13 +785,22 @@ impl Crawl {
         Ok(())
     }
 
-    /// Counts one outcome file; gives it back unless it was quarantined instead.
+    /// Counts one outcome file; gives it back unless it was quarantined, or holds
+    /// sitemaps to request (then it waits in `outcomes_held` for their generation's
+    /// publication, like a page batch for its links').
     fn outcome_file(&mut self, claimed: Claimed) -> Result<Option<Claimed>, AppError> {
         let file = claimed.open()?;
         let mut counts: BTreeMap<String, u64> = BTreeMap::new();
+        let mut sitemaps: Vec<(String, u32)> = Vec::new();
         let parsed = OutcomeReader::new(BufReader::new(file)).and_then(|reader| {
             for outcome in reader {
                 let outcome = outcome?;
+                if outcome.reason == OutcomeReason::Sitemap {
+                    // Not an outcome: a sitemap a robots.txt names.
+                    let depth = spool::outcome::sitemap_depth(&outcome.detail).unwrap_or(1);
+                    sitemaps.push((outcome.url, depth));
+                    continue;
+                }
                 *counts
                     .entry(outcome.reason.as_str().to_owned())
                     .or_default() += 1;
@@ -796,10 +812,22 @@ impl Crawl {
             claimed.quarantine(&e.to_string())?;
             return Ok(None);
         }
-        for (reason, n) in counts {
-            *self.progress.outcomes.entry(reason).or_default() += n;
+        if !self.config.sitemaps || sitemaps.is_empty() {
+            for (reason, n) in counts {
+                *self.progress.outcomes.entry(reason).or_default() += n;
+            }
+            return Ok(Some(claimed));
         }
-        Ok(Some(claimed))
+        self.input_generation = None;
+        for (sitemap, depth) in sitemaps {
+            match canon::parse(&sitemap, None, &self.canon) {
+                Ok(url) => self.offer(&url, depth, 0, None)?,
+                Err(e) => warn!(url = %sitemap, error = %e, "app: sitemap URL rejected"),
+            }
+        }
+        let generation = self.input_done();
+        self.outcomes_held.push((claimed, generation, counts));
+        Ok(None)
     }
 
     /// Publishes the new URLs of one merge; false when the crash hook fired.
@@ -963,6 +991,25 @@ impl Crawl {
             self.progress.parts.applied_files += 1;
             self.progress.parts.applied_urls += urls;
             self.stats_unsaved = true;
+        }
+        let (applied, waiting): (Vec<_>, Vec<_>) = std::mem::take(&mut self.outcomes_held)
+            .into_iter()
+            .partition(|(_, g, _)| *g <= published);
+        self.outcomes_held = waiting;
+        if !applied.is_empty() {
+            // Counted, saved, then deleted, as in `outcome_files`.
+            for (_, _, counts) in &applied {
+                for (reason, n) in counts {
+                    *self.progress.outcomes.entry(reason.clone()).or_default() += n;
+                }
+            }
+            let state_dir = &self.state_dir;
+            self.wait
+                .run(&mut self.progress, |progress| progress.save(state_dir))?;
+            self.stats_unsaved = false;
+            for (claimed, _, _) in applied {
+                claimed.done()?;
+            }
         }
         if ready.is_empty() {
             return Ok(());

@@ -19,7 +19,10 @@
 //! 4. a page batch whose links are all published is appended to the repository's
 //!    open WARC file and removed from the spool (`storage::Repository::ingest`; a
 //!    batch fault quarantines it);
-//! 5. outcome files from `outcomes/<app>/` are counted by reason and deleted.
+//! 5. outcome files from `outcomes/<app>/` are counted by reason and deleted; their
+//!    `sitemap` lines (sitemaps a host's robots.txt names, reported by the manager
+//!    with a depth) are offered like links when `sitemaps` is on (the default), and
+//!    a fetched sitemap's URLs are the links of that page (`pages.rs`).
 //!
 //! Parsing never waits on a merge: the seen set merges in the background and the
 //! loop only drains finished merges ([`SeenSet::try_recv_new`](crate::seen::SeenSet::try_recv_new)).
@@ -64,7 +67,11 @@
 //!   queues and storage's digest dedup absorb); never the reverse.
 //! - Storage ingest is idempotent: a crash inside it is finished by the next call.
 //! - Outcome files are counted, the counts saved, then the file deleted; a crash in
-//!   between counts one file twice (counts are statistics, not URLs).
+//!   between counts one file twice (counts are statistics, not URLs). A file with
+//!   `sitemap` lines (the `Sitemap:` URLs of a robots.txt, see
+//!   [`OutcomeReason::Sitemap`](spool::OutcomeReason::Sitemap)) is counted, saved
+//!   and deleted only once the generation holding those URLs is published, like a
+//!   page batch.
 //!
 //! Depths travel with the URL (the request file's `depth` hint, carried by the
 //! downloader into the page's WARC record), so the app holds nothing per URL in

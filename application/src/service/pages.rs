@@ -3,7 +3,11 @@
 //! downloader), so the crawl loop needs no memory of what it requested. HTML responses
 //! (`text/html`, `application/xhtml+xml`, or no type and a body that sniffs as HTML)
 //! go through [`canonical_links`] (base, nofollow, meta refresh...); a 3xx response's
-//! `Location`, resolved against the record's URL, is its `redirect`. Bodies are decoded
+//! `Location`, resolved against the record's URL, is its `redirect`. With
+//! [`BatchReader::with_sitemaps`], any other 2xx body that is a sitemap or sitemap
+//! index ([`crate::sitemap`], plain or gzip) gives its `<loc>` URLs as the page's
+//! links, resolved against the record's URL (a sitemap that does not parse gives
+//! none, with a warning). Bodies are decoded
 //! with [`spool::http`] under `max_body_bytes`; a record whose HTTP is broken counts
 //! as a page without links. The batch is read through storage's check
 //! ([`storage::check_batch`]), so it is inflated once for both its links and its
@@ -21,6 +25,7 @@ use url::Url;
 use crate::canon::{self, CanonConfig};
 use crate::extract::{Extractor, PageLinks};
 use crate::links::canonical_links;
+use crate::sitemap;
 
 /// What one response record gives.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -44,6 +49,7 @@ pub struct BatchReader {
     out: PageLinks,
     canon: CanonConfig,
     body_cap: usize,
+    sitemaps: bool,
 }
 
 impl BatchReader {
@@ -54,7 +60,14 @@ impl BatchReader {
             out: PageLinks::new(),
             canon,
             body_cap,
+            sitemaps: false,
         }
+    }
+
+    /// Also reads sitemaps (see the module docs); off by default.
+    pub fn with_sitemaps(mut self, on: bool) -> Self {
+        self.sitemaps = on;
+        self
     }
 
     /// Reads the batch at `path` once for both its links and storage: storage's checks
@@ -119,6 +132,9 @@ impl BatchReader {
             return (redirect, links);
         };
         if !is_html(content_type, &body.bytes) {
+            if self.sitemaps {
+                self.sitemap_links(&base, &body.bytes, &mut links);
+            }
             return (redirect, links);
         }
         canonical_links(
@@ -131,6 +147,26 @@ impl BatchReader {
         );
         links.extend(self.out.links.drain(..).map(|l| l.url));
         (redirect, links)
+    }
+}
+
+impl BatchReader {
+    /// The canonical URLs of the sitemap in `body`, if it is one.
+    fn sitemap_links(&self, base: &Url, body: &[u8], links: &mut Vec<Url>) {
+        match sitemap::parse(body) {
+            Ok(None) => {}
+            Ok(Some(map)) => {
+                if map.truncated {
+                    tracing::warn!(url = %base, kept = map.locs.len(), "app: sitemap lists too many URLs; the rest are dropped");
+                }
+                links.extend(
+                    map.locs
+                        .iter()
+                        .filter_map(|loc| canon::parse(loc, Some(base), &self.canon).ok()),
+                );
+            }
+            Err(e) => tracing::warn!(url = %base, error = %e, "app: sitemap not read"),
+        }
     }
 }
 
@@ -167,5 +203,26 @@ mod tests {
         assert!(!is_html(Some("text/plain"), b"<html>"));
         assert!(is_html(None, b"  \n<!DOCTYPE html><html>"));
         assert!(!is_html(None, b"%PDF-1.4"));
+    }
+
+    #[test]
+    fn a_sitemap_body_gives_its_urls_as_links_when_asked() {
+        let block = b"HTTP/1.1 200 OK\r\nContent-Type: application/xml\r\n\r\n\
+            <?xml version=\"1.0\"?><urlset xmlns=\"http://www.sitemaps.org/schemas/sitemap/0.9\">\
+            <url><loc>http://A.test:80/x/../one.html</loc></url>\
+            <url><loc>two.html</loc></url><url><loc>mailto:x@a.test</loc></url></urlset>";
+        let target = "http://a.test/maps/sitemap.xml";
+        let mut off = BatchReader::new(CanonConfig::default(), 1 << 20);
+        assert_eq!(off.links_of(target, block), (None, vec![]));
+        let mut on = BatchReader::new(CanonConfig::default(), 1 << 20).with_sitemaps(true);
+        let (_, links) = on.links_of(target, block);
+        let links: Vec<&str> = links.iter().map(Url::as_str).collect();
+        assert_eq!(
+            links,
+            ["http://a.test/one.html", "http://a.test/maps/two.html"]
+        );
+        // A 404 sitemap or broken XML gives nothing.
+        let broken = b"HTTP/1.1 200 OK\r\n\r\n<urlset><url><loc>http://a.test/</lo></urlset>";
+        assert_eq!(on.links_of(target, broken).1, vec![]);
     }
 }

@@ -19,6 +19,15 @@
 //!   off as after any failure and robots.txt is fetched again; after `max_failures`
 //!   its URLs end with `too_many_failures`.
 //!
+//! A fetched 2xx robots.txt's `Sitemap:` URLs (at most [`MAX_SITEMAPS_PER_HOST`],
+//! resolved against the robots.txt URL, http(s) only) are reported to the
+//! application of the host's head URL as `sitemap` lines of its outcome file, with
+//! the depth of that URL plus one, in the same RocksDB batch as the verdict (so a
+//! crash loses none and repeats none); see [`OutcomeReason::Sitemap`]. What to do
+//! with them (request them as links, or not) is the application's business. A
+//! verdict read back from the cache reports nothing again; a refetch after the TTL
+//! reports them again (the application's seen set drops the repeats).
+//!
 //! This module must never do I/O other than through the store; the body arrives as
 //! bytes.
 
@@ -30,11 +39,17 @@ use url::Url;
 
 use super::hosts::{HostId, RobotsChase, RobotsInForce};
 use super::origin::{Origin, origin_of_parsed};
-use super::records::CachedRobots;
+use super::records::{CachedRobots, PendingOutcome};
 use super::store::{Batch, Cf};
 use super::{Frontier, FrontierError};
 use crate::politeness;
 use crate::robots::{MAX_ROBOTS_BYTES, RobotsPolicy};
+
+/// Most `Sitemap:` URLs of one robots.txt reported (the rest are ignored).
+pub const MAX_SITEMAPS_PER_HOST: usize = 100;
+
+/// Longest `Sitemap:` URL reported, in bytes (a longer one is ignored).
+const MAX_SITEMAP_URL_BYTES: usize = 4096;
 
 impl Frontier {
     /// A robots.txt response was stored: `status`, the body (the service reads it from
@@ -65,7 +80,12 @@ impl Frontier {
             (None, body) => {
                 let body = body.unwrap_or_default();
                 let body = &body[..body.len().min(MAX_ROBOTS_BYTES)];
-                let policy = RobotsPolicy::from_fetch(status, body, &self.config.robots_agent);
+                let mut policy = RobotsPolicy::from_fetch(status, body, &self.config.robots_agent);
+                if let RobotsPolicy::Rules(robots) = &mut policy {
+                    // The cache keeps only the rules.
+                    let sitemaps = robots.take_sitemaps();
+                    self.report_sitemaps(id, &sitemaps, now_ms, &mut batch)?;
+                }
                 if policy == RobotsPolicy::DisallowAll {
                     let detail = format!("robots.txt status {status}");
                     self.robots_unreachable(id, &detail, now_ms, &mut batch)?;
@@ -77,6 +97,55 @@ impl Frontier {
         }
         self.commit(batch)?;
         Ok(true)
+    }
+
+    /// Reports the `Sitemap:` URLs of host `id`'s robots.txt to the application of
+    /// its head URL (see the module docs). O(sitemaps).
+    fn report_sitemaps(
+        &mut self,
+        id: HostId,
+        sitemaps: &[String],
+        now_ms: u64,
+        batch: &mut Batch,
+    ) -> Result<(), FrontierError> {
+        if sitemaps.is_empty() {
+            return Ok(());
+        }
+        self.fill_buffer(id)?;
+        let Some(host) = self.hosts.get(id) else {
+            return Ok(());
+        };
+        let Some((_, head)) = host.buffer.front() else {
+            return Ok(());
+        };
+        let (app, depth) = (head.app.clone(), head.depth.unwrap_or(0));
+        let base = host
+            .chase
+            .url
+            .clone()
+            .unwrap_or_else(|| Origin::robots_url(&host.origin));
+        let Ok(base) = Url::parse(&base) else {
+            return Ok(());
+        };
+        let detail = spool::outcome::sitemap_detail(depth.saturating_add(1));
+        for listed in sitemaps.iter().take(MAX_SITEMAPS_PER_HOST) {
+            let Ok(url) = base.join(listed.trim()) else {
+                continue;
+            };
+            if !matches!(url.scheme(), "http" | "https")
+                || url.as_str().len() > MAX_SITEMAP_URL_BYTES
+            {
+                continue;
+            }
+            let outcome = PendingOutcome {
+                app: app.clone(),
+                url: url.into(),
+                reason: OutcomeReason::Sitemap,
+                detail: detail.clone(),
+            };
+            self.outcomes.add(batch, outcome, now_ms);
+        }
+        Ok(())
     }
 
     /// Follows a robots.txt redirect, or gives up (allow all).

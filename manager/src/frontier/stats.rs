@@ -88,6 +88,8 @@ impl Frontier {
                 slot.1 = *n;
             }
         }
+        // A sitemap line ends no URL: never counted, not shown.
+        outcomes_by_reason.retain(|(r, _)| *r != OutcomeReason::Sitemap);
         let pending = self.requests.pending_by_app();
         let mut in_flight: BTreeMap<&AppId, u64> = BTreeMap::new();
         for (app, n) in self.jobs.out_by_app() {

@@ -76,11 +76,13 @@ impl FetchTotals {
         out
     }
 
-    /// Failed attempts per reason, every reason listed.
+    /// Failed attempts per reason, every reason a fetch can fail with listed (not
+    /// [`OutcomeReason::Sitemap`], which is no failure).
     pub fn error_counts(&self) -> Vec<ReasonCount> {
         OutcomeReason::ALL
             .iter()
             .enumerate()
+            .filter(|(_, r)| **r != OutcomeReason::Sitemap)
             .map(|(i, &reason)| ReasonCount {
                 reason,
                 count: self.errors.get(i).copied().unwrap_or(0),
@@ -118,7 +120,11 @@ mod tests {
         t.count(&FetchResult::Returned, FetchPurpose::Page);
         assert_eq!(t.requests, 1);
         let errors = t.error_counts();
-        assert_eq!(errors.len(), OutcomeReason::ALL.len());
+        assert_eq!(
+            errors.len(),
+            OutcomeReason::ALL.len() - 1,
+            "all but sitemap"
+        );
         assert_eq!(errors.iter().map(|e| e.count).sum::<u64>(), 1);
         t.status.insert(200, 3);
         t.status.insert(404, 1);

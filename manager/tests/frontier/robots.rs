@@ -338,3 +338,62 @@ fn a_redirect_hop_to_another_origin_keeps_that_origins_politeness() {
     got.sort_unstable();
     assert_eq!(got, ["http://h.test/a", "https://h.test/c"]);
 }
+
+/// Issue 28: the `Sitemap:` URLs of a fetched robots.txt go to the application of
+/// the host's head URL as `sitemap` lines (depth of that URL + 1), resolved against
+/// the robots.txt URL, http(s) only; they are not counted as outcomes, and a
+/// robots.txt without them reports nothing.
+#[test]
+fn robots_sitemaps_are_reported_to_the_application() {
+    let w = World::new();
+    let mut f = w.open(&test_config());
+    let hints = spool::formats::Hints {
+        depth: Some(3),
+        ..Default::default()
+    };
+    w.publish_with("bfs", 10, &urls("s.test", 0..2), &hints);
+    w.publish("bfs", 10, &urls("plain.test", 0..1));
+    let jobs = start(&mut f, T0);
+    assert_eq!(jobs.len(), 2, "two robots jobs: {jobs:?}");
+    let body = b"User-agent: *\nDisallow: /private\n\
+        Sitemap: http://s.test/sitemap_index.xml\n\
+        sitemap: /relative.xml.gz\n\
+        Sitemap: ftp://s.test/no.xml\n";
+    for job in &jobs {
+        let body: &[u8] = if job.url.contains("s.test") && !job.url.contains("plain") {
+            body
+        } else {
+            b"User-agent: *\nDisallow: /x\n"
+        };
+        assert!(
+            f.on_robots_fetched(job.job, 200, Some(body), None, T0)
+                .unwrap()
+        );
+    }
+    f.flush_outcomes(T0 + 60_000).unwrap();
+    let lines: Vec<(String, String)> = w
+        .outcomes("bfs")
+        .into_iter()
+        .filter(|o| o.reason == OutcomeReason::Sitemap)
+        .map(|o| (o.url, o.detail))
+        .collect();
+    assert_eq!(
+        lines,
+        [
+            (
+                "http://s.test/sitemap_index.xml".to_owned(),
+                "depth=4".to_owned()
+            ),
+            (
+                "http://s.test/relative.xml.gz".to_owned(),
+                "depth=4".to_owned()
+            ),
+        ]
+    );
+    let stats = f.stats();
+    assert!(
+        stats.outcomes_by_reason.iter().all(|(_, n)| *n == 0),
+        "sitemap lines are no outcomes: {:?}",
+        stats.outcomes_by_reason
+    );
+}

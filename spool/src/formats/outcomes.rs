@@ -11,7 +11,10 @@
 //!    - `URL` is the URL as it was requested (same rules as in request files).
 //!    - `reason` is one of the stable names of [`OutcomeReason`]:
 //!      `robots_excluded`, `blacklisted`, `dns_failure`, `connect_failure`, `timeout`,
-//!      `too_many_failures`, `invalid_url`, `bad_response`, `forbidden_address`.
+//!      `too_many_failures`, `invalid_url`, `bad_response`, `forbidden_address`,
+//!      and `sitemap`, which is no end of a requested URL: a sitemap a host's
+//!      robots.txt names, with the detail `depth=N` (see
+//!      [`OutcomeReason::Sitemap`]).
 //!    - `detail` is free text for people (an error message, say), possibly empty.
 //!      It is escaped so that it never holds a TAB or a line break: `\\` for a
 //!      backslash, `\t`, `\n`, `\r`, and `\xNN` (two hex digits) for any other ASCII
