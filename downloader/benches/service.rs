@@ -490,6 +490,7 @@ fn run(
                             limits,
                             depth: None,
                             hops: None,
+                            validators: Default::default(),
                         })
                         .collect();
                     writer.send(&Message::FetchBatch { jobs }).await.unwrap();

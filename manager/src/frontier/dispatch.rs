@@ -15,8 +15,8 @@
 
 use std::net::{IpAddr, SocketAddr};
 
-use spool::OutcomeReason;
 use spool::protocol::{FetchJob, FetchLimits, FetchPurpose, JobId};
+use spool::{OutcomeReason, Validators};
 
 use super::borrowed::Busy;
 use super::hosts::{HostId, HostState, Out};
@@ -174,6 +174,7 @@ impl Frontier {
             limits: self.limits(self.config.max_robots_bytes, 0),
             depth: None,
             hops: None,
+            validators: Validators::default(),
         })
     }
 
@@ -265,6 +266,7 @@ impl Frontier {
                 limits: self.limits(self.config.max_page_bytes, host_spacing),
                 depth: entry.depth,
                 hops: entry.hops,
+                validators: entry.validators,
             }));
         }
     }
