@@ -33,6 +33,7 @@ pub mod demo;
 pub mod machines;
 pub mod parts;
 pub mod progress;
+pub mod recrawl;
 pub mod repo_scan;
 pub mod sizing;
 pub mod summary;
