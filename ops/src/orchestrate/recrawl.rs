@@ -119,7 +119,8 @@ pub fn run(args: RecrawlArgs, shutdown: CancellationToken, rt: Handle) -> anyhow
 }
 
 /// Writes every URL of the repository's index, sorted, one a line, to `list`
-/// (durably: a temporary file renamed); returns how many.
+/// (durably: a temporary file, fsynced and renamed, the folder fsynced); returns
+/// how many.
 fn write_list(repo: &std::path::Path, list: &std::path::Path) -> anyhow::Result<usize> {
     let reader = storage::RepositoryReader::open(repo)?;
     let mut urls = BTreeSet::new();
@@ -134,7 +135,6 @@ fn write_list(repo: &std::path::Path, list: &std::path::Path) -> anyhow::Result<
         writeln!(f, "{u}")?;
     }
     let f = f.into_inner().map_err(|e| e.into_error())?;
-    f.sync_all()?;
-    std::fs::rename(&tmp, list).with_context(|| format!("renaming to {}", list.display()))?;
+    spool::publish::durable_rename(f, &tmp, list)?;
     Ok(urls.len())
 }
