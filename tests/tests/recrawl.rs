@@ -420,3 +420,140 @@ fn copy_tree(from: &Path, to: &Path) {
         }
     }
 }
+
+/// kill -9 of `polycrawl recrawl` (and so of its children) mid-run, then the same
+/// command again with the same `--out`: it resumes, and every URL of the first
+/// crawl still ends with a capture of the recrawl of the kind websim's
+/// `changes.tsv` says (a URL in flight at the kill may be fetched twice; none is
+/// lost).
+///
+/// Ignored: it fails today, and not because of the recrawl. Killing the whole
+/// system at once (manager and downloader together, as a machine that loses power
+/// does) loses the URLs whose reports the manager had taken (their queue entries
+/// deleted) while their batch was still a temporary file of the killed downloader
+/// (removed at its restart): 33 of 1,070 URLs in one run, fetched (websim's log)
+/// but never stored. Killing one child at a time (`supervise.rs`, `app_crash.rs`)
+/// does not show it. Run it with `--run-ignored all` once that is fixed.
+#[test]
+#[ignore = "whole-system kill -9 loses URLs reported but not committed (see the doc comment)"]
+fn a_recrawl_killed_mid_run_resumes_and_loses_no_url() {
+    require_python("warcio");
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    let ws = websim(&[]);
+    let first_config = config(&ws, d, "first.ron");
+    let (http, https) = (ws.http_port.to_string(), ws.https_port.to_string());
+    polycrawl(
+        "crawl",
+        &[
+            "crawl".as_ref(),
+            "--seeds".as_ref(),
+            ws.path("seeds").as_os_str(),
+            "--out".as_ref(),
+            d.join("first").as_os_str(),
+            "--config".as_ref(),
+            first_config.as_os_str(),
+        ],
+        d,
+    );
+    let repo = d.join("first").join("repository");
+    let before = index_lines(&repo).len();
+    drop(ws);
+    let ws = websim(&[
+        "--revision",
+        "1",
+        "--http-port",
+        &http,
+        "--https-port",
+        &https,
+    ]);
+    let changes: BTreeMap<String, String> = ws.changes().into_iter().collect();
+    let second_config = config(&ws, d, "second.ron");
+    let second = d.join("second");
+    let args: Vec<&std::ffi::OsStr> = vec![
+        "recrawl".as_ref(),
+        "--repo".as_ref(),
+        repo.as_os_str(),
+        "--out".as_ref(),
+        second.as_os_str(),
+        "--config".as_ref(),
+        second_config.as_os_str(),
+    ];
+
+    // Run 1: until a third of the URLs are stored again, then kill -9.
+    let mut cmd = Command::new(bin::polycrawl());
+    cmd.args(&args).env("NO_COLOR", "1");
+    let p = ProcessGuard::spawn("recrawl-1", cmd, d).unwrap();
+    let deadline = Instant::now() + Duration::from_secs(120);
+    let stored_at_kill = loop {
+        let n = index_lines(&repo).len() - before;
+        if n >= changes.len() / 3 {
+            break n;
+        }
+        assert!(Instant::now() < deadline, "{}", p.report("too slow"));
+        std::thread::sleep(Duration::from_millis(20));
+    };
+    drop(p); // SIGKILL; the children die with it.
+    assert!(stored_at_kill < changes.len(), "killed too late");
+    std::thread::sleep(Duration::from_secs(1));
+
+    // Run 2: the same command resumes and completes.
+    polycrawl("recrawl-2", &args, d);
+    let lines = index_lines(&repo);
+    let mut newest: HashMap<&str, &(String, String, String, String, String)> = HashMap::new();
+    let mut oldest: HashMap<&str, &(String, String, String, String, String)> = HashMap::new();
+    for l in &lines {
+        let n = newest.entry(l.0.as_str()).or_insert(l);
+        if l.1 > n.1 {
+            *n = l;
+        }
+        let o = oldest.entry(l.0.as_str()).or_insert(l);
+        if l.1 < o.1 {
+            *o = l;
+        }
+    }
+    let lost: Vec<&String> = changes
+        .keys()
+        .filter(|u| newest[u.as_str()].1 <= oldest[u.as_str()].1)
+        .collect();
+    if !lost.is_empty() {
+        let log = ws.log();
+        let asked: Vec<String> = lost
+            .iter()
+            .take(5)
+            .map(|u| {
+                let path = u.splitn(4, '/').nth(3).unwrap_or("");
+                let n = log
+                    .iter()
+                    .filter(|l| l.target == format!("/{path}"))
+                    .count();
+                format!("{u}: {n} requests in websim's log")
+            })
+            .collect();
+        let keep = dir.keep();
+        panic!(
+            "{} URLs lost, e.g. {asked:?}; left in {}",
+            lost.len(),
+            keep.display()
+        );
+    }
+    for (url, change) in &changes {
+        let (new, old) = (newest[url.as_str()], oldest[url.as_str()]);
+        assert_eq!(
+            new.2 == "warc/revisit",
+            change != "changed",
+            "{url}: {change}"
+        );
+        assert_eq!(new.4 == old.4, change != "changed", "{url}: {change}");
+    }
+    let mut warcs = Vec::new();
+    warc_files(&repo.join("warc"), &mut warcs);
+    let mut check = Command::new("python3");
+    check.args(["-m", "warcio.cli", "check"]).args(&warcs);
+    run("warcio check", check, d);
+    println!(
+        "recrawl kill: killed with {stored_at_kill} of {} URLs stored again; {} index lines after",
+        changes.len(),
+        lines.len() - before
+    );
+}
