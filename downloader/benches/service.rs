@@ -490,6 +490,7 @@ fn run(
                             limits,
                             depth: None,
                             hops: None,
+                            validators: Default::default(),
                             after: None,
                         })
                         .collect();

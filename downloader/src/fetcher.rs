@@ -170,7 +170,7 @@ impl Fetcher {
             Scheme::Https => Some(tls::server_name(job.target.host())?),
             Scheme::Http => None,
         };
-        let request = request::build(job.method, &job.target, &config.user_agent);
+        let request = request::build(job.method, &job.target, &config.user_agent, &job.validators);
         let total_timeout = job
             .limits
             .total_timeout

@@ -11,6 +11,7 @@ use std::fmt;
 use std::net::{Ipv6Addr, SocketAddr};
 use std::time::Duration;
 
+use spool::Validators;
 use url::{Host, Position, Url};
 
 use crate::error::FetchError;
@@ -264,6 +265,9 @@ pub struct FetchJob {
     pub method: Method,
     /// Per-job limit overrides.
     pub limits: JobLimits,
+    /// An earlier response's validators: sent as `If-None-Match` and
+    /// `If-Modified-Since` (empty: an unconditional request).
+    pub validators: Validators,
 }
 
 impl FetchJob {
@@ -274,6 +278,7 @@ impl FetchJob {
             addr,
             method: Method::Get,
             limits: JobLimits::default(),
+            validators: Validators::default(),
         }
     }
 }

@@ -34,6 +34,9 @@ enum Command {
     Wacz(WaczArgs),
     /// Run the whole system on this machine against real seeds.
     Crawl(ops::orchestrate::crawl::CrawlArgs),
+    /// Revisit a finished crawl's URLs with conditional requests (If-None-Match,
+    /// If-Modified-Since), storing 304s and unchanged pages as revisit records.
+    Recrawl(ops::orchestrate::recrawl::RecrawlArgs),
     /// Run the whole system against the simulated web, with progress.
     Demo(ops::orchestrate::demo::DemoArgs),
     /// Show a running crawl's figures in the terminal.
@@ -349,6 +352,7 @@ fn run(command: Command) -> anyhow::Result<()> {
             Ok(())
         }
         Command::Crawl(args) => orchestrate(|s, rt| ops::orchestrate::crawl::run(args, s, rt)),
+        Command::Recrawl(args) => orchestrate(|s, rt| ops::orchestrate::recrawl::run(args, s, rt)),
         Command::Demo(args) => orchestrate(|s, rt| ops::orchestrate::demo::run(args, s, rt)),
         Command::Status(args) => status_command(args),
         Command::Websim(args) => Ok(websim::run(args)?),

@@ -13,6 +13,8 @@
 //! - [`ids`]: validated application and component ids.
 //! - [`outcome`]: the reasons a URL ends without a page.
 //! - [`protocol`]: the control protocol (messages, framing, handshake) spoken over TCP.
+//! - [`validators`]: an earlier response's `ETag` and `Last-Modified`, carried to
+//!   the downloader for a conditional request (recrawls).
 //! - [`http`]: reading a stored HTTP response (head, de-chunked payload, decoded
 //!   entity body with a size cap), as kept in a WARC response record.
 //!
@@ -29,8 +31,10 @@ pub mod name;
 pub mod outcome;
 pub mod protocol;
 pub mod publish;
+pub mod validators;
 pub mod warc;
 
 pub use ids::{AppId, ComponentId, InvalidId};
 pub use layout::{Spool, SpoolDir, SpoolError};
 pub use outcome::OutcomeReason;
+pub use validators::Validators;

@@ -15,7 +15,7 @@ use spool::protocol::{
     SpeedStatus, SpoolArea, StatusCount, StatusSnapshot, StoredPage, TargetSource, Timing, Token,
     TrapCut, Welcome, client_handshake, preamble, server_handshake,
 };
-use spool::{AppId, ComponentId};
+use spool::{AppId, ComponentId, Validators};
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::{TcpListener, TcpStream};
 
@@ -185,6 +185,10 @@ fn samples() -> Vec<Message> {
                     limits: limits(),
                     depth: None,
                     hops: None,
+                    validators: Validators {
+                        etag: Some("\"e\"".into()),
+                        modified: Some(1_767_225_600),
+                    },
                     after: Some(After {
                         job: JobId(6),
                         gap_ms: 300,
@@ -200,6 +204,7 @@ fn samples() -> Vec<Message> {
                     limits: limits(),
                     depth: None,
                     hops: None,
+                    validators: Validators::default(),
                     after: None,
                 },
             ],
@@ -480,7 +485,7 @@ fn golden_message_bytes() {
         "03 b0 ea 01",
         "04 01 04 64 6f 6e 65",
         "05 ac 02",
-        "06 02 07 03 62 66 73 0f 68 74 74 70 3a 2f 2f 61 2e 74 65 73 74 2f 78 00 7f 00 00 02 50 00 01 80 80 40 90 4e a0 9c 01 e0 d4 03 fa 01 ac 02 00 00 01 06 ac 02 08 03 62 66 73 19 68 74 74 70 73 3a 2f 2f 62 2e 74 65 73 74 2f 72 6f 62 6f 74 73 2e 74 78 74 01 00 00 00 00 00 00 00 00 00 00 00 00 00 00 00 01 bb 03 01 00 80 80 40 90 4e a0 9c 01 e0 d4 03 fa 01 ac 02 00 00 00",
+        "06 02 07 03 62 66 73 0f 68 74 74 70 3a 2f 2f 61 2e 74 65 73 74 2f 78 00 7f 00 00 02 50 00 01 80 80 40 90 4e a0 9c 01 e0 d4 03 fa 01 ac 02 00 00 01 03 22 65 22 01 80 f2 d6 ca 06 01 06 ac 02 08 03 62 66 73 19 68 74 74 70 73 3a 2f 2f 62 2e 74 65 73 74 2f 72 6f 62 6f 74 73 2e 74 78 74 01 00 00 00 00 00 00 00 00 00 00 00 00 00 00 00 01 bb 03 01 00 80 80 40 90 4e a0 9c 01 e0 d4 03 fa 01 ac 02 00 00 00 00 00",
         "07 03 07 00 ad 02 a4 03 00 00 03 09 0c 80 80 f9 c0 c1 c4 82 03 e4 80 f9 c0 c1 c4 82 03 e0 dd f9 c0 c1 c4 82 03 15 35 2d 64 6c 2d 31 2d 30 30 30 30 30 31 2e 77 61 72 63 2e 67 7a 01 02 2f 79 01 01 80 e2 cf aa 06 08 01 04 0a 66 69 72 73 74 20 62 79 74 65 09 02",
         "08 01 02 06 61 2e 74 65 73 74 06 62 2e 74 65 73 74",
         "09 01 03 06 61 2e 74 65 73 74 00 02 00 0a 00 00 01 01 00 00 00 00 00 00 00 00 00 00 00 00 00 00 00 01 ac 02 06 62 2e 74 65 73 74 01 00 3c 00 06 63 2e 74 65 73 74 01 02 05 08 53 45 52 56 46 41 49 4c",

@@ -40,8 +40,9 @@ const DONE: u8 = b'b';
 const NEXT_SEQ: &[u8] = b"n";
 const OPEN_WARC: &[u8] = b"w";
 const VERSION: u8 = 1;
-/// Version of a [`BatchRecord`] value: 2 adds the offset in a shared WARC file.
-const BATCH_VERSION: u8 = 2;
+/// Version of a [`BatchRecord`] value: 2 adds the offset in a shared WARC file, 3
+/// the count of server-not-modified revisits.
+const BATCH_VERSION: u8 = 3;
 
 /// Memory bounds of the catalog's RocksDB.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -87,6 +88,9 @@ pub struct BatchRecord {
     pub responses: u64,
     /// Duplicate responses recorded as revisits.
     pub revisits: u64,
+    /// 304 answers recorded as server-not-modified revisits (0 in records written
+    /// before they were counted, version 2 and older).
+    pub not_modified: u64,
     /// CDXJ lines written.
     pub index_lines: u64,
     /// Size of the batch file (its revisit records follow it in the WARC file).
@@ -318,6 +322,7 @@ fn encode_batch(b: &BatchRecord) -> Vec<u8> {
         b.index_lines,
         b.bytes,
         b.offset,
+        b.not_modified,
     ] {
         v.extend_from_slice(&n.to_be_bytes());
     }
@@ -326,23 +331,19 @@ fn encode_batch(b: &BatchRecord) -> Vec<u8> {
 }
 
 /// Version 1 (a batch in a file of its own, maybe with a companion file of
-/// revisits, not kept) and version 2.
+/// revisits, not kept), version 2 (without `not_modified`) and version 3.
 fn decode_batch(v: &[u8]) -> Option<BatchRecord> {
     let mut r = Reader(v);
     let version = r.u8()?;
-    let mut n = [0u64; 7];
-    match version {
-        1 => {
-            for x in &mut n[..6] {
-                *x = r.u64()?;
-            }
-        }
-        BATCH_VERSION => {
-            for x in &mut n {
-                *x = r.u64()?;
-            }
-        }
+    let mut n = [0u64; 8];
+    let fields = match version {
+        1 => 6,
+        2 => 7,
+        BATCH_VERSION => 8,
         _ => return None,
+    };
+    for x in &mut n[..fields] {
+        *x = r.u64()?;
     }
     let stored = r.text()?;
     let [
@@ -353,6 +354,7 @@ fn decode_batch(v: &[u8]) -> Option<BatchRecord> {
         index_lines,
         bytes,
         offset,
+        not_modified,
     ] = n;
     Some(BatchRecord {
         seq,
@@ -361,6 +363,7 @@ fn decode_batch(v: &[u8]) -> Option<BatchRecord> {
         records,
         responses,
         revisits,
+        not_modified,
         index_lines,
         bytes,
     })
@@ -441,10 +444,19 @@ mod tests {
             records: 9,
             responses: 3,
             revisits: 1,
+            not_modified: 2,
             index_lines: 4,
             bytes: 12345,
         };
         assert_eq!(decode_batch(&encode_batch(&b)).unwrap(), b);
+        // A version 2 record: no not_modified count.
+        let mut v2 = vec![2u8];
+        for n in [7u64, 9, 3, 1, 4, 12345, 4096] {
+            v2.extend_from_slice(&n.to_be_bytes());
+        }
+        put_text(&mut v2, "2026/x.warc.gz");
+        let old = decode_batch(&v2).unwrap();
+        assert_eq!((old.offset, old.revisits, old.not_modified), (4096, 1, 0));
         // A version 1 record (a repository written before shared WARC files).
         let mut v1 = vec![1u8];
         for n in [7u64, 9, 3, 1, 4, 12345] {

@@ -7,6 +7,14 @@
 //! [`RepositoryOptions::min_dedup_payload`](crate::RepositoryOptions) (default 1
 //! byte: empty bodies of redirects, 204s and 304s) are never deduplicated: a revisit
 //! record would cost more than it saves and would link unrelated pages.
+//!
+//! A `304 Not Modified` response (a recrawl's conditional request answered) is
+//! *not modified*: when the URL's newest earlier capture in the repository (an exact
+//! URL match in the index) has a payload the digest index knows, the 304 gets a
+//! revisit record of profile server-not-modified referring to that payload's first
+//! capture. A 304 for a URL without such a capture is indexed as it is. Cost: one
+//! index lookup per 304 (a binary search in each index file) and one batched
+//! `multi_get` for their digests.
 
 use std::collections::HashMap;
 
@@ -15,6 +23,41 @@ use spool::warc::{RecordType, Sha1Digest};
 use crate::batch::ScannedBatch;
 use crate::catalog::{Catalog, FirstCapture};
 use crate::error::Result;
+use crate::repository::RepositoryReader;
+
+/// For each 304 response of the batch (by record index), the first capture and
+/// digest of its URL's newest earlier capture with a known payload.
+fn not_modified(
+    catalog: &Catalog,
+    reader: &RepositoryReader,
+    batch: &ScannedBatch,
+) -> Result<HashMap<usize, (FirstCapture, Sha1Digest)>> {
+    let mut newest: Vec<(usize, Sha1Digest)> = Vec::new();
+    for (i, r) in batch.records.iter().enumerate() {
+        let Some(c) = &r.capture else { continue };
+        if r.kind != Some(RecordType::Response) || c.status != "304" {
+            continue;
+        }
+        let digest = reader
+            .captures(&c.uri)?
+            .into_iter()
+            .rev()
+            .filter(|l| l.url == c.uri && (l.is_revisit() || l.status != "304"))
+            .find_map(|l| l.digest.parse::<Sha1Digest>().ok());
+        if let Some(d) = digest {
+            newest.push((i, d));
+        }
+    }
+    if newest.is_empty() {
+        return Ok(HashMap::new());
+    }
+    let digests: Vec<Sha1Digest> = newest.iter().map(|&(_, d)| d).collect();
+    Ok(newest
+        .into_iter()
+        .zip(catalog.first_captures(&digests)?)
+        .filter_map(|((i, d), first)| Some((i, (first?, d))))
+        .collect())
+}
 
 /// What happens to one record of the batch.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -28,6 +71,15 @@ pub(crate) enum Fate {
     Duplicate(FirstCapture),
     /// A revisit record already in the batch: indexed where it is.
     Revisit,
+    /// A 304 answer to a conditional request: indexed through a new revisit record
+    /// (server-not-modified) referring to the first capture of the content of the
+    /// URL's newest earlier capture, whose payload digest is `digest`.
+    NotModified {
+        /// What the revisit refers to.
+        first: FirstCapture,
+        /// Its payload digest.
+        digest: Sha1Digest,
+    },
 }
 
 /// The fate of every record, and the digest entries to add.
@@ -44,10 +96,24 @@ impl Plan {
             .filter(|f| matches!(f, Fate::Duplicate(_)))
             .count()
     }
+
+    pub(crate) fn not_modified(&self) -> usize {
+        self.fates
+            .iter()
+            .filter(|f| matches!(f, Fate::NotModified { .. }))
+            .count()
+    }
 }
 
-/// Plans the batch against the digest index.
-pub(crate) fn plan(catalog: &Catalog, batch: &ScannedBatch, min_payload: u64) -> Result<Plan> {
+/// Plans the batch against the digest index (and, for 304s, the URL index of
+/// `reader`).
+pub(crate) fn plan(
+    catalog: &Catalog,
+    reader: &RepositoryReader,
+    batch: &ScannedBatch,
+    min_payload: u64,
+) -> Result<Plan> {
+    let not_modified = not_modified(catalog, reader, batch)?;
     let candidate = |i: usize| -> Option<Sha1Digest> {
         let r = &batch.records[i];
         let c = r.capture.as_ref()?;
@@ -69,6 +135,10 @@ pub(crate) fn plan(catalog: &Catalog, batch: &ScannedBatch, min_payload: u64) ->
     for (i, r) in batch.records.iter().enumerate() {
         let fate = match (r.kind, &r.capture) {
             (Some(RecordType::Revisit), Some(_)) => Fate::Revisit,
+            (Some(RecordType::Response), Some(_)) if not_modified.contains_key(&i) => {
+                let (first, digest) = not_modified[&i].clone();
+                Fate::NotModified { first, digest }
+            }
             (Some(RecordType::Response), Some(c)) => match candidate(i) {
                 None => Fate::Original,
                 Some(d) => {

@@ -12,7 +12,8 @@
 //! 3. **Pending mark** in the catalog (synced): the batch's sequence number.
 //!    *Crash after:* the batch is still at the source; the caller's retry reuses it.
 //! 4. **Dedup plan** against the digest index (module `dedup`), and the revisit
-//!    records of the duplicates rendered in memory (module `revisits`).
+//!    records of the duplicates and of the 304s of conditional requests rendered in
+//!    memory (module `revisits`).
 //! 5. **Append** the batch, then its revisit records, to the open WARC file at its
 //!    durable length (a new file when the open one is full or old), and sync.
 //!    *Crash after:* the bytes lie past the durable length: [`Repository::open`] cuts
@@ -69,8 +70,11 @@ pub struct IngestSummary {
     pub records: u64,
     /// Responses indexed as they are (new payloads, and payloads too short to dedup).
     pub responses: u64,
-    /// Duplicate responses, indexed through revisit records.
+    /// Duplicate responses, indexed through revisit records (identical-payload-digest).
     pub revisits: u64,
+    /// 304 answers to conditional requests, indexed through revisit records
+    /// (server-not-modified).
+    pub not_modified: u64,
     /// CDXJ lines written.
     pub index_lines: u64,
     /// Size of the batch file.
@@ -186,7 +190,12 @@ impl Repository {
                 self.reader.index.forget_batch(other)?;
             }
         }
-        let plan = dedup::plan(&self.catalog, &scanned, self.options.min_dedup_payload)?;
+        let plan = dedup::plan(
+            &self.catalog,
+            &self.reader,
+            &scanned,
+            self.options.min_dedup_payload,
+        )?;
         let catalog = &self.catalog;
         // The revisit bytes name the file they go to, and the file depends on their
         // size: rendered for the open file, again if that one is full.
@@ -223,6 +232,7 @@ impl Repository {
             records: scanned.records.len() as u64,
             responses: count(&plan.fates, |f| *f == Fate::Original),
             revisits: plan.duplicates() as u64,
+            not_modified: plan.not_modified() as u64,
             index_lines: lines.len() as u64,
             bytes: scanned.bytes,
         };
@@ -248,6 +258,7 @@ impl Repository {
             records: r.records,
             responses: r.responses,
             revisits: r.revisits,
+            not_modified: r.not_modified,
             index_lines: r.index_lines,
             bytes: r.bytes,
             already_stored,
@@ -271,7 +282,10 @@ impl Revisits {
         fates: &[Fate],
     ) -> Result<Self> {
         let file = open.map(|o| o.file.clone()).unwrap_or_default();
-        if !fates.iter().any(|f| matches!(f, Fate::Duplicate(_))) {
+        if !fates
+            .iter()
+            .any(|f| matches!(f, Fate::Duplicate(_) | Fate::NotModified { .. }))
+        {
             return Ok(Self {
                 file,
                 bytes: Vec::new(),
@@ -313,7 +327,14 @@ fn index_lines(
             Fate::NotIndexed => continue,
             Fate::Original => (c.mime.as_str(), Some(r.location), start),
             Fate::Revisit => (REVISIT_MIME, Some(r.location), start),
-            Fate::Duplicate(_) => (REVISIT_MIME, revisit_locations[i], revisits_start),
+            Fate::Duplicate(_) | Fate::NotModified { .. } => {
+                (REVISIT_MIME, revisit_locations[i], revisits_start)
+            }
+        };
+        // A not-modified revisit stands for its original's payload.
+        let digest = match fate {
+            Fate::NotModified { digest, .. } => Some(*digest),
+            _ => c.digest,
         };
         let Some(location) = location else { continue };
         let mut text = String::with_capacity(256 + 2 * c.uri.len());
@@ -323,7 +344,7 @@ fn index_lines(
             url: c.uri.clone(),
             mime: mime.to_owned(),
             status: c.status.clone(),
-            digest: c.digest.map_or_else(|| "-".to_owned(), |d| d.to_string()),
+            digest: digest.map_or_else(|| "-".to_owned(), |d| d.to_string()),
             length: location.length,
             offset: base + location.offset,
             filename: file.to_owned(),

@@ -91,9 +91,14 @@ impl RepositoryReader {
                 })
             }
             Some(RecordType::Revisit) => {
-                let (original, body) = self.follow_revisit(line, &rec)?;
+                let (original, original_head, body) = self.follow_revisit(line, &rec)?;
                 let mut head = rec.block;
                 head.truncate(n);
+                if head.is_empty() {
+                    // A server-not-modified revisit: the content, head included, is
+                    // the original's.
+                    head = original_head;
+                }
                 Ok(StoredPage {
                     url: line.url.clone(),
                     date,
@@ -107,8 +112,12 @@ impl RepositoryReader {
         }
     }
 
-    /// The first capture a revisit record refers to, and its body.
-    fn follow_revisit(&self, line: &CdxjLine, rec: &Record) -> Result<(CdxjLine, Vec<u8>)> {
+    /// The first capture a revisit record refers to, its head and its body.
+    fn follow_revisit(
+        &self,
+        line: &CdxjLine,
+        rec: &Record,
+    ) -> Result<(CdxjLine, Vec<u8>, Vec<u8>)> {
         let h = &rec.headers;
         let fail = |reason: &str| bad(line, reason);
         let digest = h
@@ -137,7 +146,7 @@ impl RepositoryReader {
         if payload_digest(&page.body) != digest {
             return Err(bad(&original.line, "payload does not match its digest"));
         }
-        Ok((original.line.clone(), page.body))
+        Ok((original.line.clone(), page.head, page.body))
     }
 
     /// Reads the one record at the line's (file, offset, length).

@@ -1,6 +1,12 @@
 //! The revisit records of a batch, appended to the WARC file right after the batch:
 //! a `warcinfo` record and one `revisit` record (profile identical-payload-digest)
-//! per duplicate response of the batch.
+//! per duplicate response of the batch, and one (profile server-not-modified) per
+//! 304 answer to a conditional request whose earlier capture is stored.
+//!
+//! A server-not-modified revisit has an empty block (see
+//! `spool::warc::WarcHeaders::revisit_not_modified`): the 304's head stays in its
+//! response record, which the revisit names in `WARC-Concurrent-To`, and its
+//! `WARC-Payload-Digest` is the earlier capture's.
 //!
 //! Each revisit carries the duplicate's capture (`WARC-Target-URI`, `WARC-Date`,
 //! `WARC-IP-Address`), its HTTP response head as the block, `WARC-Refers-To`,
@@ -51,8 +57,9 @@ pub(crate) fn render(
         offset: 0,
         reason: e.to_string(),
     };
-    let description =
-        format!("revisit records (identical-payload-digest) for the duplicate responses of {name}");
+    let description = format!(
+        "revisit records (identical-payload-digest, server-not-modified) for the duplicate and 304 responses of {name}"
+    );
     let info_block = warc_fields_block(&[
         ("software", SOFTWARE),
         ("format", "WARC File Format 1.1"),
@@ -71,10 +78,15 @@ pub(crate) fn render(
     )?;
     let mut out = vec![None; fates.len()];
     for (i, (r, fate)) in batch.records.iter().zip(fates).enumerate() {
-        let (Fate::Duplicate(first), Some(c)) = (fate, &r.capture) else {
-            continue;
+        let Some(c) = &r.capture else { continue };
+        let (first, digest, not_modified) = match fate {
+            Fate::Duplicate(first) => match c.digest {
+                Some(d) => (first, d, false),
+                None => continue,
+            },
+            Fate::NotModified { first, digest } => (first, *digest, true),
+            _ => continue,
         };
-        let Some(digest) = c.digest else { continue };
         let capture = Capture {
             target_uri: &c.uri,
             date: r.date,
@@ -87,11 +99,17 @@ pub(crate) fn render(
             date: first.date,
         };
         let id = stable_id(name, &r.location.offset.to_string());
-        let mut headers = WarcHeaders::revisit(id, &capture, &original, digest).map_err(bad)?;
+        let (mut headers, block) = if not_modified {
+            let h = WarcHeaders::revisit_not_modified(id, &capture, &original, digest);
+            (h.map_err(bad)?, &[][..])
+        } else {
+            let h = WarcHeaders::revisit(id, &capture, &original, digest);
+            (h.map_err(bad)?, &c.head[..])
+        };
         headers
             .push("WARC-Concurrent-To", &r.record_id)
             .map_err(bad)?;
-        out[i] = Some(writer.write_record(&headers, &c.head)?);
+        out[i] = Some(writer.write_record(&headers, block)?);
     }
     let bytes = writer
         .finish()

@@ -761,3 +761,110 @@ fn the_repository_passes_warcio_check() {
         );
     }
 }
+
+/// Issue 27: a 304 answer to a recrawl's conditional request becomes a
+/// server-not-modified revisit of the URL's newest earlier capture; `get` returns
+/// the earlier page; warcio accepts the file and indexes the revisit where the
+/// CDXJ index says; a 304 for a URL never stored stays a plain 304 response.
+#[test]
+fn a_304_becomes_a_server_not_modified_revisit_of_the_earlier_capture() {
+    support::require_warcio();
+    let (_t, spool, repo_dir) = dirs();
+    let content = body(11, 9_000);
+    let mut first = Page::html("http://a.example/page", 0, &content);
+    first.head = format!(
+        "HTTP/1.1 200 OK\r\nContent-Type: text/html\r\nETag: \"v0\"\r\nContent-Length: {}\r\n\r\n",
+        content.len()
+    )
+    .into_bytes();
+    let mut repo = Repository::open(&repo_dir).unwrap();
+    repo.ingest(&write_batch(&spool, &batch_name(1), &[first.clone()]))
+        .unwrap();
+    let not_modified = |url: &str, secs| {
+        let mut p = Page::with_status(url, secs, "304 Not Modified", "text/html", b"");
+        p.head = b"HTTP/1.1 304 Not Modified\r\nETag: \"v0\"\r\n\r\n".to_vec();
+        p
+    };
+    let recrawl = [
+        not_modified("http://a.example/page", 100),
+        not_modified("http://a.example/never-stored", 101),
+    ];
+    let s = repo
+        .ingest(&write_batch(&spool, &batch_name(2), &recrawl))
+        .unwrap();
+    assert_eq!(
+        (s.responses, s.revisits, s.not_modified, s.index_lines),
+        (1, 0, 1, 2)
+    );
+
+    // The index: the newest capture of the page is a revisit with the earlier digest.
+    let caps = repo.captures("http://a.example/page").unwrap();
+    assert_eq!(caps.len(), 2);
+    assert!(caps[1].is_revisit() && !caps[0].is_revisit(), "{caps:?}");
+    assert_eq!(caps[1].digest, caps[0].digest);
+    assert_eq!(caps[1].timestamp, "20261122100140");
+    let never = repo.captures("http://a.example/never-stored").unwrap();
+    assert_eq!((never.len(), never[0].status.as_str()), (1, "304"));
+    assert!(!never[0].is_revisit());
+
+    // get(): the earlier page, head and body, at the recrawl's date.
+    let got = repo.get("http://a.example/page").unwrap().unwrap();
+    assert_eq!(got.body, content);
+    assert_eq!(got.head, first.head);
+    assert_eq!(got.date, recrawl[0].date);
+    assert_eq!(got.original.unwrap().timestamp, "20261122100000");
+
+    // The record: profile, refers-to fields, concurrent to the 304 response, empty.
+    let warc = fs::read(&s.stored_as).unwrap();
+    let start = usize::try_from(s.offset + s.bytes).unwrap();
+    let records: Vec<_> = spool::warc::WarcReader::new(&warc[start..])
+        .map(Result::unwrap)
+        .collect();
+    assert_eq!(records.len(), 2, "warcinfo and one revisit");
+    let r = &records[1].headers;
+    assert_eq!(
+        r.get("WARC-Profile"),
+        Some(spool::warc::SERVER_NOT_MODIFIED_PROFILE)
+    );
+    assert_eq!(
+        r.get("WARC-Refers-To-Target-URI"),
+        Some("http://a.example/page")
+    );
+    assert_eq!(r.get("WARC-Refers-To-Date"), Some("2026-11-22T10:00:00Z"));
+    assert!(r.get("WARC-Refers-To").is_some() && r.get("WARC-Concurrent-To").is_some());
+    assert_eq!(
+        r.payload_digest().map(|d| d.to_string()),
+        Some(caps[0].digest.clone())
+    );
+    assert!(records[1].block.is_empty());
+
+    // A second recrawl's 304 refers to the same original, through the revisit.
+    let s3 = repo
+        .ingest(&write_batch(
+            &spool,
+            &batch_name(3),
+            &[not_modified("http://a.example/page", 200)],
+        ))
+        .unwrap();
+    assert_eq!(s3.not_modified, 1);
+    let got = repo.get("http://a.example/page").unwrap().unwrap();
+    assert_eq!(
+        (got.body == content, got.date),
+        (true, not_modified("x", 200).date)
+    );
+
+    for f in warc_files(&repo_dir.join("warc")) {
+        support::warcio_check(&f);
+    }
+    for line in index_lines(&repo_dir) {
+        let parsed = storage::CdxjLine::parse(&line).unwrap();
+        let listing = support::warcio_index(&repo_dir.join("warc").join(&parsed.filename));
+        let expect_offset = format!("\"offset\": \"{}\"", parsed.offset);
+        assert!(
+            listing
+                .lines()
+                .any(|l| l.contains(&expect_offset) && l.contains(&parsed.url)),
+            "{line}\nnot in warcio's index:\n{listing}"
+        );
+    }
+}

@@ -273,6 +273,14 @@ impl Websim {
             .collect()
     }
 
+    /// `changes.tsv`: each manifest URL and what a recrawl at the served revision
+    /// gets (`changed`, `not_modified`, `unchanged`, `fixed`; see `websim::revision`).
+    pub fn changes(&self) -> Vec<(String, String)> {
+        rows(&self.path("changes"))
+            .map(|f| (f[0].to_owned(), f[1].to_owned()))
+            .collect()
+    }
+
     /// `unreachable.tsv`.
     pub fn unreachable(&self) -> Vec<OutcomeRow> {
         rows(&self.path("unreachable"))

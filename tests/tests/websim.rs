@@ -623,6 +623,104 @@ async fn keep_alive_pipelining_and_misdirected_hosts() {
     }
 }
 
+/// Revision 1 of the web: `changes.tsv` classes each manifest URL, and the pages
+/// answer as it says to a request carrying revision 0's validators. Revision 1
+/// runs on revision 0's ports, as a recrawl needs (URLs carry the port).
+#[tokio::test]
+async fn revisions_validators_and_conditional_requests() {
+    async fn get(ws: &Websim, url: &str, extra: &[(&str, &str)]) -> Response {
+        let addr = ws.socket_for(url).expect("address");
+        client(ws).get_url(addr, url, extra).await.expect("GET")
+    }
+    let old = small(&[]);
+    assert!(old.changes().iter().all(|(_, c)| c != "changed"));
+    let sample: Vec<String> = old
+        .changes()
+        .into_iter()
+        .step_by(7)
+        .take(60)
+        .map(|(u, _)| u)
+        .collect();
+    let mut first = Vec::new();
+    for url in &sample {
+        first.push(get(&old, url, &[]).await);
+    }
+    let (http, https) = (old.http_port.to_string(), old.https_port.to_string());
+    drop(old);
+    let new = small(&[
+        "--revision",
+        "1",
+        "--change-share",
+        "0.2",
+        "--http-port",
+        &http,
+        "--https-port",
+        &https,
+    ]);
+    let changes: HashMap<String, String> = new.changes().into_iter().collect();
+    let manifest = new.manifest();
+    assert_eq!(changes.len(), manifest.len());
+    let count = |what: &str| changes.values().filter(|c| *c == what).count();
+    let pages = manifest.iter().filter(|r| r.status == 200).count();
+    let changed = count("changed");
+    assert!(
+        changed * 100 > pages * 12 && changed * 100 < pages * 28,
+        "{changed} of {pages}"
+    );
+    assert!(count("not_modified") > 0 && count("unchanged") > 0 && count("fixed") > 0);
+    let mut seen = HashSet::new();
+    for (url, first) in sample.iter().zip(first) {
+        let change = changes[url].as_str();
+        seen.insert(change);
+        let etag = first.header("etag").map(str::to_owned);
+        let modified = first.header("last-modified").map(str::to_owned);
+        let again = get(&new, url, &[]).await;
+        let by_etag = match &etag {
+            Some(e) => get(&new, url, &[("If-None-Match", e)]).await,
+            None => get(&new, url, &[]).await,
+        };
+        let by_date = match &modified {
+            Some(m) => Some(get(&new, url, &[("If-Modified-Since", m)]).await.status),
+            None => None,
+        };
+        match change {
+            "changed" => {
+                assert_eq!(
+                    (first.status, again.status, by_etag.status),
+                    (200, 200, 200),
+                    "{url}"
+                );
+                assert_ne!(first.body, again.body, "{url}");
+                assert!(again.text().contains("Updated in revision 1."), "{url}");
+                if etag.is_some() {
+                    assert_ne!(again.header("etag").map(str::to_owned), etag, "{url}");
+                    assert_eq!(by_date, Some(200), "{url}");
+                }
+            }
+            "not_modified" => {
+                assert!(etag.is_some() && modified.is_some(), "{url}");
+                assert_eq!(first.body, again.body, "{url}");
+                assert_eq!((by_etag.status, by_etag.body.len()), (304, 0), "{url}");
+                assert_eq!(by_etag.header("etag").map(str::to_owned), etag, "{url}");
+                assert_eq!(by_date, Some(304), "{url}");
+            }
+            "unchanged" | "fixed" => {
+                assert!(etag.is_none() && modified.is_none(), "{url}");
+                assert_eq!(
+                    (first.status, &first.body),
+                    (again.status, &again.body),
+                    "{url}"
+                );
+            }
+            other => panic!("unknown change {other} for {url}"),
+        }
+    }
+    assert!(
+        seen.contains("changed") && seen.contains("not_modified"),
+        "{seen:?}"
+    );
+}
+
 async fn raw(addr: SocketAddr, path: &str, limit: usize, wait: Duration) -> (Vec<u8>, bool) {
     let mut s = TcpStream::connect(addr).await.unwrap();
     let req = format!("GET {path} HTTP/1.1\r\nHost: misbehave.websim.test\r\n\r\n");

@@ -170,6 +170,7 @@ fn main() {
                     log,
                     slow: Duration::from_millis(2000),
                     throttle: None,
+                    revision: websim::revision::Revision::default(),
                 });
                 for (&(index, _), l) in server_addrs.iter().zip(listeners) {
                     tokio::spawn(accept_loop(l, Arc::clone(&server), index, None));

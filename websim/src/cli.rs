@@ -6,7 +6,7 @@
 //! request log, print what it serves and finally one machine-readable line:
 //!
 //! ```text
-//! websim ready dns=127.0.0.1:PORT http_port=P https_port=Q out=DIR seeds=FILE manifest=FILE never=FILE unreachable=FILE hosts=FILE log=FILE ca=FILE addresses=FIRST-LAST
+//! websim ready dns=127.0.0.1:PORT http_port=P https_port=Q out=DIR seeds=FILE manifest=FILE never=FILE unreachable=FILE hosts=FILE log=FILE ca=FILE addresses=FIRST-LAST changes=FILE revision=N
 //! ```
 //!
 //! (space-separated `key=value`; paths are absolute and must not contain spaces for a
@@ -37,6 +37,7 @@ use super::listen::{bind_all, raise_nofile_limit};
 use super::log::RequestLog;
 use super::model::{Params, Web};
 use super::outfiles::{self, OutPaths};
+use super::revision::Revision;
 use super::throttle::Throttled;
 use super::tls::{SimCa, TlsError};
 
@@ -79,6 +80,15 @@ pub enum CliError {
         /// The value given.
         got: u32,
     },
+    /// `--change-share` is outside 0..=1.
+    #[error("--change-share must be between 0 and 1, got {got}")]
+    ChangeShare {
+        /// The value given.
+        got: f64,
+    },
+    /// `--revision` with `--export-static` (the static export is revision 0).
+    #[error("--revision cannot be combined with --export-static (the export is revision 0)")]
+    RevisionExport,
     /// `--dns-addr` is not a 127.0.0.0/8 IPv4 address.
     #[error("--dns-addr must be a 127.0.0.0/8 IPv4 address, got {got}")]
     DnsAddr {
@@ -201,6 +211,16 @@ pub struct Args {
     /// locality; see `model.rs`.
     #[arg(long, value_name = "N", default_value_t = 0)]
     pub communities: u32,
+    /// Serve revision N of the web (0, the default: the original): a share of the
+    /// generated pages (`--change-share`) differ from revision 0 in content,
+    /// `ETag` and `Last-Modified`; `changes.tsv` lists what a recrawl gets for
+    /// each manifest URL (see `revision.rs`). Links are the same at every revision.
+    #[arg(long, value_name = "N", default_value_t = 0)]
+    pub revision: u32,
+    /// Share of the generated pages changed at a revision above 0, from 0 to 1
+    /// (rounded down to per mille).
+    #[arg(long, value_name = "S", default_value_t = 0.2)]
+    pub change_share: f64,
     /// Where the DNS server listens (UDP and TCP; a 127.0.0.0/8 address, port 0 picks one).
     #[arg(long, default_value = "127.0.0.1:0")]
     pub dns_addr: SocketAddr,
@@ -241,6 +261,14 @@ pub struct Args {
 }
 
 impl Args {
+    /// The revision to serve.
+    pub fn revision(&self) -> Revision {
+        Revision {
+            number: self.revision,
+            // In 0..=1 after `validate`: the cast cannot overflow.
+            change_per_mille: (self.change_share * 1000.0).floor() as u32,
+        }
+    }
     /// Checks values that parse but make no sense.
     pub fn validate(&self) -> Result<(), CliError> {
         if self.hosts < MIN_HOSTS {
@@ -265,6 +293,14 @@ impl Args {
                 hosts: self.hosts,
                 got: self.communities,
             });
+        }
+        if !(0.0..=1.0).contains(&self.change_share) {
+            return Err(CliError::ChangeShare {
+                got: self.change_share,
+            });
+        }
+        if self.revision > 0 && self.export_static.is_some() {
+            return Err(CliError::RevisionExport);
         }
         match self.dns_addr {
             SocketAddr::V4(a) if a.ip().is_loopback() => {}
@@ -376,8 +412,8 @@ async fn serve(args: Args) -> Result<(), CliError> {
     params.https_port = https_port;
     let web = Arc::new(Web::new(params));
 
-    let summary =
-        outfiles::write_all(&web, &paths).map_err(io_err("writing the manifest files"))?;
+    let summary = outfiles::write_all(&web, &args.revision(), &paths)
+        .map_err(io_err("writing the manifest files"))?;
     let ca = SimCa::generate().map_err(tls_err("generating the CA"))?;
     ca.write_ca_pem(&paths.ca)
         .map_err(tls_err("writing the CA"))?;
@@ -412,6 +448,7 @@ async fn serve(args: Args) -> Result<(), CliError> {
         log: Arc::clone(&log),
         slow: Duration::from_millis(args.slow_ms),
         throttle: args.throttle.then(|| Throttled::new(&web)),
+        revision: args.revision(),
     });
     let mut tasks = JoinSet::new();
     for (&(index, _), l) in live.iter().zip(http_listeners) {
@@ -453,7 +490,7 @@ async fn serve(args: Args) -> Result<(), CliError> {
     println!("websim: hosts     {}", d(&paths.hosts));
     println!("websim: log       {}", d(&paths.log));
     println!(
-        "websim ready dns={} http_port={http_port} https_port={https_port} out={} seeds={} manifest={} never={} unreachable={} hosts={} log={} ca={} addresses={first}-{last}",
+        "websim ready dns={} http_port={http_port} https_port={https_port} out={} seeds={} manifest={} never={} unreachable={} hosts={} log={} ca={} addresses={first}-{last} changes={} revision={}",
         dns.local_addr(),
         d(&paths.dir),
         d(&paths.seeds),
@@ -463,6 +500,8 @@ async fn serve(args: Args) -> Result<(), CliError> {
         d(&paths.hosts),
         d(&paths.log),
         d(&paths.ca),
+        d(&paths.changes),
+        args.revision,
     );
     use std::io::Write as _;
     std::io::stdout()
@@ -492,7 +531,8 @@ fn export_static(
         return Err(crate::export::ExportError::PortsNotFixed.into());
     }
     let web = Web::new(params);
-    let summary = outfiles::write_all(&web, paths).map_err(io_err("writing the manifest files"))?;
+    let summary = outfiles::write_all(&web, &args.revision(), paths)
+        .map_err(io_err("writing the manifest files"))?;
     let ca = SimCa::generate().map_err(tls_err("generating the CA"))?;
     ca.write_ca_pem(&paths.ca)
         .map_err(tls_err("writing the CA"))?;

@@ -18,7 +18,10 @@
 //!   other responses carry `Content-Length`;
 //! - `slow` hosts send their first byte `--slow-ms` after the request head arrived;
 //! - with `--throttle`, the throttling hosts answer some page requests 429 or 503
-//!   (with `Retry-After` where [`super::throttle`] says).
+//!   (with `Retry-After` where [`super::throttle`] says);
+//! - generated pages of validating hosts carry `ETag` and `Last-Modified` and a
+//!   conditional GET that matches gets 304 with no body; a page changed at the
+//!   served revision gets its revision paragraph ([`super::revision`]).
 //!
 //! Hot path: the page is rendered into a per-connection buffer, the response head is
 //! written into a second one followed by the body, and the result goes out in one
@@ -44,6 +47,7 @@ use super::log::{self, Record, RequestLog};
 use super::misbehave;
 use super::model::Web;
 use super::respond::{self, Reply, Request, Scheme};
+use super::revision::{Conditional, Revision, mark_changed};
 use super::throttle::Throttled;
 
 /// A connection that sends no complete request for this long is closed.
@@ -67,6 +71,8 @@ pub struct Server {
     pub slow: Duration,
     /// The throttling hosts (`--throttle`), if on.
     pub throttle: Option<Throttled>,
+    /// The revision served (`--revision`, `--change-share`).
+    pub revision: Revision,
 }
 
 /// Accepts connections on `listener` (address `addr_index`) forever; with `tls`,
@@ -139,6 +145,7 @@ struct Head {
     close: bool,
     body_len: u64,
     chunked_body: bool,
+    conditional: Conditional,
 }
 
 enum Parsed {
@@ -166,6 +173,7 @@ fn parse(input: &[u8]) -> Parsed {
         close: version == 0,
         body_len: 0,
         chunked_body: false,
+        conditional: Conditional::default(),
     };
     for h in req.headers.iter() {
         let value = String::from_utf8_lossy(h.value);
@@ -191,6 +199,10 @@ fn parse(input: &[u8]) -> Parsed {
             }
         } else if name.eq_ignore_ascii_case("transfer-encoding") {
             head.chunked_body = true;
+        } else if name.eq_ignore_ascii_case("if-none-match") {
+            head.conditional.if_none_match = Some(value.into_owned());
+        } else if name.eq_ignore_ascii_case("if-modified-since") {
+            head.conditional.if_modified_since = Some(value.into_owned());
         }
     }
     Parsed::Head(head, n)
@@ -323,6 +335,7 @@ where
         }
     }
     let head_only = head.method == "HEAD";
+    let mut validators = None;
     let mut record = Record {
         start_us,
         end_us: 0,
@@ -351,12 +364,24 @@ where
             return result.map(|_| false);
         }
         Reply::Page { host, page } => {
-            let charset = render_page(web, host, page, &mut b.body, &mut b.scratch);
-            let ct = match charset {
-                Charset::Utf8 => "text/html; charset=utf-8",
-                Charset::Legacy => "text/html",
-            };
-            (200, ct, None)
+            validators = server.revision.validators(web, host, page);
+            if validators
+                .as_ref()
+                .is_some_and(|v| head.conditional.not_modified(v))
+            {
+                b.body.clear();
+                (304, "text/html; charset=utf-8", None)
+            } else {
+                let charset = render_page(web, host, page, &mut b.body, &mut b.scratch);
+                if server.revision.changed(web, host, page) {
+                    mark_changed(&mut b.body, server.revision.number);
+                }
+                let ct = match charset {
+                    Charset::Utf8 => "text/html; charset=utf-8",
+                    Charset::Legacy => "text/html",
+                };
+                (200, ct, None)
+            }
         }
         Reply::Fixed {
             status,
@@ -372,7 +397,8 @@ where
     let h = host.map(|h| &web.hosts[h as usize]);
     let gzip_host = h.is_some_and(|h| h.gzip);
     let gzip = gzip_host && head.gzip && !b.body.is_empty();
-    let chunked = h.is_some_and(|h| h.chunked);
+    // A 304 has no body: no chunked framing, no Content-Length of a body.
+    let chunked = h.is_some_and(|h| h.chunked) && status != 304;
     if gzip {
         b.gz.clear();
         let mut enc = GzEncoder::new(std::mem::take(&mut b.gz), Compression::fast());
@@ -397,6 +423,14 @@ where
     if let Some(secs) = retry_after {
         write!(out, "Retry-After: {secs}\r\n")?;
     }
+    if let Some(v) = &validators {
+        write!(
+            out,
+            "ETag: {}\r\nLast-Modified: {}\r\n",
+            v.etag,
+            httpdate::fmt_http_date(v.modified)
+        )?;
+    }
     if gzip_host {
         out.extend_from_slice(b"Vary: Accept-Encoding\r\n");
     }
@@ -405,7 +439,7 @@ where
     }
     if chunked {
         out.extend_from_slice(b"Transfer-Encoding: chunked\r\n");
-    } else {
+    } else if status != 304 {
         write!(out, "Content-Length: {}\r\n", b.body.len())?;
     }
     out.extend_from_slice(if keep {

@@ -54,6 +54,11 @@
 //!   sends only 1.1 times fewer URLs across 4-16 parts than the hash; with
 //!   `--communities 16`, 4.8 to 6.2 times fewer (BENCHMARKS.md, "Site
 //!   assignment"), the range the paper reports for real webs.
+//! - Revisions for recrawls: generated pages carry `ETag` and `Last-Modified` on
+//!   three hosts in four, which answer conditional requests with 304; with
+//!   `--revision N` a share (`--change-share`, default 0.2) of the pages differ
+//!   from revision 0, and `changes.tsv` says what a recrawl gets for every
+//!   manifest URL ([`revision`]).
 //! - With `--traps`, six crawler traps: fresh session ids on every link, an
 //!   endless year/month calendar, a 50-hop redirect chain, endless page-number
 //!   sequences, endless counters and a maze of words ([`traps`]); with `--all-seeds` every host,
@@ -86,6 +91,7 @@ pub mod model;
 pub mod outfiles;
 pub mod paths;
 pub mod respond;
+pub mod revision;
 pub mod rng;
 pub mod robots;
 pub mod sitemaps;

@@ -21,6 +21,10 @@
 //!   serves other hosts too; `trap` and its kind: a trap host of `--traps`, whose
 //!   only manifest rows are its real pages: any other request to it is a trap URL;
 //!   `sitemaps`: the sitemap host of `--sitemaps`) or `-`.
+//! - `changes.tsv`: `url  change`, one line per `manifest.tsv` row in its order:
+//!   what a recrawl of that URL at the served revision gets, sending the validators
+//!   of revision 0 (`changed`, `not_modified`, `unchanged`, `fixed`; see
+//!   [`super::revision`]). The header line names the revision and the change share.
 //!
 //! Complexity: O(URLs in the manifest); the files are written once.
 
@@ -31,6 +35,7 @@ use std::path::{Path, PathBuf};
 
 use super::manifest::{WebGraph, bfs};
 use super::model::{Target, Web};
+use super::revision::{Revision, write_changes};
 use super::robots::{AGENT, RobotsResponse, Rules};
 
 /// Where each output file goes.
@@ -48,6 +53,8 @@ pub struct OutPaths {
     pub unreachable: PathBuf,
     /// `hosts.tsv`.
     pub hosts: PathBuf,
+    /// `changes.tsv`.
+    pub changes: PathBuf,
     /// The request log (`requests.tsv`).
     pub log: PathBuf,
     /// The CA certificate (`ca.pem`).
@@ -64,6 +71,7 @@ impl OutPaths {
             never: dir.join("never.txt"),
             unreachable: dir.join("unreachable.tsv"),
             hosts: dir.join("hosts.tsv"),
+            changes: dir.join("changes.tsv"),
             log: dir.join("requests.tsv"),
             ca: dir.join("ca.pem"),
         }
@@ -84,7 +92,7 @@ pub struct Summary {
 }
 
 /// Runs the manifest walk and writes every file but the log and the CA.
-pub fn write_all(web: &Web, paths: &OutPaths) -> io::Result<Summary> {
+pub fn write_all(web: &Web, revision: &Revision, paths: &OutPaths) -> io::Result<Summary> {
     let graph = WebGraph::new(web);
     let seeds = graph.seeds();
     let crawl = bfs(&graph, &seeds);
@@ -110,6 +118,15 @@ pub fn write_all(web: &Web, paths: &OutPaths) -> io::Result<Summary> {
             parent
         )?;
     }
+    f.flush()?;
+
+    let mut f = create(&paths.changes)?;
+    write_changes(
+        web,
+        revision,
+        crawl.fetched.iter().map(|row| (&row.node, url(&row.node))),
+        &mut f,
+    )?;
     f.flush()?;
 
     let mut f = create(&paths.unreachable)?;

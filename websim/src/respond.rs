@@ -176,6 +176,7 @@ pub fn reason(status: u16) -> &'static str {
         200 => "OK",
         301 => "Moved Permanently",
         302 => "Found",
+        304 => "Not Modified",
         400 => "Bad Request",
         403 => "Forbidden",
         404 => "Not Found",

@@ -41,6 +41,13 @@ pub struct AppConfig {
     pub max_url_len: usize,
     /// Deepest link followed (seeds are depth 0). Default 64.
     pub max_depth: u32,
+    /// Conditional requests (a recrawl, `polycrawl recrawl`): every URL requested
+    /// whose newest capture in the repository is a 200 carries that response's
+    /// `ETag` and `Last-Modified` as `etag` / `modified` hints, which the downloader
+    /// sends as `If-None-Match` / `If-Modified-Since`; storage turns a 304 into a
+    /// server-not-modified revisit. Costs one repository lookup (an index search
+    /// and a record read) per URL requested. Default false.
+    pub conditional_requests: bool,
     /// Most URLs requested per host over the crawl, whatever its budget; 0 =
     /// unlimited. Default 0.
     pub max_pages_per_host: u64,
@@ -209,6 +216,7 @@ impl Default for AppConfig {
             allowed_domains: Vec::new(),
             max_url_len: DEFAULT_MAX_URL_LEN,
             max_depth: 64,
+            conditional_requests: false,
             max_pages_per_host: 0,
             host_budget_base: 100,
             host_budget_per_linking_site: 100,

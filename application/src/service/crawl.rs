@@ -18,7 +18,7 @@ use spool::protocol::{
     AppFigures, BudgetCut, MAX_TOP_HOSTS, Message, PartFigures, SpoolArea, TrapCut,
 };
 use spool::publish::Publisher;
-use spool::{AppId, ComponentId, OutcomeReason, Spool, SpoolDir};
+use spool::{AppId, ComponentId, OutcomeReason, Spool, SpoolDir, Validators};
 use storage::Repository;
 use tokio::sync::{mpsc, watch};
 use tokio_util::sync::CancellationToken;
@@ -542,6 +542,16 @@ impl Crawl {
         }
     }
 
+    /// With `conditional_requests`, the validators of `url`'s newest capture (see
+    /// [`validators_of`]); else none.
+    fn validators(&self, url: &str) -> Validators {
+        if self.config.conditional_requests {
+            validators_of(&self.repo, url)
+        } else {
+            Validators::default()
+        }
+    }
+
     /// Publishes `urls` (URL, depth) as request files; returns the URLs written.
     fn request_urls(&mut self, urls: &[(String, u32)]) -> Result<u64, AppError> {
         let mut requested = 0;
@@ -553,6 +563,7 @@ impl Crawl {
             for (url, depth) in chunk {
                 let hints = Hints {
                     depth: Some(*depth),
+                    validators: self.validators(url),
                     ..Hints::default()
                 };
                 w.write(url, &hints).map_err(format_error)?;
@@ -912,6 +923,7 @@ impl Crawl {
                     let hints = Hints {
                         depth: Some(depth),
                         hops: (hops > 0).then_some(hops),
+                        validators: self.validators(url.as_str()),
                         ..Hints::default()
                     };
                     if w.write(url.as_str(), &hints).is_ok() {
@@ -1031,7 +1043,10 @@ impl Crawl {
             };
             match ingested {
                 Ok(summary) => {
-                    self.progress.pages_stored += summary.responses + summary.revisits;
+                    self.progress.pages_stored +=
+                        summary.responses + summary.revisits + summary.not_modified;
+                    self.progress.revisits_identical += summary.revisits;
+                    self.progress.revisits_not_modified += summary.not_modified;
                 }
                 Err(AppError::Storage(e)) if e.is_batch_fault() => {
                     warn!(batch = %claimed.name(), error = %e, "app: batch refused by storage, quarantined");
@@ -1130,6 +1145,8 @@ impl Crawl {
             end,
             urls_requested: self.progress.urls_requested,
             pages_stored: self.progress.pages_stored,
+            revisits_identical: self.progress.revisits_identical,
+            revisits_not_modified: self.progress.revisits_not_modified,
             outcomes: self.progress.outcomes.clone(),
             batches_quarantined: self.quarantined,
             seen_keys: self.seen.len(),
@@ -1145,6 +1162,37 @@ impl Crawl {
             }),
         }
     }
+}
+
+/// The validators of `url`'s newest capture in `repo` if it is a 200 of exactly
+/// that URL (a server-not-modified revisit counts as its original); none else, or
+/// when the lookup fails (logged: the request is then unconditional, never lost).
+fn validators_of(repo: &Repository, url: &str) -> Validators {
+    let page = match repo.get(url) {
+        Ok(Some(page)) => page,
+        Ok(None) => return Validators::default(),
+        Err(error) => {
+            warn!(%url, %error, "app: no validators from the repository");
+            return Validators::default();
+        }
+    };
+    if page.url != url {
+        return Validators::default();
+    }
+    let mut fields = [httparse::EMPTY_HEADER; 64];
+    let mut head = httparse::Response::new(&mut fields);
+    if !matches!(head.parse(&page.head), Ok(httparse::Status::Complete(_)))
+        || head.code != Some(200)
+    {
+        return Validators::default();
+    }
+    let value = |name: &str| {
+        head.headers
+            .iter()
+            .find(|h| h.name.eq_ignore_ascii_case(name))
+            .and_then(|h| std::str::from_utf8(h.value).ok())
+    };
+    Validators::from_headers(value("etag"), value("last-modified"))
 }
 
 /// The lines of a list file (seeds, trusted hosts): trimmed, without blank lines

@@ -24,6 +24,10 @@ pub struct Progress {
     pub urls_requested: u64,
     /// Response records of the page batches stored in the repository.
     pub pages_stored: u64,
+    /// Of those, duplicates stored as identical-payload-digest revisits.
+    pub revisits_identical: u64,
+    /// Of those, 304s stored as server-not-modified revisits (a recrawl).
+    pub revisits_not_modified: u64,
     /// Outcomes read, by reason name.
     pub outcomes: BTreeMap<String, u64>,
     /// New URLs not requested because their host's budget was used up.
@@ -85,6 +89,8 @@ impl Progress {
                 "seeds_done" => p.seeds_done = n != 0,
                 "urls_requested" => p.urls_requested = n,
                 "pages_stored" => p.pages_stored = n,
+                "revisits_identical" => p.revisits_identical = n,
+                "revisits_not_modified" => p.revisits_not_modified = n,
                 "budget_cut" => p.budget_cut = n,
                 "redirects_cut" => p.redirects_cut = n,
                 "parts.sent_files" => p.parts.sent_files = n,
@@ -118,11 +124,14 @@ impl Progress {
         };
         let mut text = format!(
             "last_published={}\nseeds_done={}\nurls_requested={}\npages_stored={}\n\
+             revisits_identical={}\nrevisits_not_modified={}\n\
              budget_cut={}\nredirects_cut={}\n",
             self.last_published,
             u8::from(self.seeds_done),
             self.urls_requested,
             self.pages_stored,
+            self.revisits_identical,
+            self.revisits_not_modified,
             self.budget_cut,
             self.redirects_cut
         );

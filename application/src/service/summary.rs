@@ -27,6 +27,10 @@ pub struct Summary {
     pub urls_requested: u64,
     /// Response records stored in the repository over the crawl.
     pub pages_stored: u64,
+    /// Of those, duplicates stored as identical-payload-digest revisits.
+    pub revisits_identical: u64,
+    /// Of those, 304s stored as server-not-modified revisits (a recrawl).
+    pub revisits_not_modified: u64,
     /// Outcomes read, by reason.
     pub outcomes: BTreeMap<String, u64>,
     /// Page batches quarantined in this run.
@@ -74,6 +78,15 @@ impl fmt::Display for Summary {
                 .collect();
             write!(f, " ({})", parts.join(" "))?;
         }
+        // Pages stored = new responses + identical-payload + not-modified revisits.
+        write!(
+            f,
+            ", stored as {} responses, {} identical-payload revisits, {} not-modified revisits",
+            self.pages_stored
+                .saturating_sub(self.revisits_identical + self.revisits_not_modified),
+            self.revisits_identical,
+            self.revisits_not_modified
+        )?;
         write!(
             f,
             ", {} URLs seen, {} batches quarantined, {} URLs cut by host budgets, {} \

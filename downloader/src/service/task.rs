@@ -72,6 +72,7 @@ pub(crate) fn engine_job(job: &protocol::FetchJob) -> Result<FetchJob, FetchErro
         addr: job.addr,
         method: Method::Get,
         limits: job_limits(&job.limits),
+        validators: job.validators.clone(),
     })
 }
 

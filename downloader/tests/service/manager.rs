@@ -347,6 +347,7 @@ pub fn page(id: u64, url: &str, addr: SocketAddr) -> FetchJob {
         limits: no_limits(),
         depth: None,
         hops: None,
+        validators: Default::default(),
         after: None,
     }
 }

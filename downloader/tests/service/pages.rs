@@ -5,14 +5,21 @@ use std::collections::HashMap;
 use std::net::SocketAddr;
 use std::time::Duration;
 
-use spool::OutcomeReason;
 use spool::protocol::{FetchJob, FetchResult, JobId, StoredPage};
 use spool::warc::{DEPTH_FIELD, HOPS_FIELD, RecordType, payload_digest};
+use spool::{OutcomeReason, Validators};
 
 use crate::manager::{
     self, APP, TestManager, config, page, published, records, robots, start, warcio_check,
 };
 use crate::site::{self, CHUNKED_BODY, ROBOTS, Site, gzip, page_body};
+
+fn validators() -> Validators {
+    Validators {
+        etag: Some("\"v1\"".into()),
+        modified: Some(1_767_225_600),
+    }
+}
 
 fn stored(result: &FetchResult) -> &StoredPage {
     match result {
@@ -52,6 +59,12 @@ async fn pages_are_stored_reported_and_committed() {
         .map(|(id, path)| FetchJob {
             depth: Some(id as u32),
             hops: Some(id as u32 - 1),
+            // Job 2 is a recrawl's conditional request.
+            validators: if id == 2 {
+                validators()
+            } else {
+                Validators::default()
+            },
             after: None,
             ..page(id, &site.url(path), site.addr)
         })
@@ -153,6 +166,16 @@ async fn pages_are_stored_reported_and_committed() {
             "job {id}"
         );
         assert!(pair[1].block.starts_with(b"GET "), "job {id}");
+        // The request record holds the conditional headers the job carried.
+        let request_text = String::from_utf8_lossy(&pair[1].block);
+        let conditional =
+            "If-None-Match: \"v1\"\r\nIf-Modified-Since: Thu, 01 Jan 2026 00:00:00 GMT\r\n";
+        assert_eq!(
+            request_text.contains(conditional),
+            id == 2,
+            "job {id}: {request_text}"
+        );
+        assert_eq!(request_text.contains("If-"), id == 2, "job {id}");
         assert_eq!(response.truncated(), None);
         // A body that came compressed is stored, not deflated again: its gzip
         // member holds the record's bytes as they are. The others are deflated

@@ -23,8 +23,8 @@
 
 use std::net::{IpAddr, SocketAddr};
 
-use spool::OutcomeReason;
 use spool::protocol::{After, FetchJob, FetchLimits, FetchPurpose, JobId};
+use spool::{OutcomeReason, Validators};
 
 use super::borrowed::Busy;
 use super::hosts::{HostId, HostState, Out};
@@ -190,6 +190,7 @@ impl Frontier {
             limits: self.limits(self.config.max_robots_bytes, 0),
             depth: None,
             hops: None,
+            validators: Validators::default(),
             after: None,
         })
     }
@@ -282,6 +283,7 @@ impl Frontier {
                 limits: self.limits(self.config.max_page_bytes, host_spacing),
                 depth: entry.depth,
                 hops: entry.hops,
+                validators: entry.validators,
                 after: None,
             }));
         }
@@ -367,6 +369,7 @@ impl Frontier {
             limits: self.limits(self.config.max_page_bytes, 0),
             depth: entry.depth,
             hops: entry.hops,
+            validators: entry.validators,
             after: Some(After {
                 job: first,
                 gap_ms: u32::try_from(interval).unwrap_or(u32::MAX),

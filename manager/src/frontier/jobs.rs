@@ -30,8 +30,8 @@ use std::net::IpAddr;
 use std::sync::Arc;
 use std::time::Instant;
 
-use spool::AppId;
 use spool::protocol::{FetchJob, FetchPurpose, JobId};
+use spool::{AppId, Validators};
 
 use super::hosts::HostId;
 use super::{Frontier, FrontierError};
@@ -70,6 +70,8 @@ pub(crate) struct Held {
     pub depth: Option<u32>,
     /// The request's `hops` hint, kept for a requeue.
     pub hops: Option<u32>,
+    /// The request's validators, kept for a requeue.
+    pub validators: Validators,
 }
 
 #[derive(Debug)]
@@ -248,6 +250,7 @@ impl Frontier {
             url: job.url.clone(),
             depth: job.depth,
             hops: job.hops,
+            validators: job.validators.clone(),
         };
         if !self.jobs.hand_out(job.job, held) {
             tracing::debug!(job = %job.job, "hand-out of a job not out ignored");
@@ -305,7 +308,8 @@ impl Frontier {
             self.on_lost(*job, now_ms)?;
         }
         for page in &pages {
-            self.requeue(&page.app, &page.url, (page.depth, page.hops), now_ms)?;
+            let hints = (page.depth, page.hops, page.validators.clone());
+            self.requeue(&page.app, &page.url, hints, now_ms)?;
         }
         Ok((out.len(), pages.len()))
     }
@@ -338,6 +342,7 @@ mod tests {
             url: format!("http://{a}.test/"),
             depth: Some(1),
             hops: None,
+            validators: Validators::default(),
         }
     }
 

@@ -131,6 +131,7 @@ impl Frontier {
                 depth: request.hints.depth,
                 via: request.hints.via.clone(),
                 hops: request.hints.hops,
+                validators: request.hints.validators.clone(),
             };
             batch.put(Cf::Queue, queue_key(id, seq).to_vec(), &entry);
             self.counters.app(&app).queued += 1;

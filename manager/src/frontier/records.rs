@@ -27,7 +27,7 @@
 use std::collections::BTreeMap;
 
 use serde::{Deserialize, Serialize};
-use spool::{AppId, OutcomeReason};
+use spool::{AppId, OutcomeReason, Validators};
 
 /// `meta` key: the next request number to hand out (u64).
 pub(crate) const META_NEXT_REQNO: &[u8] = b"next_reqno";
@@ -60,11 +60,14 @@ pub(crate) struct QueueEntry {
     /// the stored page for the application). Absent from entries written before it
     /// existed (read as `None`).
     pub hops: Option<u32>,
+    /// The `etag` and `modified` hints, handed to the fetch job (a conditional
+    /// request). Absent from entries written before it existed (read as empty).
+    pub validators: Validators,
 }
 
 /// Postcard cannot default a missing field (`#[serde(default)]` does nothing for
-/// it), so the entry is read by hand: the fields in order, and `hops`, the last,
-/// as `None` when the record ends before it.
+/// it), so the entry is read by hand: the fields in order, and `hops` and
+/// `validators`, the last two, as `None` and empty when the record ends before them.
 impl<'de> Deserialize<'de> for QueueEntry {
     fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
         use serde::de::{Error, SeqAccess, Visitor};
@@ -84,10 +87,15 @@ impl<'de> Deserialize<'de> for QueueEntry {
                     via: seq.next_element()?.ok_or_else(|| short(4))?,
                     // Written before the field existed: the record ends here.
                     hops: seq.next_element::<Option<u32>>().ok().flatten().flatten(),
+                    validators: seq
+                        .next_element::<Validators>()
+                        .ok()
+                        .flatten()
+                        .unwrap_or_default(),
                 })
             }
         }
-        const FIELDS: &[&str] = &["reqno", "app", "url", "depth", "via", "hops"];
+        const FIELDS: &[&str] = &["reqno", "app", "url", "depth", "via", "hops", "validators"];
         d.deserialize_struct("QueueEntry", FIELDS, Fields)
     }
 }
@@ -353,12 +361,37 @@ mod compat_tests {
         let bytes = postcard::to_allocvec(&old).unwrap();
         let new: QueueEntry = postcard::from_bytes(&bytes).unwrap();
         assert_eq!((new.reqno, new.depth, new.hops), (7, Some(2), None));
+        assert!(new.validators.is_empty());
         let now = QueueEntry {
             hops: Some(3),
             ..new
         };
         let bytes = postcard::to_allocvec(&now).unwrap();
         assert_eq!(postcard::from_bytes::<QueueEntry>(&bytes).unwrap(), now);
+        // Written with hops, before validators: read as empty validators.
+        let with_hops = postcard::to_allocvec(&(
+            7u64,
+            "bfs",
+            "http://a.test/",
+            Some(2u32),
+            None::<String>,
+            Some(3u32),
+        ))
+        .unwrap();
+        let read: QueueEntry = postcard::from_bytes(&with_hops).unwrap();
+        assert_eq!((read.hops, read.validators.is_empty()), (Some(3), true));
+        let conditional = QueueEntry {
+            validators: Validators {
+                etag: Some("\"e\"".into()),
+                modified: Some(1),
+            },
+            ..now
+        };
+        let bytes = postcard::to_allocvec(&conditional).unwrap();
+        assert_eq!(
+            postcard::from_bytes::<QueueEntry>(&bytes).unwrap(),
+            conditional
+        );
         assert!(postcard::from_bytes::<QueueEntry>(&bytes[..4]).is_err());
     }
 }

@@ -15,7 +15,7 @@
 
 use std::sync::Arc;
 
-use spool::{AppId, OutcomeReason};
+use spool::{AppId, OutcomeReason, Validators};
 
 use super::hosts::Host;
 use super::load::live_drop;
@@ -29,12 +29,12 @@ impl Frontier {
     /// host's queue: for a page whose report arrived but whose batch was never
     /// committed (its downloader died). Returns false if the URL ended with an
     /// outcome instead (invalid, blacklisted, or its host dropped meanwhile).
-    /// `(depth, hops)` are the job's hints, queued again with the URL.
+    /// `(depth, hops, validators)` are the job's hints, queued again with the URL.
     pub fn requeue(
         &mut self,
         app: &AppId,
         url: &str,
-        (depth, hops): (Option<u32>, Option<u32>),
+        (depth, hops, validators): (Option<u32>, Option<u32>, Validators),
         now_ms: u64,
     ) -> Result<bool, FrontierError> {
         let mut batch = Batch::default();
@@ -100,6 +100,7 @@ impl Frontier {
             depth,
             via: None,
             hops,
+            validators,
         };
         batch.put(Cf::Queue, queue_key(id, seq).to_vec(), &entry);
         self.counters.app(app).queued += 1;
@@ -126,7 +127,7 @@ mod tests {
         FetchJob, FetchPurpose, FetchReport, FetchResult, Resolution, StoredPage, Timing,
     };
     use spool::publish::Publisher;
-    use spool::{ComponentId, Spool};
+    use spool::{ComponentId, Spool, Validators};
 
     use crate::{Frontier, FrontierConfig};
 
@@ -197,7 +198,8 @@ mod tests {
         publish_hinted(spool, app, &urls);
     }
 
-    /// Publishes one request file of `(url, depth, hops)` for `app`.
+    /// Publishes one request file of `(url, depth, hops)` for `app`; a URL with a
+    /// depth gets the validators `etag="d<depth>"`, `modified=<depth>` too.
     fn publish_hinted(
         spool: &Spool,
         app: &spool::AppId,
@@ -214,6 +216,10 @@ mod tests {
             let hints = Hints {
                 depth,
                 hops,
+                validators: Validators {
+                    etag: depth.map(|d| format!("\"d{d}\"")),
+                    modified: depth.map(u64::from),
+                },
                 ..Hints::default()
             };
             w.write(url, &hints).unwrap();
@@ -253,7 +259,7 @@ mod tests {
             f.requeue(
                 &app,
                 "http://a.test/1",
-                (first[0].depth, first[0].hops),
+                (first[0].depth, first[0].hops, first[0].validators.clone()),
                 T0 + 1
             )
             .unwrap()
@@ -263,8 +269,13 @@ mod tests {
         // A URL of a blacklisted host ends with an outcome instead.
         f.blacklist_add("b.test".parse().unwrap()).unwrap();
         assert!(
-            !f.requeue(&app, "http://b.test/x", (None, None), T0 + 1)
-                .unwrap()
+            !f.requeue(
+                &app,
+                "http://b.test/x",
+                (None, None, Validators::default()),
+                T0 + 1
+            )
+            .unwrap()
         );
         drop(f); // kill -9
 
@@ -274,15 +285,22 @@ mod tests {
             let now = T0 + 10 + step;
             for job in pages(&mut f, now) {
                 assert!(f.on_report(&stored(&job), now).unwrap());
-                fetched.push((job.url, job.depth, job.hops));
+                assert_eq!(job.validators.modified, job.depth.map(u64::from));
+                fetched.push((job.url, job.depth, job.hops, job.validators.etag));
             }
         }
-        // The requeued URL keeps its depth and hops hints.
+        // The requeued URL keeps its depth, hops and validators hints.
+        let etag = |s: &str| Some(s.to_owned());
         assert_eq!(
             fetched,
             [
-                ("http://a.test/2".to_owned(), Some(4), None),
-                ("http://a.test/1".to_owned(), Some(3), Some(1)),
+                ("http://a.test/2".to_owned(), Some(4), None, etag("\"d4\"")),
+                (
+                    "http://a.test/1".to_owned(),
+                    Some(3),
+                    Some(1),
+                    etag("\"d3\"")
+                ),
             ]
         );
         let progress = f.app_progress(&app);

@@ -62,7 +62,21 @@ pub struct CrawlArgs {
 
 /// Runs the crawl until it is complete (or `shutdown`), then prints the summary.
 pub fn run(args: CrawlArgs, shutdown: CancellationToken, rt: Handle) -> anyhow::Result<()> {
-    let mut config = Config::load_or_default(args.config.as_deref())?;
+    let config = Config::load_or_default(args.config.as_deref())?;
+    let layout = Layout::new(&args.out)?;
+    run_with(config, layout, "polycrawl crawl", args, shutdown, rt)
+}
+
+/// [`run`] with a config and layout already chosen (`polycrawl recrawl` points
+/// the layout at an earlier crawl's repository and sets the recrawl's options).
+pub(crate) fn run_with(
+    mut config: Config,
+    layout: Layout,
+    title: &str,
+    args: CrawlArgs,
+    shutdown: CancellationToken,
+    rt: Handle,
+) -> anyhow::Result<()> {
     let seeds = std::path::absolute(&args.seeds)
         .with_context(|| format!("resolving {}", args.seeds.display()))?;
     anyhow::ensure!(seeds.is_file(), "no seeds file at {}", seeds.display());
@@ -71,7 +85,6 @@ pub fn run(args: CrawlArgs, shutdown: CancellationToken, rt: Handle) -> anyhow::
         std::fs::read_to_string(&seeds).with_context(|| format!("reading {}", seeds.display()))?;
     super::contact::check(&config.downloader.user_agent(), &seed_text)
         .map_err(anyhow::Error::msg)?;
-    let layout = Layout::new(&args.out)?;
     layout.apply(&mut config);
     config.app.seeds_file = Some(seeds.clone());
     config.app.part_mode = args.split.mode;
@@ -140,7 +153,7 @@ pub fn run(args: CrawlArgs, shutdown: CancellationToken, rt: Handle) -> anyhow::
     print!(
         "{}",
         summary::render(
-            "polycrawl crawl",
+            title,
             &finished,
             &layout,
             &scan,

@@ -36,6 +36,7 @@ pub mod exits;
 pub mod machines;
 pub mod parts;
 pub mod progress;
+pub mod recrawl;
 pub mod repo_scan;
 pub mod sizing;
 pub mod summary;

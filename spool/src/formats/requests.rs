@@ -13,12 +13,16 @@
 //! 2. **URL lines**: the URL, then optionally a TAB and `key=value` hints, each
 //!    after its own TAB. URLs are taken as written (the manager canonicalizes); they
 //!    must be non-empty and hold no whitespace or control characters. The hints are
-//!    `interval_ms`, `depth`, `via` and `hops`, described in [`Hints`]; an unknown
+//!    `interval_ms`, `depth`, `via`, `hops`, `etag` and `modified`, described in
+//!    [`Hints`]; an unknown
 //!    key is an error naming the line and the key. A missing `hops` means 0 (files
 //!    written before the hint existed read the same). The manager carries `depth`
 //!    and `hops` to the fetch job, and the downloader writes them on the stored
 //!    response record (`Polycrawl-Depth`, `Polycrawl-Hops`), so the application
 //!    knows both for every page without remembering the URLs it asked for.
+//!    `etag` and `modified` (an earlier response's validators, for a recrawl) go
+//!    with the URL to the fetch job, and the downloader sends them as
+//!    `If-None-Match` and `If-Modified-Since`.
 //! 3. **Blank lines** (empty or whitespace only) and **comment lines** (starting with
 //!    `#`) after the header are ignored.
 //!
@@ -181,6 +185,7 @@ mod tests {
             depth: Some(2),
             via: Some("http://example.net/".into()),
             hops: None,
+            validators: Default::default(),
         };
         w.write("http://example.net/a?b=c", &hints).unwrap();
         assert_eq!(w.count(), 2);

@@ -10,6 +10,8 @@
 //! | `depth` | decimal `u32` | link depth: 0 for a seed, parent depth + 1 for a discovered link |
 //! | `via` | a URL (same rules as the URL field) | the page on which this URL was found, for crawl logs and debugging |
 //! | `hops` | decimal `u32` | redirects followed to reach this URL: 0 (or no hint) for a link, the redirecting URL's hops + 1 for a `Location`; carried to the stored page so a chain can be cut |
+//! | `etag` | an entity tag, visible ASCII without spaces, at most 256 bytes ([`crate::validators::valid_etag`]) | an earlier response's `ETag`: the downloader sends it as `If-None-Match` (a recrawl) |
+//! | `modified` | decimal `u64`, seconds since the Unix epoch | an earlier response's `Last-Modified`: the downloader sends it as `If-Modified-Since` |
 //!
 //! Any other key is an error naming the line and the key, so a typo never silently
 //! changes what gets crawled.
@@ -18,6 +20,7 @@ use std::io::{BufRead, Write};
 
 use super::error::{FormatError, FormatErrorKind as K};
 use super::text::{LineReader, LineWriter, check_url, parse_decimal};
+use crate::validators::{Validators, valid_etag};
 
 /// Per-URL hints carried by request and exchange lines; every field is optional.
 #[derive(Debug, Clone, Default, PartialEq, Eq, Hash)]
@@ -30,6 +33,9 @@ pub struct Hints {
     pub via: Option<String>,
     /// Redirects followed to reach this URL (`hops=`); no hint means 0.
     pub hops: Option<u32>,
+    /// An earlier response's validators (`etag=`, `modified=`), for a conditional
+    /// request; empty for an ordinary one.
+    pub validators: Validators,
 }
 
 impl Hints {
@@ -39,6 +45,7 @@ impl Hints {
             && self.depth.is_none()
             && self.via.is_none()
             && self.hops.is_none()
+            && self.validators.is_empty()
     }
 }
 
@@ -100,6 +107,18 @@ pub(crate) fn parse_url_line(text: &str, into: &mut Request) -> Result<(), K> {
                     .ok_or_else(|| bad("hops", value, U32))?;
                 h.hops = Some(n);
             }
+            "etag" => {
+                dup(h.validators.etag.is_some(), "etag")?;
+                if !valid_etag(value) {
+                    return Err(bad("etag", value, ETAG));
+                }
+                h.validators.etag = Some(value.to_owned());
+            }
+            "modified" => {
+                dup(h.validators.modified.is_some(), "modified")?;
+                let n = parse_decimal(value).ok_or_else(|| bad("modified", value, U64))?;
+                h.validators.modified = Some(n);
+            }
             "via" => {
                 dup(h.via.is_some(), "via")?;
                 check_url(value).map_err(|_| bad("via", value, URL))?;
@@ -121,6 +140,7 @@ pub(crate) fn parse_url_line(text: &str, into: &mut Request) -> Result<(), K> {
 const U64: &str = "a decimal number (0 to 18446744073709551615)";
 const U32: &str = "a decimal number (0 to 4294967295)";
 const URL: &str = "a URL without whitespace or control characters";
+const ETAG: &str = "an entity tag: 1 to 256 visible ASCII characters, no spaces";
 
 fn dup(seen: bool, key: &'static str) -> Result<(), K> {
     if seen {
@@ -144,6 +164,11 @@ pub(crate) fn encode_url_line(url: &str, hints: &Hints, out: &mut Vec<u8>) -> Re
     if let Some(via) = &hints.via {
         check_url(via).map_err(|_| bad("via", via, URL))?;
     }
+    if let Some(etag) = &hints.validators.etag {
+        if !valid_etag(etag) {
+            return Err(bad("etag", etag, ETAG));
+        }
+    }
     out.extend_from_slice(url.as_bytes());
     // Writing to a Vec cannot fail.
     if let Some(n) = hints.interval_ms {
@@ -158,6 +183,13 @@ pub(crate) fn encode_url_line(url: &str, hints: &Hints, out: &mut Vec<u8>) -> Re
     }
     if let Some(n) = hints.hops {
         let _ = write!(out, "\thops={n}");
+    }
+    if let Some(etag) = &hints.validators.etag {
+        out.extend_from_slice(b"\tetag=");
+        out.extend_from_slice(etag.as_bytes());
+    }
+    if let Some(n) = hints.validators.modified {
+        let _ = write!(out, "\tmodified={n}");
     }
     out.push(b'\n');
     Ok(())
@@ -296,6 +328,21 @@ mod tests {
             k("http://a/\thops=x"),
             K::BadHintValue { key: "hops", .. }
         ));
+        assert!(matches!(
+            k("http://a/\tetag=\"x\"\tetag=\"y\""),
+            K::DuplicateHint { key: "etag" }
+        ));
+        assert!(matches!(
+            k("http://a/\tetag="),
+            K::BadHintValue { key: "etag", .. }
+        ));
+        assert!(matches!(
+            k("http://a/\tmodified=soon"),
+            K::BadHintValue {
+                key: "modified",
+                ..
+            }
+        ));
         assert!(matches!(k("http://a/\t"), K::EmptyField));
         assert!(matches!(k("http://a/\t\tdepth=1"), K::EmptyField));
         assert!(matches!(k("\tdepth=1"), K::EmptyUrl));
@@ -309,12 +356,16 @@ mod tests {
             depth: Some(0),
             via: Some("https://x.example/a=b".into()),
             hops: Some(3),
+            validators: Validators {
+                etag: Some("W/\"e=1\"".into()),
+                modified: Some(1_767_225_600),
+            },
         };
         let mut out = Vec::new();
         encode_url_line("https://y.example/", &hints, &mut out).unwrap();
         assert_eq!(
             out,
-            b"https://y.example/\tinterval_ms=18446744073709551615\tdepth=0\tvia=https://x.example/a=b\thops=3\n"
+            b"https://y.example/\tinterval_ms=18446744073709551615\tdepth=0\tvia=https://x.example/a=b\thops=3\tetag=W/\"e=1\"\tmodified=1767225600\n"
         );
         let text = std::str::from_utf8(&out).unwrap().trim_end();
         assert_eq!(parse(text).unwrap().hints, hints);

@@ -9,6 +9,7 @@ use serde::{Deserialize, Serialize};
 use super::RetryAfter;
 use crate::ids::AppId;
 use crate::outcome::OutcomeReason;
+use crate::validators::Validators;
 
 /// A fetch job, numbered by the manager; unique for the life of a manager process.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
@@ -45,6 +46,10 @@ pub struct FetchJob {
     /// The request's `hops` hint (redirects followed to reach the URL), written on
     /// the stored response record (`Polycrawl-Hops`); `None` is 0.
     pub hops: Option<u32>,
+    /// The request's `etag` and `modified` hints: the downloader sends them as
+    /// `If-None-Match` and `If-Modified-Since` (a recrawl); empty for an ordinary
+    /// request and for robots.txt.
+    pub validators: Validators,
     /// A *chained* job: the host's next URL, sent in the same batch right after the
     /// job it follows, so that the downloader can start it the moment that job's
     /// response has ended instead of waiting for the manager's next dispatch. `None`

@@ -30,7 +30,9 @@
 //! response head and body, `WARC-Payload-Digest` = SHA-1 of the body) and the
 //! `request` that produced it (block: the HTTP request bytes, `WARC-Concurrent-To`
 //! the response). Storage writes `revisit` records (profile identical-payload-digest,
-//! block: the response head only) for bodies it has seen before. The writer adds
+//! block: the response head only) for bodies it has seen before, and (profile
+//! server-not-modified, empty block) for 304 answers to a recrawl's conditional
+//! requests. The writer adds
 //! `Content-Length` and, unless told not to ([`WriterOptions::block_digest`]),
 //! `WARC-Block-Digest` (SHA-1 of the block; optional in WARC 1.1, and the downloader
 //! leaves it out: the payload digest is what dedup and indexes use). Digests are
@@ -92,7 +94,8 @@ pub use reader::{
 };
 pub use records::{
     Capture, DEPTH_FIELD, HOPS_FIELD, HTTP_REQUEST_TYPE, HTTP_RESPONSE_TYPE,
-    IDENTICAL_PAYLOAD_PROFILE, Original, WARC_FIELDS_TYPE, warc_fields_block,
+    IDENTICAL_PAYLOAD_PROFILE, Original, SERVER_NOT_MODIFIED_PROFILE, WARC_FIELDS_TYPE,
+    warc_fields_block,
 };
 pub use writer::{
     BlockDeflater, DeflatedBlock, RecordLocation, SMALL_RECORD, WarcWriteError, WarcWriter,

@@ -1,5 +1,6 @@
 //! Typed constructors for the records the crawler writes: `warcinfo`, `request`,
-//! `response` and `revisit` (identical-payload-digest profile).
+//! `response` and `revisit` (identical-payload-digest and server-not-modified
+//! profiles).
 //!
 //! Each returns the header fields in a fixed order (type, id, date, target, IP,
 //! warcinfo id, then type-specific fields and `Content-Type`). The writer appends
@@ -21,6 +22,11 @@ pub const WARC_FIELDS_TYPE: &str = "application/warc-fields";
 /// `WARC-Profile` of a revisit whose payload is identical to an earlier capture's.
 pub const IDENTICAL_PAYLOAD_PROFILE: &str =
     "http://netpreserve.org/warc/1.1/revisit/identical-payload-digest";
+
+/// `WARC-Profile` of a revisit for a `304 Not Modified` answer to a conditional
+/// request: the content is the earlier capture's.
+pub const SERVER_NOT_MODIFIED_PROFILE: &str =
+    "http://netpreserve.org/warc/1.1/revisit/server-not-modified";
 
 /// Extension field of a page's `response` record: the request's link depth from
 /// the seeds (the `depth` hint of its request line), decimal.
@@ -107,6 +113,32 @@ impl WarcHeaders {
         h.push_unchecked("WARC-Refers-To-Date", format_args!("{}", original.date));
         h.set_payload_digest(payload_digest);
         h.push_unchecked("Content-Type", format_args!("{HTTP_RESPONSE_TYPE}"));
+        Ok(h)
+    }
+
+    /// A `revisit` record's fields (profile server-not-modified) for a 304 answer to
+    /// a conditional request: the content is `original`'s, whose payload digest is
+    /// `payload_digest` (so replay tools find it by URI, date and digest). The
+    /// block is empty, without a `Content-Type`: the 304's own head stays in the
+    /// response record the revisit is concurrent to, and a replay tool given a
+    /// revisit without a head serves the original's (pywb does), not a bodiless 304.
+    pub fn revisit_not_modified(
+        id: RecordId,
+        capture: &Capture<'_>,
+        original: &Original<'_>,
+        payload_digest: Sha1Digest,
+    ) -> Result<Self, InvalidField> {
+        let mut h = Self::capture(RecordType::Revisit, id, capture)?;
+        h.push_unchecked(
+            "WARC-Profile",
+            format_args!("{SERVER_NOT_MODIFIED_PROFILE}"),
+        );
+        if let Some(refers_to) = original.record_id {
+            h.push("WARC-Refers-To", refers_to)?;
+        }
+        h.push("WARC-Refers-To-Target-URI", original.target_uri)?;
+        h.push_unchecked("WARC-Refers-To-Date", format_args!("{}", original.date));
+        h.set_payload_digest(payload_digest);
         Ok(h)
     }
 
