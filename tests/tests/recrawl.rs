@@ -277,13 +277,14 @@ async fn a_recrawl_stores_304s_and_unchanged_pages_as_revisits_as_websim_says() 
     }
 
     // websim saw the conditional requests: 304 exactly for the not_modified URLs.
-    let log = ws.log();
-    let got_304: Vec<&str> = log
-        .iter()
-        .filter(|l| l.status == 304)
-        .map(|l| l.target.as_str())
-        .collect();
-    assert_eq!(got_304.len() as u64, not_modified, "304s in websim's log");
+    // websim writes its log in the background: wait (bounded) until it holds
+    // as many as there should be; the count must then be exactly that.
+    let count_304 = || ws.log().iter().filter(|l| l.status == 304).count() as u64;
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(10);
+    while count_304() < not_modified && std::time::Instant::now() < deadline {
+        std::thread::sleep(std::time::Duration::from_millis(50));
+    }
+    assert_eq!(count_304(), not_modified, "304s in websim's log");
 
     // Every WARC file passes warcio.
     let mut warcs = Vec::new();
