@@ -33,6 +33,8 @@ pub mod extract;
 #[cfg(feature = "service")]
 pub mod links;
 pub mod parts;
+#[cfg(feature = "service")]
+pub mod seeds;
 pub mod seen;
 #[cfg(feature = "service")]
 pub mod service;
