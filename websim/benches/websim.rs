@@ -95,6 +95,7 @@ fn main() {
         communities: 0,
         own_addresses: false,
         all_seeds: false,
+        components: 0,
     });
     let mut buf = Vec::with_capacity(64 * 1024);
     let mut scratch = Scratch::default();
@@ -160,6 +161,7 @@ fn main() {
                     communities: 0,
                     own_addresses: false,
                     all_seeds: false,
+                    components: 0,
                 }));
                 let log = RequestLog::create(&log_path).expect("log");
                 let _flusher = log.start_flusher();

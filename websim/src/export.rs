@@ -363,6 +363,7 @@ mod tests {
             communities: 0,
             own_addresses: false,
             all_seeds: false,
+            components: 0,
         });
         let dir = tempfile::tempdir().unwrap();
         let ca = SimCa::generate().unwrap();

@@ -21,6 +21,13 @@
 //!   serves other hosts too; `trap` and its kind: a trap host of `--traps`, whose
 //!   only manifest rows are its real pages: any other request to it is a trap URL)
 //!   or `-`.
+//! - `parties.tsv` (only with `--components`): `seed  url  status  depth`: for each
+//!   seed, every URL of its party (the walk from the seed over links to its own
+//!   origin only, as a seed-by-seed crawl makes it): the status websim gives, or
+//!   the outcome for a URL the party discovers but gets no page for, or
+//!   `external` (depth `-`) for a followable link of its pages to another origin
+//!   (a candidate seed). The exact URL set a seed-by-seed crawl fetches is the
+//!   union of the rows with a numeric status.
 //!
 //! Complexity: O(URLs in the manifest); the files are written once.
 
@@ -48,6 +55,8 @@ pub struct OutPaths {
     pub unreachable: PathBuf,
     /// `hosts.tsv`.
     pub hosts: PathBuf,
+    /// `parties.tsv` (with `--components` only).
+    pub parties: PathBuf,
     /// The request log (`requests.tsv`).
     pub log: PathBuf,
     /// The CA certificate (`ca.pem`).
@@ -64,6 +73,7 @@ impl OutPaths {
             never: dir.join("never.txt"),
             unreachable: dir.join("unreachable.tsv"),
             hosts: dir.join("hosts.tsv"),
+            parties: dir.join("parties.tsv"),
             log: dir.join("requests.tsv"),
             ca: dir.join("ca.pem"),
         }
@@ -129,6 +139,26 @@ pub fn write_all(web: &Web, paths: &OutPaths) -> io::Result<Summary> {
     f.flush()?;
 
     write_hosts(web, &paths.hosts)?;
+    if web.params.components > 0 {
+        let mut f = create(&paths.parties)?;
+        writeln!(f, "#seed\turl\tstatus\tdepth")?;
+        for seed in &seeds {
+            let (party, external) = graph.party(*seed);
+            let seed_url = url(seed);
+            for row in &party.fetched {
+                let depth = row.depth;
+                writeln!(f, "{seed_url}\t{}\t{}\t{depth}", url(&row.node), row.status)?;
+            }
+            for o in &party.outcomes {
+                let depth = o.depth;
+                writeln!(f, "{seed_url}\t{}\t{}\t{depth}", url(&o.node), o.reason)?;
+            }
+            for t in &external {
+                writeln!(f, "{seed_url}\t{}\texternal\t-", url(t))?;
+            }
+        }
+        f.flush()?;
+    }
     Ok(Summary {
         fetched: crawl.fetched.len(),
         pages: crawl.fetched.iter().filter(|r| r.status == 200).count(),

@@ -112,6 +112,7 @@ mod tests {
             communities: 0,
             own_addresses: false,
             all_seeds: false,
+            components: 0,
         });
         let t = Throttled::new(&web);
         let kinds: Vec<(u32, Throttling)> = t.hosts().collect();
