@@ -202,7 +202,7 @@ struct AppArgs {
     /// free (free competition).
     #[arg(long, value_name = "HOW", default_value_t = application::seeds::Balance::Distributor)]
     balance: application::seeds::Balance,
-    /// Seed-by-seed: the candidate-seed file [default: <state>/candidates.txt].
+    /// Seed-by-seed: the candidate-seed file [default: candidates.txt in the state folder].
     #[arg(long, value_name = "FILE")]
     candidates: Option<PathBuf>,
     /// Seed-by-seed: append seeds queued / active / finished, pages and seeds held

@@ -76,10 +76,10 @@ pub struct SeedsConfig {
     pub window: usize,
     /// The distributor or free competition.
     pub balance: Balance,
-    /// The candidate-seed file [default: `<state_dir>/candidates.txt`].
+    /// The candidate-seed file (`None`: `candidates.txt` in the state folder).
     pub candidates_file: Option<PathBuf>,
     /// Where to append, every second, the seeds queued / active / finished, pages
-    /// and seeds held per worker (TSV) [default: nowhere].
+    /// and seeds held per worker (TSV; `None`: nowhere).
     pub sample_file: Option<PathBuf>,
 }
 
