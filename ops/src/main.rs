@@ -574,6 +574,13 @@ fn app_command(args: AppArgs) -> anyhow::Result<()> {
     control.max_frame = config.control.max_frame_bytes;
     let spool = spool::Spool::new(config.spool.root.clone()).with_notify(config.spool.notify);
     if args.strategy == Strategy::SeedBySeed {
+        if config.app.parts > 1 {
+            anyhow::bail!(
+                "--strategy seed-by-seed runs as one application (its workers split the \
+                 seeds); --parts {} is for the breadth-first crawl",
+                config.app.parts
+            );
+        }
         let seeds = application::seeds::SeedsConfig {
             workers: args.workers,
             m: args.seed_contexts,

@@ -22,7 +22,7 @@ use tests::websim::Websim;
 
 /// The status-coded URLs of the union of the parties, the robots-excluded ones
 /// and the external links, from websim's `parties.tsv`.
-fn expected(ws: &Websim) -> (HashSet<String>, HashSet<String>, HashSet<String>) {
+fn expected_sets(ws: &Websim) -> (HashSet<String>, HashSet<String>, HashSet<String>) {
     let (mut fetched, mut excluded, mut external) =
         (HashSet::new(), HashSet::new(), HashSet::new());
     for r in parties(ws) {
@@ -265,7 +265,7 @@ fn seed_by_seed_fetches_exactly_the_parties_and_writes_every_candidate() {
         "pages per party: app vs manifest"
     );
     assert!(
-        summary.contains("seeds queued 0 active 0 finished"),
+        summary.contains("seeds queued 0 active 0 finished 60"),
         "summary: {summary}"
     );
     assert!(samples.lines().count() >= 1, "no sample line");
@@ -409,7 +409,7 @@ fn seed_by_seed_killed_mid_crawl_resumes_and_loses_no_url() {
     wait_success(&mut app, &sys);
 
     std::thread::sleep(Duration::from_millis(400)); // websim flushes its log.
-    let (fetched, excluded, external) = expected(&ws);
+    let (fetched, excluded, external) = expected_sets(&ws);
     let counts = fetch_counts(&ws);
     let twice = counts.values().filter(|n| **n > 1).count();
     let extra: Vec<_> = counts.keys().filter(|u| !fetched.contains(*u)).collect();
@@ -461,4 +461,90 @@ fn seed_by_seed_killed_mid_crawl_resumes_and_loses_no_url() {
     );
     assert!(lost.is_empty(), "candidates lost: {lost:?}");
     assert_eq!(ended.len(), ws.seeds().len(), "every party ended");
+}
+
+/// Done-when 1's site-by-site variant (one seed per site, its root): only the
+/// roots' parties are fetched; with free competition instead of the distributor.
+#[test]
+fn site_by_site_fetches_only_the_roots_parties() {
+    let ws = Websim::start(&[
+        "--hosts",
+        "20",
+        "--pages",
+        "600",
+        "--seed",
+        "26",
+        "--plain",
+        "--all-seeds",
+        "--components",
+        "3",
+    ]);
+    let knobs = Knobs {
+        interval_ms: 20,
+        ip_min_interval_ms: 10,
+        ..Knobs::default()
+    };
+    let mut sys = System::new(&ws, &knobs);
+    sys.start_manager();
+    sys.start_resolver();
+    sys.start_downloader("dl-1");
+    sys.wait_components(1, 1, Duration::from_secs(30));
+    // The roots: a seed URL whose path is `/`.
+    let roots: Vec<String> = ws
+        .seeds()
+        .into_iter()
+        .filter(|s| {
+            s.split_once("://")
+                .and_then(|(_, rest)| rest.split_once('/'))
+                .is_some_and(|(_, path)| path.is_empty())
+        })
+        .collect();
+    let roots_file = sys.dir().join("roots.txt");
+    std::fs::write(&roots_file, roots.join("\n")).expect("writing the roots");
+    let state = sys.dir().join("sbs-state");
+    let repo = sys.dir().join("sbs-repo");
+    let flags = [
+        "--workers",
+        "3",
+        "--seed-contexts",
+        "4",
+        "--balance",
+        "free",
+    ];
+    let mut app = start_seed_app(&sys, &roots_file, &state, &repo, &flags);
+    wait_success(&mut app, &sys);
+
+    std::thread::sleep(Duration::from_millis(400)); // websim flushes its log.
+    let root_set: HashSet<&str> = roots.iter().map(String::as_str).collect();
+    let rows: Vec<PartyRow> = parties(&ws)
+        .into_iter()
+        .filter(|r| root_set.contains(r.seed.as_str()))
+        .collect();
+    let expected: HashSet<&str> = rows
+        .iter()
+        .filter(|r| r.what.parse::<u16>().is_ok())
+        .map(|r| r.url.as_str())
+        .collect();
+    let (all, _, _) = expected_sets(&ws);
+    let counts = fetch_counts(&ws);
+    let fetched: HashSet<&str> = counts.keys().map(String::as_str).collect();
+    let twice = counts.values().filter(|n| **n > 1).count();
+    let summary = app.stdout().join("\n");
+    eprintln!(
+        "site-by-site: {} roots of {} seeds; {} pages fetched, {} in the roots' parties, \
+         {} in all seeds' parties (seed-by-seed finds {} more); twice {twice}\n{summary}",
+        roots.len(),
+        ws.seeds().len(),
+        fetched.len(),
+        expected.len(),
+        all.len(),
+        all.len() - expected.len()
+    );
+    assert_eq!(roots.len() * 3, ws.seeds().len(), "three components a host");
+    assert_eq!(fetched, expected, "fetched vs the roots' parties");
+    assert_eq!(twice, 0);
+    assert!(
+        summary.contains("(free)") && summary.contains("moved 0"),
+        "{summary}"
+    );
 }

@@ -79,6 +79,8 @@ pub(crate) struct SeedCrawl {
     /// The distributor's dealing position.
     turn: usize,
     finished: u64,
+    /// Seeds the distributor moved between workers (this run).
+    moved: u64,
     pages_total: u64,
     requested: u64,
     outcomes_total: u64,
@@ -160,6 +162,7 @@ impl SeedCrawl {
             next_id: 0,
             turn: 0,
             finished: 0,
+            moved: 0,
             pages_total: 0,
             requested: 0,
             outcomes_total: 0,
@@ -294,6 +297,7 @@ impl SeedCrawl {
                     };
                     let id = self.workers[from].remove(at);
                     self.workers[to].push(id);
+                    self.moved += 1;
                 }
                 None => return,
             }
@@ -659,6 +663,7 @@ impl SeedCrawl {
             queued: self.queue.len() as u64,
             active: self.parties.len() as u64,
             finished: self.finished,
+            moved: self.moved,
             held: self.workers.iter().map(Vec::len).collect(),
             pages: self.pages_total,
             stored: self.stored,

@@ -135,6 +135,8 @@ pub struct SeedsSummary {
     pub active: u64,
     /// Parties over.
     pub finished: u64,
+    /// Seeds the distributor moved between workers in this run.
+    pub moved: u64,
     /// Seeds each worker holds.
     pub held: Vec<usize>,
     /// Pages that came back to a party.
@@ -162,7 +164,7 @@ impl fmt::Display for SeedsSummary {
         let held: Vec<String> = self.held.iter().map(ToString::to_string).collect();
         write!(
             f,
-            "seed-by-seed app {} {end} ({}): seeds queued {} active {} finished {}; \
+            "seed-by-seed app {} {end} ({}): seeds queued {} active {} finished {} moved {}; \
              held per worker [{}]; pages {} stored {}; urls requested {}; outcomes {}; \
              quarantined {}; {:.1} s",
             self.app,
@@ -170,6 +172,7 @@ impl fmt::Display for SeedsSummary {
             self.queued,
             self.active,
             self.finished,
+            self.moved,
             held.join(" "),
             self.pages,
             self.stored,
