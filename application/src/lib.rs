@@ -16,6 +16,10 @@
 //!   and request files, storage hand-off, completion tracking; its module docs give
 //!   the crash-safety argument.
 //!
+//! - [`seeds`]: the second application on this library, `polycrawl app --strategy
+//!   seed-by-seed` ([`seeds::run`]): SCrawler's parties, workers with m seed
+//!   contexts, the URL distributor or free competition, the candidate-seed file.
+//!
 //! - [`parts`]: which of K application parts owns a host ([`parts::Ownership`]):
 //!   an assignment file's table, else a stable hash of the host.
 //!
