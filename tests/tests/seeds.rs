@@ -268,7 +268,17 @@ fn seed_by_seed_fetches_exactly_the_parties_and_writes_every_candidate() {
         summary.contains("seeds queued 0 active 0 finished 60"),
         "summary: {summary}"
     );
-    assert!(samples.lines().count() >= 1, "no sample line");
+    let sampled: Vec<&str> = samples.lines().filter(|l| !l.starts_with('#')).collect();
+    assert!(!sampled.is_empty(), "no sample line");
+    for line in sampled {
+        let f: Vec<&str> = line.split('\t').collect();
+        assert_eq!(f.len(), 6, "sample line {line:?}");
+        assert_eq!(
+            f[5].split(',').count(),
+            3,
+            "held per worker of 3 workers: {line:?}"
+        );
+    }
 }
 
 /// Starts the breadth-first app (`bfs`) on the same manager.

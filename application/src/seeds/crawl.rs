@@ -45,6 +45,10 @@ const SAVE_EVERY: Duration = Duration::from_millis(200);
 /// How often the held-seeds sample is written.
 const SAMPLE_EVERY: Duration = Duration::from_secs(1);
 
+/// The sample file's header (milliseconds since this run started; held seeds per
+/// worker comma-separated).
+const SAMPLE_HEADER: &str = "#ms\tqueued\tactive\tfinished\tpages\theld_per_worker\n";
+
 /// Page batches claimed per round.
 const BATCHES_PER_ROUND: usize = 4;
 
@@ -137,7 +141,15 @@ impl SeedCrawl {
         let candidates_path = seeds.candidates_path(&state_dir);
         let first_start = !state_path(&state_dir).exists();
         let sample = match &seeds.sample_file {
-            Some(path) => Some((append(path)?, Instant::now() - SAMPLE_EVERY)),
+            Some(path) => {
+                let mut file = append(path)?;
+                let empty = file.metadata().map_err(file_error(path))?.len() == 0;
+                if empty {
+                    file.write_all(SAMPLE_HEADER.as_bytes())
+                        .map_err(file_error(path))?;
+                }
+                Some((file, Instant::now() - SAMPLE_EVERY))
+            }
             None => None,
         };
         let mut crawl = Self {
