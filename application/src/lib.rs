@@ -19,6 +19,10 @@
 //!   and request files, storage hand-off, completion tracking; its module docs give
 //!   the crash-safety argument.
 //!
+//! - [`seeds`]: the second application on this library, `polycrawl app --strategy
+//!   seed-by-seed` ([`seeds::run`]): SCrawler's parties, workers with m seed
+//!   contexts, the URL distributor or free competition, the candidate-seed file.
+//!
 //! - [`parts`]: which of K application parts owns a host ([`parts::Ownership`]):
 //!   an assignment file's table, else a stable hash of the host.
 //!
@@ -36,6 +40,8 @@ pub mod extract;
 #[cfg(feature = "service")]
 pub mod links;
 pub mod parts;
+#[cfg(feature = "service")]
+pub mod seeds;
 pub mod seen;
 #[cfg(feature = "service")]
 pub mod service;

@@ -26,7 +26,7 @@ enum Command {
     Downloader(DownloaderArgs),
     /// Start a DNS resolver that registers with the manager.
     Resolver(ServiceArgs),
-    /// Start the breadth-first crawling application.
+    /// Start a crawling application: breadth-first (the default) or seed-by-seed.
     App(AppArgs),
     /// Print a page stored in the repository (WARC headers and HTTP response).
     Get(GetArgs),
@@ -188,6 +188,39 @@ struct AppArgs {
     /// app.exchange_root.
     #[arg(long, value_name = "DIR")]
     exchange_root: Option<PathBuf>,
+    /// The crawl strategy: breadth-first, or seed-by-seed (SCrawler: parties
+    /// crawled inside their site, external links written as candidate seeds).
+    #[arg(long, value_enum, default_value_t = Strategy::BreadthFirst)]
+    strategy: Strategy,
+    /// Seed-by-seed: workers.
+    #[arg(long, value_name = "N", default_value_t = application::seeds::SeedsConfig::default().workers)]
+    workers: usize,
+    /// Seed-by-seed: seed contexts per worker (the paper's m).
+    #[arg(long, value_name = "M", default_value_t = application::seeds::SeedsConfig::default().m)]
+    seed_contexts: usize,
+    /// Seed-by-seed: URLs in flight per worker, at most.
+    #[arg(long, value_name = "N", default_value_t = application::seeds::SeedsConfig::default().window)]
+    window: usize,
+    /// Seed-by-seed: how seeds reach workers: distributor (SCrawler's Figure 5) or
+    /// free (free competition).
+    #[arg(long, value_name = "HOW", default_value_t = application::seeds::Balance::Distributor)]
+    balance: application::seeds::Balance,
+    /// Seed-by-seed: the candidate-seed file [default: candidates.txt in the state folder].
+    #[arg(long, value_name = "FILE")]
+    candidates: Option<PathBuf>,
+    /// Seed-by-seed: append seeds queued / active / finished, pages and seeds held
+    /// per worker to this TSV file every second.
+    #[arg(long, value_name = "FILE")]
+    sample: Option<PathBuf>,
+}
+
+/// `polycrawl app --strategy`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+enum Strategy {
+    /// Breadth-first over the whole web (DESIGN.md section 7).
+    BreadthFirst,
+    /// Seed by seed, party by party (SCrawler).
+    SeedBySeed,
 }
 
 #[derive(Debug, clap::Args)]
@@ -544,6 +577,30 @@ fn app_command(args: AppArgs) -> anyhow::Result<()> {
     let mut control = application::service::ControlSettings::new(reg.manager, reg.token, id);
     control.max_frame = config.control.max_frame_bytes;
     let spool = spool::Spool::new(config.spool.root.clone()).with_notify(config.spool.notify);
+    if args.strategy == Strategy::SeedBySeed {
+        if config.app.parts > 1 {
+            anyhow::bail!(
+                "--strategy seed-by-seed runs as one application (its workers split the \
+                 seeds); --parts {} is for the breadth-first crawl",
+                config.app.parts
+            );
+        }
+        let seeds = application::seeds::SeedsConfig {
+            workers: args.workers,
+            m: args.seed_contexts,
+            window: args.window,
+            balance: args.balance,
+            candidates_file: args.candidates,
+            sample_file: args.sample,
+        };
+        return serve(|shutdown| async move {
+            let summary =
+                application::seeds::run(config.app, seeds, spool, Vec::new(), control, shutdown)
+                    .await?;
+            println!("{summary}");
+            Ok::<(), application::service::AppError>(())
+        });
+    }
     serve(|shutdown| async move {
         let summary =
             application::service::run(config.app, spool, Vec::new(), control, shutdown).await?;

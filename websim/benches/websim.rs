@@ -96,6 +96,7 @@ fn main() {
         own_addresses: false,
         all_seeds: false,
         sitemaps: false,
+        components: 0,
     });
     let mut buf = Vec::with_capacity(64 * 1024);
     let mut scratch = Scratch::default();
@@ -162,6 +163,7 @@ fn main() {
                     own_addresses: false,
                     all_seeds: false,
                     sitemaps: false,
+                    components: 0,
                 }));
                 let log = RequestLog::create(&log_path).expect("log");
                 let _flusher = log.start_flusher();

@@ -202,6 +202,13 @@ pub struct Args {
     /// seeds are the max(3, hosts/20) most popular hosts.
     #[arg(long)]
     pub all_seeds: bool,
+    /// Split every generated host into K locally disconnected components, each
+    /// its own tree with its own root, and make every component root of a seed
+    /// host a seed (for seed-by-seed crawls: a site has several parties). The
+    /// manifest folder gains `parties.tsv`: what each seed's party holds. 0 (the
+    /// default): no components, the web is exactly what it was without the flag.
+    #[arg(long, value_name = "K", default_value_t = 0)]
+    pub components: u32,
     /// Give the hosts a community structure: deal them into N communities of equal
     /// size, and make 90 % of the cross-host links a page draws (and of redirect
     /// hops, and http-to-https upgrade links) go to hosts of the linking host's own
@@ -381,6 +388,7 @@ async fn serve(args: Args) -> Result<(), CliError> {
         own_addresses: args.own_addresses,
         all_seeds: args.all_seeds,
         sitemaps: args.sitemaps,
+        components: args.components,
     };
     if let Some(dir) = &args.export_static {
         return export_static(params, &args, &paths, dir);

@@ -364,6 +364,7 @@ mod tests {
             own_addresses: false,
             all_seeds: false,
             sitemaps: false,
+            components: 0,
         });
         let dir = tempfile::tempdir().unwrap();
         let ca = SimCa::generate().unwrap();

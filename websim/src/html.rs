@@ -415,6 +415,7 @@ mod tests {
             own_addresses: false,
             all_seeds: false,
             sitemaps: false,
+            components: 0,
         })
     }
 

@@ -19,6 +19,16 @@
 //! community's hosts), and the ring of rule 2 visits each community's hosts in a row;
 //! without it the draws are exactly those above.
 //!
+//! With `--components K` ([`Params::components`](super::model::Params::components))
+//! page i of a host is in component `c = i mod K`, and rules 1 and 3 work on the
+//! component's pages `c, c + K, c + 2K, ...` as on a host of their own: tree parent
+//! and children by local index, same-host fillers (and popular picks that land on
+//! the host itself) inside the component, missing pages of the component's key
+//! class (`key mod K = c`), and no same-host redirect chain or loop (a page of the
+//! component instead). Only component 0's root (`/`) carries the
+//! ring links. So no component reaches another inside the host; without the flag
+//! (K = 1) every draw is exactly as before.
+//!
 //! Page flags: 1 % of non-home pages are `nofollow` (their links are not followed;
 //! they also link a `/hidden/` page that nothing else links), 0.8 % are framesets
 //! (every link is a `<frame>`).
@@ -95,20 +105,25 @@ impl Web {
         let nofollow = page != 0 && r.chance(10);
         let frameset = page != 0 && r.chance(8);
         let mut follow = Vec::with_capacity(16);
-        if page > 0 {
-            follow.push(Target::Page {
+        // The page's component and its place in the component's tree (without
+        // components: component 0, local index = page, the host's one tree).
+        let k = self.components_of(h);
+        let (component, local) = (page % k, page / k);
+        let in_component = |local: u64| {
+            let p = local * u64::from(k) + u64::from(component);
+            (p < u64::from(n)).then_some(Target::Page {
                 host: h,
-                page: (page - 1) / 4,
-            });
+                page: p as u32,
+            })
+        };
+        // Pages of this component (at least 1: this one).
+        let component_pages = (u64::from(n) - u64::from(component)).div_ceil(u64::from(k));
+        if local > 0 {
+            follow.extend(in_component(u64::from((local - 1) / 4)));
         }
-        let first_child = u64::from(page) * 4 + 1;
+        let first_child = u64::from(local) * 4 + 1;
         for c in first_child..first_child + 4 {
-            if c < u64::from(n) {
-                follow.push(Target::Page {
-                    host: h,
-                    page: c as u32,
-                });
-            }
+            follow.extend(in_component(c));
         }
         if page == 0 {
             let next = self.ring_next(h);
@@ -144,15 +159,34 @@ impl Web {
                     } else {
                         r.below(u64::from(pages)) as u32
                     };
-                    Target::Page {
-                        host: other,
-                        page: p,
+                    if other == h && k > 1 {
+                        // Its own host: a page of its own component.
+                        in_component(u64::from(p) % component_pages)
+                            .unwrap_or(Target::Page { host: h, page })
+                    } else {
+                        Target::Page {
+                            host: other,
+                            page: p,
+                        }
                     }
                 }
-                200..225 => Target::Missing {
-                    host: h,
-                    key: r.below(500) as u32,
-                },
+                200..225 => {
+                    let key = r.below(500) as u32;
+                    // Missing pages of one key class per component, so that two
+                    // components never link one URL.
+                    let key = if k > 1 {
+                        let key = key / k * k + component;
+                        if key >= 500 { key - k } else { key }
+                    } else {
+                        key
+                    };
+                    Target::Missing { host: h, key }
+                }
+                // Redirect chains and the loop join components (their hops
+                // are shared by the host): with components, a page of its own.
+                225..250 if k > 1 => {
+                    in_component(r.below(component_pages)).unwrap_or(Target::Page { host: h, page })
+                }
                 225..240 => Target::Redirect {
                     origin: h,
                     key: r.below(u64::from(CHAIN_KEYS)) as u32,
@@ -174,12 +208,9 @@ impl Web {
                 },
                 _ => {
                     // min of two draws: low page numbers are linked more often.
-                    let a = r.below(u64::from(n));
-                    let b = r.below(u64::from(n));
-                    Target::Page {
-                        host: h,
-                        page: a.min(b) as u32,
-                    }
+                    let a = r.below(component_pages);
+                    let b = r.below(component_pages);
+                    in_component(a.min(b)).unwrap_or(Target::Page { host: h, page })
                 }
             };
             follow.push(t);
@@ -277,6 +308,7 @@ mod tests {
             own_addresses: false,
             all_seeds: false,
             sitemaps: false,
+            components: 0,
         })
     }
 
@@ -387,6 +419,55 @@ mod tests {
                     assert!(matches!(c.codes[s], 301 | 302));
                 }
                 assert!(matches!(c.end, Target::Page { host, .. } if w.reachable(host)));
+            }
+        }
+    }
+
+    #[test]
+    fn components_are_separate_trees_that_cover_the_host() {
+        let mut w = web(5);
+        w.params.components = 3;
+        for h in 0..60 {
+            let n = w.hosts[h as usize].pages;
+            let k = w.components_of(h);
+            assert_eq!(k, 3.min(n));
+            let mut seen = vec![false; n as usize];
+            for root in 0..k {
+                let mut stack = vec![root];
+                while let Some(p) = stack.pop() {
+                    if std::mem::replace(&mut seen[p as usize], true) {
+                        continue;
+                    }
+                    assert_eq!(p % k, root, "host {h}: page {p} reached from root {root}");
+                    for t in w.page_links(h, p).follow {
+                        // Nothing of the host outside the component is linked.
+                        match t {
+                            Target::Page { host, page } if host == h => {
+                                assert_eq!(page % k, root, "host {h} page {p} -> {page}");
+                                stack.push(page);
+                            }
+                            Target::Missing { host, key } if host == h => {
+                                assert_eq!(key % k, root);
+                                assert!(key < 500);
+                            }
+                            Target::Redirect { origin, .. } => assert_ne!(origin, h),
+                            Target::Loop { host, .. } => assert_ne!(host, h),
+                            _ => {}
+                        }
+                    }
+                }
+            }
+            assert!(
+                seen.iter().all(|&s| s),
+                "host {h}: every page in some component"
+            );
+        }
+        // Without the flag the web is the one it always was.
+        let (a, mut b) = (web(5), web(5));
+        b.params.components = 1;
+        for h in 0..30 {
+            for p in 0..a.hosts[h as usize].pages.min(20) {
+                assert_eq!(a.page_links(h, p), b.page_links(h, p));
             }
         }
     }

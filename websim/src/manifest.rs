@@ -25,6 +25,7 @@
 //! and applies websim's own robots matcher to the rules each host serves, so that it
 //! is an oracle independent of any extractor.
 
+use std::cell::RefCell;
 use std::collections::{HashMap, HashSet, VecDeque};
 use std::hash::Hash;
 
@@ -190,16 +191,78 @@ impl<'a> WebGraph<'a> {
             .filter(|&h| self.web.hosts[h as usize].seed)
             .collect();
         hosts.sort_by_key(|&h| self.web.hosts[h as usize].rank);
-        hosts
-            .into_iter()
-            .map(|host| match self.web.hosts[host as usize].trap {
-                Some(_) => Target::TrapSite { host, page: 0 },
+        let mut seeds = Vec::with_capacity(hosts.len());
+        for host in hosts {
+            match self.web.hosts[host as usize].trap {
+                Some(_) => seeds.push(Target::TrapSite { host, page: 0 }),
                 None if self.web.hosts[host as usize].sitemaps => {
-                    super::sitemaps::target(host, super::sitemaps::HOME)
+                    seeds.push(super::sitemaps::target(host, super::sitemaps::HOME))
                 }
-                None => Target::Page { host, page: 0 },
-            })
-            .collect()
+                // With `--components`, every component's root (page c < K).
+                None => seeds.extend(
+                    (0..self.web.components_of(host)).map(|page| Target::Page { host, page }),
+                ),
+            }
+        }
+        seeds
+    }
+
+    /// The party of `seed` (SCrawler): the walk from it over links to its own
+    /// origin only (same host, scheme and port), as a seed-by-seed crawl makes it.
+    /// Also returns the party's external links: the followable links of its pages
+    /// to other origins (a seed-by-seed crawl's candidate seeds), sorted, once each.
+    pub fn party(&self, seed: Target) -> (Crawl<Target>, Vec<Target>) {
+        let Some(host) = self.web.target_host(&seed) else {
+            return (bfs(self, &[seed]), Vec::new());
+        };
+        let local = Local {
+            graph: self,
+            host,
+            external: RefCell::new(Vec::new()),
+        };
+        let crawl = bfs(&local, &[seed]);
+        let mut external = local.external.into_inner();
+        external.sort();
+        external.dedup();
+        (crawl, external)
+    }
+}
+
+/// [`WebGraph`] inside one site: a link is followed only to the site's origin
+/// (an `http://` upgrade link of an https host is another origin).
+struct Local<'g, 'a> {
+    graph: &'g WebGraph<'a>,
+    host: u32,
+    /// Links to other origins met so far (repeats possible).
+    external: RefCell<Vec<Target>>,
+}
+
+impl Graph for Local<'_, '_> {
+    type Node = Target;
+
+    fn visit(&self, t: &Target) -> Visit<Target> {
+        match self.graph.visit(t) {
+            Visit::Fetch {
+                status,
+                follow,
+                seen,
+            } => Visit::Fetch {
+                status,
+                follow: follow
+                    .into_iter()
+                    .filter(|f| {
+                        let local = !matches!(f, Target::Upgrade { .. })
+                            && self.graph.web.target_host(f) == Some(self.host);
+                        if !local {
+                            self.external.borrow_mut().push(*f);
+                        }
+                        local
+                    })
+                    .collect(),
+                seen,
+            },
+            other => other,
+        }
     }
 }
 
@@ -378,6 +441,7 @@ mod tests {
             own_addresses: false,
             all_seeds: false,
             sitemaps: false,
+            components: 0,
         })
     }
 

@@ -63,6 +63,13 @@ pub struct Params {
     /// Add the sitemap host of [`super::sitemaps`] (`--sitemaps`; never in a plain
     /// web).
     pub sitemaps: bool,
+    /// Locally disconnected components per generated host (`--components K`; 0,
+    /// the default, and 1 for none). With `K > 1` page `i` of a host belongs to
+    /// component `i mod K` (a host with fewer pages has fewer), each component is
+    /// its own tree, the same-host links a page draws stay in its component (other
+    /// hosts' pages and off-origin URLs are still linked), and every component's
+    /// root (page `c < K`) is a seed of each seed host. See [`super::links`].
+    pub components: u32,
 }
 
 /// With communities, the share (per mille) of cross-host link draws that pick a
@@ -329,6 +336,13 @@ impl Web {
         !host.dead && !host.misbehave && !host.robots.is_server_error()
     }
 
+    /// The locally disconnected components of generated host `h`: 1 without
+    /// `--components`, else K or its page count if smaller.
+    pub fn components_of(&self, h: u32) -> u32 {
+        let pages = self.hosts.get(h as usize).map_or(1, |x| x.pages);
+        self.params.components.clamp(1, pages.max(1))
+    }
+
     /// The path shape of page `page` of host `h`.
     pub fn shape(&self, h: u32, page: u32) -> Shape {
         paths::shape(self.params.seed, h, page, self.hosts[h as usize].pages)
@@ -501,6 +515,7 @@ mod tests {
             own_addresses: false,
             all_seeds: false,
             sitemaps: false,
+            components: 0,
         })
     }
 

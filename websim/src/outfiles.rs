@@ -25,6 +25,13 @@
 //!   what a recrawl of that URL at the served revision gets, sending the validators
 //!   of revision 0 (`changed`, `not_modified`, `unchanged`, `fixed`; see
 //!   [`super::revision`]). The header line names the revision and the change share.
+//! - `parties.tsv` (only with `--components`): `seed  url  status  depth`: for each
+//!   seed, every URL of its party (the walk from the seed over links to its own
+//!   origin only, as a seed-by-seed crawl makes it): the status websim gives, or
+//!   the outcome for a URL the party discovers but gets no page for, or
+//!   `external` (depth `-`) for a followable link of its pages to another origin
+//!   (a candidate seed). The exact URL set a seed-by-seed crawl fetches is the
+//!   union of the rows with a numeric status.
 //!
 //! Complexity: O(URLs in the manifest); the files are written once.
 
@@ -55,6 +62,8 @@ pub struct OutPaths {
     pub hosts: PathBuf,
     /// `changes.tsv`.
     pub changes: PathBuf,
+    /// `parties.tsv` (with `--components` only).
+    pub parties: PathBuf,
     /// The request log (`requests.tsv`).
     pub log: PathBuf,
     /// The CA certificate (`ca.pem`).
@@ -72,6 +81,7 @@ impl OutPaths {
             unreachable: dir.join("unreachable.tsv"),
             hosts: dir.join("hosts.tsv"),
             changes: dir.join("changes.tsv"),
+            parties: dir.join("parties.tsv"),
             log: dir.join("requests.tsv"),
             ca: dir.join("ca.pem"),
         }
@@ -146,6 +156,26 @@ pub fn write_all(web: &Web, revision: &Revision, paths: &OutPaths) -> io::Result
     f.flush()?;
 
     write_hosts(web, &paths.hosts)?;
+    if web.params.components > 0 {
+        let mut f = create(&paths.parties)?;
+        writeln!(f, "#seed\turl\tstatus\tdepth")?;
+        for seed in &seeds {
+            let (party, external) = graph.party(*seed);
+            let seed_url = url(seed);
+            for row in &party.fetched {
+                let depth = row.depth;
+                writeln!(f, "{seed_url}\t{}\t{}\t{depth}", url(&row.node), row.status)?;
+            }
+            for o in &party.outcomes {
+                let depth = o.depth;
+                writeln!(f, "{seed_url}\t{}\t{}\t{depth}", url(&o.node), o.reason)?;
+            }
+            for t in &external {
+                writeln!(f, "{seed_url}\t{}\texternal\t-", url(t))?;
+            }
+        }
+        f.flush()?;
+    }
     Ok(Summary {
         fetched: crawl.fetched.len(),
         pages: crawl.fetched.iter().filter(|r| r.status == 200).count(),

@@ -227,6 +227,7 @@ mod tests {
             communities: 0,
             own_addresses: false,
             all_seeds: false,
+            components: 0,
             sitemaps: false,
         })
     }

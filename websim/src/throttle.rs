@@ -113,6 +113,7 @@ mod tests {
             own_addresses: false,
             all_seeds: false,
             sitemaps: false,
+            components: 0,
         });
         let t = Throttled::new(&web);
         let kinds: Vec<(u32, Throttling)> = t.hosts().collect();
