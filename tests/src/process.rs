@@ -204,6 +204,39 @@ fn cpu_ticks(stat: &str) -> Option<u64> {
     Some(utime + stime)
 }
 
+/// Panics, saying what to run, unless `python3` can import `module` (the tests'
+/// Python tools are installed by `ops/setup.sh`).
+pub fn require_python(module: &str) {
+    let ok = Command::new("python3")
+        .args(["-c", &format!("import {module}")])
+        .status()
+        .is_ok_and(|s| s.success());
+    assert!(
+        ok,
+        "the Python package {module} is missing: run ops/setup.sh (it installs what the tests need)"
+    );
+}
+
+/// Runs `cmd` in `dir` to its end; its stdout and stderr, or a panic with them
+/// (`what` failed) unless it succeeds.
+pub fn run_ok(what: &str, mut cmd: Command, dir: &Path) -> String {
+    let out = cmd
+        .current_dir(dir)
+        .output()
+        .unwrap_or_else(|e| panic!("{what}: {e}"));
+    let text = format!(
+        "{}{}",
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert!(
+        out.status.success(),
+        "{what} failed:\n{}",
+        text.chars().take(6000).collect::<String>()
+    );
+    text
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -36,9 +36,7 @@ impl RepoScan {
     /// # Errors
     /// A file that cannot be listed, opened or parsed, with its path.
     pub fn read(repo: &Path) -> Result<RepoScan, String> {
-        let mut files = Vec::new();
-        collect(&repo.join("warc"), &mut files)?;
-        files.sort();
+        let files = warc_files(repo)?;
         let mut scan = RepoScan {
             files: files.len(),
             ..RepoScan::default()
@@ -86,6 +84,18 @@ pub fn http_status(block: &[u8]) -> Option<u16> {
         return None;
     }
     words.next()?.parse().ok()
+}
+
+/// The `.warc.gz` files of repository `repo` (under `<repo>/warc`, any depth), in
+/// path order; none if it has no `warc` folder yet.
+///
+/// # Errors
+/// A folder that cannot be listed, with its path.
+pub fn warc_files(repo: &Path) -> Result<Vec<PathBuf>, String> {
+    let mut files = Vec::new();
+    collect(&repo.join("warc"), &mut files)?;
+    files.sort();
+    Ok(files)
 }
 
 fn collect(dir: &Path, out: &mut Vec<PathBuf>) -> Result<(), String> {

@@ -6,7 +6,7 @@
 //!
 //! The harness builds the `polycrawl` binary first if needed (see `tests::bin`).
 
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::process::Command;
 use std::time::{Duration, Instant};
 
@@ -15,17 +15,6 @@ use tests::process::ProcessGuard;
 
 /// Ample time for the small web below (it takes well under a minute on 2 cores).
 const DEMO_TIMEOUT: Duration = Duration::from_secs(240);
-
-fn warc_files(dir: &Path, out: &mut Vec<PathBuf>) {
-    for entry in std::fs::read_dir(dir).unwrap_or_else(|e| panic!("{}: {e}", dir.display())) {
-        let path = entry.unwrap().path();
-        if path.is_dir() {
-            warc_files(&path, out);
-        } else if path.to_string_lossy().ends_with(".warc.gz") {
-            out.push(path);
-        }
-    }
-}
 
 /// Runs the demo on a small web and returns its stdout and stderr; panics with both streams
 /// unless it exits 0 in time.
@@ -111,8 +100,7 @@ fn demo_crawls_websim_exactly_and_writes_valid_warcs() {
     assert_eq!(mode & 0o777, 0o600, "{}", token.display());
 
     let repo = dir.path().join("demo-out").join("repository");
-    let mut warcs = Vec::new();
-    warc_files(&repo.join("warc"), &mut warcs);
+    let warcs = tests::repository::warc_files(&repo).expect("the WARC files");
     assert!(!warcs.is_empty(), "no WARC files in {}", repo.display());
     let check = Command::new("warcio")
         .arg("check")

@@ -26,39 +26,9 @@ use std::time::{Duration, Instant};
 use serde_json::Value;
 use tests::bin;
 use tests::http::Client;
-use tests::process::ProcessGuard;
+use tests::process::{ProcessGuard, require_python, run_ok};
 use tests::system::Knobs;
 use tests::websim::Websim;
-
-fn require_python(module: &str) {
-    let ok = Command::new("python3")
-        .args(["-c", &format!("import {module}")])
-        .status()
-        .is_ok_and(|s| s.success());
-    assert!(
-        ok,
-        "the Python package {module} is missing: run ops/setup.sh (it installs what the tests need)"
-    );
-}
-
-/// Runs `cmd` in `dir`, panicking with its output unless it succeeds.
-fn run(what: &str, mut cmd: Command, dir: &Path) -> String {
-    let out = cmd
-        .current_dir(dir)
-        .output()
-        .unwrap_or_else(|e| panic!("{what}: {e}"));
-    let text = format!(
-        "{}{}",
-        String::from_utf8_lossy(&out.stdout),
-        String::from_utf8_lossy(&out.stderr)
-    );
-    assert!(
-        out.status.success(),
-        "{what} failed:\n{}",
-        text.chars().take(6000).collect::<String>()
-    );
-    text
-}
 
 fn websim(extra: &[&str]) -> Websim {
     let mut args = vec![
@@ -126,17 +96,6 @@ fn index_lines(repo: &Path) -> Vec<(String, String, String, String, String)> {
         }
     }
     lines
-}
-
-fn warc_files(dir: &Path, out: &mut Vec<PathBuf>) {
-    for entry in std::fs::read_dir(dir).unwrap() {
-        let path = entry.unwrap().path();
-        if path.is_dir() {
-            warc_files(&path, out);
-        } else if path.to_string_lossy().ends_with(".warc.gz") {
-            out.push(path);
-        }
-    }
 }
 
 /// The number after `label` in the summary line (`... stored as 12 responses ...`).
@@ -287,11 +246,10 @@ async fn a_recrawl_stores_304s_and_unchanged_pages_as_revisits_as_websim_says() 
     assert_eq!(count_304(), not_modified, "304s in websim's log");
 
     // Every WARC file passes warcio.
-    let mut warcs = Vec::new();
-    warc_files(&repo.join("warc"), &mut warcs);
+    let warcs = tests::repository::warc_files(&repo).expect("the WARC files");
     let mut check = Command::new("python3");
     check.args(["-m", "warcio.cli", "check"]).args(&warcs);
-    run("warcio check", check, d);
+    run_ok("warcio check", check, d);
 
     // pywb replays the newest version of a changed page, and the old one at the
     // first crawl's time.
@@ -319,10 +277,10 @@ async fn a_recrawl_stores_304s_and_unchanged_pages_as_revisits_as_websim_says() 
     std::fs::create_dir_all(&pywb).unwrap();
     let mut init = Command::new("wb-manager");
     init.args(["init", "crawl"]);
-    run("wb-manager init", init, &pywb);
+    run_ok("wb-manager init", init, &pywb);
     let mut add = Command::new("wb-manager");
     add.args(["add", "crawl"]).args(&warcs);
-    run("wb-manager add", add, &pywb);
+    run_ok("wb-manager add", add, &pywb);
     let port = {
         let l = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
         l.local_addr().unwrap().port()
@@ -373,7 +331,7 @@ async fn a_recrawl_stores_304s_and_unchanged_pages_as_revisits_as_websim_says() 
     let ours = pywb.join("collections").join("ours");
     let mut init = Command::new("wb-manager");
     init.args(["init", "ours"]);
-    run("wb-manager init ours", init, &pywb);
+    run_ok("wb-manager init ours", init, &pywb);
     copy_tree(&repo.join("warc"), &ours.join("archive"));
     let mut cdxj: Vec<String> = Vec::new();
     for entry in std::fs::read_dir(repo.join("index")).unwrap() {
@@ -547,11 +505,10 @@ fn a_recrawl_killed_mid_run_resumes_and_loses_no_url() {
         );
         assert_eq!(new.4 == old.4, change != "changed", "{url}: {change}");
     }
-    let mut warcs = Vec::new();
-    warc_files(&repo.join("warc"), &mut warcs);
+    let warcs = tests::repository::warc_files(&repo).expect("the WARC files");
     let mut check = Command::new("python3");
     check.args(["-m", "warcio.cli", "check"]).args(&warcs);
-    run("warcio check", check, d);
+    run_ok("warcio check", check, d);
     println!(
         "recrawl kill: killed with {stored_at_kill} of {} URLs stored again; {} index lines after",
         changes.len(),

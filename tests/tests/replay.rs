@@ -19,7 +19,7 @@
 //! pywb, warcio and wacz are Python packages `ops/setup.sh` installs, Chromium a
 //! Debian one; a missing one fails the test with that hint.
 
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::process::Command;
 use std::time::{Duration, Instant};
 
@@ -27,7 +27,7 @@ use serde_json::Value;
 use tests::bin;
 use tests::browser::{Browser, chromium};
 use tests::http::Client;
-use tests::process::ProcessGuard;
+use tests::process::{ProcessGuard, require_python, run_ok};
 use tests::system::Knobs;
 use tests::websim::Websim;
 
@@ -35,47 +35,6 @@ use tests::websim::Websim;
 const WARC_MAX_BYTES: u64 = 4_000_000;
 /// Index lines replayed.
 const SAMPLE: usize = 240;
-
-fn require_python(module: &str) {
-    let ok = Command::new("python3")
-        .args(["-c", &format!("import {module}")])
-        .status()
-        .is_ok_and(|s| s.success());
-    assert!(
-        ok,
-        "the Python package {module} is missing: run ops/setup.sh (it installs what the tests need)"
-    );
-}
-
-/// Runs `cmd` in `dir`, panicking with its output unless it succeeds.
-fn run(what: &str, mut cmd: Command, dir: &Path) -> String {
-    let out = cmd
-        .current_dir(dir)
-        .output()
-        .unwrap_or_else(|e| panic!("{what}: {e}"));
-    let text = format!(
-        "{}{}",
-        String::from_utf8_lossy(&out.stdout),
-        String::from_utf8_lossy(&out.stderr)
-    );
-    assert!(
-        out.status.success(),
-        "{what} failed:\n{}",
-        text.chars().take(6000).collect::<String>()
-    );
-    text
-}
-
-fn warc_files(dir: &Path, out: &mut Vec<PathBuf>) {
-    for entry in std::fs::read_dir(dir).unwrap() {
-        let path = entry.unwrap().path();
-        if path.is_dir() {
-            warc_files(&path, out);
-        } else if path.to_string_lossy().ends_with(".warc.gz") {
-            out.push(path);
-        }
-    }
-}
 
 /// One CDXJ line of the repository's index, the fields this test uses.
 #[derive(Debug, Clone)]
@@ -187,9 +146,7 @@ async fn a_crawl_is_archived_packaged_and_replayed_by_pywb() {
     let repo = dir.path().join("out").join("repository");
 
     // The WARC files: several, each closed one near the cap; warcio reads them all.
-    let mut warcs = Vec::new();
-    warc_files(&repo.join("warc"), &mut warcs);
-    warcs.sort();
+    let warcs = tests::repository::warc_files(&repo).expect("the WARC files");
     let sizes: Vec<u64> = warcs
         .iter()
         .map(|p| std::fs::metadata(p).unwrap().len())
@@ -209,7 +166,7 @@ async fn a_crawl_is_archived_packaged_and_replayed_by_pywb() {
     }
     let mut check = Command::new("python3");
     check.args(["-m", "warcio.cli", "check"]).args(&warcs);
-    run("warcio check", check, dir.path());
+    run_ok("warcio check", check, dir.path());
 
     // The WACZ.
     let wacz = dir.path().join("crawl.wacz");
@@ -219,10 +176,10 @@ async fn a_crawl_is_archived_packaged_and_replayed_by_pywb() {
         .arg(&repo)
         .arg("--out")
         .arg(&wacz);
-    run("polycrawl wacz", pack, dir.path());
+    run_ok("polycrawl wacz", pack, dir.path());
     let mut validate = Command::new("python3");
     validate.args(["-m", "wacz", "validate", "-f"]).arg(&wacz);
-    let said = run("wacz validate", validate, dir.path());
+    let said = run_ok("wacz validate", validate, dir.path());
     assert!(said.contains("Validation succeeded"), "{said}");
 
     // pywb: its own index of the WARC files, its own server on loopback.
@@ -230,10 +187,10 @@ async fn a_crawl_is_archived_packaged_and_replayed_by_pywb() {
     std::fs::create_dir_all(&pywb).unwrap();
     let mut init = Command::new("wb-manager");
     init.args(["init", "crawl"]);
-    run("wb-manager init", init, &pywb);
+    run_ok("wb-manager init", init, &pywb);
     let mut add = Command::new("wb-manager");
     add.args(["add", "crawl"]).args(&warcs);
-    run("wb-manager add", add, &pywb);
+    run_ok("wb-manager add", add, &pywb);
     let port = free_port();
     let mut wayback = Command::new("wayback");
     wayback

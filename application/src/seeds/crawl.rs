@@ -27,6 +27,7 @@ use super::distributor::{Move, plan};
 use super::party::{Met, Party};
 use super::{SeedsConfig, SeedsSummary};
 use crate::canon::{self, CanonConfig};
+use crate::service::crawl::{format_error, read_lines};
 use crate::service::pages::{BatchReader, PageLinksOf};
 use crate::service::scope::Scope;
 use crate::service::{AppConfig, AppError, End};
@@ -690,21 +691,4 @@ impl SeedCrawl {
 /// `<state_dir>/seeds.state`.
 fn state_path(state_dir: &Path) -> PathBuf {
     state_dir.join("seeds.state")
-}
-
-fn read_lines(path: &Path) -> Result<Vec<String>, AppError> {
-    let text = fs::read_to_string(path).map_err(file_error(path))?;
-    Ok(text
-        .lines()
-        .map(str::trim)
-        .filter(|l| !l.is_empty() && !l.starts_with('#'))
-        .map(str::to_owned)
-        .collect())
-}
-
-fn format_error(e: spool::formats::FormatError) -> AppError {
-    AppError::File {
-        path: PathBuf::from("<request file>"),
-        source: std::io::Error::other(e.to_string()),
-    }
 }

@@ -200,7 +200,6 @@ pub async fn run(
     let (progress_tx, _progress_rx) = watch::channel(None);
     let (out_tx, out_rx) = mpsc::unbounded_channel();
     let stop = shutdown.child_token();
-    let ctl_stop = CancellationToken::new();
     let loop_stop = stop.clone();
     let id = control.id.clone();
     let crawl = tokio::task::spawn_blocking(move || {
@@ -212,26 +211,5 @@ pub async fn run(
         progress: progress_tx,
         waker: crawl.waker(),
     };
-    let mut ctl = tokio::spawn(control::serve(
-        control.clone(),
-        app,
-        to_crawl,
-        out_rx,
-        ctl_stop.clone(),
-    ));
-    let mut job = tokio::task::spawn_blocking(move || crawl.run());
-    let result = tokio::select! {
-        r = &mut job => r.map_err(|_| AppError::Panicked).and_then(|r| r),
-        c = &mut ctl => {
-            stop.cancel();
-            let crawl = (&mut job).await.map_err(|_| AppError::Panicked).and_then(|r| r);
-            match c {
-                Ok(Err(e)) => Err(e),
-                _ => crawl,
-            }
-        }
-    };
-    ctl_stop.cancel();
-    ctl.abort();
-    result
+    control::drive(control, app, to_crawl, out_rx, &stop, move || crawl.run()).await
 }

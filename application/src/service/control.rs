@@ -54,6 +54,37 @@ pub struct ToCrawl {
     pub waker: Waker,
 }
 
+/// Runs an application's crawl loop (`run`, on a blocking thread) beside its
+/// control session ([`serve`]) until either ends: the loop's end is the result; if
+/// the session ends first (the manager refused the application), `stop` tells the
+/// loop to stop and the session's error wins. The session is stopped at the end.
+pub async fn drive<T: Send + 'static>(
+    control: ControlSettings,
+    app: AppId,
+    to_crawl: ToCrawl,
+    outbound: Outbound,
+    stop: &CancellationToken,
+    run: impl FnOnce() -> Result<T, AppError> + Send + 'static,
+) -> Result<T, AppError> {
+    let ctl_stop = CancellationToken::new();
+    let mut ctl = tokio::spawn(serve(control, app, to_crawl, outbound, ctl_stop.clone()));
+    let mut job = tokio::task::spawn_blocking(run);
+    let result = tokio::select! {
+        r = &mut job => r.map_err(|_| AppError::Panicked).and_then(|r| r),
+        c = &mut ctl => {
+            stop.cancel();
+            let crawl = (&mut job).await.map_err(|_| AppError::Panicked).and_then(|r| r);
+            match c {
+                Ok(Err(e)) => Err(e),
+                _ => crawl,
+            }
+        }
+    };
+    ctl_stop.cancel();
+    ctl.abort();
+    result
+}
+
 /// Serves the manager connection until `shutdown` (or until the crawl loop drops
 /// its [`Outbound`] sender); returns `Err` only on a refusal or when another
 /// application took our id.

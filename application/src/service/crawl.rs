@@ -1203,7 +1203,8 @@ fn with_site(page: Url) -> (Url, Vec<u8>) {
     (page, site)
 }
 
-fn read_lines(path: &std::path::Path) -> Result<Vec<String>, AppError> {
+/// The lines of a seeds file: trimmed, without blank lines and `#` comments.
+pub(crate) fn read_lines(path: &std::path::Path) -> Result<Vec<String>, AppError> {
     let text = fs::read_to_string(path).map_err(|source| AppError::File {
         path: path.to_owned(),
         source,
@@ -1216,7 +1217,8 @@ fn read_lines(path: &std::path::Path) -> Result<Vec<String>, AppError> {
         .collect())
 }
 
-fn format_error(e: spool::formats::FormatError) -> AppError {
+/// A request-file format error as the application's error.
+pub(crate) fn format_error(e: spool::formats::FormatError) -> AppError {
     AppError::File {
         path: PathBuf::from("<request file>"),
         source: std::io::Error::other(e.to_string()),

@@ -6,9 +6,9 @@
 use std::net::SocketAddr;
 use std::sync::atomic::Ordering;
 
-use spool::protocol::{After, FetchJob, FetchResult, JobId, StoredPage};
+use spool::protocol::{After, FetchJob, FetchResult, JobId};
 
-use crate::manager::{TestManager, config, page, start};
+use crate::manager::{TestManager, closed_port, config, page, start, stored};
 use crate::site::Site;
 
 fn chained(id: u64, url: &str, addr: SocketAddr, after: u64, gap_ms: u32) -> FetchJob {
@@ -19,21 +19,6 @@ fn chained(id: u64, url: &str, addr: SocketAddr, after: u64, gap_ms: u32) -> Fet
         }),
         ..page(id, url, addr)
     }
-}
-
-fn stored(result: &FetchResult) -> &StoredPage {
-    match result {
-        FetchResult::Stored(page) => page,
-        other => panic!("expected Stored, got {other:?}"),
-    }
-}
-
-/// An address nothing listens on (a port just released).
-async fn closed_port() -> SocketAddr {
-    let l = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
-    let addr = l.local_addr().unwrap();
-    drop(l);
-    addr
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

@@ -10,7 +10,7 @@ use std::time::Duration;
 use downloader::{ControlSettings, DownloaderConfig, DownloaderError};
 use spool::protocol::{
     ByeReason, Connection, FetchJob, FetchLimits, FetchPurpose, FetchResult, Hello, JobId, Load,
-    Message, Role, ServerConfig, Token, server_handshake,
+    Message, Role, ServerConfig, StoredPage, Token, server_handshake,
 };
 use spool::warc::{Record, WarcReader};
 use spool::{AppId, ComponentId};
@@ -362,4 +362,20 @@ pub fn robots(id: u64, url: &str, addr: SocketAddr, max_body_bytes: u64) -> Fetc
         },
         ..page(id, url, addr)
     }
+}
+
+/// The page of a `Stored` report (panics on any other result).
+pub fn stored(result: &FetchResult) -> &StoredPage {
+    match result {
+        FetchResult::Stored(page) => page,
+        other => panic!("expected Stored, got {other:?}"),
+    }
+}
+
+/// An address nothing listens on (a port just released).
+pub async fn closed_port() -> SocketAddr {
+    let l = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let addr = l.local_addr().unwrap();
+    drop(l);
+    addr
 }

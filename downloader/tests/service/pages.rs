@@ -2,15 +2,15 @@
 //! (checked by `warcio check` and field by field), failures, the address policy.
 
 use std::collections::HashMap;
-use std::net::SocketAddr;
 use std::time::Duration;
 
-use spool::protocol::{FetchJob, FetchResult, JobId, StoredPage};
+use spool::protocol::{FetchJob, FetchResult, JobId};
 use spool::warc::{DEPTH_FIELD, HOPS_FIELD, RecordType, payload_digest};
 use spool::{OutcomeReason, Validators};
 
 use crate::manager::{
-    self, APP, TestManager, config, page, published, records, robots, start, warcio_check,
+    self, APP, TestManager, closed_port, config, page, published, records, robots, start, stored,
+    warcio_check,
 };
 use crate::site::{self, CHUNKED_BODY, ROBOTS, Site, gzip, page_body};
 
@@ -21,26 +21,11 @@ fn validators() -> Validators {
     }
 }
 
-fn stored(result: &FetchResult) -> &StoredPage {
-    match result {
-        FetchResult::Stored(page) => page,
-        other => panic!("expected Stored, got {other:?}"),
-    }
-}
-
 fn failed(result: &FetchResult) -> OutcomeReason {
     match result {
         FetchResult::Failed { reason, .. } => *reason,
         other => panic!("expected Failed, got {other:?}"),
     }
-}
-
-/// An address nothing listens on (a port just released).
-async fn closed_port() -> SocketAddr {
-    let l = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
-    let addr = l.local_addr().unwrap();
-    drop(l);
-    addr
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

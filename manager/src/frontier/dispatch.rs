@@ -30,6 +30,7 @@ use super::borrowed::Busy;
 use super::hosts::{HostId, HostState, Out};
 use super::origin::Origin;
 use super::ready::ReadyKey;
+use super::records::QueueEntry;
 use super::store::Batch;
 use super::{Frontier, FrontierError, JobInfo};
 use crate::politeness;
@@ -223,23 +224,9 @@ impl Frontier {
                 self.end_head(id, OutcomeReason::RobotsExcluded, "", now_ms, batch)?;
                 continue;
             }
-            let port = host.port;
-            let Some((seq, entry, tries)) = self.take_head(id)? else {
+            let Some((job, entry, keep_alive)) = self.take_page_job(id, ip, now_ms)? else {
                 return Ok(None);
             };
-            let keep_alive =
-                self.hosts.get(id).is_some_and(|h| h.queued() > 0) && self.keep_alive(id);
-            let job = self.new_job_id();
-            self.hosts.push_out(
-                id,
-                Out {
-                    job,
-                    ip,
-                    seq: Some(seq),
-                    tries,
-                    started_ms: now_ms,
-                },
-            );
             let limit = self.connection_limit();
             // Several at once: the interval runs from start to start (on the wire too:
             // the downloader spaces its writes to the host by it).
@@ -257,35 +244,21 @@ impl Frontier {
                 }
             }
             self.save_host(id, batch);
-            self.ips.start(ip, now_ms);
-            self.jobs.start(
-                job,
-                JobInfo {
-                    host: id,
-                    purpose: FetchPurpose::Page,
-                    app: Some(entry.app.clone()),
-                    borrowed: None,
-                },
-            );
             if limit > 1 {
                 self.hosts.set_state(id, HostState::Waiting);
                 self.advance(id, now_ms, batch)?;
             } else {
                 self.hosts.set_state(id, HostState::InFlight);
             }
-            return Ok(Some(FetchJob {
+            return Ok(Some(self.page_job(
+                id,
+                ip,
                 job,
-                app: entry.app,
-                url: entry.url,
-                addr: SocketAddr::new(ip, port),
-                purpose: FetchPurpose::Page,
+                entry,
                 keep_alive,
-                limits: self.limits(self.config.max_page_bytes, host_spacing),
-                depth: entry.depth,
-                hops: entry.hops,
-                validators: entry.validators,
-                after: None,
-            }));
+                host_spacing,
+                None,
+            )));
         }
     }
 
@@ -332,7 +305,35 @@ impl Frontier {
         if !allowed {
             return Ok(None); // The next ordinary dispatch ends it as excluded.
         }
-        let port = host.port;
+        let Some((job, entry, keep_alive)) = self.take_page_job(id, ip, now_ms)? else {
+            return Ok(None);
+        };
+        self.save_host(id, batch);
+        let after = After {
+            job: first,
+            gap_ms: u32::try_from(interval).unwrap_or(u32::MAX),
+        };
+        Ok(Some(self.page_job(
+            id,
+            ip,
+            job,
+            entry,
+            keep_alive,
+            0,
+            Some(after),
+        )))
+    }
+
+    /// Takes host `id`'s head URL out of its queue for a page job to `ip` starting
+    /// now: the job is in flight from here (the host's `Out`, the IP's count, the
+    /// job table). Returns the job, its queue entry and whether to keep the
+    /// connection open; `None` if the queue is empty.
+    fn take_page_job(
+        &mut self,
+        id: HostId,
+        ip: IpAddr,
+        now_ms: u64,
+    ) -> Result<Option<(JobId, QueueEntry, bool)>, FrontierError> {
         let Some((seq, entry, tries)) = self.take_head(id)? else {
             return Ok(None);
         };
@@ -348,7 +349,6 @@ impl Frontier {
                 started_ms: now_ms,
             },
         );
-        self.save_host(id, batch);
         self.ips.start(ip, now_ms);
         self.jobs.start(
             job,
@@ -359,22 +359,35 @@ impl Frontier {
                 borrowed: None,
             },
         );
-        Ok(Some(FetchJob {
+        Ok(Some((job, entry, keep_alive)))
+    }
+
+    /// The [`FetchJob`] of page job `job` of host `id` (see [`Self::take_page_job`]).
+    #[allow(clippy::too_many_arguments)]
+    fn page_job(
+        &self,
+        id: HostId,
+        ip: IpAddr,
+        job: JobId,
+        entry: QueueEntry,
+        keep_alive: bool,
+        host_spacing_ms: u64,
+        after: Option<After>,
+    ) -> FetchJob {
+        let port = self.hosts.get(id).map_or(0, |h| h.port);
+        FetchJob {
             job,
             app: entry.app,
             url: entry.url,
             addr: SocketAddr::new(ip, port),
             purpose: FetchPurpose::Page,
             keep_alive,
-            limits: self.limits(self.config.max_page_bytes, 0),
+            limits: self.limits(self.config.max_page_bytes, host_spacing_ms),
             depth: entry.depth,
             hops: entry.hops,
             validators: entry.validators,
-            after: Some(After {
-                job: first,
-                gap_ms: u32::try_from(interval).unwrap_or(u32::MAX),
-            }),
-        }))
+            after,
+        }
     }
 
     /// Why `origin` (not host `id`'s own) may not be contacted now: a host of that
