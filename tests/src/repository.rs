@@ -98,6 +98,36 @@ pub fn warc_files(repo: &Path) -> Result<Vec<PathBuf>, String> {
     Ok(files)
 }
 
+/// The length of the first append to repository WARC file `path`: every page
+/// batch starts with its `warcinfo` record and is appended whole (with the revisit
+/// records storage adds after it), so the first append ends where the second
+/// `warcinfo` starts, or at the end of the file.
+///
+/// # Errors
+/// A file that cannot be opened or parsed, with its path.
+pub fn first_append_len(path: &Path) -> Result<u64, String> {
+    let file = File::open(path).map_err(|e| format!("{}: {e}", path.display()))?;
+    let len = file
+        .metadata()
+        .map_err(|e| format!("{}: {e}", path.display()))?
+        .len();
+    let mut reader = WarcReader::new(BufReader::new(file));
+    let mut rec = Record::default();
+    let mut infos = 0;
+    while reader
+        .read_into(&mut rec)
+        .map_err(|e| format!("{}: {e}", path.display()))?
+    {
+        if rec.headers.record_type() == Some(RecordType::Warcinfo) {
+            infos += 1;
+            if infos == 2 {
+                return Ok(rec.location.offset);
+            }
+        }
+    }
+    Ok(len)
+}
+
 fn collect(dir: &Path, out: &mut Vec<PathBuf>) -> Result<(), String> {
     let entries = match std::fs::read_dir(dir) {
         Ok(e) => e,
