@@ -188,23 +188,9 @@ struct AppArgs {
     /// app.exchange_root.
     #[arg(long, value_name = "DIR")]
     exchange_root: Option<PathBuf>,
-    /// The crawl strategy: breadth-first, or seed-by-seed (SCrawler: parties
-    /// crawled inside their site, external links written as candidate seeds).
-    #[arg(long, value_enum, default_value_t = Strategy::BreadthFirst)]
-    strategy: Strategy,
-    /// Seed-by-seed: workers.
-    #[arg(long, value_name = "N", default_value_t = application::seeds::SeedsConfig::default().workers)]
-    workers: usize,
-    /// Seed-by-seed: seed contexts per worker (the paper's m).
-    #[arg(long, value_name = "M", default_value_t = application::seeds::SeedsConfig::default().m)]
-    seed_contexts: usize,
-    /// Seed-by-seed: URLs in flight per worker, at most.
-    #[arg(long, value_name = "N", default_value_t = application::seeds::SeedsConfig::default().window)]
-    window: usize,
-    /// Seed-by-seed: how seeds reach workers: distributor (SCrawler's Figure 5) or
-    /// free (free competition).
-    #[arg(long, value_name = "HOW", default_value_t = application::seeds::Balance::Distributor)]
-    balance: application::seeds::Balance,
+    /// The application and its seed-by-seed settings.
+    #[command(flatten)]
+    strategy: ops::orchestrate::strategy::StrategyArgs,
     /// Seed-by-seed: the candidate-seed file [default: candidates.txt in the state folder].
     #[arg(long, value_name = "FILE")]
     candidates: Option<PathBuf>,
@@ -212,15 +198,6 @@ struct AppArgs {
     /// per worker to this TSV file every second.
     #[arg(long, value_name = "FILE")]
     sample: Option<PathBuf>,
-}
-
-/// `polycrawl app --strategy`.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
-enum Strategy {
-    /// Breadth-first over the whole web (DESIGN.md section 7).
-    BreadthFirst,
-    /// Seed by seed, party by party (SCrawler).
-    SeedBySeed,
 }
 
 #[derive(Debug, clap::Args)]
@@ -577,22 +554,8 @@ fn app_command(args: AppArgs) -> anyhow::Result<()> {
     let mut control = application::service::ControlSettings::new(reg.manager, reg.token, id);
     control.max_frame = config.control.max_frame_bytes;
     let spool = spool::Spool::new(config.spool.root.clone()).with_notify(config.spool.notify);
-    if args.strategy == Strategy::SeedBySeed {
-        if config.app.parts > 1 {
-            anyhow::bail!(
-                "--strategy seed-by-seed runs as one application (its workers split the \
-                 seeds); --parts {} is for the breadth-first crawl",
-                config.app.parts
-            );
-        }
-        let seeds = application::seeds::SeedsConfig {
-            workers: args.workers,
-            m: args.seed_contexts,
-            window: args.window,
-            balance: args.balance,
-            candidates_file: args.candidates,
-            sample_file: args.sample,
-        };
+    if args.strategy.seed_by_seed() {
+        let seeds = args.strategy.seeds_config(args.candidates, args.sample);
         return serve(|shutdown| async move {
             let summary =
                 application::seeds::run(config.app, seeds, spool, Vec::new(), control, shutdown)

@@ -261,6 +261,28 @@ fn app_line(a: &AppFigures) -> String {
             p.part, p.parts, p.urls_out, p.urls_in
         );
     }
+    if let Some(s) = &a.seeds {
+        let held: Vec<String> = s.held.iter().map(ToString::to_string).collect();
+        let _ = write!(
+            line,
+            "; seed-by-seed ({}): seeds queued {}, active {}, finished {}, moved {}; \
+             held per worker [{}]",
+            s.balance,
+            s.queued,
+            s.active,
+            s.finished,
+            s.moved,
+            held.join(" ")
+        );
+        let top: Vec<String> = s
+            .top_parties
+            .iter()
+            .map(|p| format!("{} {}", p.seed, p.pages))
+            .collect();
+        if !top.is_empty() {
+            let _ = write!(line, "; biggest parties: {}", top.join(", "));
+        }
+    }
     line
 }
 
@@ -410,6 +432,7 @@ mod tests {
                                     examples: vec!["http://a.test/c/9".into()],
                                 },
                             ],
+                            seeds: None,
                         }),
                     },
                 },
@@ -495,5 +518,31 @@ mod tests {
             shutdown.cancel();
             task.await.unwrap().unwrap();
         });
+    }
+
+    #[test]
+    fn app_line_shows_a_seed_by_seed_crawl() {
+        let a = AppFigures {
+            pages: 30,
+            seeds: Some(Box::new(spool::protocol::SeedFigures {
+                balance: "distributor".into(),
+                queued: 4,
+                active: 3,
+                finished: 2,
+                moved: 1,
+                held: vec![2, 1, 0],
+                top_parties: vec![spool::protocol::PartyPages {
+                    seed: "http://a.test/".into(),
+                    pages: 17,
+                }],
+            })),
+            ..AppFigures::default()
+        };
+        assert_eq!(
+            app_line(&a),
+            "30 pages; 0 hosts over budget, 0 URLs cut; seed-by-seed (distributor): \
+             seeds queued 4, active 3, finished 2, moved 1; held per worker [2 1 0]; \
+             biggest parties: http://a.test/ 17"
+        );
     }
 }

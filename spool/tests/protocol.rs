@@ -10,10 +10,10 @@ use spool::protocol::{
     AdminCommand, AdminReply, After, AppFigures, AppProgress, BackOffReason, BackedOffHost,
     BudgetCut, ByeReason, ComponentState, ComponentStatus, Connection, FetchJob, FetchLimits,
     FetchPurpose, FetchReport, FetchResult, Hello, HostAnswer, HostCounts, JobId, Limits, Load,
-    Message, NegativeKind, PROTOCOL_VERSION, PartFigures, Pause, PauseReason, ProtocolError,
-    ReasonCount, RefusalCode, RequestId, Resolution, RetryAfter, Role, ServerConfig, SpeedLimit,
-    SpeedStatus, SpoolArea, StatusCount, StatusSnapshot, StoredPage, TargetSource, Timing, Token,
-    TrapCut, Welcome, client_handshake, preamble, server_handshake,
+    Message, NegativeKind, PROTOCOL_VERSION, PartFigures, PartyPages, Pause, PauseReason,
+    ProtocolError, ReasonCount, RefusalCode, RequestId, Resolution, RetryAfter, Role, SeedFigures,
+    ServerConfig, SpeedLimit, SpeedStatus, SpoolArea, StatusCount, StatusSnapshot, StoredPage,
+    TargetSource, Timing, Token, TrapCut, Welcome, client_handshake, preamble, server_handshake,
 };
 use spool::{AppId, ComponentId, Validators};
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
@@ -412,6 +412,18 @@ fn samples() -> Vec<Message> {
                     cut: 10,
                     examples: vec!["http://t.a/c/12".into()],
                 }],
+                seeds: Some(Box::new(SeedFigures {
+                    balance: "free".into(),
+                    queued: 11,
+                    active: 12,
+                    finished: 13,
+                    moved: 0,
+                    held: vec![10, 2],
+                    top_parties: vec![PartyPages {
+                        seed: "http://t.a/".into(),
+                        pages: 14,
+                    }],
+                })),
             }),
         }),
     ]
@@ -469,9 +481,9 @@ fn every_variant_round_trips_through_bytes() {
 
 #[test]
 fn golden_preamble() {
-    assert_eq!(hex(&preamble(PROTOCOL_VERSION)), "50 43 52 4c 00 07 00 00");
+    assert_eq!(hex(&preamble(PROTOCOL_VERSION)), "50 43 52 4c 00 08 00 00");
     assert_eq!(hex(&preamble(0x0203)), "50 43 52 4c 02 03 00 00");
-    assert_eq!(PROTOCOL_VERSION, 7);
+    assert_eq!(PROTOCOL_VERSION, 8);
 }
 
 /// The encoding of every sample, pinned. If this fails you changed the wire
@@ -502,7 +514,7 @@ fn golden_message_bytes() {
         "0f 24 35 30 2d 64 6c 2d 31 2d 30 30 30 30 30 30 30 30 30 30 30 30 30 30 30 30 30 30 30 31 2e 77 61 72 63 2e 67 7a 02 07 ac 02",
         "10 03 62 66 73 09",
         "11 01 00 02 2f 73 02 e8 07 01 01 02 01 03 74 2e 61 03 04 05 06 07 01 00 02 08 09 \
-         01 08 73 65 71 75 65 6e 63 65 0a 01 0f 68 74 74 70 3a 2f 2f 74 2e 61 2f 63 2f 31 32",
+         01 08 73 65 71 75 65 6e 63 65 0a 01 0f 68 74 74 70 3a 2f 2f 74 2e 61 2f 63 2f 31 32 01 04 66 72 65 65 0b 0c 0d 00 02 0a 02 01 0b 68 74 74 70 3a 2f 2f 74 2e 61 2f 0e",
     ];
     let got: Vec<String> = samples()
         .iter()
@@ -559,8 +571,8 @@ fn decoding_rejects_garbage_and_trailing_bytes() {
 // ---------------------------------------------------------------- golden wire
 
 /// The module docs' example, byte for byte: a downloader's opening.
-const HELLO_DL1: &str = "50 43 52 4c 00 07 00 00 \
-     00 00 00 1f 00 01 04 64 6c 2d 31 07 06 73 33 63 72 65 74 \
+const HELLO_DL1: &str = "50 43 52 4c 00 08 00 00 \
+     00 00 00 1f 00 01 04 64 6c 2d 31 08 06 73 33 63 72 65 74 \
      0f 70 6f 6c 79 63 72 61 77 6c 20 30 2e 31 2e 30";
 
 #[tokio::test]
@@ -575,7 +587,7 @@ async fn golden_handshake_and_frames_on_the_wire() {
         server.read_exact(&mut opening).await.unwrap();
         assert_eq!(hex(&opening), hex(&unhex(HELLO_DL1)));
         // Accept: preamble, status 00, Welcome frame, then SetConcurrency { 300 }.
-        let welcome = "50 43 52 4c 00 07 00 00 00 00 00 00 0b 01 00 03 6d 67 72 07 d0 0f 90 4e";
+        let welcome = "50 43 52 4c 00 08 00 00 00 00 00 00 0b 01 00 03 6d 67 72 08 d0 0f 90 4e";
         server.write_all(&unhex(welcome)).await.unwrap();
         server
             .write_all(&unhex("00 00 00 03 05 ac 02"))
@@ -615,7 +627,7 @@ async fn golden_refusal_bytes() {
     let (served, reply) = tokio::join!(server_handshake(server, &config), raw_client);
     assert!(matches!(served, Err(ProtocolError::BadToken { .. })));
     let text = "wrong token for downloader dl-1";
-    let expected = format!("50 43 52 4c 00 07 00 00 03 00 1f {}", hex(text.as_bytes()));
+    let expected = format!("50 43 52 4c 00 08 00 00 03 00 1f {}", hex(text.as_bytes()));
     assert_eq!(hex(&reply), expected);
 }
 
@@ -754,12 +766,15 @@ async fn admin_role_needs_the_admin_token() {
 
 #[tokio::test]
 async fn other_protocol_version_is_refused_on_both_sides() {
-    let v8 = Hello {
-        version: 8,
+    let next = PROTOCOL_VERSION + 1;
+    let newer = Hello {
+        version: next,
         ..hello("s3cret")
     };
-    let (server, client) = handshake(server_config(), v8, Limits::default()).await;
-    let text = "protocol version mismatch: peer speaks v8, this manager speaks v7";
+    let (server, client) = handshake(server_config(), newer, Limits::default()).await;
+    let text = format!(
+        "protocol version mismatch: peer speaks v{next}, this manager speaks v{PROTOCOL_VERSION}"
+    );
     assert_eq!(server.err().unwrap().to_string(), text);
     match client.err().unwrap() {
         e @ ProtocolError::Refused { code, .. } => {

@@ -154,3 +154,88 @@ fn demo_refuses_a_foreign_output_directory() {
     assert!(err.contains("not an earlier demo's output"), "{err}");
     assert!(dir.path().join("precious.txt").exists());
 }
+
+/// `polycrawl demo --strategy seed-by-seed --parts 2`: the seed-by-seed crawl
+/// started by the demo itself, split over two parts by seed host. The demo checks
+/// itself against the union of the seeds' parties (websim's `parties.tsv`); this
+/// test counts that union on its own, and checks that every input seed's party
+/// was crawled by exactly one part.
+#[test]
+fn demo_seed_by_seed_in_two_parts_crawls_exactly_the_parties() {
+    let dir = tempfile::tempdir().unwrap();
+    let (stdout, _stderr, elapsed) = run_demo(
+        dir.path(),
+        &[
+            "--hosts",
+            "40",
+            "--pages",
+            "800",
+            "--seed",
+            "5",
+            "--size-skew",
+            "0.5",
+            "--interval-ms",
+            "20",
+            "--strategy",
+            "seed-by-seed",
+            "--workers",
+            "2",
+            "--all-seeds",
+            "--parts",
+            "2",
+        ],
+    );
+    let text = stdout.join("\n");
+    eprintln!("seed-by-seed demo took {elapsed:?}:\n{text}");
+    let out = dir.path().join("demo-out");
+    let parties = std::fs::read_to_string(out.join("websim").join("parties.tsv"))
+        .expect("websim's parties.tsv (--components 3 by default for seed-by-seed)");
+    let mut union = std::collections::HashSet::new();
+    for l in parties.lines().filter(|l| !l.starts_with('#')) {
+        let f: Vec<&str> = l.split('\t').collect();
+        if f.get(2) == Some(&"200") {
+            union.insert(f[1]);
+        }
+    }
+    assert!(union.len() > 200, "{} party pages", union.len());
+    assert_eq!(
+        line(&stdout, "coverage: "),
+        format!("coverage: {}/{} (100.0 %)", union.len(), union.len()),
+        "{text}"
+    );
+    assert_eq!(line(&stdout, "duplicate fetches: "), "duplicate fetches: 0");
+    assert_eq!(
+        line(&stdout, "robots-disallowed fetches: "),
+        "robots-disallowed fetches: 0"
+    );
+    let seeds = std::fs::read_to_string(out.join("websim").join("seeds.txt")).expect("seeds");
+    let mut taken = std::collections::HashMap::new();
+    for part in 0..2 {
+        assert!(
+            line(&stdout, &format!("part {part}:")).contains(&format!(
+                "app sbs-p{part}: Complete: seed-by-seed (distributor)"
+            )),
+            "{text}"
+        );
+        let state = out.join("state").join(format!("app-p{part}"));
+        // The part's finished parties: seed, pages, worker.
+        let ended = std::fs::read_to_string(state.join("parties.tsv")).expect("parties.tsv");
+        for l in ended.lines() {
+            let seed = l.split('\t').next().unwrap_or_default();
+            *taken.entry(seed.to_owned()).or_insert(0) += 1;
+        }
+        let held = std::fs::read_to_string(state.join("held.tsv")).expect("held.tsv");
+        assert!(
+            held.lines().skip(1).all(|l| l.split('\t').count() == 6),
+            "{held}"
+        );
+    }
+    for seed in seeds.lines() {
+        assert_eq!(
+            taken.get(seed),
+            Some(&1),
+            "seed {seed} must go to exactly one part"
+        );
+    }
+    assert_eq!(taken.len(), seeds.lines().count(), "{taken:?}");
+}

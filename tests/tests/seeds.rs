@@ -12,7 +12,9 @@
 use std::collections::{BTreeMap, HashMap, HashSet};
 use std::path::Path;
 use std::process::Command;
-use std::time::Duration;
+use std::time::{Duration, Instant};
+
+use spool::protocol::SeedFigures;
 
 use tests::bin;
 use tests::politeness;
@@ -333,8 +335,42 @@ fn breadth_first_and_seed_by_seed_share_one_manager_politely() {
     let (sbs_state, sbs_repo) = (sys.dir().join("sbs-state"), sys.dir().join("sbs-repo"));
     let mut bfs = start_bfs_app(&sys, &seeds, &bfs_state, &bfs_repo);
     let mut sbs = start_seed_app(&sys, &seeds, &sbs_state, &sbs_repo, &["--workers", "2"]);
+    // The manager's status (what the admin page shows) carries the seed-by-seed
+    // app's figures while it runs, and none for the breadth-first app.
+    let mut shown: Vec<SeedFigures> = Vec::new();
+    let deadline = Instant::now() + CRAWL;
+    while sbs.wait_exit(Duration::ZERO).ok().flatten().is_none() && Instant::now() < deadline {
+        if let Ok(status) = sys.try_status() {
+            for c in &status.components {
+                let Some(app) = &c.state.app else { continue };
+                match c.id.as_str() {
+                    "app-sbs" => shown.extend(app.seeds.as_deref().cloned()),
+                    id => assert!(app.seeds.is_none(), "{id} shows seed figures"),
+                }
+            }
+        }
+        std::thread::sleep(Duration::from_millis(100));
+    }
     wait_success(&mut sbs, &sys);
     wait_success(&mut bfs, &sys);
+    let seed_count = std::fs::read_to_string(&seeds)
+        .expect("seeds")
+        .lines()
+        .count() as u64;
+    assert!(
+        !shown.is_empty(),
+        "the manager never showed the seed-by-seed figures"
+    );
+    for f in &shown {
+        assert_eq!(f.queued + f.active + f.finished, seed_count, "{f:?}");
+        assert_eq!(f.held.len(), 2, "two workers: {f:?}");
+        assert_eq!(
+            f.held.iter().map(|&h| u64::from(h)).sum::<u64>(),
+            f.active,
+            "{f:?}"
+        );
+        assert!(f.top_parties.len() as u64 <= f.active.min(5), "{f:?}");
+    }
 
     std::thread::sleep(Duration::from_millis(400)); // websim flushes its log.
     let log = ws.log();
@@ -360,7 +396,10 @@ fn breadth_first_and_seed_by_seed_share_one_manager_politely() {
         party_urls.len(),
         judged.figures(&rules)
     );
-    assert!(sbs_summary.contains(" complete "), "{sbs_summary}");
+    assert!(
+        sbs_summary.contains(": Complete: seed-by-seed"),
+        "{sbs_summary}"
+    );
     assert!(bfs_summary.contains("Complete"), "{bfs_summary}");
     judged.assert_polite();
     // Each app stored its own pages in its own repository.

@@ -515,6 +515,41 @@ async fn slow_host_delays_the_first_byte_and_dead_host_refuses() {
 }
 
 #[tokio::test]
+async fn latency_delays_every_host_and_slow_hosts_wait_the_longer() {
+    let ws = Websim::start(&[
+        "--hosts",
+        "40",
+        "--pages",
+        "800",
+        "--seed",
+        "3",
+        "--slow-ms",
+        "900",
+        "--latency-ms",
+        "400",
+    ]);
+    let c = client(&ws);
+    let fast = ws.host_where("a fast host", |h| {
+        !h.has("slow") && !h.has("dead") && !h.has("misbehave") && h.scheme == "http"
+    });
+    for path in ["/", "/robots.txt"] {
+        let r = get_path(&c, &fast, path, &[]).await;
+        assert!(
+            r.first_byte >= Duration::from_millis(400),
+            "{path} of a normal host answered in {:?} with 400 ms latency",
+            r.first_byte
+        );
+    }
+    let slow = ws.host_where("a slow host", |h| h.has("slow"));
+    let r = get_path(&c, &slow, "/", &[]).await;
+    assert!(
+        r.first_byte >= Duration::from_millis(900),
+        "slow host answered in {:?}",
+        r.first_byte
+    );
+}
+
+#[tokio::test]
 async fn request_log_has_a_line_per_request() {
     let ws = small(&[]);
     let c = client(&ws);

@@ -171,6 +171,7 @@ fn main() {
                     web: Arc::clone(&web),
                     log,
                     slow: Duration::from_millis(2000),
+                    latency: Duration::ZERO,
                     throttle: None,
                     revision: websim::revision::Revision::default(),
                 });

@@ -252,6 +252,13 @@ pub struct Args {
     /// First-byte delay of slow hosts, milliseconds.
     #[arg(long, default_value_t = 2000)]
     pub slow_ms: u64,
+    /// Network latency of every host, milliseconds: no response's first byte goes
+    /// out sooner than this after its request head arrived (a slow host waits the
+    /// longer of this and --slow-ms). For benchmarks where the network, not the
+    /// cores, is the bound: a fetcher with N requests in flight gets at most
+    /// N / latency pages a second. 0 (the default): answer at once.
+    #[arg(long, value_name = "MS", default_value_t = 0)]
+    pub latency_ms: u64,
     /// Tokio worker threads (default: the number of cores).
     #[arg(long, value_parser = clap::value_parser!(u16).range(1..))]
     pub threads: Option<u16>,
@@ -455,6 +462,7 @@ async fn serve(args: Args) -> Result<(), CliError> {
         web: Arc::clone(&web),
         log: Arc::clone(&log),
         slow: Duration::from_millis(args.slow_ms),
+        latency: Duration::from_millis(args.latency_ms),
         throttle: args.throttle.then(|| Throttled::new(&web)),
         revision: args.revision(),
     });

@@ -17,6 +17,8 @@
 //! - `chunked` hosts send every body with `Transfer-Encoding: chunked` (4 KiB chunks);
 //!   other responses carry `Content-Length`;
 //! - `slow` hosts send their first byte `--slow-ms` after the request head arrived;
+//!   with `--latency-ms`, every host waits at least that long before its first byte
+//!   (the network's round trip, for network-bound benchmarks);
 //! - with `--throttle`, the throttling hosts answer some page requests 429 or 503
 //!   (with `Retry-After` where [`super::throttle`] says);
 //! - generated pages of validating hosts carry `ETag` and `Last-Modified` and a
@@ -69,6 +71,8 @@ pub struct Server {
     pub log: Arc<RequestLog>,
     /// First-byte delay of slow hosts.
     pub slow: Duration,
+    /// First-byte delay of every host (`--latency-ms`; zero: none).
+    pub latency: Duration,
     /// The throttling hosts (`--throttle`), if on.
     pub throttle: Option<Throttled>,
     /// The revision served (`--revision`, `--change-share`).
@@ -461,8 +465,13 @@ where
             out.extend_from_slice(&b.body);
         }
     }
-    if h.is_some_and(|h| h.slow) {
-        tokio::time::sleep_until(started + server.slow).await;
+    let delay = if h.is_some_and(|h| h.slow) {
+        server.slow.max(server.latency)
+    } else {
+        server.latency
+    };
+    if !delay.is_zero() {
+        tokio::time::sleep_until(started + delay).await;
     }
     record.write_from_us = log::now_us();
     let result = async {

@@ -14,7 +14,10 @@ use spool::claim::{Claimed, Consumer};
 use spool::discover::{Discovery, Waker};
 use spool::formats::{Hints, OutcomeReader, RequestHeader, RequestWriter};
 use spool::name::{FileKind, Priority};
-use spool::protocol::{Message, SpoolArea};
+use spool::protocol::{
+    AppFigures, ComponentState, MAX_TOP_PARTIES, MAX_WORKERS_SHOWN, Message, PartyPages,
+    SeedFigures, SpoolArea,
+};
 use spool::publish::{Publisher, durable_rename};
 use spool::{AppId, ComponentId, Spool};
 use storage::Repository;
@@ -27,6 +30,7 @@ use super::distributor::{Move, plan};
 use super::party::{Met, Party};
 use super::{SeedsConfig, SeedsSummary};
 use crate::canon::{self, CanonConfig};
+use crate::parts::{Ownership, host_of};
 use crate::service::crawl::{format_error, read_lines};
 use crate::service::pages::{BatchReader, PageLinksOf};
 use crate::service::scope::Scope;
@@ -49,6 +53,9 @@ const SAMPLE_EVERY: Duration = Duration::from_secs(1);
 /// The sample file's header (milliseconds since this run started; held seeds per
 /// worker comma-separated).
 const SAMPLE_HEADER: &str = "#ms\tqueued\tactive\tfinished\tpages\theld_per_worker\n";
+
+/// How often, at most, the figures go to the manager (admin page).
+const FIGURES_EVERY: Duration = Duration::from_secs(2);
 
 /// Page batches claimed per round.
 const BATCHES_PER_ROUND: usize = 4;
@@ -97,6 +104,8 @@ pub(crate) struct SeedCrawl {
     party_log: File,
     /// Held seeds per worker, every second (when asked for).
     sample: Option<(File, Instant)>,
+    /// The figures last sent to the manager, and when they were looked at.
+    figures: Option<(AppFigures, Instant)>,
     /// Batches and outcome files handled but not yet covered by a saved state.
     unsaved: Vec<(Claimed, Option<storage::CheckedBatch>)>,
     dirty: bool,
@@ -131,6 +140,7 @@ impl SeedCrawl {
         stop: CancellationToken,
     ) -> Result<Self, AppError> {
         seeds.check()?;
+        let owned = SeedOwner::of(&config)?;
         let scope = config.scope()?;
         let app = config.app_id()?;
         let state_dir = config.state_dir.clone();
@@ -184,6 +194,7 @@ impl SeedCrawl {
             candidates: append(&candidates_path)?,
             party_log: append(&state_dir.join("parties.tsv"))?,
             sample,
+            figures: None,
             unsaved: Vec::new(),
             dirty: false,
             saved_at: Instant::now(),
@@ -199,6 +210,7 @@ impl SeedCrawl {
             let mut text = String::new();
             for seed in input {
                 match canon::parse(&seed, None, &crawl.canon) {
+                    Ok(url) if !owned.takes(&url) => {}
                     Ok(url) => {
                         text.push_str(url.as_str());
                         text.push('\n');
@@ -238,6 +250,7 @@ impl SeedCrawl {
                 return Ok(self.summary(End::Shutdown));
             }
             self.sample()?;
+            self.report_figures();
             self.distribute();
             let requested = self.request()?;
             let mut worked = requested > 0;
@@ -668,6 +681,55 @@ impl SeedCrawl {
         file.write_all(line.as_bytes()).map_err(file_error(&path))
     }
 
+    /// Tells the manager the figures the admin page shows (seeds, held per worker,
+    /// the biggest active parties) when they changed, at most every
+    /// [`FIGURES_EVERY`]. O(active parties) when it looks.
+    fn report_figures(&mut self) {
+        if self
+            .figures
+            .as_ref()
+            .is_some_and(|(_, at)| at.elapsed() < FIGURES_EVERY)
+        {
+            return;
+        }
+        let mut top: Vec<&Party> = self.parties.values().collect();
+        top.sort_by(|a, b| b.pages.cmp(&a.pages).then_with(|| a.seed.cmp(&b.seed)));
+        let figures = AppFigures {
+            pages: self.stored,
+            seeds: Some(Box::new(SeedFigures {
+                balance: self.seeds.balance.to_string(),
+                queued: self.queue.len() as u64,
+                active: self.parties.len() as u64,
+                finished: self.finished,
+                moved: self.moved,
+                held: self
+                    .workers
+                    .iter()
+                    .take(MAX_WORKERS_SHOWN)
+                    .map(|w| u32::try_from(w.len()).unwrap_or(u32::MAX))
+                    .collect(),
+                top_parties: top
+                    .into_iter()
+                    .take(MAX_TOP_PARTIES)
+                    .map(|p| PartyPages {
+                        seed: p.seed.clone(),
+                        pages: p.pages,
+                    })
+                    .collect(),
+            })),
+            ..AppFigures::default()
+        };
+        let changed = self.figures.as_ref().is_none_or(|(f, _)| *f != figures);
+        if changed {
+            // The control task is gone only when the service ends.
+            let _ = self.outbound.send(Message::Status(ComponentState {
+                pause: None,
+                app: Some(figures.clone()),
+            }));
+        }
+        self.figures = Some((figures, Instant::now()));
+    }
+
     fn summary(&self, end: End) -> SeedsSummary {
         SeedsSummary {
             app: self.app.to_string(),
@@ -684,6 +746,43 @@ impl SeedCrawl {
             outcomes: self.outcomes_total,
             quarantined: self.quarantined,
             elapsed: self.started.elapsed(),
+        }
+    }
+}
+
+/// Which input seeds this application takes. Unsplit: all. Part I of a crawl split
+/// into K parts (one per crawling system or machine): the seeds whose host it owns
+/// by [`crate::parts::Ownership`] (the hash, or the assignment file), so every
+/// seed is crawled by exactly one part and a site's parties stay on one crawling
+/// system. External links are never followed, so parts exchange nothing.
+enum SeedOwner {
+    All,
+    Part(Ownership, u32),
+}
+
+impl SeedOwner {
+    fn of(config: &AppConfig) -> Result<Self, AppError> {
+        if config.part_stem()?.is_none() {
+            return Ok(Self::All);
+        }
+        let ownership = match &config.assignment_file {
+            Some(path) => Ownership::load(path, config.parts),
+            None => Ownership::hashed(config.parts),
+        }
+        .map_err(|e| AppError::Config {
+            field: "assignment_file",
+            reason: e.to_string(),
+        })?;
+        Ok(Self::Part(ownership, config.part))
+    }
+
+    /// O(1): one hash of the host (and a table lookup with an assignment file).
+    fn takes(&self, url: &Url) -> bool {
+        match self {
+            Self::All => true,
+            Self::Part(ownership, part) => {
+                host_of(url).is_some_and(|host| ownership.owner(&host) == *part)
+            }
         }
     }
 }

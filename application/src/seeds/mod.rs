@@ -154,20 +154,18 @@ pub struct SeedsSummary {
 }
 
 impl fmt::Display for SeedsSummary {
+    /// `app ID: Complete: seed-by-seed (distributor), seeds queued ...`: the same
+    /// `app ID: END:` head as the breadth-first app's line, which `polycrawl crawl`
+    /// and `demo` read to know a part is done.
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        let end = match self.end {
-            End::Complete => "complete",
-            End::MaxPages => "max pages",
-            End::Shutdown => "shut down",
-            End::Crashed => "crashed",
-        };
         let held: Vec<String> = self.held.iter().map(ToString::to_string).collect();
         write!(
             f,
-            "seed-by-seed app {} {end} ({}): seeds queued {} active {} finished {} moved {}; \
+            "app {}: {:?}: seed-by-seed ({}), seeds queued {} active {} finished {} moved {}; \
              held per worker [{}]; pages {} stored {}; urls requested {}; outcomes {}; \
              quarantined {}; {:.1} s",
             self.app,
+            self.end,
             self.balance,
             self.queued,
             self.active,

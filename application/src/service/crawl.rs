@@ -1123,6 +1123,7 @@ impl Crawl {
                 urls_out: self.progress.parts.sent_urls,
                 urls_in: self.progress.parts.applied_urls,
             }),
+            seeds: None,
         };
         self.wait.set_figures(figures);
     }

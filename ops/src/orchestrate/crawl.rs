@@ -58,6 +58,9 @@ pub struct CrawlArgs {
     /// machines flag: each system in its own network namespace.)
     #[command(flatten)]
     pub split: SplitArgs,
+    /// The application: breadth-first or seed-by-seed, with its settings.
+    #[command(flatten)]
+    pub strategy: super::strategy::StrategyArgs,
 }
 
 /// Runs the crawl until it is complete (or `shutdown`), then prints the summary.
@@ -87,6 +90,7 @@ pub(crate) fn run_with(
         .map_err(anyhow::Error::msg)?;
     layout.apply(&mut config);
     config.app.seeds_file = Some(seeds.clone());
+    args.strategy.apply(&mut config.app);
     config.app.part_mode = args.split.mode;
     config.app.parts = args.split.parts;
     if args.split.assignment.is_some() {
@@ -106,6 +110,7 @@ pub(crate) fn run_with(
         placement: None,
         systems: args.split.systems,
         parts: args.split.parts,
+        strategy: args.strategy.clone(),
     };
     eprintln!(
         "{}",

@@ -51,7 +51,8 @@ const WEBSIM_GRACE: Duration = Duration::from_secs(10);
 /// The record of a demo that is not complete yet, in `--out`.
 const RESUME: &str = "demo-resume";
 /// What an earlier demo leaves in `--out`, removed before a new one.
-const OWNED: [&str; 11] = [
+const OWNED: [&str; 12] = [
+    "seeds-shuffled.txt",
     "config.ron",
     "export",
     "mnt",
@@ -108,15 +109,75 @@ pub struct DemoArgs {
     /// the others (NFS attribute caching), in milliseconds.
     #[arg(long, value_name = "MS", default_value_t = 1000, requires = "machines")]
     pub visibility_delay_ms: u64,
+    /// Network latency of every websim host, in milliseconds (websim
+    /// `--latency-ms`): for runs where the network, not the cores, is the bound.
+    #[arg(long, value_name = "MS", default_value_t = 0)]
+    pub latency_ms: u64,
+    /// Split every websim site into K locally disconnected components, each root a
+    /// seed (websim `--components`) [default: 3 with --strategy seed-by-seed, else
+    /// none].
+    #[arg(long, value_name = "K")]
+    pub components: Option<u32>,
+    /// Exponent of the Zipf law websim's host sizes follow (websim
+    /// `--size-skew`): 1 is the web's usual skew, 0 makes every host the same size.
+    #[arg(long, value_name = "S", default_value_t = 1.0)]
+    pub size_skew: f64,
+    /// Requests to one host at once (manager.frontier.connections_per_host; the
+    /// per-IP limit is raised to match), each start still `--interval-ms` after
+    /// the previous one.
+    #[arg(long, value_name = "N", default_value_t = 1,
+          value_parser = clap::value_parser!(u32).range(1..=64))]
+    pub connections_per_host: u32,
+    /// Crawl websim's seeds in a fixed pseudo-random order (by a hash of each
+    /// URL) instead of its order, most popular host first: a seed list in no
+    /// particular order, as an operator's list of sites is.
+    #[arg(long)]
+    pub shuffle_seeds: bool,
+    /// Make every websim host's home page a seed (websim `--all-seeds`; with
+    /// components, every component root): a seed-by-seed crawl of a list of sites.
+    #[arg(long)]
+    pub all_seeds: bool,
+    /// Every websim host on an address of its own (websim `--own-addresses`), so
+    /// that the per-IP limits bind no tighter than the per-host ones.
+    #[arg(long)]
+    pub own_addresses: bool,
+    /// The application: breadth-first or seed-by-seed, with its settings. A
+    /// seed-by-seed demo is checked against the union of its seeds' parties
+    /// (websim's `parties.tsv`).
+    #[command(flatten)]
+    pub strategy: super::strategy::StrategyArgs,
 }
 
 impl DemoArgs {
     /// The flags that make the web (a resumed demo needs the same).
     fn web(&self) -> String {
-        format!(
+        let mut web = format!(
             "hosts={} pages={} seed={} slow_ms={}",
             self.hosts, self.pages, self.seed, self.slow_ms
-        )
+        );
+        // Only when set, so that a demo-resume of an earlier build still matches.
+        if self.latency_ms > 0 {
+            web.push_str(&format!(" latency_ms={}", self.latency_ms));
+        }
+        if self.components() > 0 {
+            web.push_str(&format!(" components={}", self.components()));
+        }
+        for (set, flag) in [
+            (self.all_seeds, "all_seeds"),
+            (self.own_addresses, "own_addresses"),
+        ] {
+            if set {
+                web.push(' ');
+                web.push_str(flag);
+            }
+        }
+        web
+    }
+
+    /// websim's `--components`.
+    fn components(&self) -> u32 {
+        self.components
+            .unwrap_or(if self.strategy.seed_by_seed() { 3 } else { 0 })
     }
 }
 
@@ -235,7 +296,8 @@ fn demo_config(layout: &Layout, ready: &Ready, args: &DemoArgs) -> Config {
     f.target_pages_per_sec = 1000.0;
     f.interval_ms = args.interval_ms;
     f.min_interval_ms = args.interval_ms.min(f.min_interval_ms);
-    f.ip_max_in_flight = 2;
+    f.connections_per_host = args.connections_per_host;
+    f.ip_max_in_flight = args.connections_per_host.max(2);
     f.ip_min_interval_ms = args.interval_ms / 2;
     f.backoff_ms = vec![500, 1000, 2000];
     f.dns_retry_ms = 5000;
@@ -243,6 +305,20 @@ fn demo_config(layout: &Layout, ready: &Ready, args: &DemoArgs) -> Config {
     f.outcome_max_age_ms = 500;
     f.keep_alive_max_interval_ms = args.interval_ms.max(1000);
     c
+}
+
+/// `--shuffle-seeds`: websim's seeds in the order of their FNV-1a hash, written to
+/// `<out>/seeds-shuffled.txt` (the same web gives the same order); its path.
+fn shuffled_seeds(seeds: &Path, out: &Path) -> anyhow::Result<PathBuf> {
+    let text =
+        std::fs::read_to_string(seeds).with_context(|| format!("reading {}", seeds.display()))?;
+    let mut lines: Vec<&str> = text.lines().filter(|l| !l.trim().is_empty()).collect();
+    lines.sort_by_key(|l| (application::parts::hash_part(l, u32::MAX), *l));
+    let path = out.join("seeds-shuffled.txt");
+    let mut body = lines.join("\n");
+    body.push('\n');
+    std::fs::write(&path, body).with_context(|| format!("writing {}", path.display()))?;
+    Ok(path)
 }
 
 /// websim's DNS address with `--machines` (not 127.0.0.1, every machine's own).
@@ -384,9 +460,20 @@ pub fn run(args: DemoArgs, shutdown: CancellationToken, rt: Handle) -> anyhow::R
         .args(["--pages", &args.pages.to_string()])
         .args(["--seed", &args.seed.to_string()])
         .args(["--slow-ms", &args.slow_ms.to_string()])
+        .args(["--latency-ms", &args.latency_ms.to_string()])
+        .args(["--components", &args.components().to_string()])
         .arg("--out")
         .arg(layout.out.join("websim"))
         .arg("--exit-with-parent");
+    if args.size_skew != 1.0 {
+        cmd.args(["--size-skew", &args.size_skew.to_string()]);
+    }
+    if args.all_seeds {
+        cmd.arg("--all-seeds");
+    }
+    if args.own_addresses {
+        cmd.arg("--own-addresses");
+    }
     if args.machines {
         // 127.0.0.1 is each machine's own loopback; the rest of 127/8 is routed
         // to this namespace, where websim runs.
@@ -421,7 +508,10 @@ pub fn run(args: DemoArgs, shutdown: CancellationToken, rt: Handle) -> anyhow::R
         WEBSIM_READY,
         || shutdown.is_cancelled(),
     )?;
-    let ready = Ready::parse(&line)?;
+    let mut ready = Ready::parse(&line)?;
+    if args.shuffle_seeds {
+        ready.seeds = shuffled_seeds(&ready.seeds, &layout.out)?;
+    }
     let mut record = resume.unwrap_or(Resume {
         web: args.web(),
         http_port: ready.http_port,
@@ -434,6 +524,7 @@ pub fn run(args: DemoArgs, shutdown: CancellationToken, rt: Handle) -> anyhow::R
     config.app.part_mode = args.split.mode;
     config.app.assignment_file = args.split.assignment.clone();
     config.app.parts = args.split.parts;
+    args.strategy.apply(&mut config.app);
     let machines = if args.machines {
         Some(start_machines(&layout, &args, &mut config)?)
     } else {
@@ -450,6 +541,7 @@ pub fn run(args: DemoArgs, shutdown: CancellationToken, rt: Handle) -> anyhow::R
         placement: machines.as_ref().map(|m| m.placement().clone()),
         systems: args.split.systems,
         parts: args.split.parts,
+        strategy: args.strategy.clone(),
     };
 
     eprintln!(
@@ -510,7 +602,12 @@ pub fn run(args: DemoArgs, shutdown: CancellationToken, rt: Handle) -> anyhow::R
         .collect::<anyhow::Result<Vec<_>>>()?;
     let scan = RepoScan::merge(&scans);
     let logs: Vec<&Path> = record.logs.iter().map(PathBuf::as_path).collect();
-    let check = WebsimCheck::run_logs(&scan.ok_urls, &ready.manifest, &ready.never, &logs)?;
+    let check = if args.strategy.seed_by_seed() {
+        let parties = ready.manifest.with_file_name("parties.tsv");
+        WebsimCheck::run_parties(&scan.ok_urls, &parties, &ready.never, &logs)?
+    } else {
+        WebsimCheck::run_logs(&scan.ok_urls, &ready.manifest, &ready.never, &logs)?
+    };
     print!(
         "{}",
         summary::render(
@@ -648,6 +745,14 @@ mod tests {
             },
             machines: false,
             visibility_delay_ms: 1000,
+            latency_ms: 0,
+            size_skew: 1.0,
+            connections_per_host: 1,
+            components: None,
+            all_seeds: false,
+            own_addresses: false,
+            shuffle_seeds: false,
+            strategy: super::super::strategy::StrategyArgs::default(),
         };
         let c = demo_config(&layout, &ready, &args);
         c.validate("demo").unwrap();

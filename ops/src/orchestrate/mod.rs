@@ -15,6 +15,8 @@
 //!   mounts, one per simulated machine, removed on drop.
 //! - [`progress`]: live progress (indicatif) from the manager's status.
 //! - [`repo_scan`]: what the repository holds, read back from its WARC files.
+//! - [`strategy`]: which application the parts are (breadth-first or
+//!   seed-by-seed) and the seed-by-seed settings.
 //! - [`sizing`]: parts, downloaders and reader threads for the cores at hand.
 //! - [`websim_check`]: a demo measured against websim's manifest and request log.
 //! - [`summary`]: the one-screen summary; [`threads`]: each child's threads' CPU,
@@ -39,6 +41,7 @@ pub mod progress;
 pub mod recrawl;
 pub mod repo_scan;
 pub mod sizing;
+pub mod strategy;
 pub mod summary;
 pub mod supervise;
 pub mod system;

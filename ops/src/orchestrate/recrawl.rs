@@ -39,6 +39,7 @@ use tokio_util::sync::CancellationToken;
 
 use super::crawl::{CrawlArgs, run_with};
 use super::parts::SplitArgs;
+use super::strategy::StrategyArgs;
 use super::system::{Layout, SupervisionArgs};
 use crate::config::Config;
 
@@ -114,6 +115,8 @@ pub fn run(args: RecrawlArgs, shutdown: CancellationToken, rt: Handle) -> anyhow
             mode: application::service::PartMode::Exchange,
             assignment: None,
         },
+        // A recrawl revisits what the repository holds, URL by URL.
+        strategy: StrategyArgs::default(),
     };
     run_with(config, layout, "polycrawl recrawl", crawl, shutdown, rt)
 }

@@ -67,6 +67,9 @@ const STOP_GRACE: Duration = Duration::from_secs(15);
 const STATUS_EVERY: Duration = Duration::from_millis(500);
 /// How long the summary line of an application that exited 0 may take to be read.
 const SUMMARY_WAIT: Duration = Duration::from_secs(3);
+/// A seed-by-seed part's per-second sample of the seeds its workers hold, in its
+/// state folder.
+pub const HELD_SAMPLES: &str = "held.tsv";
 /// How often the children are checked when none exits (an exit wakes the loop at
 /// once: `exits.rs`).
 const TICK: Duration = Duration::from_millis(100);
@@ -224,6 +227,8 @@ pub struct Plan {
     /// Which simulated machine each process runs on (`demo --machines`); `None`:
     /// all here.
     pub placement: Option<super::machines::Placement>,
+    /// Which application the parts are (breadth-first or seed-by-seed).
+    pub strategy: super::strategy::StrategyArgs,
 }
 
 /// Why a run ended.
@@ -720,6 +725,12 @@ impl System {
             };
             if let Some(n) = plan.max_pages {
                 spec.arg("--max-pages").arg(n.to_string());
+            }
+            for flag in plan
+                .strategy
+                .app_flags(&l.app_state_of(i, parts).join(HELD_SAMPLES))
+            {
+                spec.arg(flag);
             }
             apps.push(AppPart {
                 proc: Supervised::spawn(&name, spec, &l.logs, policy)?,

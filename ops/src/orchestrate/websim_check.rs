@@ -56,15 +56,44 @@ impl WebsimCheck {
         never: &Path,
         logs: &[&Path],
     ) -> anyhow::Result<WebsimCheck> {
+        let expected = tsv(manifest)?
+            .into_iter()
+            .filter(|f| f.get(1).map(String::as_str) == Some("200"))
+            .filter_map(|mut f| f.drain(..).next());
+        Self::run_expected(stored, expected, never, logs)
+    }
+
+    /// [`WebsimCheck::run_logs`] against the status-200 URLs of websim's
+    /// `parties.tsv` (`--components`) instead of its manifest: what a seed-by-seed
+    /// crawl must store, the union of its seeds' parties.
+    pub fn run_parties(
+        stored: &HashSet<String>,
+        parties: &Path,
+        never: &Path,
+        logs: &[&Path],
+    ) -> anyhow::Result<WebsimCheck> {
+        let expected: HashSet<String> = tsv(parties)?
+            .into_iter()
+            .filter(|f| f.get(2).map(String::as_str) == Some("200"))
+            .filter_map(|mut f| f.drain(..).nth(1))
+            .collect();
+        Self::run_expected(stored, expected, never, logs)
+    }
+
+    /// The comparison with the distinct `expected` URLs given.
+    fn run_expected(
+        stored: &HashSet<String>,
+        expected: impl IntoIterator<Item = String>,
+        never: &Path,
+        logs: &[&Path],
+    ) -> anyhow::Result<WebsimCheck> {
         let mut check = WebsimCheck::default();
-        for fields in tsv(manifest)? {
-            if fields.get(1).map(String::as_str) == Some("200") {
-                check.expected += 1;
-                if stored.contains(&fields[0]) {
-                    check.fetched += 1;
-                } else if check.missing_sample.len() < 5 {
-                    check.missing_sample.push(fields[0].clone());
-                }
+        for url in expected {
+            check.expected += 1;
+            if stored.contains(&url) {
+                check.fetched += 1;
+            } else if check.missing_sample.len() < 5 {
+                check.missing_sample.push(url);
             }
         }
         let never: HashSet<String> = read(never)?.lines().map(str::to_owned).collect();

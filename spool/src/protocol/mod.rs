@@ -78,12 +78,12 @@
 //! Downloader `dl-1` with token `s3cret` opens a connection:
 //!
 //! ```text
-//! 50 43 52 4c 00 07 00 00                   preamble, v7
+//! 50 43 52 4c 00 08 00 00                   preamble, v8
 //! 00 00 00 1f                               frame of 31 bytes:
 //!   00                                      Message::Hello
 //!   01                                      Role::Downloader
 //!   04 64 6c 2d 31                          id "dl-1"
-//!   07                                      version 7
+//!   08                                      version 8
 //!   06 73 33 63 72 65 74                    token "s3cret"
 //!   0f 70 6f 6c 79 ... 2e 30                software "polycrawl 0.1.0"
 //! ```
@@ -91,7 +91,7 @@
 //! With the wrong token the server answers
 //!
 //! ```text
-//! 50 43 52 4c 00 07 00 00                   preamble, v7
+//! 50 43 52 4c 00 08 00 00                   preamble, v8
 //! 03 00 1f 77 72 6f 6e 67 ...               refused, bad token, 31 bytes:
 //!                                           "wrong token for downloader dl-1"
 //! ```
@@ -176,12 +176,13 @@ pub use resolve::{HostAnswer, NegativeKind, RequestId, Resolution};
 pub use retry_after::RetryAfter;
 pub use state::{
     AppFigures, BudgetCut, ComponentState, MAX_DETECTORS, MAX_PATH_LEN, MAX_TOP_HOSTS,
-    MAX_TRAP_EXAMPLES, PartFigures, Pause, PauseReason, TrapCut,
+    MAX_TOP_PARTIES, MAX_TRAP_EXAMPLES, MAX_WORKERS_SHOWN, PartFigures, PartyPages, Pause,
+    PauseReason, SeedFigures, TrapCut,
 };
 pub use token::{InvalidToken, Token};
 
 /// The protocol version this build speaks; see the versioning rule above.
-pub const PROTOCOL_VERSION: u16 = 7;
+pub const PROTOCOL_VERSION: u16 = 8;
 
 /// Default largest frame body, in bytes (16 MiB, as `control.max_frame_bytes`).
 pub const DEFAULT_MAX_FRAME: u32 = 16 * 1024 * 1024;

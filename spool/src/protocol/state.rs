@@ -7,8 +7,9 @@
 //!
 //! Bounded: a pause names one path (cut to [`MAX_PATH_LEN`] bytes), the figures
 //! list at most [`MAX_TOP_HOSTS`] hosts and at most [`MAX_DETECTORS`] trap
-//! detectors with [`MAX_TRAP_EXAMPLES`] URLs each; nothing here grows with the
-//! crawl.
+//! detectors with [`MAX_TRAP_EXAMPLES`] URLs each, a seed-by-seed crawl's at most
+//! [`MAX_WORKERS_SHOWN`] workers and [`MAX_TOP_PARTIES`] parties; nothing here
+//! grows with the crawl.
 //!
 //! [`Message::Status`]: super::Message::Status
 //! [`ComponentStatus::state`]: super::ComponentStatus::state
@@ -27,6 +28,12 @@ pub const MAX_DETECTORS: usize = 16;
 
 /// Most URLs a [`TrapCut`] shows.
 pub const MAX_TRAP_EXAMPLES: usize = 3;
+
+/// Most workers a [`SeedFigures::held`] lists (the rest are left out).
+pub const MAX_WORKERS_SHOWN: usize = 64;
+
+/// Most parties a [`SeedFigures::top_parties`] lists.
+pub const MAX_TOP_PARTIES: usize = 5;
 
 /// A component's own state, as it last reported it.
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
@@ -54,6 +61,38 @@ pub struct AppFigures {
     /// Every trap detector, cutting or not, in the application's order (at most
     /// [`MAX_DETECTORS`]).
     pub traps: Vec<TrapCut>,
+    /// A seed-by-seed crawl's seeds and parties (`None` from the breadth-first
+    /// crawl; boxed so that every message stays as small as before).
+    pub seeds: Option<Box<SeedFigures>>,
+}
+
+/// A seed-by-seed crawl's figures: its seeds, its workers, its biggest parties.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct SeedFigures {
+    /// `distributor` or `free`.
+    pub balance: String,
+    /// Seeds not yet handed to a worker.
+    pub queued: u64,
+    /// Parties under way.
+    pub active: u64,
+    /// Parties over.
+    pub finished: u64,
+    /// Seeds the distributor moved between workers.
+    pub moved: u64,
+    /// Seeds each worker holds (the first [`MAX_WORKERS_SHOWN`] workers).
+    pub held: Vec<u32>,
+    /// The active parties with the most pages, most first (at most
+    /// [`MAX_TOP_PARTIES`]).
+    pub top_parties: Vec<PartyPages>,
+}
+
+/// One party and the pages it has so far.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct PartyPages {
+    /// Its seed URL.
+    pub seed: String,
+    /// Pages that came back to it.
+    pub pages: u64,
 }
 
 /// What one trap detector cut.
