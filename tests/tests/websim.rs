@@ -852,3 +852,76 @@ async fn sigterm_flushes_the_log_and_exits_zero() {
             .any(|l| l.host == authority(&h) && l.target == "/robots.txt")
     );
 }
+
+/// Bytes of responses a client at `source` receives in `window` over `connections`
+/// keep-alive connections to `h`, each asking for the home page again and again
+/// (requests pipelined by a writer task beside the reader), per connection.
+async fn received_from(
+    source: Ipv4Addr,
+    h: &HostRow,
+    connections: usize,
+    window: Duration,
+) -> Vec<u64> {
+    let request = format!("GET / HTTP/1.1\r\nHost: {}\r\n\r\n", authority(h));
+    let deadline = tokio::time::Instant::now() + window;
+    let mut readers = Vec::new();
+    for _ in 0..connections {
+        let socket = tokio::net::TcpSocket::new_v4().unwrap();
+        socket.bind(SocketAddr::from((source, 0))).unwrap();
+        let stream = socket.connect(h.socket()).await.unwrap();
+        let (mut rd, mut wr) = stream.into_split();
+        let request = request.clone();
+        let writer = tokio::spawn(async move {
+            for _ in 0..5000 {
+                if wr.write_all(request.as_bytes()).await.is_err() {
+                    return;
+                }
+            }
+        });
+        readers.push(tokio::spawn(async move {
+            let mut buf = vec![0u8; 64 * 1024];
+            let mut got = 0u64;
+            while let Ok(Ok(n)) = tokio::time::timeout_at(deadline, rd.read(&mut buf)).await {
+                if n == 0 {
+                    break;
+                }
+                got += n as u64;
+            }
+            writer.abort();
+            got
+        }));
+    }
+    let mut got = Vec::new();
+    for r in readers {
+        got.push(r.await.unwrap());
+    }
+    got
+}
+
+/// `--pace-per-client`: two clients at two addresses each get about the rate, and
+/// a client with four connections gets about the rate in all, not four times it.
+#[tokio::test]
+async fn pacing_gives_every_client_address_its_rate() {
+    const RATE: u64 = 100_000;
+    let window = Duration::from_secs(3);
+    let ws = small(&["--pace-per-client", "100000"]);
+    let h = ws.host_where("a plain fast host", |h| {
+        h.scheme == "http" && !h.has("slow") && !h.has("dead") && !h.has("misbehave")
+    });
+    let (a, b, c) = tokio::join!(
+        received_from(Ipv4Addr::new(127, 0, 0, 2), &h, 1, window),
+        received_from(Ipv4Addr::new(127, 0, 0, 3), &h, 1, window),
+        received_from(Ipv4Addr::new(127, 0, 0, 4), &h, 4, window),
+    );
+    let expect = RATE as f64 * window.as_secs_f64();
+    for (who, got) in [("127.0.0.2", &a), ("127.0.0.3", &b), ("127.0.0.4", &c)] {
+        let total: u64 = got.iter().sum();
+        let share = total as f64 / expect;
+        println!("{who}: {total} bytes in {window:?} over {got:?} = {share:.3} of the rate");
+        // Above: at most the rate plus the burst and one piece (33 kB of 300).
+        // Below: the rate less the gaps between pipelined responses.
+        assert!((0.85..=1.12).contains(&share), "{who}: {got:?}, {share:.3}");
+    }
+    // The four connections of one client share its rate, every one served.
+    assert!(c.iter().all(|&n| n > 10_000), "{c:?}");
+}

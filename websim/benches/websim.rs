@@ -173,6 +173,7 @@ fn main() {
                     slow: Duration::from_millis(2000),
                     throttle: None,
                     revision: websim::revision::Revision::default(),
+                    pace: None,
                 });
                 for (&(index, _), l) in server_addrs.iter().zip(listeners) {
                     tokio::spawn(accept_loop(l, Arc::clone(&server), index, None));

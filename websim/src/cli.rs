@@ -37,6 +37,7 @@ use super::listen::{bind_all, raise_nofile_limit};
 use super::log::RequestLog;
 use super::model::{Params, Web};
 use super::outfiles::{self, OutPaths};
+use super::pace::Pacer;
 use super::revision::Revision;
 use super::throttle::Throttled;
 use super::tls::{SimCa, TlsError};
@@ -252,6 +253,12 @@ pub struct Args {
     /// First-byte delay of slow hosts, milliseconds.
     #[arg(long, default_value_t = 2000)]
     pub slow_ms: u64,
+    /// Give every client address (the peer IP of a connection) a fixed share of
+    /// bandwidth over all its connections: response bytes (head and body) go out
+    /// at most at this many bytes per second per address, after a burst of
+    /// max(16 KiB, 50 ms of the rate) (see `pace.rs`). Off by default.
+    #[arg(long, value_name = "BYTES_PER_SEC", value_parser = clap::value_parser!(u64).range(1..))]
+    pub pace_per_client: Option<u64>,
     /// Tokio worker threads (default: the number of cores).
     #[arg(long, value_parser = clap::value_parser!(u16).range(1..))]
     pub threads: Option<u16>,
@@ -457,6 +464,7 @@ async fn serve(args: Args) -> Result<(), CliError> {
         slow: Duration::from_millis(args.slow_ms),
         throttle: args.throttle.then(|| Throttled::new(&web)),
         revision: args.revision(),
+        pace: args.pace_per_client.map(Pacer::new),
     });
     let mut tasks = JoinSet::new();
     for (&(index, _), l) in live.iter().zip(http_listeners) {
@@ -630,6 +638,10 @@ mod tests {
         );
         assert!(parse(&["--http-port", "8080", "--https-port", "8080"]).is_err());
         assert!(parse(&["--threads", "0"]).is_err());
+        assert_eq!(a.pace_per_client, None);
+        let paced = parse(&["--pace-per-client", "250000"]).unwrap();
+        assert_eq!(paced.pace_per_client, Some(250_000));
+        assert!(parse(&["--pace-per-client", "0"]).is_err());
         assert!(parse(&["--bogus"]).is_err());
     }
 }

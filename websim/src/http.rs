@@ -19,6 +19,8 @@
 //! - `slow` hosts send their first byte `--slow-ms` after the request head arrived;
 //! - with `--throttle`, the throttling hosts answer some page requests 429 or 503
 //!   (with `Retry-After` where [`super::throttle`] says);
+//! - with `--pace-per-client`, every response goes out at the client address's
+//!   share of bandwidth ([`super::pace`]);
 //! - generated pages of validating hosts carry `ETag` and `Last-Modified` and a
 //!   conditional GET that matches gets 304 with no body; a page changed at the
 //!   served revision gets its revision paragraph ([`super::revision`]).
@@ -46,6 +48,7 @@ use super::linkform::Scratch;
 use super::log::{self, Record, RequestLog};
 use super::misbehave;
 use super::model::Web;
+use super::pace::{PACE_CHUNK, Pacer};
 use super::respond::{self, Reply, Request, Scheme};
 use super::revision::{Conditional, Revision, mark_changed};
 use super::throttle::Throttled;
@@ -73,6 +76,8 @@ pub struct Server {
     pub throttle: Option<Throttled>,
     /// The revision served (`--revision`, `--change-share`).
     pub revision: Revision,
+    /// Per-client pacing (`--pace-per-client`), if on.
+    pub pace: Option<Pacer>,
 }
 
 /// Accepts connections on `listener` (address `addr_index`) forever; with `tls`,
@@ -466,7 +471,7 @@ where
     }
     record.write_from_us = log::now_us();
     let result = async {
-        stream.write_all(&b.out).await?;
+        write_paced(stream, &b.out, server.pace.as_ref(), peer).await?;
         stream.flush().await
     }
     .await;
@@ -476,6 +481,27 @@ where
     record.bytes = if result.is_ok() { sent } else { 0 };
     log_record(server, b, &record);
     result.map(|()| keep)
+}
+
+/// Writes `out`, with `pace` in pieces of at most [`PACE_CHUNK`] bytes, each after
+/// the client's pacer allows it.
+async fn write_paced<S>(
+    stream: &mut S,
+    out: &[u8],
+    pace: Option<&Pacer>,
+    peer: SocketAddr,
+) -> io::Result<()>
+where
+    S: AsyncWrite + Unpin,
+{
+    let Some(pacer) = pace else {
+        return stream.write_all(out).await;
+    };
+    for piece in out.chunks(PACE_CHUNK) {
+        pacer.wait(peer.ip(), piece.len()).await;
+        stream.write_all(piece).await?;
+    }
+    Ok(())
 }
 
 /// Whole microseconds of `d`.

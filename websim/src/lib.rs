@@ -23,7 +23,8 @@
 //! - [`robots`]: robots.txt variants and websim's own RFC 9309 matcher.
 //! - [`manifest`]: the breadth-first oracle; [`outfiles`]: the files it writes.
 //! - [`respond`]: routing rules; [`http`]: the server; [`misbehave`]: the
-//!   misbehaving host; [`traps`]: the trap hosts; [`log`]: the request log; [`listen`]: binding.
+//!   misbehaving host; [`traps`]: the trap hosts; [`log`]: the request log; [`listen`]: binding;
+//!   [`pace`]: per-client pacing.
 //! - [`dns`]: the authoritative DNS server; [`tls`]: the CA and rustls configs.
 //! - [`cli`]: flags, start-up, shutdown. [`export`]: the same web as static files
 //!   and an nginx configuration (`--export-static`), for benchmarks on a server
@@ -54,6 +55,10 @@
 //!   sends only 1.1 times fewer URLs across 4-16 parts than the hash; with
 //!   `--communities 16`, 4.8 to 6.2 times fewer (BENCHMARKS.md, "Site
 //!   assignment"), the range the paper reports for real webs.
+//! - With `--pace-per-client BYTES_PER_SEC`, every client address gets that share
+//!   of bandwidth over all its connections (a token bucket per peer IP, [`pace`]),
+//!   so that a crawl with several agents (one address each) is bound by the
+//!   network, not by the cores. Off by default.
 //! - Revisions for recrawls: generated pages carry `ETag` and `Last-Modified` on
 //!   three hosts in four, which answer conditional requests with 304; with
 //!   `--revision N` a share (`--change-share`, default 0.2) of the pages differ
@@ -89,6 +94,7 @@ pub mod manifest;
 pub mod misbehave;
 pub mod model;
 pub mod outfiles;
+pub mod pace;
 pub mod paths;
 pub mod respond;
 pub mod revision;
