@@ -11,7 +11,7 @@ use std::process::Command;
 use std::time::Duration;
 
 use hickory_resolver::proto::rr::RData;
-use tests::http::{Client, Response, dechunk, parse_response};
+use tests::http::{Client, Response, dechunk, parse_response, pipelined_bytes};
 use tests::process::ProcessGuard;
 use tests::websim::{HostRow, Websim};
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
@@ -853,51 +853,6 @@ async fn sigterm_flushes_the_log_and_exits_zero() {
     );
 }
 
-/// Bytes of responses a client at `source` receives in `window` over `connections`
-/// keep-alive connections to `h`, each asking for the home page again and again
-/// (requests pipelined by a writer task beside the reader), per connection.
-async fn received_from(
-    source: Ipv4Addr,
-    h: &HostRow,
-    connections: usize,
-    window: Duration,
-) -> Vec<u64> {
-    let request = format!("GET / HTTP/1.1\r\nHost: {}\r\n\r\n", authority(h));
-    let deadline = tokio::time::Instant::now() + window;
-    let mut readers = Vec::new();
-    for _ in 0..connections {
-        let socket = tokio::net::TcpSocket::new_v4().unwrap();
-        socket.bind(SocketAddr::from((source, 0))).unwrap();
-        let stream = socket.connect(h.socket()).await.unwrap();
-        let (mut rd, mut wr) = stream.into_split();
-        let request = request.clone();
-        let writer = tokio::spawn(async move {
-            for _ in 0..5000 {
-                if wr.write_all(request.as_bytes()).await.is_err() {
-                    return;
-                }
-            }
-        });
-        readers.push(tokio::spawn(async move {
-            let mut buf = vec![0u8; 64 * 1024];
-            let mut got = 0u64;
-            while let Ok(Ok(n)) = tokio::time::timeout_at(deadline, rd.read(&mut buf)).await {
-                if n == 0 {
-                    break;
-                }
-                got += n as u64;
-            }
-            writer.abort();
-            got
-        }));
-    }
-    let mut got = Vec::new();
-    for r in readers {
-        got.push(r.await.unwrap());
-    }
-    got
-}
-
 /// `--pace-per-client`: two clients at two addresses each get about the rate, and
 /// a client with four connections gets about the rate in all, not four times it.
 #[tokio::test]
@@ -908,10 +863,11 @@ async fn pacing_gives_every_client_address_its_rate() {
     let h = ws.host_where("a plain fast host", |h| {
         h.scheme == "http" && !h.has("slow") && !h.has("dead") && !h.has("misbehave")
     });
+    let auth = authority(&h);
     let (a, b, c) = tokio::join!(
-        received_from(Ipv4Addr::new(127, 0, 0, 2), &h, 1, window),
-        received_from(Ipv4Addr::new(127, 0, 0, 3), &h, 1, window),
-        received_from(Ipv4Addr::new(127, 0, 0, 4), &h, 4, window),
+        pipelined_bytes(Ipv4Addr::new(127, 0, 0, 2), h.socket(), &auth, 1, window),
+        pipelined_bytes(Ipv4Addr::new(127, 0, 0, 3), h.socket(), &auth, 1, window),
+        pipelined_bytes(Ipv4Addr::new(127, 0, 0, 4), h.socket(), &auth, 4, window),
     );
     let expect = RATE as f64 * window.as_secs_f64();
     for (who, got) in [("127.0.0.2", &a), ("127.0.0.3", &b), ("127.0.0.4", &c)] {

@@ -105,6 +105,17 @@ pub enum CliError {
     /// The static export failed.
     #[error(transparent)]
     Export(#[from] crate::export::ExportError),
+    /// `--from-repository` with a flag of the generated web that it cannot honour.
+    #[error("--from-repository cannot be combined with {flag} ({why})")]
+    FromRepository {
+        /// The flag.
+        flag: &'static str,
+        /// Why not.
+        why: &'static str,
+    },
+    /// The repository of `--from-repository` cannot be served.
+    #[error(transparent)]
+    DiskWeb(#[from] crate::diskweb::LoadError),
     /// `RLIMIT_NOFILE` is too low for the listeners this web needs.
     #[error(
         "websim needs about {need} file descriptors for {addresses} addresses, but RLIMIT_NOFILE is {nofile}; \
@@ -137,13 +148,13 @@ pub enum CliError {
 }
 
 /// Wraps an I/O error with the step that failed.
-fn io_err(what: impl Into<String>) -> impl FnOnce(io::Error) -> CliError {
+pub(crate) fn io_err(what: impl Into<String>) -> impl FnOnce(io::Error) -> CliError {
     let what = what.into();
     move |source| CliError::Io { what, source }
 }
 
 /// Wraps a TLS error with the step that failed.
-fn tls_err(what: &'static str) -> impl FnOnce(TlsError) -> CliError {
+pub(crate) fn tls_err(what: &'static str) -> impl FnOnce(TlsError) -> CliError {
     move |source| CliError::Tls { what, source }
 }
 
@@ -268,6 +279,13 @@ pub struct Args {
     /// --out as usual; the ready line starts `websim exported`.
     #[arg(long, value_name = "DIR")]
     pub export_static: Option<PathBuf>,
+    /// Serve the stored crawl in this WARC repository as the web instead of a
+    /// generated one (the disk web, `diskweb/`): every stored response at its
+    /// URL as stored, on the ports the stored URLs name; seeds, manifest and hosts
+    /// from the repository. The flags of the generated web are ignored;
+    /// `--pace-per-client`, `--dns-addr`, `--out`, `--threads` apply.
+    #[arg(long, value_name = "REPO")]
+    pub from_repository: Option<PathBuf>,
     /// Exit (like on SIGTERM) when the parent process exits; test harnesses use it so
     /// that no websim outlives a killed test.
     #[arg(long)]
@@ -312,6 +330,27 @@ impl Args {
             return Err(CliError::ChangeShare {
                 got: self.change_share,
             });
+        }
+        if self.from_repository.is_some() {
+            let ports = "the stored URLs carry their ports";
+            for (given, flag, why) in [
+                (
+                    self.export_static.is_some(),
+                    "--export-static",
+                    "it exports the generated web",
+                ),
+                (
+                    self.revision > 0,
+                    "--revision",
+                    "the stored crawl has one revision",
+                ),
+                (self.http_port != 0, "--http-port", ports),
+                (self.https_port != 0, "--https-port", ports),
+            ] {
+                if given {
+                    return Err(CliError::FromRepository { flag, why });
+                }
+            }
         }
         if self.revision > 0 && self.export_static.is_some() {
             return Err(CliError::RevisionExport);
@@ -382,6 +421,10 @@ async fn serve(args: Args) -> Result<(), CliError> {
         }
     };
     let paths = out_paths(&args)?;
+    if let Some(repo) = &args.from_repository {
+        let repo = absolute(repo)?;
+        return crate::diskweb::serve_repository(&args, &repo, &paths, nofile).await;
+    }
     let mut params = Params {
         seed: args.seed,
         hosts: args.hosts,
@@ -575,7 +618,7 @@ fn export_static(
     Ok(())
 }
 
-async fn wait_for_stop(
+pub(crate) async fn wait_for_stop(
     term: &mut Signal,
     int: &mut Signal,
     exit_with_parent: bool,
@@ -642,6 +685,10 @@ mod tests {
         let paced = parse(&["--pace-per-client", "250000"]).unwrap();
         assert_eq!(paced.pace_per_client, Some(250_000));
         assert!(parse(&["--pace-per-client", "0"]).is_err());
+        assert!(parse(&["--from-repository", "r"]).is_ok());
+        let e = parse(&["--from-repository", "r", "--http-port", "8080"]).unwrap_err();
+        assert!(e.to_string().contains("--http-port"), "{e}");
+        assert!(parse(&["--from-repository", "r", "--revision", "1"]).is_err());
         assert!(parse(&["--bogus"]).is_err());
     }
 }

@@ -141,15 +141,15 @@ struct Buffers {
 }
 
 /// The parts of a parsed request head websim keeps.
-struct Head {
-    method: String,
-    target: String,
-    host: Option<String>,
-    user_agent: Option<String>,
+pub(crate) struct Head {
+    pub(crate) method: String,
+    pub(crate) target: String,
+    pub(crate) host: Option<String>,
+    pub(crate) user_agent: Option<String>,
     gzip: bool,
-    close: bool,
-    body_len: u64,
-    chunked_body: bool,
+    pub(crate) close: bool,
+    pub(crate) body_len: u64,
+    pub(crate) chunked_body: bool,
     conditional: Conditional,
 }
 
@@ -231,6 +231,60 @@ pub fn accepts_gzip(value: &str) -> bool {
     })
 }
 
+/// What reading the next request on a connection gave.
+pub(crate) enum Next {
+    /// A request head (its small body, if any, already skipped).
+    Request(Head),
+    /// A request websim refuses with this status, then closes.
+    Reject(u16),
+    /// The client closed, failed, or sent nothing for [`IDLE_TIMEOUT`].
+    Gone,
+}
+
+/// Reads the next request head from `stream` into `input` (which keeps bytes of
+/// pipelined requests after it) and skips its body.
+pub(crate) async fn next_request<S>(stream: &mut S, input: &mut Vec<u8>) -> Next
+where
+    S: AsyncRead + Unpin,
+{
+    let (head, used) = loop {
+        match parse(input) {
+            Parsed::Head(head, used) => break (head, used),
+            Parsed::Bad(status) => return Next::Reject(status),
+            Parsed::Partial if input.len() > MAX_HEAD => return Next::Reject(431),
+            Parsed::Partial => {
+                input.reserve(8192);
+                match tokio::time::timeout(IDLE_TIMEOUT, stream.read_buf(input)).await {
+                    Ok(Ok(0)) | Ok(Err(_)) | Err(_) => return Next::Gone,
+                    Ok(Ok(_)) => {}
+                }
+            }
+        }
+    };
+    input.drain(..used);
+    if head.chunked_body {
+        return Next::Reject(400);
+    }
+    if head.body_len > MAX_REQUEST_BODY {
+        return Next::Reject(413);
+    }
+    // Skip a (small) request body.
+    let mut skip = head.body_len as usize;
+    while skip > 0 {
+        if input.is_empty() {
+            input.reserve(8192);
+            match tokio::time::timeout(IDLE_TIMEOUT, stream.read_buf(input)).await {
+                Ok(Ok(0)) | Ok(Err(_)) | Err(_) => return Next::Gone,
+                Ok(Ok(_)) => {}
+            }
+        }
+        let n = skip.min(input.len());
+        input.drain(..n);
+        skip -= n;
+    }
+    Next::Request(head)
+}
+
 async fn connection<S>(
     mut stream: S,
     server: &Server,
@@ -243,48 +297,23 @@ async fn connection<S>(
 {
     let mut b = Buffers::default();
     loop {
-        let (head, used) = loop {
-            match parse(&b.input) {
-                Parsed::Head(head, used) => break (head, used),
-                Parsed::Bad(status) => {
-                    let _ =
-                        error_reply(&mut stream, server, &mut b, local, peer, scheme, status).await;
-                    return;
-                }
-                Parsed::Partial if b.input.len() > MAX_HEAD => {
-                    let _ =
-                        error_reply(&mut stream, server, &mut b, local, peer, scheme, 431).await;
-                    return;
-                }
-                Parsed::Partial => {
-                    b.input.reserve(8192);
-                    match tokio::time::timeout(IDLE_TIMEOUT, stream.read_buf(&mut b.input)).await {
-                        Ok(Ok(0)) | Ok(Err(_)) | Err(_) => return,
-                        Ok(Ok(_)) => {}
-                    }
-                }
+        let head = match next_request(&mut stream, &mut b.input).await {
+            Next::Request(head) => head,
+            Next::Reject(status) => {
+                let _ = error_reply(
+                    &mut stream,
+                    &server.log,
+                    &mut b.line,
+                    local,
+                    peer,
+                    scheme,
+                    status,
+                )
+                .await;
+                return;
             }
+            Next::Gone => return,
         };
-        b.input.drain(..used);
-        if head.chunked_body || head.body_len > MAX_REQUEST_BODY {
-            let status = if head.chunked_body { 400 } else { 413 };
-            let _ = error_reply(&mut stream, server, &mut b, local, peer, scheme, status).await;
-            return;
-        }
-        // Skip a (small) request body.
-        let mut skip = head.body_len as usize;
-        while skip > 0 {
-            if b.input.is_empty() {
-                b.input.reserve(8192);
-                match tokio::time::timeout(IDLE_TIMEOUT, stream.read_buf(&mut b.input)).await {
-                    Ok(Ok(0)) | Ok(Err(_)) | Err(_) => return,
-                    Ok(Ok(_)) => {}
-                }
-            }
-            let n = skip.min(b.input.len());
-            b.input.drain(..n);
-            skip -= n;
-        }
         match respond_one(
             &mut stream,
             server,
@@ -485,7 +514,7 @@ where
 
 /// Writes `out`, with `pace` in pieces of at most [`PACE_CHUNK`] bytes, each after
 /// the client's pacer allows it.
-async fn write_paced<S>(
+pub(crate) async fn write_paced<S>(
     stream: &mut S,
     out: &[u8],
     pace: Option<&Pacer>,
@@ -505,7 +534,7 @@ where
 }
 
 /// Whole microseconds of `d`.
-fn micros(d: Duration) -> u64 {
+pub(crate) fn micros(d: Duration) -> u64 {
     u64::try_from(d.as_micros()).unwrap_or(u64::MAX)
 }
 
@@ -515,11 +544,12 @@ fn log_record(server: &Server, b: &mut Buffers, record: &Record<'_>) {
     server.log.append(&b.line);
 }
 
-/// Sends a small error response (and logs it) before the connection is closed.
-async fn error_reply<S>(
+/// Sends a small error response (and logs it to `log`, formatting into `line`)
+/// before the connection is closed.
+pub(crate) async fn error_reply<S>(
     stream: &mut S,
-    server: &Server,
-    b: &mut Buffers,
+    log: &RequestLog,
+    line: &mut Vec<u8>,
     local: SocketAddr,
     peer: SocketAddr,
     scheme: Scheme,
@@ -555,7 +585,9 @@ where
         bytes: body.len() as u64,
         user_agent: None,
     };
-    log_record(server, b, &record);
+    line.clear();
+    log::format_line(line, &record);
+    log.append(line);
     result
 }
 

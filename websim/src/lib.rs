@@ -26,6 +26,8 @@
 //!   misbehaving host; [`traps`]: the trap hosts; [`log`]: the request log; [`listen`]: binding;
 //!   [`pace`]: per-client pacing.
 //! - [`dns`]: the authoritative DNS server; [`tls`]: the CA and rustls configs.
+//! - [`diskweb`]: the disk web (`--from-repository REPO`): a stored crawl from a
+//!   WARC repository served as the web, host by host.
 //! - [`cli`]: flags, start-up, shutdown. [`export`]: the same web as static files
 //!   and an nginx configuration (`--export-static`), for benchmarks on a server
 //!   nobody here wrote.
@@ -59,6 +61,10 @@
 //!   of bandwidth over all its connections (a token bucket per peer IP, [`pace`]),
 //!   so that a crawl with several agents (one address each) is bound by the
 //!   network, not by the cores. Off by default.
+//! - With `--from-repository REPO`, no generated web at all: the stored crawl in a
+//!   WARC repository is the web ([`diskweb`]), every stored response served at
+//!   its URL as stored, for crawls of a web of real-crawl size that costs no CPU
+//!   to generate.
 //! - Revisions for recrawls: generated pages carry `ETag` and `Last-Modified` on
 //!   three hosts in four, which answer conditional requests with 304; with
 //!   `--revision N` a share (`--change-share`, default 0.2) of the pages differ
@@ -74,13 +80,17 @@
 //!
 //! # What websim must never do
 //! Bind, answer or connect outside 127.0.0.0/8; name or resolve a real host (all
-//! names are under reserved TLDs and its DNS answers only its own zone); store
-//! per-page data for the whole web; share code with the crawler's robots parser or
-//! link extractor (the manifest is an independent oracle); depend on `ops` or on a
-//! service crate (it sits below them: of polycrawl's crates it uses `spool` only,
-//! for the outcome reasons).
+//! generated names are under reserved TLDs, and its DNS answers only its own
+//! zone: the disk web's zone is the stored crawl's hosts, answered with loopback
+//! addresses); store per-page data for the whole generated web (the disk web
+//! keeps one index entry per stored URL, bodies on disk); share code with the
+//! crawler's robots parser or link extractor (the manifest is an independent
+//! oracle); depend on `ops` or on a service crate (it sits below them: of
+//! polycrawl's crates it uses `spool` only, for the outcome reasons and the WARC
+//! reader).
 
 pub mod cli;
+pub mod diskweb;
 pub mod dns;
 pub mod export;
 pub mod hosts;
