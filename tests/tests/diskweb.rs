@@ -5,7 +5,8 @@
 //! fetches it again. Then:
 //!
 //! - the disk web's manifest holds exactly the first crawl's 200s (which are the
-//!   generated web's), and its seeds are the generated web's seeds;
+//!   generated web's), and its seeds are the generated web's seeds; a second disk
+//!   web of the same crawl fails with an error naming the busy port;
 //! - the second crawl stores exactly the manifest's 200s, each once (0 duplicates),
 //!   asking websim for no URL twice;
 //! - every stored body equals the first crawl's, byte for byte, and so does every
@@ -149,6 +150,24 @@ async fn a_stored_crawl_served_as_the_web_is_crawled_again_to_the_same_pages() {
     );
     let seeds: BTreeSet<String> = disk.seeds().into_iter().collect();
     assert_eq!(seeds, generated_seeds, "the stored crawl's seeds");
+
+    // A second disk web of the same crawl finds its ports taken: a clear error.
+    let mut cmd = Command::new(bin::polycrawl());
+    cmd.args(["websim", "--from-repository"])
+        .arg(&repo)
+        .arg("--out")
+        .arg(d.join("busy"));
+    let mut busy = ProcessGuard::spawn("websim-busy", cmd, d).unwrap();
+    let status = busy.wait_exit(Duration::from_secs(30)).unwrap();
+    let status = status.unwrap_or_else(|| panic!("{}", busy.report("kept running")));
+    assert!(!status.success());
+    // The http listeners are bound first.
+    let port = format!("port {}", disk.http_port);
+    assert!(
+        busy.stderr().contains("must be free") && busy.stderr().contains(&port),
+        "{}",
+        busy.report("no clear error")
+    );
 
     let second_repo = crawl(&disk, d, "second");
     let second = RepoScan::read(&second_repo).unwrap();

@@ -3,7 +3,9 @@
 //!
 //! Which record serves a URL: the last `response` record for it in file-name order
 //! (repository file names start with their prefix and start time, so that is the
-//! order they were written in) and offset order. `revisit` records are not served:
+//! order they were written in) and offset order, except that a stored 304 (a
+//! recrawl's answer to a conditional request) never replaces the capture before
+//! it: a request without validators must get the content. `revisit` records are not served:
 //! storage appends each batch whole, duplicate responses included, and writes its
 //! revisit records beside them, so every identical-payload revisit has its full
 //! response in the batch; a URL whose newest capture is a server-not-modified
@@ -18,7 +20,8 @@
 //!
 //! Cost: start-up reads (and inflates) the whole repository once, O(repository
 //! bytes). Memory: O(stored URLs): per URL its text and a [`Stored`] (about 100
-//! bytes with the map's own share); bodies stay on disk and are read when served
+//! bytes with the map's own share; measured: 34 MB resident for 34,782 stored
+//! URLs in 157 MB of WARC, ready in 0.55 s); bodies stay on disk and are read when served
 //! ([`DiskWeb::read_block`]: one `pread` of the record's gzip member and its
 //! inflate, O(record)). This module never writes to the repository.
 
@@ -102,7 +105,8 @@ pub struct DiskWeb {
     pub urls: HashMap<String, Stored>,
     /// Every (scheme, port) a stored URL names.
     pub listeners: Vec<(Scheme, u16)>,
-    /// Records skipped: URLs neither http nor https, or without a DNS host name.
+    /// Response records skipped: URLs neither http nor https, or without a DNS host
+    /// name; stored 304s.
     pub skipped: u64,
     by_name: HashMap<String, u32>,
 }
@@ -198,13 +202,18 @@ impl DiskWeb {
                     skipped += 1;
                     continue;
                 };
+                let status = block_status(&rec.block);
+                if status == 304 {
+                    skipped += 1;
+                    continue;
+                }
                 names.insert(parts.host.to_ascii_lowercase());
                 listeners.insert((parts.scheme as u8, parts.port));
                 let stored = Stored {
                     file: k as u32,
                     offset: rec.location.offset,
                     length: rec.location.length,
-                    status: block_status(&rec.block),
+                    status,
                     depth: rec
                         .headers
                         .get(DEPTH_FIELD)
@@ -350,6 +359,117 @@ mod tests {
             DiskWeb::request_url(Scheme::Http, "a.test", 8080, "/"),
             "http://a.test:8080/"
         );
+    }
+
+    /// Writes one WARC file of response records (URL, HTTP response, depth).
+    fn write_warc(path: &Path, records: &[(&str, &str, Option<u32>)]) {
+        use spool::warc::{Capture, RecordId, WarcDate, WarcHeaders, WarcWriter, payload_digest};
+        std::fs::create_dir_all(path.parent().unwrap()).unwrap();
+        let mut w = WarcWriter::new(File::create(path).unwrap());
+        for (url, response, depth) in records {
+            let capture = Capture {
+                target_uri: url,
+                date: WarcDate::now(),
+                ip: None,
+                warcinfo_id: None,
+            };
+            let body = response.split_once("\r\n\r\n").map_or("", |(_, b)| b);
+            let mut h = WarcHeaders::response(
+                RecordId::random(),
+                &capture,
+                payload_digest(body.as_bytes()),
+            )
+            .unwrap();
+            if let Some(d) = depth {
+                h.push(DEPTH_FIELD, &d.to_string()).unwrap();
+            }
+            w.write_record(&h, response.as_bytes()).unwrap();
+        }
+    }
+
+    #[test]
+    fn loads_the_newest_response_per_url_and_reads_it_back() {
+        let dir = tempfile::tempdir().unwrap();
+        let repo = dir.path();
+        let ok = |body: &str| {
+            format!(
+                "HTTP/1.1 200 OK\r\nContent-Length: {}\r\n\r\n{body}",
+                body.len()
+            )
+        };
+        let (one, two) = (ok("one"), ok("two"));
+        write_warc(
+            &repo.join("warc/2026/app-20260101000000-000001.warc.gz"),
+            &[
+                ("http://a.test:8080/", &one, Some(0)),
+                (
+                    "https://b.test/x",
+                    "HTTP/1.1 301 Moved\r\nLocation: /y\r\n\r\n",
+                    Some(1),
+                ),
+                ("ftp://c.test/", &one, Some(1)),
+            ],
+        );
+        write_warc(
+            &repo.join("warc/2026/app-20260102000000-000002.warc.gz"),
+            &[
+                ("http://a.test:8080/", &two, Some(0)),
+                (
+                    "http://a.test:8080/",
+                    "HTTP/1.1 304 Not Modified\r\n\r\n",
+                    Some(0),
+                ),
+            ],
+        );
+        let web = DiskWeb::load(repo).unwrap();
+        assert_eq!(web.files.len(), 2);
+        assert_eq!(web.urls.len(), 2);
+        assert_eq!(web.skipped, 2, "the ftp URL and the 304");
+        let names: Vec<(&str, Ipv4Addr, bool)> = web
+            .hosts
+            .iter()
+            .map(|h| (h.name.as_str(), h.addr, h.https))
+            .collect();
+        assert_eq!(
+            names,
+            [("a.test", address(0), false), ("b.test", address(1), true)]
+        );
+        assert_eq!(web.listeners, [(Scheme::Http, 8080), (Scheme::Https, 443)]);
+        let a = web.urls["http://a.test:8080/"];
+        assert_eq!((a.status, a.depth, a.file, a.host), (200, Some(0), 1, 0));
+        assert_eq!(
+            web.read_block("http://a.test:8080/", &a).unwrap(),
+            two.as_bytes()
+        );
+        assert!(web.read_block("http://other.test/", &a).is_err());
+        assert_eq!(web.urls["https://b.test/x"].status, 301);
+        assert_eq!(web.host_by_name("b.test"), Some(1));
+        assert_eq!(super::super::outfiles::seeds(&web), ["http://a.test:8080/"]);
+
+        // Without depths, the seeds are every host's root.
+        let bare = tempfile::tempdir().unwrap();
+        write_warc(
+            &bare.path().join("warc/x.warc.gz"),
+            &[
+                ("https://b.test/x", &one, None),
+                ("http://a.test/p", &one, None),
+            ],
+        );
+        let web = DiskWeb::load(bare.path()).unwrap();
+        assert_eq!(
+            super::super::outfiles::seeds(&web),
+            ["http://a.test/", "https://b.test/"]
+        );
+        let empty = tempfile::tempdir().unwrap();
+        std::fs::create_dir(empty.path().join("warc")).unwrap();
+        assert!(matches!(
+            DiskWeb::load(empty.path()),
+            Err(LoadError::Empty { .. })
+        ));
+        assert!(matches!(
+            DiskWeb::load(&empty.path().join("missing")),
+            Err(LoadError::Io { .. })
+        ));
     }
 
     #[test]
