@@ -2,6 +2,7 @@
 //! (`Connection: close`), plain or TLS trusting only a given CA, the response read
 //! to the end and decoded (chunked, gzip). It is deliberately independent of the
 //! crawler's downloader, so tests can check websim and the downloader against it.
+//! [`pipelined_bytes`] measures what a paced server gives one client address.
 
 use std::io::{self, Read};
 use std::net::SocketAddr;
@@ -308,4 +309,60 @@ pub fn dechunk(mut rest: &[u8]) -> io::Result<Vec<u8>> {
         out.extend_from_slice(&rest[..size]);
         rest = &rest[size + 2..];
     }
+}
+
+/// Bytes of responses a client at `source` (a 127.0.0.0/8 address to bind)
+/// receives from `server` in `window` over `connections` keep-alive connections,
+/// each asking for `/` of host `authority` again and again (requests pipelined by
+/// a writer task beside the reader), per connection: what a paced server gives
+/// one client address.
+///
+/// # Panics
+/// If a connection cannot be made.
+pub async fn pipelined_bytes(
+    source: std::net::Ipv4Addr,
+    server: SocketAddr,
+    authority: &str,
+    connections: usize,
+    window: Duration,
+) -> Vec<u64> {
+    let request = format!("GET / HTTP/1.1\r\nHost: {authority}\r\n\r\n");
+    let deadline = tokio::time::Instant::now() + window;
+    let mut readers = Vec::new();
+    for _ in 0..connections {
+        let socket = tokio::net::TcpSocket::new_v4().expect("a socket");
+        socket
+            .bind(SocketAddr::from((source, 0)))
+            .unwrap_or_else(|e| panic!("binding {source}: {e}"));
+        let stream = socket
+            .connect(server)
+            .await
+            .unwrap_or_else(|e| panic!("connecting to {server}: {e}"));
+        let (mut rd, mut wr) = stream.into_split();
+        let request = request.clone();
+        let writer = tokio::spawn(async move {
+            for _ in 0..5000 {
+                if wr.write_all(request.as_bytes()).await.is_err() {
+                    return;
+                }
+            }
+        });
+        readers.push(tokio::spawn(async move {
+            let mut buf = vec![0u8; 64 * 1024];
+            let mut got = 0u64;
+            while let Ok(Ok(n)) = tokio::time::timeout_at(deadline, rd.read(&mut buf)).await {
+                if n == 0 {
+                    break;
+                }
+                got += n as u64;
+            }
+            writer.abort();
+            got
+        }));
+    }
+    let mut got = Vec::new();
+    for r in readers {
+        got.push(r.await.expect("a reader task"));
+    }
+    got
 }

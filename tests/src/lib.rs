@@ -11,7 +11,8 @@
 //!   directory, with its ready line parsed and readers for its output files and
 //!   request log.
 //! - [`http`]: [`http::Client`], one request per connection, plain or TLS (trusting
-//!   only a given CA), decoding chunked and gzip bodies, with timing.
+//!   only a given CA), decoding chunked and gzip bodies, with timing;
+//!   [`http::pipelined_bytes`], what a paced server gives one client address.
 //! - [`system`]: [`system::System`], the crawling system as separate processes
 //!   (manager, resolvers, downloaders) wired to a websim, with kill -9 and restart,
 //!   request-file publishing and the manager's admin port.

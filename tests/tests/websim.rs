@@ -11,7 +11,7 @@ use std::process::Command;
 use std::time::Duration;
 
 use hickory_resolver::proto::rr::RData;
-use tests::http::{Client, Response, dechunk, parse_response};
+use tests::http::{Client, Response, dechunk, parse_response, pipelined_bytes};
 use tests::process::ProcessGuard;
 use tests::websim::{HostRow, Websim};
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
@@ -886,4 +886,33 @@ async fn sigterm_flushes_the_log_and_exits_zero() {
             .iter()
             .any(|l| l.host == authority(&h) && l.target == "/robots.txt")
     );
+}
+
+/// `--pace-per-client`: two clients at two addresses each get about the rate, and
+/// a client with four connections gets about the rate in all, not four times it.
+#[tokio::test]
+async fn pacing_gives_every_client_address_its_rate() {
+    const RATE: u64 = 100_000;
+    let window = Duration::from_secs(3);
+    let ws = small(&["--pace-per-client", "100000"]);
+    let h = ws.host_where("a plain fast host", |h| {
+        h.scheme == "http" && !h.has("slow") && !h.has("dead") && !h.has("misbehave")
+    });
+    let auth = authority(&h);
+    let (a, b, c) = tokio::join!(
+        pipelined_bytes(Ipv4Addr::new(127, 0, 0, 2), h.socket(), &auth, 1, window),
+        pipelined_bytes(Ipv4Addr::new(127, 0, 0, 3), h.socket(), &auth, 1, window),
+        pipelined_bytes(Ipv4Addr::new(127, 0, 0, 4), h.socket(), &auth, 4, window),
+    );
+    let expect = RATE as f64 * window.as_secs_f64();
+    for (who, got) in [("127.0.0.2", &a), ("127.0.0.3", &b), ("127.0.0.4", &c)] {
+        let total: u64 = got.iter().sum();
+        let share = total as f64 / expect;
+        println!("{who}: {total} bytes in {window:?} over {got:?} = {share:.3} of the rate");
+        // Above: at most the rate plus the burst and one piece (33 kB of 300).
+        // Below: the rate less the gaps between pipelined responses.
+        assert!((0.85..=1.12).contains(&share), "{who}: {got:?}, {share:.3}");
+    }
+    // The four connections of one client share its rate, every one served.
+    assert!(c.iter().all(|&n| n > 10_000), "{c:?}");
 }

@@ -174,6 +174,7 @@ fn main() {
                     latency: Duration::ZERO,
                     throttle: None,
                     revision: websim::revision::Revision::default(),
+                    pace: None,
                 });
                 for (&(index, _), l) in server_addrs.iter().zip(listeners) {
                     tokio::spawn(accept_loop(l, Arc::clone(&server), index, None));

@@ -37,6 +37,7 @@ use super::listen::{bind_all, raise_nofile_limit};
 use super::log::RequestLog;
 use super::model::{Params, Web};
 use super::outfiles::{self, OutPaths};
+use super::pace::Pacer;
 use super::revision::Revision;
 use super::throttle::Throttled;
 use super::tls::{SimCa, TlsError};
@@ -104,6 +105,17 @@ pub enum CliError {
     /// The static export failed.
     #[error(transparent)]
     Export(#[from] crate::export::ExportError),
+    /// `--from-repository` with a flag of the generated web that it cannot honour.
+    #[error("--from-repository cannot be combined with {flag} ({why})")]
+    FromRepository {
+        /// The flag.
+        flag: &'static str,
+        /// Why not.
+        why: &'static str,
+    },
+    /// The repository of `--from-repository` cannot be served.
+    #[error(transparent)]
+    DiskWeb(#[from] crate::diskweb::LoadError),
     /// `RLIMIT_NOFILE` is too low for the listeners this web needs.
     #[error(
         "websim needs about {need} file descriptors for {addresses} addresses, but RLIMIT_NOFILE is {nofile}; \
@@ -136,13 +148,13 @@ pub enum CliError {
 }
 
 /// Wraps an I/O error with the step that failed.
-fn io_err(what: impl Into<String>) -> impl FnOnce(io::Error) -> CliError {
+pub(crate) fn io_err(what: impl Into<String>) -> impl FnOnce(io::Error) -> CliError {
     let what = what.into();
     move |source| CliError::Io { what, source }
 }
 
 /// Wraps a TLS error with the step that failed.
-fn tls_err(what: &'static str) -> impl FnOnce(TlsError) -> CliError {
+pub(crate) fn tls_err(what: &'static str) -> impl FnOnce(TlsError) -> CliError {
     move |source| CliError::Tls { what, source }
 }
 
@@ -259,6 +271,12 @@ pub struct Args {
     /// N / latency pages a second. 0 (the default): answer at once.
     #[arg(long, value_name = "MS", default_value_t = 0)]
     pub latency_ms: u64,
+    /// Give every client address (the peer IP of a connection) a fixed share of
+    /// bandwidth over all its connections: response bytes (head and body) go out
+    /// at most at this many bytes per second per address, after a burst of
+    /// max(16 KiB, 50 ms of the rate) (see `pace.rs`). Off by default.
+    #[arg(long, value_name = "BYTES_PER_SEC", value_parser = clap::value_parser!(u64).range(1..))]
+    pub pace_per_client: Option<u64>,
     /// Tokio worker threads (default: the number of cores).
     #[arg(long, value_parser = clap::value_parser!(u16).range(1..))]
     pub threads: Option<u16>,
@@ -268,6 +286,13 @@ pub struct Args {
     /// --out as usual; the ready line starts `websim exported`.
     #[arg(long, value_name = "DIR")]
     pub export_static: Option<PathBuf>,
+    /// Serve the stored crawl in this WARC repository as the web instead of a
+    /// generated one (the disk web, `diskweb/`): every stored response at its
+    /// URL as stored, on the ports the stored URLs name; seeds, manifest and hosts
+    /// from the repository. The flags of the generated web are ignored;
+    /// `--pace-per-client`, `--dns-addr`, `--out`, `--threads` apply.
+    #[arg(long, value_name = "REPO")]
+    pub from_repository: Option<PathBuf>,
     /// Exit (like on SIGTERM) when the parent process exits; test harnesses use it so
     /// that no websim outlives a killed test.
     #[arg(long)]
@@ -312,6 +337,27 @@ impl Args {
             return Err(CliError::ChangeShare {
                 got: self.change_share,
             });
+        }
+        if self.from_repository.is_some() {
+            let ports = "the stored URLs carry their ports";
+            for (given, flag, why) in [
+                (
+                    self.export_static.is_some(),
+                    "--export-static",
+                    "it exports the generated web",
+                ),
+                (
+                    self.revision > 0,
+                    "--revision",
+                    "the stored crawl has one revision",
+                ),
+                (self.http_port != 0, "--http-port", ports),
+                (self.https_port != 0, "--https-port", ports),
+            ] {
+                if given {
+                    return Err(CliError::FromRepository { flag, why });
+                }
+            }
         }
         if self.revision > 0 && self.export_static.is_some() {
             return Err(CliError::RevisionExport);
@@ -382,6 +428,10 @@ async fn serve(args: Args) -> Result<(), CliError> {
         }
     };
     let paths = out_paths(&args)?;
+    if let Some(repo) = &args.from_repository {
+        let repo = absolute(repo)?;
+        return crate::diskweb::serve_repository(&args, &repo, &paths, nofile).await;
+    }
     let mut params = Params {
         seed: args.seed,
         hosts: args.hosts,
@@ -465,6 +515,7 @@ async fn serve(args: Args) -> Result<(), CliError> {
         latency: Duration::from_millis(args.latency_ms),
         throttle: args.throttle.then(|| Throttled::new(&web)),
         revision: args.revision(),
+        pace: args.pace_per_client.map(Pacer::new),
     });
     let mut tasks = JoinSet::new();
     for (&(index, _), l) in live.iter().zip(http_listeners) {
@@ -575,7 +626,7 @@ fn export_static(
     Ok(())
 }
 
-async fn wait_for_stop(
+pub(crate) async fn wait_for_stop(
     term: &mut Signal,
     int: &mut Signal,
     exit_with_parent: bool,
@@ -638,6 +689,14 @@ mod tests {
         );
         assert!(parse(&["--http-port", "8080", "--https-port", "8080"]).is_err());
         assert!(parse(&["--threads", "0"]).is_err());
+        assert_eq!(a.pace_per_client, None);
+        let paced = parse(&["--pace-per-client", "250000"]).unwrap();
+        assert_eq!(paced.pace_per_client, Some(250_000));
+        assert!(parse(&["--pace-per-client", "0"]).is_err());
+        assert!(parse(&["--from-repository", "r"]).is_ok());
+        let e = parse(&["--from-repository", "r", "--http-port", "8080"]).unwrap_err();
+        assert!(e.to_string().contains("--http-port"), "{e}");
+        assert!(parse(&["--from-repository", "r", "--revision", "1"]).is_err());
         assert!(parse(&["--bogus"]).is_err());
     }
 }

@@ -21,6 +21,8 @@
 //!   (the network's round trip, for network-bound benchmarks);
 //! - with `--throttle`, the throttling hosts answer some page requests 429 or 503
 //!   (with `Retry-After` where [`super::throttle`] says);
+//! - with `--pace-per-client`, every response goes out at the client address's
+//!   share of bandwidth ([`super::pace`]);
 //! - generated pages of validating hosts carry `ETag` and `Last-Modified` and a
 //!   conditional GET that matches gets 304 with no body; a page changed at the
 //!   served revision gets its revision paragraph ([`super::revision`]).
@@ -48,6 +50,7 @@ use super::linkform::Scratch;
 use super::log::{self, Record, RequestLog};
 use super::misbehave;
 use super::model::Web;
+use super::pace::{PACE_CHUNK, Pacer};
 use super::respond::{self, Reply, Request, Scheme};
 use super::revision::{Conditional, Revision, mark_changed};
 use super::throttle::Throttled;
@@ -77,6 +80,8 @@ pub struct Server {
     pub throttle: Option<Throttled>,
     /// The revision served (`--revision`, `--change-share`).
     pub revision: Revision,
+    /// Per-client pacing (`--pace-per-client`), if on.
+    pub pace: Option<Pacer>,
 }
 
 /// Accepts connections on `listener` (address `addr_index`) forever; with `tls`,
@@ -140,15 +145,15 @@ struct Buffers {
 }
 
 /// The parts of a parsed request head websim keeps.
-struct Head {
-    method: String,
-    target: String,
-    host: Option<String>,
-    user_agent: Option<String>,
+pub(crate) struct Head {
+    pub(crate) method: String,
+    pub(crate) target: String,
+    pub(crate) host: Option<String>,
+    pub(crate) user_agent: Option<String>,
     gzip: bool,
-    close: bool,
-    body_len: u64,
-    chunked_body: bool,
+    pub(crate) close: bool,
+    pub(crate) body_len: u64,
+    pub(crate) chunked_body: bool,
     conditional: Conditional,
 }
 
@@ -230,6 +235,60 @@ pub fn accepts_gzip(value: &str) -> bool {
     })
 }
 
+/// What reading the next request on a connection gave.
+pub(crate) enum Next {
+    /// A request head (its small body, if any, already skipped).
+    Request(Head),
+    /// A request websim refuses with this status, then closes.
+    Reject(u16),
+    /// The client closed, failed, or sent nothing for [`IDLE_TIMEOUT`].
+    Gone,
+}
+
+/// Reads the next request head from `stream` into `input` (which keeps bytes of
+/// pipelined requests after it) and skips its body.
+pub(crate) async fn next_request<S>(stream: &mut S, input: &mut Vec<u8>) -> Next
+where
+    S: AsyncRead + Unpin,
+{
+    let (head, used) = loop {
+        match parse(input) {
+            Parsed::Head(head, used) => break (head, used),
+            Parsed::Bad(status) => return Next::Reject(status),
+            Parsed::Partial if input.len() > MAX_HEAD => return Next::Reject(431),
+            Parsed::Partial => {
+                input.reserve(8192);
+                match tokio::time::timeout(IDLE_TIMEOUT, stream.read_buf(input)).await {
+                    Ok(Ok(0)) | Ok(Err(_)) | Err(_) => return Next::Gone,
+                    Ok(Ok(_)) => {}
+                }
+            }
+        }
+    };
+    input.drain(..used);
+    if head.chunked_body {
+        return Next::Reject(400);
+    }
+    if head.body_len > MAX_REQUEST_BODY {
+        return Next::Reject(413);
+    }
+    // Skip a (small) request body.
+    let mut skip = head.body_len as usize;
+    while skip > 0 {
+        if input.is_empty() {
+            input.reserve(8192);
+            match tokio::time::timeout(IDLE_TIMEOUT, stream.read_buf(input)).await {
+                Ok(Ok(0)) | Ok(Err(_)) | Err(_) => return Next::Gone,
+                Ok(Ok(_)) => {}
+            }
+        }
+        let n = skip.min(input.len());
+        input.drain(..n);
+        skip -= n;
+    }
+    Next::Request(head)
+}
+
 async fn connection<S>(
     mut stream: S,
     server: &Server,
@@ -242,48 +301,23 @@ async fn connection<S>(
 {
     let mut b = Buffers::default();
     loop {
-        let (head, used) = loop {
-            match parse(&b.input) {
-                Parsed::Head(head, used) => break (head, used),
-                Parsed::Bad(status) => {
-                    let _ =
-                        error_reply(&mut stream, server, &mut b, local, peer, scheme, status).await;
-                    return;
-                }
-                Parsed::Partial if b.input.len() > MAX_HEAD => {
-                    let _ =
-                        error_reply(&mut stream, server, &mut b, local, peer, scheme, 431).await;
-                    return;
-                }
-                Parsed::Partial => {
-                    b.input.reserve(8192);
-                    match tokio::time::timeout(IDLE_TIMEOUT, stream.read_buf(&mut b.input)).await {
-                        Ok(Ok(0)) | Ok(Err(_)) | Err(_) => return,
-                        Ok(Ok(_)) => {}
-                    }
-                }
+        let head = match next_request(&mut stream, &mut b.input).await {
+            Next::Request(head) => head,
+            Next::Reject(status) => {
+                let _ = error_reply(
+                    &mut stream,
+                    &server.log,
+                    &mut b.line,
+                    local,
+                    peer,
+                    scheme,
+                    status,
+                )
+                .await;
+                return;
             }
+            Next::Gone => return,
         };
-        b.input.drain(..used);
-        if head.chunked_body || head.body_len > MAX_REQUEST_BODY {
-            let status = if head.chunked_body { 400 } else { 413 };
-            let _ = error_reply(&mut stream, server, &mut b, local, peer, scheme, status).await;
-            return;
-        }
-        // Skip a (small) request body.
-        let mut skip = head.body_len as usize;
-        while skip > 0 {
-            if b.input.is_empty() {
-                b.input.reserve(8192);
-                match tokio::time::timeout(IDLE_TIMEOUT, stream.read_buf(&mut b.input)).await {
-                    Ok(Ok(0)) | Ok(Err(_)) | Err(_) => return,
-                    Ok(Ok(_)) => {}
-                }
-            }
-            let n = skip.min(b.input.len());
-            b.input.drain(..n);
-            skip -= n;
-        }
         match respond_one(
             &mut stream,
             server,
@@ -475,7 +509,7 @@ where
     }
     record.write_from_us = log::now_us();
     let result = async {
-        stream.write_all(&b.out).await?;
+        write_paced(stream, &b.out, server.pace.as_ref(), peer).await?;
         stream.flush().await
     }
     .await;
@@ -487,8 +521,29 @@ where
     result.map(|()| keep)
 }
 
+/// Writes `out`, with `pace` in pieces of at most [`PACE_CHUNK`] bytes, each after
+/// the client's pacer allows it.
+pub(crate) async fn write_paced<S>(
+    stream: &mut S,
+    out: &[u8],
+    pace: Option<&Pacer>,
+    peer: SocketAddr,
+) -> io::Result<()>
+where
+    S: AsyncWrite + Unpin,
+{
+    let Some(pacer) = pace else {
+        return stream.write_all(out).await;
+    };
+    for piece in out.chunks(PACE_CHUNK) {
+        pacer.wait(peer.ip(), piece.len()).await;
+        stream.write_all(piece).await?;
+    }
+    Ok(())
+}
+
 /// Whole microseconds of `d`.
-fn micros(d: Duration) -> u64 {
+pub(crate) fn micros(d: Duration) -> u64 {
     u64::try_from(d.as_micros()).unwrap_or(u64::MAX)
 }
 
@@ -498,11 +553,12 @@ fn log_record(server: &Server, b: &mut Buffers, record: &Record<'_>) {
     server.log.append(&b.line);
 }
 
-/// Sends a small error response (and logs it) before the connection is closed.
-async fn error_reply<S>(
+/// Sends a small error response (and logs it to `log`, formatting into `line`)
+/// before the connection is closed.
+pub(crate) async fn error_reply<S>(
     stream: &mut S,
-    server: &Server,
-    b: &mut Buffers,
+    log: &RequestLog,
+    line: &mut Vec<u8>,
     local: SocketAddr,
     peer: SocketAddr,
     scheme: Scheme,
@@ -538,7 +594,9 @@ where
         bytes: body.len() as u64,
         user_agent: None,
     };
-    log_record(server, b, &record);
+    line.clear();
+    log::format_line(line, &record);
+    log.append(line);
     result
 }
 

@@ -23,8 +23,11 @@
 //! - [`robots`]: robots.txt variants and websim's own RFC 9309 matcher.
 //! - [`manifest`]: the breadth-first oracle; [`outfiles`]: the files it writes.
 //! - [`respond`]: routing rules; [`http`]: the server; [`misbehave`]: the
-//!   misbehaving host; [`traps`]: the trap hosts; [`log`]: the request log; [`listen`]: binding.
+//!   misbehaving host; [`traps`]: the trap hosts; [`log`]: the request log; [`listen`]: binding;
+//!   [`pace`]: per-client pacing.
 //! - [`dns`]: the authoritative DNS server; [`tls`]: the CA and rustls configs.
+//! - [`diskweb`]: the disk web (`--from-repository REPO`): a stored crawl from a
+//!   WARC repository served as the web, host by host.
 //! - [`cli`]: flags, start-up, shutdown. [`export`]: the same web as static files
 //!   and an nginx configuration (`--export-static`), for benchmarks on a server
 //!   nobody here wrote.
@@ -54,6 +57,14 @@
 //!   sends only 1.1 times fewer URLs across 4-16 parts than the hash; with
 //!   `--communities 16`, 4.8 to 6.2 times fewer (BENCHMARKS.md, "Site
 //!   assignment"), the range the paper reports for real webs.
+//! - With `--pace-per-client BYTES_PER_SEC`, every client address gets that share
+//!   of bandwidth over all its connections (a token bucket per peer IP, [`pace`]),
+//!   so that a crawl with several agents (one address each) is bound by the
+//!   network, not by the cores. Off by default.
+//! - With `--from-repository REPO`, no generated web at all: the stored crawl in a
+//!   WARC repository is the web ([`diskweb`]), every stored response served at
+//!   its URL as stored, for crawls of a web of real-crawl size that costs no CPU
+//!   to generate.
 //! - Revisions for recrawls: generated pages carry `ETag` and `Last-Modified` on
 //!   three hosts in four, which answer conditional requests with 304; with
 //!   `--revision N` a share (`--change-share`, default 0.2) of the pages differ
@@ -69,13 +80,17 @@
 //!
 //! # What websim must never do
 //! Bind, answer or connect outside 127.0.0.0/8; name or resolve a real host (all
-//! names are under reserved TLDs and its DNS answers only its own zone); store
-//! per-page data for the whole web; share code with the crawler's robots parser or
-//! link extractor (the manifest is an independent oracle); depend on `ops` or on a
-//! service crate (it sits below them: of polycrawl's crates it uses `spool` only,
-//! for the outcome reasons).
+//! generated names are under reserved TLDs, and its DNS answers only its own
+//! zone: the disk web's zone is the stored crawl's hosts, answered with loopback
+//! addresses); store per-page data for the whole generated web (the disk web
+//! keeps one index entry per stored URL, bodies on disk); share code with the
+//! crawler's robots parser or link extractor (the manifest is an independent
+//! oracle); depend on `ops` or on a service crate (it sits below them: of
+//! polycrawl's crates it uses `spool` only, for the outcome reasons and the WARC
+//! reader).
 
 pub mod cli;
+pub mod diskweb;
 pub mod dns;
 pub mod export;
 pub mod hosts;
@@ -89,6 +104,7 @@ pub mod manifest;
 pub mod misbehave;
 pub mod model;
 pub mod outfiles;
+pub mod pace;
 pub mod paths;
 pub mod respond;
 pub mod revision;

@@ -185,6 +185,7 @@ pub fn reason(status: u16) -> &'static str {
         421 => "Misdirected Request",
         429 => "Too Many Requests",
         431 => "Request Header Fields Too Large",
+        500 => "Internal Server Error",
         503 => "Service Unavailable",
         _ => "Unknown",
     }
