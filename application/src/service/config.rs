@@ -162,6 +162,10 @@ pub struct AppConfig {
     /// An assignment file (`polycrawl assign`): host to part; hosts it does not
     /// name go by the hash. Default none (hash only).
     pub assignment_file: Option<PathBuf>,
+    /// A replicated-URL file (`polycrawl assign --replicate N`): the most-linked
+    /// URLs of a previous crawl, crawled by their owner and never exchanged
+    /// (`parts::replicated`). Default none.
+    pub replicated_file: Option<PathBuf>,
     /// The spool root whose `exchange/<app>/` folders and `parts/` status files
     /// every part shares (each part may have its own spool, one per crawling
     /// system). Default none: this part's own spool root.
@@ -251,6 +255,7 @@ impl Default for AppConfig {
             part: 0,
             part_mode: PartMode::Exchange,
             assignment_file: None,
+            replicated_file: None,
             exchange_root: None,
             exchange_urls_per_file: 1000,
             exchange_max_age_ms: 1000,

@@ -92,6 +92,9 @@ pub(crate) fn run_with(
     if args.split.assignment.is_some() {
         config.app.assignment_file = args.split.assignment.clone();
     }
+    if args.split.replicated.is_some() {
+        config.app.replicated_file = args.split.replicated.clone();
+    }
     if !config.downloader.allow_private || !config.manager.frontier.allow_private_addresses {
         tracing::info!("private, loopback and link-local addresses are not fetched (config)");
     }

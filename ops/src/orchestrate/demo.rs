@@ -645,6 +645,7 @@ mod tests {
                 systems: 1,
                 mode: application::service::PartMode::Exchange,
                 assignment: None,
+                replicated: None,
             },
             machines: false,
             visibility_delay_ms: 1000,

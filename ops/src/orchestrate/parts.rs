@@ -43,6 +43,10 @@ pub struct SplitArgs {
     /// hash.
     #[arg(long, value_name = "FILE")]
     pub assignment: Option<std::path::PathBuf>,
+    /// A replicated-URL file (`polycrawl assign --replicate`): the most-linked URLs
+    /// of a previous crawl, crawled by their owner and never exchanged.
+    #[arg(long, value_name = "FILE")]
+    pub replicated: Option<std::path::PathBuf>,
 }
 
 /// One part's figures.

@@ -113,6 +113,7 @@ pub fn run(args: RecrawlArgs, shutdown: CancellationToken, rt: Handle) -> anyhow
             systems: 1,
             mode: application::service::PartMode::Exchange,
             assignment: None,
+            replicated: None,
         },
     };
     run_with(config, layout, "polycrawl recrawl", crawl, shutdown, rt)
