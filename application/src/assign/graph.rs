@@ -317,13 +317,28 @@ impl HostGraph {
 
     /// The `n` URLs with the most back-links, most first, ties in URL order
     /// (deterministic); URLs without back-links are never listed. Returns
-    /// `(URL index, back-links)`. O(URLs log URLs).
+    /// `(URL index, back-links)`. O(URLs log URLs). Linked URLs that were never
+    /// stored (dead, refused by robots.txt) count: parts exchange them too.
     pub fn most_linked(&self, n: usize) -> Vec<(u32, u32)> {
+        self.ranked(n, |_| true)
+    }
+
+    /// As [`Self::most_linked`], among the stored pages only (the quality
+    /// metric's important pages: a crawl can hold nothing else).
+    pub fn most_linked_pages(&self, n: usize) -> Vec<(u32, u32)> {
+        let mut stored = vec![false; self.url_count()];
+        for &u in &self.page_urls {
+            stored[u as usize] = true;
+        }
+        self.ranked(n, |u| stored[u])
+    }
+
+    fn ranked(&self, n: usize, keep: impl Fn(usize) -> bool) -> Vec<(u32, u32)> {
         let counts = self.backlinks();
         let mut order: Vec<(u32, u32)> = counts
             .iter()
             .enumerate()
-            .filter(|(_, c)| **c > 0)
+            .filter(|(u, c)| **c > 0 && keep(*u))
             .map(|(u, c)| (u as u32, *c))
             .collect();
         order.sort_unstable_by(|a, b| b.1.cmp(&a.1).then_with(|| self.url(a.0).cmp(self.url(b.0))));

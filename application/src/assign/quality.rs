@@ -1,8 +1,9 @@
 //! Cho and Garcia-Molina's quality metric (section 8, Figures 10-11;
 //! `polycrawl quality`): how many of the most important pages a crawl holds, and
 //! how early. Importance is the back-link count in a *reference* crawl, a complete
-//! crawl of the same web ([`HostGraph::backlinks`]); its `N` most-linked URLs are
-//! the top-N ([`HostGraph::most_linked`]). For a crawl (one repository, or the
+//! crawl of the same web ([`HostGraph::backlinks`]); its `N` most-linked stored
+//! pages are the top-N ([`HostGraph::most_linked_pages`]: a URL the reference
+//! could not store, dead or refused by robots.txt, is no page any crawl holds). For a crawl (one repository, or the
 //! repositories of a split crawl's parts) the curve gives, after each tenth of its
 //! downloads, the share of the top-N it holds.
 //!
@@ -82,10 +83,10 @@ impl fmt::Display for Curve {
     }
 }
 
-/// The hashes of the reference's `n` most-linked URLs.
+/// The hashes of the reference's `n` most-linked stored pages.
 pub fn top_set(reference: &HostGraph, n: usize) -> HashSet<u64> {
     reference
-        .most_linked(n)
+        .most_linked_pages(n)
         .into_iter()
         .map(|(u, _)| url_hash(reference.url(u)))
         .collect()
@@ -189,14 +190,20 @@ mod tests {
         b.add_page(&pc, &[hub.clone(), pb.clone()]);
         b.add_page(&pd, &[hub.clone(), pb.clone(), pd.clone()]);
         b.add_page(&u("http://e.test/"), std::slice::from_ref(&hub));
+        // Linked by three pages, never stored: no page of the top-N.
+        let dead = u("http://dead.test/");
+        for page in ["http://e.test/1", "http://e.test/2", "http://e.test/3"] {
+            b.add_page(&u(page), std::slice::from_ref(&dead));
+        }
         b.finish()
     }
 
     #[test]
     fn top_n_by_backlinks() {
         let g = reference();
+        assert_eq!(g.url(g.most_linked(3)[2].0), "http://dead.test/");
         let most: Vec<(&str, u32)> = g
-            .most_linked(10)
+            .most_linked_pages(10)
             .iter()
             .map(|(u, c)| (g.url(*u), *c))
             .collect();

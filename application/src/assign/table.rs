@@ -3,7 +3,7 @@
 //! per page and the balance of URL-hash, site-hash, hierarchical (by registered
 //! domain), the METIS assignment, and the METIS assignment with the top-N
 //! most-linked URLs replicated, all measured by
-//! [`evaluate_pages`](super::evaluate::evaluate_pages) on one crawl's graph.
+//! [`evaluate_pages`] on one crawl's graph.
 //!
 //! The figures are of the crawl the graph was read from: what each scheme would
 //! have sent had that crawl been split, every part remembering what it sent. The
@@ -11,7 +11,7 @@
 //! the crawl it was computed from (the next crawl's web has changed a little).
 //!
 //! Cost: one METIS run per K ([`super::partition()`]) plus, per row, one
-//! [`evaluate_pages`](super::evaluate::evaluate_pages) pass: O(rows × (URLs + page
+//! [`evaluate_pages`] pass: O(rows × (URLs + page
 //! links)) time; the graph's memory plus 8 bytes per URL and page. Reading the
 //! repository ([`super::HostGraph::from_repository`]) is most of the time on a real
 //! crawl. This module must never write files.
