@@ -10,8 +10,10 @@
 //! **Download order** is read from the repositories: one repository's pages in
 //! storage order (its WARC files in name order, which is batch order, and records
 //! in file order); several repositories' pages merged by their records'
-//! `WARC-Date` (when the fetch started), ties broken by repository then storage
-//! order. A URL stored twice counts once, at its first download; only response
+//! `WARC-Date` (when the fetch started; whole seconds as polycrawl writes it).
+//! Pages of one second are interleaved: each repository's first page of that
+//! second, then each one's second, and so on, so no part goes first within a
+//! second. A URL stored twice counts once, at its first download; only response
 //! records count (a revisit's page is stored as a response too).
 //!
 //! A crawl that never stores some top-N page (a firewall-mode split crawl that
@@ -119,8 +121,10 @@ pub fn curve(order: &[u64], top: &HashSet<u64>) -> Curve {
 /// The distinct pages of `repos` in download order (see the module docs), as URL
 /// hashes.
 pub fn download_order(repos: &[PathBuf]) -> Result<Vec<u64>, AssignError> {
+    // (date, rank among the repository's pages of that date, repository, hash).
     let mut pages: Vec<(Option<WarcDate>, usize, usize, u64)> = Vec::new();
     for (r, repo) in repos.iter().enumerate() {
+        let mut last: Option<(Option<WarcDate>, usize)> = None;
         let warc = repo.join(storage::repository::WARC_DIR);
         if !warc.is_dir() {
             return Err(AssignError::NotARepository { path: repo.clone() });
@@ -130,13 +134,19 @@ pub fn download_order(repos: &[PathBuf]) -> Result<Vec<u64>, AssignError> {
         files.sort();
         for file in &files {
             read_pages(file, |date, hash| {
-                let seq = pages.len();
-                pages.push((date, r, seq, hash));
+                let rank = match last {
+                    Some((d, n)) if d == date => n + 1,
+                    _ => 0,
+                };
+                last = Some((date, rank));
+                pages.push((date, rank, r, hash));
             })?;
         }
     }
     if repos.len() > 1 {
-        pages.sort_unstable_by_key(|(date, r, seq, _)| (*date, *r, *seq));
+        // Stable: a repository's pages of one date and rank (dates going back
+        // and forth) keep their storage order.
+        pages.sort_by_key(|(date, rank, r, _)| (*date, *rank, *r));
     }
     let mut seen = HashSet::with_capacity(pages.len());
     Ok(pages
@@ -260,6 +270,33 @@ mod tests {
         let order = download_order(&[b.clone(), a.clone()]).unwrap();
         let h = |s: &str| url_hash(s);
         assert_eq!(order, [h("http://h.test/"), h("http://b.test/")]);
+        // Within one second, the repositories take turns.
+        let (three, four) = (dir.path().join("three"), dir.path().join("four"));
+        std::fs::create_dir_all(&three).unwrap();
+        std::fs::create_dir_all(&four).unwrap();
+        let page = |u: &'static str| (u, vec![], None);
+        let c = repository(
+            &three,
+            &[vec![page("http://c.test/1"), page("http://c.test/2")]],
+        );
+        let d = repository(
+            &four,
+            &[vec![page("http://d.test/1"), page("http://d.test/2")]],
+        );
+        let order = download_order(&[c, d]).unwrap();
+        let names: Vec<u64> = [
+            "http://c.test/1",
+            "http://d.test/1",
+            "http://c.test/2",
+            "http://d.test/2",
+        ]
+        .iter()
+        .map(|u| h(u))
+        .collect();
+        // Unless the clock turned a second between the two repositories.
+        if order != names {
+            assert_eq!(order[..2], [names[0], names[2]]);
+        }
         let g = HostGraph::from_repository(&a, &AppConfig::default()).unwrap();
         assert_eq!(g.page_count(), 1);
         assert!(matches!(
