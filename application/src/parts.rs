@@ -20,7 +20,8 @@
 //! - *site-hash* ([`Ownership::hashed`]): the host's hash, the default;
 //! - *assignment* ([`Ownership::load`]): a table from `polycrawl assign` (METIS on a
 //!   previous crawl's host graph), the hash for hosts it does not name;
-//! - *hierarchical* ([`Ownership::by_domain`]): the hash of the host's registered
+//! - *hierarchical* ([`Ownership::hierarchical`], `app.partitioning`): the hash of
+//!   the host's registered
 //!   domain ([`domain_of`]: its last two labels), so `www.acme17.test`,
 //!   `shop.acme17.test` and `acme17.test` share a part. The paper groups by domain
 //!   suffix (`.com`, `.jp`); on websim every host is under `.test` or `.example`,
@@ -160,13 +161,14 @@ impl Ownership {
         })
     }
 
-    /// Hierarchical ownership over `count` parts: every host of one registered
-    /// domain ([`domain_of`]) in the part of the domain's hash.
-    pub fn by_domain(count: u32) -> Result<Self, PartsError> {
-        Ok(Self {
+    /// This rule made hierarchical: hosts the table does not name go to the part
+    /// of their registered domain's hash ([`domain_of`]), so every host of one
+    /// domain is in one part.
+    pub fn hierarchical(self) -> Self {
+        Self {
             by_domain: true,
-            ..Self::hashed(count)?
-        })
+            ..self
+        }
     }
 
     /// Ownership from an assignment table made for `count` parts.
@@ -269,7 +271,7 @@ mod tests {
         assert_eq!(domain_of("localhost"), "localhost");
         assert_eq!(domain_of("127.1.0.1"), "127.1.0.1");
         assert_eq!(domain_of("www.acme17.test."), "acme17.test");
-        let own = Ownership::by_domain(8).unwrap();
+        let own = Ownership::hashed(8).unwrap().hierarchical();
         for n in 0..50 {
             let d = format!("acme{n}.test");
             let part = own.owner(&d);

@@ -233,6 +233,10 @@ struct AppArgs {
     /// app.replicated_file.
     #[arg(long, value_name = "FILE")]
     replicated: Option<PathBuf>,
+    /// Hosts the assignment file does not name go by the hash of the host (site)
+    /// or of its registered domain (hierarchical), overriding app.partitioning.
+    #[arg(long, value_name = "RULE")]
+    partitioning: Option<application::service::Partitioning>,
     /// The spool root whose exchange/ folders every part shares, overriding
     /// app.exchange_root.
     #[arg(long, value_name = "DIR")]
@@ -657,6 +661,9 @@ fn app_command(args: AppArgs) -> anyhow::Result<()> {
     }
     if let Some(v) = args.replicated {
         app.replicated_file = Some(v);
+    }
+    if let Some(v) = args.partitioning {
+        app.partitioning = v;
     }
     if let Some(v) = args.exchange_root {
         app.exchange_root = Some(v);

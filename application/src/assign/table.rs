@@ -62,7 +62,7 @@ pub fn table(
             0,
             evaluate_pages(graph, Scheme::Hosts(&site), &[]),
         ));
-        let domain = Ownership::by_domain(k).map_err(|_| AssignError::NoParts)?;
+        let domain = site.clone().hierarchical();
         rows.push(row(
             "hierarchical",
             0,

@@ -90,7 +90,7 @@ use spool::{AppId, ComponentId, Spool, SpoolDir};
 use tracing::warn;
 use url::Url;
 
-use super::config::{AppConfig, PartMode};
+use super::config::{AppConfig, PartMode, Partitioning};
 use super::error::AppError;
 use super::state::PartCounters;
 use crate::parts::Ownership;
@@ -212,6 +212,10 @@ impl Parts {
             field: "assignment_file",
             reason: e.to_string(),
         })?;
+        let ownership = match config.partitioning {
+            Partitioning::Site => ownership,
+            Partitioning::Hierarchical => ownership.hierarchical(),
+        };
         let replicated = match &config.replicated_file {
             Some(path) => Replicated::load(path).map_err(|e| AppError::Config {
                 field: "replicated_file",

@@ -433,6 +433,10 @@ pub fn run(args: DemoArgs, shutdown: CancellationToken, rt: Handle) -> anyhow::R
     let mut config = demo_config(&layout, &ready, &args);
     config.app.part_mode = args.split.mode;
     config.app.assignment_file = args.split.assignment.clone();
+    config.app.replicated_file = args.split.replicated.clone();
+    if let Some(rule) = args.split.partitioning {
+        config.app.partitioning = rule;
+    }
     config.app.parts = args.split.parts;
     let machines = if args.machines {
         Some(start_machines(&layout, &args, &mut config)?)
@@ -646,6 +650,7 @@ mod tests {
                 mode: application::service::PartMode::Exchange,
                 assignment: None,
                 replicated: None,
+                partitioning: None,
             },
             machines: false,
             visibility_delay_ms: 1000,

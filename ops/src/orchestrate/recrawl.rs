@@ -114,6 +114,7 @@ pub fn run(args: RecrawlArgs, shutdown: CancellationToken, rt: Handle) -> anyhow
             mode: application::service::PartMode::Exchange,
             assignment: None,
             replicated: None,
+            partitioning: None,
         },
     };
     run_with(config, layout, "polycrawl recrawl", crawl, shutdown, rt)
