@@ -33,6 +33,15 @@
 //!   memory stays bounded) and requested by the part itself once its own frontier
 //!   is dry (the manager says idle). Overlap is expected, and measured.
 //!
+//! **Replication** (exchange mode; Cho and Garcia-Molina section 3.2,
+//! `crate::parts::replicated`): with `replicated_file`, every part holds the same
+//! list of a previous crawl's most-linked URLs. A listed URL another part owns is
+//! neither sent nor voted for (counted `replicated`); the owner offers the listed
+//! URLs it owns with its seeds (depth 0, once: the seeds' generation covers them),
+//! so it crawls them even where only other parts link to them. A listed URL that
+//! arrives in an exchange file anyway (a part run without the list) is applied
+//! as usual and counted `replicated_in`.
+//!
 //! **Crash safety of the exchange.** A merge's outbox lines (or cross-over
 //! lines) are written, fsynced, before its generation is recorded as
 //! published, exactly as its request files: a crash in between writes them again
