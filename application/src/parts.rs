@@ -15,11 +15,39 @@
 //!
 //! Cost: [`Ownership::owner`] is one hash-map lookup (when a table is loaded) plus one
 //! FNV-1a pass over the host; the table is O(hosts in the file) in memory.
+//!
+//! **Partitioning schemes** (Cho and Garcia-Molina, section 3):
+//! - *site-hash* ([`Ownership::hashed`]): the host's hash, the default;
+//! - *assignment* ([`Ownership::load`]): a table from `polycrawl assign` (METIS on a
+//!   previous crawl's host graph), the hash for hosts it does not name;
+//! - *hierarchical* ([`Ownership::hierarchical`], `app.partitioning`): the hash of
+//!   the host's registered
+//!   domain ([`domain_of`]: its last two labels), so `www.acme17.test`,
+//!   `shop.acme17.test` and `acme17.test` share a part. The paper groups by domain
+//!   suffix (`.com`, `.jp`); on websim every host is under `.test` or `.example`,
+//!   two groups for any K, so the group that means something there is websim's
+//!   registered domain (1-4 hosts each, `websim/src/hosts.rs`). Without a public
+//!   suffix list, "last two labels" is wrong for `co.uk`-style suffixes: it then
+//!   groups a whole public suffix, coarser but still a host-level rule;
+//! - *URL-hash* ([`url_part`]): the hash of the whole URL. It splits a host over
+//!   parts, so robots.txt, DNS and politeness would be held by several crawling
+//!   systems, breaking the rule above. It is therefore offered to the evaluation
+//!   only (`polycrawl assign --table`), never to a live crawl: a live URL-hash crawl
+//!   would be correct only where one manager serves every part, and then it is one
+//!   crawling system whose split buys nothing the site-hash does not.
+//!
+//! The first three decide by host and are [`Ownership`]s; a part must never
+//! decide by URL.
+//!
+//! **Replication** ([`replicated`]): the N most-linked URLs of a previous crawl, held
+//! by every part; the owner crawls them, the others treat them as seen.
 
 use std::path::Path;
 
 use spool::formats::AssignmentTable;
 use url::Url;
+
+pub mod replicated;
 
 /// The host of `url` as ownership and assignment files name it: its name
 /// (lowercase, as the `url` crate keeps domains), without the port; `None` for a
@@ -71,22 +99,50 @@ pub enum PartsError {
 /// Stable across builds and machines (never `std`'s randomized hasher). `parts` must
 /// be at least 1.
 pub fn hash_part(host: &str, parts: u32) -> u32 {
+    hash_part_bytes(host.as_bytes(), parts, true)
+}
+
+/// The registered domain of `host` for hierarchical partitioning: its last two
+/// labels (`shop.acme17.test` → `acme17.test`); a host of one or two labels, or an
+/// IP address, is its own domain. See the module docs for what this gets wrong.
+pub fn domain_of(host: &str) -> &str {
+    if host.parse::<std::net::IpAddr>().is_ok() || host.starts_with('[') {
+        return host;
+    }
+    let trimmed = host.trim_end_matches('.');
+    match trimmed.rmatch_indices('.').nth(1) {
+        Some((at, _)) => &trimmed[at + 1..],
+        None => trimmed,
+    }
+}
+
+/// The part of a URL by the URL-hash scheme: FNV-1a 64 of the whole URL (as
+/// written), modulo `parts`. For the evaluation only: it splits hosts (see the
+/// module docs). `parts` must be at least 1.
+pub fn url_part(url: &str, parts: u32) -> u32 {
+    hash_part_bytes(url.as_bytes(), parts, false)
+}
+
+fn hash_part_bytes(bytes: &[u8], parts: u32, lowercase: bool) -> u32 {
     const OFFSET: u64 = 0xcbf2_9ce4_8422_2325;
     const PRIME: u64 = 0x0000_0100_0000_01b3;
     let mut h = OFFSET;
-    for b in host.bytes() {
-        h ^= u64::from(b.to_ascii_lowercase());
+    for &b in bytes {
+        let b = if lowercase { b.to_ascii_lowercase() } else { b };
+        h ^= u64::from(b);
         h = h.wrapping_mul(PRIME);
     }
     (h % u64::from(parts.max(1))) as u32
 }
 
 /// The ownership rule of one crawl: K parts, an optional assignment table, and the
-/// hash for hosts the table does not name.
+/// hash (of the host, or of its domain) for hosts the table does not name.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Ownership {
     count: u32,
     table: AssignmentTable,
+    /// Hierarchical: hash the host's domain ([`domain_of`]), not the host.
+    by_domain: bool,
 }
 
 impl Ownership {
@@ -101,7 +157,18 @@ impl Ownership {
                 parts: count,
                 hosts: Default::default(),
             },
+            by_domain: false,
         })
+    }
+
+    /// This rule made hierarchical: hosts the table does not name go to the part
+    /// of their registered domain's hash ([`domain_of`]), so every host of one
+    /// domain is in one part.
+    pub fn hierarchical(self) -> Self {
+        Self {
+            by_domain: true,
+            ..self
+        }
     }
 
     /// Ownership from an assignment table made for `count` parts.
@@ -114,7 +181,11 @@ impl Ownership {
             });
         }
         Self::hashed(count)?;
-        Ok(Self { count, table })
+        Ok(Self {
+            count,
+            table,
+            by_domain: false,
+        })
     }
 
     /// Reads an assignment file made for `count` parts.
@@ -146,6 +217,7 @@ impl Ownership {
     pub fn owner(&self, host: &str) -> u32 {
         match self.table.hosts.get(host) {
             Some(part) => *part,
+            None if self.by_domain => hash_part(domain_of(host), self.count),
             None => hash_part(host, self.count),
         }
     }
@@ -189,6 +261,32 @@ mod tests {
             per[hash_part(&format!("h{n}.example"), 8) as usize] += 1;
         }
         assert!(per.iter().all(|c| (850..=1150).contains(c)), "{per:?}");
+    }
+
+    #[test]
+    fn domains_group_hosts_and_url_hash_splits_them() {
+        assert_eq!(domain_of("shop.acme17.test"), "acme17.test");
+        assert_eq!(domain_of("a.b.acme17.test"), "acme17.test");
+        assert_eq!(domain_of("acme17.test"), "acme17.test");
+        assert_eq!(domain_of("localhost"), "localhost");
+        assert_eq!(domain_of("127.1.0.1"), "127.1.0.1");
+        assert_eq!(domain_of("www.acme17.test."), "acme17.test");
+        let own = Ownership::hashed(8).unwrap().hierarchical();
+        for n in 0..50 {
+            let d = format!("acme{n}.test");
+            let part = own.owner(&d);
+            assert_eq!(part, hash_part(&d, 8));
+            assert_eq!(own.owner(&format!("www.{d}")), part);
+            assert_eq!(own.owner(&format!("shop.{d}")), part);
+        }
+        // The URL hash is stable, in range, and spreads one host over parts.
+        assert_eq!(url_part("http://a.example/", 1), 0);
+        let parts: std::collections::BTreeSet<u32> = (0..64)
+            .map(|n| url_part(&format!("http://a.example/p{n}"), 4))
+            .collect();
+        assert_eq!(parts.len(), 4);
+        // The same FNV-1a as the host hash, without lowercasing.
+        assert_eq!(url_part("a.example", 16), hash_part("a.example", 16));
     }
 
     #[test]

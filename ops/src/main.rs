@@ -53,8 +53,14 @@ enum Command {
     /// Print the canonical links the application would follow from an HTML file.
     Links(LinksArgs),
     /// Assign hosts to K application parts from a finished crawl's repository
-    /// (METIS on the host graph), or evaluate an assignment file against the hash.
+    /// (METIS on the host graph), write its most-linked URLs for replication,
+    /// evaluate an assignment file against the hash, or compare partitioning
+    /// schemes page by page (--table).
     Assign(AssignArgs),
+    /// Cho and Garcia-Molina's quality metric: the share of a complete reference
+    /// crawl's most-linked pages that a crawl (one or several part repositories)
+    /// holds after each 10 % of its downloads.
+    Quality(QualityArgs),
     /// Mount an NFS stand-in over a shared directory (one client machine's view).
     Nfsim(ops::nfsim::NfsimArgs),
 }
@@ -65,11 +71,32 @@ struct AssignArgs {
     #[arg(long, value_name = "DIR")]
     repo: PathBuf,
     /// Number of application parts (K).
-    #[arg(long, value_name = "K", required_unless_present = "evaluate")]
+    #[arg(long, value_name = "K", requires = "out",
+          required_unless_present_any = ["evaluate", "table", "replicate"])]
     parts: Option<u32>,
     /// Where to write the assignment file (published crash-safely).
-    #[arg(long, value_name = "FILE", required_unless_present = "evaluate")]
+    #[arg(long, value_name = "FILE", requires = "parts",
+          required_unless_present_any = ["evaluate", "table", "replicate"])]
     out: Option<PathBuf>,
+    /// Also write the N most-linked URLs of the crawl (back-links: distinct stored
+    /// pages linking to them) as a replicated-URL file for every part
+    /// (`polycrawl app --replicated`, `demo --replicated`).
+    #[arg(long, value_name = "N", requires = "replicated")]
+    replicate: Option<usize>,
+    /// Where to write the replicated-URL file (published crash-safely).
+    #[arg(long, value_name = "FILE", requires = "replicate")]
+    replicated: Option<PathBuf>,
+    /// Write nothing: print URLs exchanged per page and balance of URL-hash,
+    /// site-hash, hierarchical, METIS and METIS with top-N replication, at every
+    /// K of --ks and N of --tops, one table (page level, on this repository).
+    #[arg(long, conflicts_with_all = ["out", "parts", "evaluate", "replicate"])]
+    table: bool,
+    /// --table: the numbers of parts.
+    #[arg(long, value_name = "K,..", value_delimiter = ',', default_values_t = [2u32, 4, 8])]
+    ks: Vec<u32>,
+    /// --table: the numbers of replicated most-linked URLs.
+    #[arg(long, value_name = "N,..", value_delimiter = ',', default_values_t = [100usize, 1000])]
+    tops: Vec<usize>,
     /// Largest part's stored pages over the mean, at most.
     #[arg(long, value_name = "RATIO", default_value_t = application::assign::DEFAULT_IMBALANCE)]
     imbalance: f64,
@@ -81,6 +108,24 @@ struct AssignArgs {
     /// apply [default: the defaults].
     #[arg(long, value_name = "FILE")]
     config: Option<PathBuf>,
+}
+
+#[derive(Debug, clap::Args)]
+struct QualityArgs {
+    /// A complete crawl of the same web (its back-link counts rank the pages).
+    #[arg(long, value_name = "DIR")]
+    reference: PathBuf,
+    /// How many of the reference's most-linked pages count as important.
+    #[arg(long, value_name = "N", default_value_t = 100)]
+    top: usize,
+    /// The crawl's config file: its app section's canonicalization and body cap
+    /// apply to the reference [default: the defaults].
+    #[arg(long, value_name = "FILE")]
+    config: Option<PathBuf>,
+    /// The crawl's repositories: one, or one per part of a split crawl (merged in
+    /// download order by their records' dates).
+    #[arg(required = true, value_name = "DIR")]
+    repos: Vec<PathBuf>,
 }
 
 #[derive(Debug, clap::Args)]
@@ -184,6 +229,14 @@ struct AppArgs {
     /// An assignment file (`polycrawl assign`), overriding app.assignment_file.
     #[arg(long, value_name = "FILE")]
     assignment: Option<PathBuf>,
+    /// A replicated-URL file (`polycrawl assign --replicate`), overriding
+    /// app.replicated_file.
+    #[arg(long, value_name = "FILE")]
+    replicated: Option<PathBuf>,
+    /// Hosts the assignment file does not name go by the hash of the host (site)
+    /// or of its registered domain (hierarchical), overriding app.partitioning.
+    #[arg(long, value_name = "RULE")]
+    partitioning: Option<application::service::Partitioning>,
     /// The spool root whose exchange/ folders every part shares, overriding
     /// app.exchange_root.
     #[arg(long, value_name = "DIR")]
@@ -394,6 +447,7 @@ fn run(command: Command) -> anyhow::Result<()> {
             Ok(())
         }
         Command::Assign(args) => assign_command(args),
+        Command::Quality(args) => quality_command(args),
         Command::Config(args) => {
             if args.default {
                 print!("{DEFAULT_RON}");
@@ -412,7 +466,37 @@ fn assign_command(args: AssignArgs) -> anyhow::Result<()> {
     use application::assign::{self, HostGraph, evaluate};
     use application::parts::Ownership;
     let config = Config::load_or_default(args.config.as_deref())?;
+    let read_started = std::time::Instant::now();
     let graph = HostGraph::from_repository(&args.repo, &config.app)?;
+    if args.table {
+        let started = std::time::Instant::now();
+        let rows = assign::table::table(&graph, &args.ks, &args.tops, args.imbalance)?;
+        // The cost of the evaluation: reading the repository, then the rows.
+        println!(
+            "assign table hosts={} pages={} urls={} read_seconds={:.2} table_seconds={:.2}",
+            graph.host_count(),
+            graph.page_count(),
+            graph.url_count(),
+            (started - read_started).as_secs_f64(),
+            started.elapsed().as_secs_f64()
+        );
+        print!("{}", assign::table::Table(&rows));
+        return Ok(());
+    }
+    if let (Some(n), Some(file)) = (args.replicate, &args.replicated) {
+        let list = assign::replicated_list(&graph, n);
+        assign::save_replicated(&list, file)?;
+        println!(
+            "replicated urls={} most_linked={} least_linked={} out={}",
+            list.urls.len(),
+            list.urls.first().map_or(0, |u| u.1),
+            list.urls.last().map_or(0, |u| u.1),
+            file.display()
+        );
+        if args.parts.is_none() {
+            return Ok(());
+        }
+    }
     let (parts, label, ownership) = match (&args.evaluate, args.parts, &args.out) {
         (Some(file), _, _) => {
             let text =
@@ -445,6 +529,17 @@ fn assign_command(args: AssignArgs) -> anyhow::Result<()> {
             .map(|o| format!(" out={}", o.display()))
             .unwrap_or_default()
     );
+    Ok(())
+}
+
+/// `polycrawl quality`: the reference's top-N, then the crawl's curve.
+fn quality_command(args: QualityArgs) -> anyhow::Result<()> {
+    use application::assign::{HostGraph, quality};
+    let config = Config::load_or_default(args.config.as_deref())?;
+    let reference = HostGraph::from_repository(&args.reference, &config.app)?;
+    let top = quality::top_set(&reference, args.top);
+    let order = quality::download_order(&args.repos)?;
+    print!("{}", quality::curve(&order, &top));
     Ok(())
 }
 
@@ -540,6 +635,12 @@ fn app_command(args: AppArgs) -> anyhow::Result<()> {
     }
     if let Some(v) = args.assignment {
         app.assignment_file = Some(v);
+    }
+    if let Some(v) = args.replicated {
+        app.replicated_file = Some(v);
+    }
+    if let Some(v) = args.partitioning {
+        app.partitioning = v;
     }
     if let Some(v) = args.exchange_root {
         app.exchange_root = Some(v);

@@ -5,9 +5,19 @@
 //! half the URLs the hash cuts (on the same evaluator), two runs give the same bytes,
 //! `--evaluate` gives the same figures back, and bad requests fail with a message.
 //!
+//! Issue 25, Cho and Garcia-Molina's remaining mechanisms, on a web with host
+//! communities and one websim for both crawls (so the URLs of the first are the
+//! URLs of the second): a complete crawl, then `assign --table` (its rows
+//! consistent: URL-hash sends more than site-hash, METIS less, replication never
+//! more than without it, METIS's page-level row equal to `assign`'s own figure),
+//! then a 4-part exchange crawl given the METIS file and the 100 most-linked URLs:
+//! no part sends a replicated URL (none is received, links to them were skipped),
+//! every manifest page stored once and fetched once; `polycrawl quality` ends at
+//! 1.0 for both crawls.
+//!
 //! The harness builds the `polycrawl` binary first if needed (see `tests::bin`).
 
-use std::collections::BTreeSet;
+use std::collections::{BTreeSet, HashSet};
 use std::path::Path;
 use std::process::{Command, Output};
 use std::time::Duration;
@@ -15,6 +25,7 @@ use std::time::Duration;
 use spool::formats::AssignmentTable;
 use tests::bin;
 use tests::process::ProcessGuard;
+use tests::repository::RepoScan;
 use tests::system::Knobs;
 use tests::websim::Websim;
 
@@ -29,6 +40,80 @@ fn crawl_config(ws: &Websim, dir: &Path) -> std::path::PathBuf {
     let path = dir.join("config.ron");
     std::fs::write(&path, text).expect("writing the config");
     path
+}
+
+/// Runs `polycrawl crawl` of `ws` into `dir/out` with `extra` flags, to its end;
+/// its stdout.
+fn crawl(ws: &Websim, dir: &Path, out: &str, extra: &[&str]) -> String {
+    let config = crawl_config(ws, dir);
+    let mut cmd = Command::new(bin::polycrawl());
+    cmd.arg("crawl")
+        .arg("--seeds")
+        .arg(ws.path("seeds"))
+        .arg("--out")
+        .arg(dir.join(out))
+        .arg("--config")
+        .arg(&config)
+        .args(extra)
+        .env("RUST_LOG", "warn");
+    let mut crawl = ProcessGuard::spawn("crawl", cmd, dir).expect("starting the crawl");
+    let status = crawl
+        .wait_exit(Duration::from_secs(300))
+        .unwrap()
+        .unwrap_or_else(|| panic!("{}", crawl.report("crawl still running after 300 s")));
+    assert!(status.success(), "{}", crawl.report("crawl failed"));
+    std::thread::sleep(Duration::from_millis(200));
+    let stdout = crawl.stdout().join("\n");
+    println!("{stdout}");
+    stdout
+}
+
+/// Runs `polycrawl` with `args`; its stdout, or a panic with its stderr.
+fn polycrawl_ok(args: &[&str]) -> String {
+    let run = polycrawl(args);
+    let stdout = String::from_utf8_lossy(&run.stdout).into_owned();
+    assert!(
+        run.status.success(),
+        "polycrawl {args:?}: {stdout}{}",
+        String::from_utf8_lossy(&run.stderr)
+    );
+    println!("{stdout}");
+    stdout
+}
+
+/// The last share of a `polycrawl quality` curve.
+fn final_share(curve: &str) -> f64 {
+    let last = curve
+        .lines()
+        .find(|l| l.trim_start().starts_with("100%"))
+        .unwrap_or_else(|| panic!("no 100% line in {curve}"));
+    last.split_whitespace()
+        .last()
+        .and_then(|s| s.parse().ok())
+        .unwrap_or_else(|| panic!("{last}"))
+}
+
+/// The `key N` figure summed over the part lines of `polycrawl crawl`'s output
+/// (`key` as the app's summary writes it before the number).
+fn part_sum(stdout: &str, key: &str) -> u64 {
+    let lines: Vec<&str> = stdout
+        .lines()
+        .filter(|l| l.starts_with("part ") && l.contains(" app "))
+        .collect();
+    assert_eq!(lines.len(), 4, "{stdout}");
+    lines
+        .iter()
+        .map(|l| {
+            let at = l
+                .find(&format!(", {key} "))
+                .unwrap_or_else(|| panic!("{key} in {l}"));
+            l[at + key.len() + 3..]
+                .split(|c: char| !c.is_ascii_digit())
+                .next()
+                .and_then(|n| n.parse::<u64>().ok())
+                .unwrap_or_else(|| panic!("{key} in {l}"))
+        })
+        .sum()
 }
 
 fn polycrawl(args: &[&str]) -> Output {
@@ -80,25 +165,8 @@ fn assignment_from_a_crawl_covers_its_hosts_and_beats_the_hash() {
         "3",
     ]);
     let dir = tempfile::tempdir().unwrap();
-    let config = crawl_config(&ws, dir.path());
-    let out = dir.path().join("out");
-    let mut cmd = Command::new(bin::polycrawl());
-    cmd.arg("crawl")
-        .arg("--seeds")
-        .arg(ws.path("seeds"))
-        .arg("--out")
-        .arg(&out)
-        .arg("--config")
-        .arg(&config)
-        .env("RUST_LOG", "warn");
-    let mut crawl = ProcessGuard::spawn("crawl", cmd, dir.path()).expect("starting the crawl");
-    let status = crawl
-        .wait_exit(Duration::from_secs(300))
-        .unwrap()
-        .unwrap_or_else(|| panic!("{}", crawl.report("crawl still running after 300 s")));
-    assert!(status.success(), "{}", crawl.report("crawl failed"));
-
-    let repo = out.join("repository");
+    crawl(&ws, dir.path(), "out", &[]);
+    let repo = dir.path().join("out").join("repository");
     let repo = repo.to_str().unwrap();
     let file = dir.path().join("assign-4.tsv");
     let file_s = file.to_str().unwrap();
@@ -191,4 +259,212 @@ fn assignment_from_a_crawl_covers_its_hosts_and_beats_the_hash() {
         !run.status.success() && err.contains("not a repository"),
         "{err}"
     );
+}
+
+/// One row of `assign --table`: scheme, K, replicated, cut URLs, per page, balance.
+type Row = (String, u32, u64, u64, f64, f64);
+
+#[test]
+fn replication_sends_no_top_url_and_the_table_is_consistent() {
+    let ws = Websim::start(&[
+        "--plain",
+        "--hosts",
+        "48",
+        "--pages",
+        "1500",
+        "--size-skew",
+        "0.3",
+        "--communities",
+        "4",
+        "--seed",
+        "4",
+    ]);
+    let dir = tempfile::tempdir().unwrap();
+    let manifest: HashSet<String> = ws
+        .manifest()
+        .into_iter()
+        .filter(|r| r.status == 200)
+        .map(|r| r.url)
+        .collect();
+    // The previous crawl: complete, unsplit.
+    crawl(&ws, dir.path(), "complete", &[]);
+    let repo = dir.path().join("complete").join("repository");
+    let scan = RepoScan::read(&repo).unwrap();
+    assert_eq!(scan.ok_urls, manifest, "the reference crawl is complete");
+    let repo_s = repo.to_str().unwrap();
+
+    // The table: every scheme at K = 2, 4, 8, consistent with itself.
+    let table = polycrawl_ok(&["assign", "--repo", repo_s, "--table"]);
+    let rows: Vec<Row> = table
+        .lines()
+        .skip(2)
+        .map(|l| {
+            let w: Vec<&str> = l.split_whitespace().collect();
+            assert_eq!(w.len(), 6, "{l}");
+            let n = |i: usize| w[i].parse::<f64>().unwrap_or_else(|_| panic!("{l}"));
+            (
+                w[0].to_owned(),
+                n(1) as u32,
+                n(2) as u64,
+                n(3) as u64,
+                n(4),
+                n(5),
+            )
+        })
+        .collect();
+    assert_eq!(rows.len(), 3 * 6, "{table}");
+    let header = table.lines().next().unwrap();
+    let pages = figure(header, "", "pages");
+    assert!(pages >= manifest.len() as f64, "{table}");
+    let row = |k: u32, scheme: &str| -> Row {
+        rows.iter()
+            .find(|r| r.1 == k && r.0 == scheme)
+            .unwrap_or_else(|| panic!("{scheme} K={k} in {table}"))
+            .clone()
+    };
+    for k in [2, 4, 8] {
+        let (url, site, metis) = (row(k, "url-hash"), row(k, "site-hash"), row(k, "metis"));
+        let (top100, top1000) = (row(k, "metis+top100"), row(k, "metis+top1000"));
+        assert!(
+            url.3 > site.3,
+            "URL-hash sends more than site-hash, K={k}\n{table}"
+        );
+        assert!(
+            metis.3 < site.3,
+            "METIS sends less than site-hash, K={k}\n{table}"
+        );
+        assert!(
+            top1000.3 <= top100.3 && top100.3 < metis.3,
+            "replication sends less, K={k}\n{table}"
+        );
+        assert_eq!(top100.2, 100, "{table}");
+        // Replication moves no page.
+        assert_eq!((top100.5, top1000.5), (metis.5, metis.5), "{table}");
+        for r in rows.iter().filter(|r| r.1 == k) {
+            assert!(r.5 >= 1.0, "{r:?}");
+            assert!((r.4 - r.3 as f64 / pages).abs() < 1e-3, "{r:?}");
+        }
+    }
+
+    // The files for the next crawl: METIS at K = 4 and the 100 most-linked URLs.
+    let assign = dir.path().join("assign-4.tsv");
+    let top = dir.path().join("top-100.tsv");
+    let made = polycrawl_ok(&[
+        "assign",
+        "--repo",
+        repo_s,
+        "--parts",
+        "4",
+        "--out",
+        assign.to_str().unwrap(),
+        "--replicate",
+        "100",
+        "--replicated",
+        top.to_str().unwrap(),
+    ]);
+    let line = made.lines().find(|l| l.starts_with("assign ")).unwrap();
+    assert_eq!(
+        figure(line, "partition:", "cut_urls") as u64,
+        row(4, "metis").3,
+        "the page-level row is assign's host-level figure\n{made}\n{table}"
+    );
+    let list = std::fs::read_to_string(&top).unwrap();
+    let listed: Vec<(String, u64)> = list
+        .lines()
+        .skip(1)
+        .map(|l| {
+            let (url, n) = l.split_once('\t').unwrap();
+            (url.to_owned(), n.parse().unwrap())
+        })
+        .collect();
+    assert_eq!(listed.len(), 100, "{list}");
+    assert!(
+        listed.windows(2).all(|w| w[0].1 >= w[1].1),
+        "most linked first"
+    );
+
+    // The next crawl of the same web, split in 4, exchange mode, with both files.
+    let since_us = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .unwrap()
+        .as_micros() as u64;
+    let out = crawl(
+        &ws,
+        dir.path(),
+        "split",
+        &[
+            "--parts",
+            "4",
+            "--mode",
+            "exchange",
+            "--assignment",
+            assign.to_str().unwrap(),
+            "--replicated",
+            top.to_str().unwrap(),
+        ],
+    );
+    assert!(
+        part_sum(&out, "replicated") > 0,
+        "links to replicated URLs were skipped\n{out}"
+    );
+    assert_eq!(
+        part_sum(&out, "replicated received"),
+        0,
+        "no part sent a replicated URL\n{out}"
+    );
+    // Exact: every manifest page stored, by one part, once; fetched once.
+    let parts: Vec<String> = (0..4)
+        .map(|i| {
+            dir.path()
+                .join("split")
+                .join(format!("repository-p{i}"))
+                .to_string_lossy()
+                .into_owned()
+        })
+        .collect();
+    let scans: Vec<RepoScan> = parts
+        .iter()
+        .map(|p| RepoScan::read(Path::new(p)).unwrap())
+        .collect();
+    let mut stored = HashSet::new();
+    for scan in &scans {
+        assert_eq!(
+            scan.by_status.get(&200).copied().unwrap_or(0),
+            scan.ok_urls.len()
+        );
+        for url in &scan.ok_urls {
+            assert!(stored.insert(url.clone()), "{url} stored by two parts");
+        }
+    }
+    assert_eq!(
+        stored, manifest,
+        "the split crawl stored exactly the manifest"
+    );
+    std::thread::sleep(Duration::from_millis(300));
+    let log: Vec<_> = ws
+        .log()
+        .into_iter()
+        .filter(|l| l.start_us >= since_us && !l.is_robots())
+        .collect();
+    let twice: Vec<(String, usize)> = tests::requestlog::url_counts(&log)
+        .into_iter()
+        .filter(|(_, n)| *n > 1)
+        .collect();
+    assert!(twice.is_empty(), "fetched more than once: {twice:?}");
+    for (url, _) in &listed {
+        if manifest.contains(url) {
+            assert!(
+                stored.contains(url),
+                "replicated {url} crawled by its owner"
+            );
+        }
+    }
+
+    // Quality: both crawls hold the whole top 100 at the end.
+    let reference = polycrawl_ok(&["quality", "--reference", repo_s, "--top", "100", repo_s]);
+    assert_eq!(final_share(&reference), 1.0, "{reference}");
+    let mut args = vec!["quality", "--reference", repo_s, "--top", "100"];
+    args.extend(parts.iter().map(String::as_str));
+    let split = polycrawl_ok(&args);
+    assert_eq!(final_share(&split), 1.0, "{split}");
 }

@@ -11,7 +11,9 @@
 //! - cross-over mode: coverage 100 %, overlap >= 0, none exchanged;
 //! - exchange mode with one part killed (SIGKILL) mid-crawl and restarted by the
 //!   demo's supervisor: still 100 % coverage and overlap 0 (a URL may be fetched
-//!   twice by the restarted part, see `app_crash.rs`).
+//!   twice by the restarted part, see `app_crash.rs`);
+//! - hierarchical partitioning (`--partitioning hierarchical`): exact as above,
+//!   and every registered domain's pages stored by one part.
 
 use std::path::Path;
 use std::process::Command;
@@ -264,4 +266,39 @@ fn a_part_killed_mid_crawl_loses_nothing() {
     assert_eq!(m.pages, m.unique, "{m:?}");
     assert_eq!(m.overlap, 0.0);
     eprintln!("duplicate fetches after the kill: {dups}");
+}
+
+#[test]
+fn hierarchical_partitioning_keeps_a_domain_in_one_part() {
+    let dir = tempfile::tempdir().unwrap();
+    let (out, ok) = finish(start(
+        dir.path(),
+        &["--mode", "exchange", "--partitioning", "hierarchical"],
+    ));
+    assert!(ok, "the demo failed");
+    let (fetched, expected, dups, robots) = oracle(&out);
+    assert_eq!((fetched, dups, robots), (expected, 0, 0));
+    let m = metrics(&out);
+    assert_eq!((m.pages, m.overlap), (m.unique, 0.0), "{m:?}");
+    // websim's registered domains are the hosts' last two labels.
+    let mut part_of: std::collections::BTreeMap<String, usize> = Default::default();
+    let mut domains_per_part = [0usize; 4];
+    for (i, domains) in domains_per_part.iter_mut().enumerate() {
+        let repo = dir.path().join("demo-out").join(format!("repository-p{i}"));
+        let scan = tests::repository::RepoScan::read(&repo).unwrap();
+        for url in &scan.ok_urls {
+            let host = tests::requestlog::url_host(url);
+            let labels: Vec<&str> = host.rsplitn(3, '.').take(2).collect();
+            let domain = format!("{}.{}", labels[1], labels[0]);
+            let first = *part_of.entry(domain.clone()).or_insert_with(|| {
+                *domains += 1;
+                i
+            });
+            assert_eq!(first, i, "{domain} stored by parts {first} and {i}");
+        }
+    }
+    assert!(
+        domains_per_part.iter().all(|n| *n > 0),
+        "every part got domains: {domains_per_part:?}"
+    );
 }

@@ -10,8 +10,17 @@
 //! Works for any [`Ownership`] (hash, or a table with the hash for other hosts), so
 //! the hash baseline and a partition are measured by the same code.
 //!
-//! Cost: O(hosts + linked (host, URL) pairs) time, 4 bytes per distinct URL and
-//! 4 bytes per host of memory. This module must never change an ownership.
+//! [`evaluate_pages`] measures the same at page level, for any [`Scheme`] (a host
+//! rule, or the URL hash that splits hosts) and with a set of replicated URLs that
+//! no part sends (Cho and Garcia-Molina's replication): a page's part sends the
+//! distinct URLs its pages link to that another part owns and that are not
+//! replicated. For a host rule without replication it gives exactly
+//! [`evaluate`]'s figures (a host's pages are all in its part).
+//!
+//! Cost: [`evaluate`] O(hosts + linked (host, URL) pairs) time, 4 bytes per
+//! distinct URL and 4 bytes per host of memory; [`evaluate_pages`] O(URLs + pages
+//! log pages + linked (page, URL) pairs) time, 8 bytes per URL and 8 per page.
+//! This module must never change an ownership.
 
 use std::fmt;
 
@@ -63,6 +72,68 @@ impl fmt::Display for Figures {
             self.cut_per_page(),
             self.balance()
         )
+    }
+}
+
+/// A partitioning scheme for the page-level evaluation.
+#[derive(Debug, Clone, Copy)]
+pub enum Scheme<'a> {
+    /// A host rule: site-hash, hierarchical or an assignment table.
+    Hosts(&'a Ownership),
+    /// The URL hash over this many parts ([`crate::parts::url_part`]).
+    Urls(u32),
+}
+
+impl Scheme<'_> {
+    fn parts(&self) -> u32 {
+        match self {
+            Scheme::Hosts(o) => o.count(),
+            Scheme::Urls(k) => (*k).max(1),
+        }
+    }
+}
+
+/// The page-level figures of `scheme` on `graph`, no part sending a URL whose
+/// `replicated[u]` is true (an empty slice: none is). See the module docs.
+pub fn evaluate_pages(graph: &HostGraph, scheme: Scheme<'_>, replicated: &[bool]) -> Figures {
+    let k = scheme.parts();
+    let url_part: Vec<u32> = match scheme {
+        Scheme::Hosts(ownership) => {
+            let host_part: Vec<u32> = graph.hosts().iter().map(|h| ownership.owner(h)).collect();
+            (0..graph.url_count() as u32)
+                .map(|u| host_part[graph.url_host(u) as usize])
+                .collect()
+        }
+        Scheme::Urls(_) => (0..graph.url_count() as u32)
+            .map(|u| crate::parts::url_part(graph.url(u), k))
+            .collect(),
+    };
+    let mut part_pages = vec![0u64; k as usize];
+    // Pages grouped by part, so a URL's mark says whether this part counted it.
+    let mut order: Vec<u32> = (0..graph.page_count() as u32).collect();
+    order.sort_by_key(|p| url_part[graph.page_url(*p as usize) as usize]);
+    let mut mark = vec![u32::MAX; graph.url_count()];
+    let mut cut_urls = 0u64;
+    for p in order {
+        let part = url_part[graph.page_url(p as usize) as usize];
+        part_pages[part as usize] += 1;
+        for &u in graph.page_links(p as usize) {
+            let ui = u as usize;
+            if url_part[ui] != part
+                && mark[ui] != part
+                && !replicated.get(ui).copied().unwrap_or(false)
+            {
+                mark[ui] = part;
+                cut_urls += 1;
+            }
+        }
+    }
+    Figures {
+        parts: k,
+        hosts: graph.host_count(),
+        pages: graph.page_count() as u64,
+        cut_urls,
+        part_pages,
     }
 }
 
@@ -156,6 +227,49 @@ mod tests {
         // Everything together: nothing crosses, perfect balance for K = 1.
         let f = evaluate(&g, &Ownership::hashed(1).unwrap());
         assert_eq!((f.cut_urls, f.balance()), (0, 1.0));
+    }
+
+    #[test]
+    fn page_level_matches_host_level_and_replication_only_removes() {
+        let g = graph();
+        for k in 1..=3 {
+            let own = Ownership::hashed(k).unwrap();
+            assert_eq!(
+                evaluate_pages(&g, Scheme::Hosts(&own), &[]),
+                evaluate(&g, &own)
+            );
+        }
+        let own = table(2, &[("a.test", 0), ("b.test", 1), ("c.test", 0)]);
+        let plain = evaluate_pages(&g, Scheme::Hosts(&own), &[]);
+        assert_eq!(plain.cut_urls, 3);
+        // b/1 replicated: part 0 no longer sends it.
+        let b1 = (0..g.url_count() as u32)
+            .find(|u| g.url(*u) == "http://b.test/1")
+            .unwrap();
+        let mut rep = vec![false; g.url_count()];
+        rep[b1 as usize] = true;
+        let with = evaluate_pages(&g, Scheme::Hosts(&own), &rep);
+        assert_eq!(with.cut_urls, 2);
+        assert_eq!(with.part_pages, plain.part_pages);
+        // URL hash: pages of one host land in different parts, by the URL's hash.
+        let f = evaluate_pages(&g, Scheme::Urls(4), &[]);
+        assert_eq!(f.pages, 4);
+        let expect: Vec<u64> = (0..4)
+            .map(|part| {
+                [
+                    "http://a.test/",
+                    "http://a.test/x",
+                    "http://c.test/",
+                    "http://b.test/1",
+                ]
+                .iter()
+                .filter(|u| crate::parts::url_part(u, 4) == part)
+                .count() as u64
+            })
+            .collect();
+        assert_eq!(f.part_pages, expect);
+        // With one part nothing is sent, whatever the scheme.
+        assert_eq!(evaluate_pages(&g, Scheme::Urls(1), &[]).cut_urls, 0);
     }
 
     #[test]

@@ -21,14 +21,21 @@
 //! what an index line needs (URL, HTTP head), so memory peaks at one file's records:
 //! about 0.5 KB a record, some 40 MB for a 1 GB file.
 //!
+//! The graph also keeps the page level, for the page-level evaluation
+//! ([`super::evaluate::evaluate_pages`]) and replication: every stored page with
+//! the distinct URLs it links to ([`HostGraph::page_links`]), every URL's text
+//! ([`HostGraph::url`]), and from them each URL's back-links
+//! ([`HostGraph::backlinks`]: the distinct stored pages linking to it).
+//!
 //! # Cost
 //!
-//! One pass over the repository's bytes plus link extraction. Memory: URLs are held
-//! as 64-bit FNV-1a hashes (a collision, about 2^-64 per pair, merges two URLs),
-//! about 30 bytes per distinct URL (hash-map entry, target host, stored flag), 4
-//! bytes per distinct (host, linked URL) pair, and per host its name plus about 40
-//! bytes. [`HostGraph::edges`] adds about 40 bytes per pair of linked hosts while it
-//! runs. Never the pages' bodies: one record at a time.
+//! One pass over the repository's bytes plus link extraction. Memory: URLs are
+//! identified by 64-bit FNV-1a hashes (a collision, about 2^-64 per pair, merges two
+//! URLs), about 30 bytes per distinct URL (hash-map entry, target host, page
+//! number) plus its text and 8 bytes, 4 bytes per distinct (host, linked URL) pair
+//! and per distinct (page, linked URL) pair, 12 bytes per stored page, and per host
+//! its name plus about 40 bytes. [`HostGraph::edges`] adds about 40 bytes per pair
+//! of linked hosts while it runs. Never the pages' bodies: one record at a time.
 //!
 //! This module must never decide ownership: it only describes the crawl.
 
@@ -42,7 +49,7 @@ use crate::service::AppConfig;
 use crate::service::pages::{BatchReader, PageLinksOf};
 
 /// FNV-1a 64 of a URL's bytes: the URL's identity in the graph.
-fn url_hash(url: &str) -> u64 {
+pub(crate) fn url_hash(url: &str) -> u64 {
     let mut h: u64 = 0xcbf2_9ce4_8422_2325;
     for b in url.bytes() {
         h ^= u64::from(b);
@@ -64,7 +71,19 @@ pub struct HostGraph {
     links: Vec<u32>,
     /// The host of each distinct linked URL.
     url_host: Vec<u32>,
+    /// Every URL's text: `url_text[url_end[u - 1]..url_end[u]]`.
+    url_text: String,
+    url_end: Vec<usize>,
+    /// The URL of each stored page, in the order first read.
+    page_urls: Vec<u32>,
+    /// `page_links[page_links_start[p]..page_links_start[p + 1]]`: the URLs stored
+    /// page `p` links to, sorted, each once.
+    page_links_start: Vec<usize>,
+    page_links: Vec<u32>,
 }
+
+/// No stored page (in [`Builder`]'s URL-to-page table).
+const NO_PAGE: u32 = u32::MAX;
 
 /// What is collected while reading, before hosts are renumbered in name order.
 #[derive(Debug, Default)]
@@ -75,7 +94,12 @@ pub struct Builder {
     out: Vec<Vec<u32>>,
     url_ids: HashMap<u64, u32>,
     url_host: Vec<u32>,
-    stored: Vec<bool>,
+    url_text: String,
+    url_end: Vec<usize>,
+    /// Per URL: its stored page number, or [`NO_PAGE`].
+    page_of: Vec<u32>,
+    page_urls: Vec<u32>,
+    page_out: Vec<Vec<u32>>,
 }
 
 impl Builder {
@@ -106,7 +130,9 @@ impl Builder {
         let id = self.url_host.len() as u32;
         self.url_ids.insert(hash, id);
         self.url_host.push(host);
-        self.stored.push(false);
+        self.url_text.push_str(url.as_str());
+        self.url_end.push(self.url_text.len());
+        self.page_of.push(NO_PAGE);
         Some((id, host))
     }
 
@@ -116,12 +142,18 @@ impl Builder {
         let Some((id, host)) = self.url(page) else {
             return;
         };
-        if !std::mem::replace(&mut self.stored[id as usize], true) {
+        let mut page_no = self.page_of[id as usize];
+        if page_no == NO_PAGE {
+            page_no = self.page_urls.len() as u32;
+            self.page_of[id as usize] = page_no;
+            self.page_urls.push(id);
+            self.page_out.push(Vec::new());
             self.pages[host as usize] += 1;
         }
         for link in links {
             if let Some((target, _)) = self.url(link) {
                 self.out[host as usize].push(target);
+                self.page_out[page_no as usize].push(target);
             }
         }
     }
@@ -161,12 +193,26 @@ impl Builder {
             names.push(std::mem::take(&mut hosts[*old as usize]));
             pages.push(self.pages[*old as usize]);
         }
+        let mut page_links_start = Vec::with_capacity(self.page_out.len() + 1);
+        let mut page_links = Vec::new();
+        page_links_start.push(0);
+        for mut list in self.page_out {
+            list.sort_unstable();
+            list.dedup();
+            page_links.extend_from_slice(&list);
+            page_links_start.push(page_links.len());
+        }
         HostGraph {
             hosts: names,
             pages,
             links_start,
             links,
             url_host,
+            url_text: self.url_text,
+            url_end: self.url_end,
+            page_urls: self.page_urls,
+            page_links_start,
+            page_links,
         }
     }
 }
@@ -232,6 +278,74 @@ impl HostGraph {
         self.url_host.len()
     }
 
+    /// The text of URL index `u` (as the application canonicalizes it).
+    pub fn url(&self, u: u32) -> &str {
+        let u = u as usize;
+        let start = if u == 0 { 0 } else { self.url_end[u - 1] };
+        &self.url_text[start..self.url_end[u]]
+    }
+
+    /// Stored pages (each URL once).
+    pub fn page_count(&self) -> usize {
+        self.page_urls.len()
+    }
+
+    /// The URL index of stored page `p` (pages numbered in the order first read).
+    pub fn page_url(&self, p: usize) -> u32 {
+        self.page_urls[p]
+    }
+
+    /// The distinct URLs stored page `p` links to, as URL indices.
+    pub fn page_links(&self, p: usize) -> &[u32] {
+        &self.page_links[self.page_links_start[p]..self.page_links_start[p + 1]]
+    }
+
+    /// Per URL index: its back-links, the distinct stored pages linking to it (a
+    /// page's link to itself not counted). O(URLs + page links).
+    pub fn backlinks(&self) -> Vec<u32> {
+        let mut counts = vec![0u32; self.url_count()];
+        for p in 0..self.page_count() {
+            let own = self.page_url(p);
+            for &u in self.page_links(p) {
+                if u != own {
+                    counts[u as usize] += 1;
+                }
+            }
+        }
+        counts
+    }
+
+    /// The `n` URLs with the most back-links, most first, ties in URL order
+    /// (deterministic); URLs without back-links are never listed. Returns
+    /// `(URL index, back-links)`. O(URLs log URLs). Linked URLs that were never
+    /// stored (dead, refused by robots.txt) count: parts exchange them too.
+    pub fn most_linked(&self, n: usize) -> Vec<(u32, u32)> {
+        self.ranked(n, |_| true)
+    }
+
+    /// As [`Self::most_linked`], among the stored pages only (the quality
+    /// metric's important pages: a crawl can hold nothing else).
+    pub fn most_linked_pages(&self, n: usize) -> Vec<(u32, u32)> {
+        let mut stored = vec![false; self.url_count()];
+        for &u in &self.page_urls {
+            stored[u as usize] = true;
+        }
+        self.ranked(n, |u| stored[u])
+    }
+
+    fn ranked(&self, n: usize, keep: impl Fn(usize) -> bool) -> Vec<(u32, u32)> {
+        let counts = self.backlinks();
+        let mut order: Vec<(u32, u32)> = counts
+            .iter()
+            .enumerate()
+            .filter(|(u, c)| **c > 0 && keep(*u))
+            .map(|(u, c)| (u as u32, *c))
+            .collect();
+        order.sort_unstable_by(|a, b| b.1.cmp(&a.1).then_with(|| self.url(a.0).cmp(self.url(b.0))));
+        order.truncate(n);
+        order
+    }
+
     /// The weighted edges `(a, b, weight)` with `a < b`, sorted: weight is the
     /// distinct URLs of `b` linked from `a`'s pages plus those of `a` linked from
     /// `b`'s. Links within a host (self-loops) are not edges.
@@ -254,7 +368,7 @@ impl HostGraph {
 }
 
 /// Every batch file under `dir`, recursively (not the revisit companions).
-fn collect_batches(dir: &Path, out: &mut Vec<PathBuf>) -> Result<(), AssignError> {
+pub(crate) fn collect_batches(dir: &Path, out: &mut Vec<PathBuf>) -> Result<(), AssignError> {
     let io = |source| AssignError::Read {
         path: dir.to_owned(),
         source,

@@ -13,7 +13,12 @@
 //!   [`AssignmentTable`];
 //! - [`evaluate`](mod@evaluate): for any [`Ownership`](crate::parts::Ownership) the
 //!   cut URLs per page and the balance ([`evaluate()`] → [`Figures`]);
-//! - [`save`]: the table, published crash-safely.
+//! - [`table`](mod@table): the page-level comparison of partitioning schemes (URL-hash,
+//!   site-hash, hierarchical, METIS, METIS with replication) at several K;
+//! - [`quality`]: Cho and Garcia-Molina's quality metric, the share of a reference
+//!   crawl's most-linked pages a crawl holds after each tenth of its downloads;
+//! - [`save`] and [`save_replicated`]: the assignment table and the replicated-URL
+//!   list ([`replicated_list`]: the N most-linked URLs), published crash-safely.
 //!
 //! Parts read the file through [`crate::parts::Ownership::load`]; hosts not in it
 //! (new since the previous crawl) fall back to the hash. This module must never
@@ -22,11 +27,13 @@
 pub mod evaluate;
 pub mod graph;
 pub mod partition;
+pub mod quality;
+pub mod table;
 
 use std::io::Write;
 use std::path::{Path, PathBuf};
 
-use spool::formats::AssignmentTable;
+use spool::formats::{AssignmentTable, FormatError, ReplicatedList};
 
 pub use evaluate::{Figures, evaluate};
 pub use graph::HostGraph;
@@ -103,6 +110,34 @@ pub enum AssignError {
 /// fsync of the folder ([`spool::publish::durable_rename`]). A crash leaves the old
 /// file or the new one, never a part of either.
 pub fn save(table: &AssignmentTable, path: &Path) -> Result<(), AssignError> {
+    save_with(path, |w| table.write(w))
+}
+
+/// The `n` most-linked URLs of `graph` ([`HostGraph::most_linked`]) as a
+/// replicated-URL list.
+pub fn replicated_list(graph: &HostGraph, n: usize) -> ReplicatedList {
+    ReplicatedList {
+        urls: graph
+            .most_linked(n)
+            .into_iter()
+            .map(|(u, count)| (graph.url(u).to_owned(), u64::from(count)))
+            .collect(),
+    }
+}
+
+/// Writes a replicated-URL list to `path` crash-safely, as [`save`].
+pub fn save_replicated(list: &ReplicatedList, path: &Path) -> Result<(), AssignError> {
+    save_with(path, |w| list.write(w))
+}
+
+type FileWriter = std::io::BufWriter<std::fs::File>;
+
+/// Writes through `write` into a sibling temporary file, then publishes it as
+/// `path` (fsync, rename, fsync of the folder).
+fn save_with(
+    path: &Path,
+    write: impl FnOnce(FileWriter) -> Result<FileWriter, FormatError>,
+) -> Result<(), AssignError> {
     let write_err = |source| AssignError::Write {
         path: path.to_owned(),
         source,
@@ -116,7 +151,7 @@ pub fn save(table: &AssignmentTable, path: &Path) -> Result<(), AssignError> {
     let tmp = path.with_file_name(tmp_name);
     let file = std::fs::File::create(&tmp).map_err(write_err)?;
     let result = (|| {
-        let mut writer = table.write(std::io::BufWriter::new(file))?;
+        let mut writer = write(std::io::BufWriter::new(file))?;
         writer.flush().map_err(write_err)?;
         let file = writer.into_inner().map_err(|e| write_err(e.into_error()))?;
         spool::publish::durable_rename(file, &tmp, path)

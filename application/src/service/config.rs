@@ -162,6 +162,15 @@ pub struct AppConfig {
     /// An assignment file (`polycrawl assign`): host to part; hosts it does not
     /// name go by the hash. Default none (hash only).
     pub assignment_file: Option<PathBuf>,
+    /// How hosts the assignment file does not name are dealt to parts:
+    /// [`Partitioning::Site`] (the hash of the host) or
+    /// [`Partitioning::Hierarchical`] (the hash of its registered domain, so a
+    /// domain's hosts share a part; `parts::domain_of`). Default `site`.
+    pub partitioning: Partitioning,
+    /// A replicated-URL file (`polycrawl assign --replicate N`): the most-linked
+    /// URLs of a previous crawl, crawled by their owner and never exchanged
+    /// (`parts::replicated`). Default none.
+    pub replicated_file: Option<PathBuf>,
     /// The spool root whose `exchange/<app>/` folders and `parts/` status files
     /// every part shares (each part may have its own spool, one per crawling
     /// system). Default none: this part's own spool root.
@@ -189,6 +198,30 @@ pub enum PartMode {
     /// Kept, and requested by this part itself once its own frontier is dry:
     /// full coverage, overlap allowed.
     Crossover,
+}
+
+/// How a split crawl deals hosts to parts by hash (Cho and Garcia-Molina, section
+/// 3; `crate::parts`). A URL-hash rule is not offered: it splits hosts.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, Default)]
+#[serde(rename_all = "lowercase")]
+pub enum Partitioning {
+    /// The hash of the host.
+    #[default]
+    Site,
+    /// The hash of the host's registered domain.
+    Hierarchical,
+}
+
+impl std::str::FromStr for Partitioning {
+    type Err = String;
+
+    fn from_str(s: &str) -> Result<Self, String> {
+        match s {
+            "site" => Ok(Self::Site),
+            "hierarchical" => Ok(Self::Hierarchical),
+            _ => Err(format!("{s:?}: expected site or hierarchical")),
+        }
+    }
 }
 
 impl std::str::FromStr for PartMode {
@@ -251,6 +284,8 @@ impl Default for AppConfig {
             part: 0,
             part_mode: PartMode::Exchange,
             assignment_file: None,
+            partitioning: Partitioning::Site,
+            replicated_file: None,
             exchange_root: None,
             exchange_urls_per_file: 1000,
             exchange_max_age_ms: 1000,

@@ -277,6 +277,14 @@ impl Crawl {
             for url in &seeds {
                 self.offer(url, 0, 0, None)?;
             }
+            // The replicated URLs this part owns: other parts never send them.
+            let own = self.parts.as_ref().map(Parts::own_replicated);
+            for url in own.unwrap_or_default() {
+                match canon::parse(&url, None, &self.canon) {
+                    Ok(url) => self.offer(&url, 0, 0, None)?,
+                    Err(e) => warn!(url = %url, error = %e, "app: replicated URL rejected"),
+                }
+            }
             self.seeds_generation = Some(self.input_done());
         }
         for claimed in self.pages.resume()? {
@@ -623,6 +631,9 @@ impl Crawl {
         for req in urls {
             match canon::parse(&req.url, None, &self.canon) {
                 Ok(url) => {
+                    if self.parts.as_ref().is_some_and(|p| p.is_replicated(&url)) {
+                        self.progress.parts.replicated_in += 1;
+                    }
                     let depth = req.hints.depth.unwrap_or(0);
                     let hops = req.hints.hops.unwrap_or(0);
                     // A vote: the linking page's site counts toward the budget.
@@ -875,6 +886,11 @@ impl Crawl {
                     continue;
                 };
                 let owner = parts.owner(&url);
+                if owner != parts.own && parts.is_replicated(&url) {
+                    // Its owner crawls it; every other part holds it as seen.
+                    self.progress.parts.replicated += 1;
+                    continue;
+                }
                 if owner != parts.own {
                     foreign.push((owner, Foreign::new(url.to_string(), word(0), word(4))));
                     continue;

@@ -33,6 +33,15 @@
 //!   memory stays bounded) and requested by the part itself once its own frontier
 //!   is dry (the manager says idle). Overlap is expected, and measured.
 //!
+//! **Replication** (exchange mode; Cho and Garcia-Molina section 3.2,
+//! `crate::parts::replicated`): with `replicated_file`, every part holds the same
+//! list of a previous crawl's most-linked URLs. A listed URL another part owns is
+//! neither sent nor voted for (counted `replicated`); the owner offers the listed
+//! URLs it owns with its seeds (depth 0, once: the seeds' generation covers them),
+//! so it crawls them even where only other parts link to them. A listed URL that
+//! arrives in an exchange file anyway (a part run without the list) is applied
+//! as usual and counted `replicated_in`.
+//!
 //! **Crash safety of the exchange.** A merge's outbox lines (or cross-over
 //! lines) are written, fsynced, before its generation is recorded as
 //! published, exactly as its request files: a crash in between writes them again
@@ -90,10 +99,11 @@ use spool::{AppId, ComponentId, Spool, SpoolDir};
 use tracing::warn;
 use url::Url;
 
-use super::config::{AppConfig, PartMode};
+use super::config::{AppConfig, PartMode, Partitioning};
 use super::error::AppError;
 use super::state::PartCounters;
 use crate::parts::Ownership;
+use crate::parts::replicated::Replicated;
 
 /// A foreign URL on its way out.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -155,6 +165,8 @@ pub(crate) struct Parts {
     pub count: u32,
     pub mode: PartMode,
     ownership: Ownership,
+    /// The replicated URLs (`parts::replicated`): never sent, the owner seeds them.
+    replicated: Replicated,
     /// Publishers into every other part's exchange folder (none for our own).
     outboxes: Vec<Option<Publisher>>,
     /// Our own exchange folder.
@@ -209,6 +221,17 @@ impl Parts {
             field: "assignment_file",
             reason: e.to_string(),
         })?;
+        let ownership = match config.partitioning {
+            Partitioning::Site => ownership,
+            Partitioning::Hierarchical => ownership.hierarchical(),
+        };
+        let replicated = match &config.replicated_file {
+            Some(path) => Replicated::load(path).map_err(|e| AppError::Config {
+                field: "replicated_file",
+                reason: e.to_string(),
+            })?,
+            None => Replicated::default(),
+        };
         let root = config
             .exchange_root
             .clone()
@@ -255,6 +278,7 @@ impl Parts {
             count,
             mode: config.part_mode,
             ownership,
+            replicated,
             outboxes,
             inbox: Consumer::new(root.exchange(own_app)?, id.clone())?,
             folders,
@@ -278,6 +302,27 @@ impl Parts {
             .owner(&crate::parts::host_of(url).unwrap_or_default())
     }
 
+    /// Whether `url` is replicated: every part holds it, its owner crawls it, no
+    /// part sends it. O(1).
+    /// Exchange mode only: the other modes send nothing anyway.
+    pub(crate) fn is_replicated(&self, url: &Url) -> bool {
+        self.mode == PartMode::Exchange && self.replicated.contains(url.as_str())
+    }
+
+    /// The replicated URLs this part owns, to offer like seeds: the owner crawls
+    /// them even where only other parts link to them (which then never send them).
+    /// Exchange mode only, like [`Self::is_replicated`].
+    pub(crate) fn own_replicated(&self) -> Vec<String> {
+        if self.mode != PartMode::Exchange {
+            return Vec::new();
+        }
+        self.replicated
+            .urls()
+            .filter(|u| Url::parse(u).is_ok_and(|url| self.owner(&url) == self.own))
+            .map(str::to_owned)
+            .collect()
+    }
+
     /// `url` was linked from `page`, of a site not counted before for its host:
     /// if another part owns the host, the URL goes to it with `page` as its `via`
     /// with the next hand-on, so that the owner counts the site (exchange mode
@@ -288,7 +333,7 @@ impl Parts {
             return;
         }
         let owner = self.owner(url);
-        if owner == self.own {
+        if owner == self.own || self.is_replicated(url) {
             return;
         }
         let mut vote = Foreign::new(url.to_string(), depth, hops);

@@ -104,7 +104,7 @@ use tokio::sync::{mpsc, watch};
 use tokio_util::sync::CancellationToken;
 
 pub use budget::HostCut;
-pub use config::{AppConfig, PartMode};
+pub use config::{AppConfig, PartMode, Partitioning};
 pub use control::{ControlSettings, default_id};
 #[doc(hidden)]
 pub use crawl::CrashHook;

@@ -60,6 +60,12 @@ pub struct PartCounters {
     pub kept: u64,
     /// Kept foreign URLs requested by this part (cross-over mode).
     pub crossed: u64,
+    /// Foreign URLs not sent because they are replicated (`parts::replicated`):
+    /// their owner crawls them.
+    pub replicated: u64,
+    /// Exchanged URLs received that are on the replicated list (0 unless some
+    /// part runs without the list, or with another one).
+    pub replicated_in: u64,
 }
 
 impl Progress {
@@ -100,6 +106,8 @@ impl Progress {
                 "parts.dropped" => p.parts.dropped = n,
                 "parts.kept" => p.parts.kept = n,
                 "parts.crossed" => p.parts.crossed = n,
+                "parts.replicated" => p.parts.replicated = n,
+                "parts.replicated_in" => p.parts.replicated_in = n,
                 _ => {
                     if let Some(reason) = key.strip_prefix("outcome.") {
                         p.outcomes.insert(reason.to_owned(), n);
@@ -138,14 +146,17 @@ impl Progress {
         let c = &self.parts;
         text.push_str(&format!(
             "parts.sent_files={}\nparts.sent_urls={}\nparts.applied_files={}\n\
-             parts.applied_urls={}\nparts.dropped={}\nparts.kept={}\nparts.crossed={}\n",
+             parts.applied_urls={}\nparts.dropped={}\nparts.kept={}\nparts.crossed={}\n\
+             parts.replicated={}\nparts.replicated_in={}\n",
             c.sent_files,
             c.sent_urls,
             c.applied_files,
             c.applied_urls,
             c.dropped,
             c.kept,
-            c.crossed
+            c.crossed,
+            c.replicated,
+            c.replicated_in
         ));
         for (reason, n) in &self.outcomes {
             text.push_str(&format!("outcome.{reason}={n}\n"));

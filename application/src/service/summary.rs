@@ -106,7 +106,7 @@ impl fmt::Display for Summary {
             write!(
                 f,
                 ", part {} of {} ({:?}): sent {} URLs in {} files, applied {} URLs in {} \
-                 files, dropped {}, kept {}, crossed {}",
+                 files, dropped {}, kept {}, crossed {}, replicated {}, replicated received {}",
                 p.part,
                 p.parts,
                 p.mode,
@@ -116,7 +116,9 @@ impl fmt::Display for Summary {
                 c.applied_files,
                 c.dropped,
                 c.kept,
-                c.crossed
+                c.crossed,
+                c.replicated,
+                c.replicated_in
             )?;
         }
         if !self.most_cut.is_empty() {

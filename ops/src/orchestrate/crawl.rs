@@ -96,6 +96,12 @@ pub(crate) fn run_with(
     if args.split.assignment.is_some() {
         config.app.assignment_file = args.split.assignment.clone();
     }
+    if let Some(rule) = args.split.partitioning {
+        config.app.partitioning = rule;
+    }
+    if args.split.replicated.is_some() {
+        config.app.replicated_file = args.split.replicated.clone();
+    }
     if !config.downloader.allow_private || !config.manager.frontier.allow_private_addresses {
         tracing::info!("private, loopback and link-local addresses are not fetched (config)");
     }

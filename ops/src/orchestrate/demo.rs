@@ -523,6 +523,10 @@ pub fn run(args: DemoArgs, shutdown: CancellationToken, rt: Handle) -> anyhow::R
     let mut config = demo_config(&layout, &ready, &args);
     config.app.part_mode = args.split.mode;
     config.app.assignment_file = args.split.assignment.clone();
+    config.app.replicated_file = args.split.replicated.clone();
+    if let Some(rule) = args.split.partitioning {
+        config.app.partitioning = rule;
+    }
     config.app.parts = args.split.parts;
     args.strategy.apply(&mut config.app);
     let machines = if args.machines {
@@ -742,6 +746,8 @@ mod tests {
                 systems: 1,
                 mode: application::service::PartMode::Exchange,
                 assignment: None,
+                replicated: None,
+                partitioning: None,
             },
             machines: false,
             visibility_delay_ms: 1000,

@@ -43,6 +43,15 @@ pub struct SplitArgs {
     /// hash.
     #[arg(long, value_name = "FILE")]
     pub assignment: Option<std::path::PathBuf>,
+    /// A replicated-URL file (`polycrawl assign --replicate`): the most-linked URLs
+    /// of a previous crawl, crawled by their owner and never exchanged.
+    #[arg(long, value_name = "FILE")]
+    pub replicated: Option<std::path::PathBuf>,
+    /// Hosts the assignment file does not name go by the hash of the host (site)
+    /// or of its registered domain (hierarchical: a domain's hosts share a part),
+    /// overriding app.partitioning [default: site].
+    #[arg(long, value_name = "RULE")]
+    pub partitioning: Option<application::service::Partitioning>,
 }
 
 /// One part's figures.

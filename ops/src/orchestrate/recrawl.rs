@@ -114,6 +114,8 @@ pub fn run(args: RecrawlArgs, shutdown: CancellationToken, rt: Handle) -> anyhow
             systems: 1,
             mode: application::service::PartMode::Exchange,
             assignment: None,
+            replicated: None,
+            partitioning: None,
         },
         // A recrawl revisits what the repository holds, URL by URL.
         strategy: StrategyArgs::default(),

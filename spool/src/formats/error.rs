@@ -178,4 +178,13 @@ pub enum FormatErrorKind {
         /// The repeated host.
         host: String,
     },
+    /// A replicated-URL line is not `URL<TAB>back-links`.
+    #[error("bad replicated-URL line: expected URL<TAB>back-link count")]
+    BadReplicated,
+    /// A replicated-URL file names one URL twice.
+    #[error("URL {url:?} listed twice")]
+    DuplicateUrl {
+        /// The repeated URL.
+        url: String,
+    },
 }

@@ -1,5 +1,6 @@
-//! The text file formats of the spool: request files, outcome files, exchange files
-//! and assignment files. (Page batches are WARC; see [`crate::warc`].)
+//! The text file formats of the spool: request files, outcome files, exchange files,
+//! assignment files and replicated-URL files. (Page batches are WARC; see
+//! [`crate::warc`].)
 //!
 //! | format | folder | direction | module |
 //! |---|---|---|---|
@@ -7,6 +8,7 @@
 //! | outcome file v1 | `outcomes/<app>/` | manager → application | [`outcomes`] |
 //! | exchange file v1 | `exchange/<app>/` | application part → part | [`exchange`] |
 //! | assignment file v1 | anywhere (`polycrawl assign --out`) | `assign` → every part | [`assignment`] |
+//! | replicated-URL file v1 | anywhere (`polycrawl assign --replicate`) | `assign` → every part | [`replicated`] |
 //!
 //! Each module documents its format with a complete example file. Rules common to all
 //! of them, chosen so that `grep`, `cut`, `sort` and a text editor are enough to read
@@ -35,6 +37,7 @@ pub mod assignment;
 pub mod error;
 pub mod exchange;
 pub mod outcomes;
+pub mod replicated;
 pub mod requests;
 mod text;
 pub mod urls;
@@ -43,6 +46,7 @@ pub use assignment::AssignmentTable;
 pub use error::{FormatError, FormatErrorKind};
 pub use exchange::{ExchangeHeader, ExchangeReader, ExchangeWriter};
 pub use outcomes::{Outcome, OutcomeReader, OutcomeWriter};
+pub use replicated::ReplicatedList;
 pub use requests::{RequestHeader, RequestReader, RequestWriter};
 pub use urls::{Hints, Request};
 
