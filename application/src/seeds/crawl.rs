@@ -752,7 +752,7 @@ impl SeedCrawl {
 
 /// Which input seeds this application takes. Unsplit: all. Part I of a crawl split
 /// into K parts (one per crawling system or machine): the seeds whose host it owns
-/// by [`crate::parts::Ownership`] (the hash, or the assignment file), so every
+/// by the crawl's [`Ownership`] ([`AppConfig::ownership`]), so every
 /// seed is crawled by exactly one part and a site's parties stay on one crawling
 /// system. External links are never followed, so parts exchange nothing.
 enum SeedOwner {
@@ -765,15 +765,7 @@ impl SeedOwner {
         if config.part_stem()?.is_none() {
             return Ok(Self::All);
         }
-        let ownership = match &config.assignment_file {
-            Some(path) => Ownership::load(path, config.parts),
-            None => Ownership::hashed(config.parts),
-        }
-        .map_err(|e| AppError::Config {
-            field: "assignment_file",
-            reason: e.to_string(),
-        })?;
-        Ok(Self::Part(ownership, config.part))
+        Ok(Self::Part(config.ownership()?, config.part))
     }
 
     /// O(1): one hash of the host (and a table lookup with an assignment file).

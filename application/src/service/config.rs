@@ -11,6 +11,7 @@ use super::budget::BudgetRule;
 use super::error::AppError;
 use super::scope::Scope;
 use crate::canon::{CanonConfig, DEFAULT_MAX_URL_LEN, DEFAULT_SESSION_PARAMS};
+use crate::parts::Ownership;
 use crate::seen::{DEFAULT_BUFFER_BYTES, SeenConfig};
 
 /// The breadth-first application's settings. Every field has a default.
@@ -347,6 +348,25 @@ impl AppConfig {
             max: self.host_budget_max,
             cap: self.max_pages_per_host,
         }
+    }
+
+    /// The ownership rule of a split crawl's parts: the assignment file (hosts
+    /// it does not name by the hash) or the hash alone, of the host or, with
+    /// `partitioning: hierarchical`, of its registered domain. Every part of one
+    /// crawl, whatever its strategy, must build it here.
+    pub fn ownership(&self) -> Result<Ownership, AppError> {
+        let ownership = match &self.assignment_file {
+            Some(path) => Ownership::load(path, self.parts),
+            None => Ownership::hashed(self.parts),
+        }
+        .map_err(|e| AppError::Config {
+            field: "assignment_file",
+            reason: e.to_string(),
+        })?;
+        Ok(match self.partitioning {
+            Partitioning::Site => ownership,
+            Partitioning::Hierarchical => ownership.hierarchical(),
+        })
     }
 
     /// For a split crawl (`parts > 1`), the stem of the parts' ids (`bfs` for

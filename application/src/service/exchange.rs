@@ -99,7 +99,7 @@ use spool::{AppId, ComponentId, Spool, SpoolDir};
 use tracing::warn;
 use url::Url;
 
-use super::config::{AppConfig, PartMode, Partitioning};
+use super::config::{AppConfig, PartMode};
 use super::error::AppError;
 use super::state::PartCounters;
 use crate::parts::Ownership;
@@ -213,18 +213,7 @@ impl Parts {
             return Ok(None);
         };
         let count = config.parts;
-        let ownership = match &config.assignment_file {
-            Some(path) => Ownership::load(path, count),
-            None => Ownership::hashed(count),
-        }
-        .map_err(|e| AppError::Config {
-            field: "assignment_file",
-            reason: e.to_string(),
-        })?;
-        let ownership = match config.partitioning {
-            Partitioning::Site => ownership,
-            Partitioning::Hierarchical => ownership.hierarchical(),
-        };
+        let ownership = config.ownership()?;
         let replicated = match &config.replicated_file {
             Some(path) => Replicated::load(path).map_err(|e| AppError::Config {
                 field: "replicated_file",
