@@ -64,15 +64,20 @@ enum Command {
 
 #[derive(Debug, clap::Args)]
 struct CoordinatorArgs {
+    /// Config file: the shared spool root (`app.exchange_root`, else
+    /// `spool.root`), the agents' id stem (`app.app`, without its `-p<I>`) and
+    /// their number (`app.parts`) come from it unless given here.
+    #[arg(long, value_name = "FILE")]
+    config: Option<PathBuf>,
     /// The shared spool root the agents exchange through (their exchange root).
     #[arg(long, value_name = "DIR")]
-    root: PathBuf,
+    root: Option<PathBuf>,
     /// The crawl's application id stem: the agents are `<STEM>-p<i>`.
-    #[arg(long, default_value = "bfs")]
-    stem: String,
+    #[arg(long)]
+    stem: Option<String>,
     /// Number of agents (K).
     #[arg(long, value_name = "K")]
-    parts: u32,
+    parts: Option<u32>,
     /// The coordinator's own state folder (its site-level seen set).
     #[arg(long, value_name = "DIR")]
     state: PathBuf,
@@ -521,10 +526,22 @@ fn coordinator_command(args: CoordinatorArgs) -> anyhow::Result<()> {
             }
         }
     }
+    let file = Config::load_or_default(args.config.as_deref())?;
+    let root = args
+        .root
+        .or(file.app.exchange_root.clone())
+        .unwrap_or(file.spool.root.clone());
+    let stem = args.stem.unwrap_or_else(|| {
+        let app = &file.app.app;
+        match app.rsplit_once("-p") {
+            Some((stem, n)) if n.parse::<u32>().is_ok() => stem.to_owned(),
+            _ => app.clone(),
+        }
+    });
     let config = CoordinatorConfig {
-        root: args.root,
-        stem: args.stem,
-        parts: args.parts,
+        root,
+        stem,
+        parts: args.parts.unwrap_or(file.app.parts),
         state_dir: args.state,
         policy: args.policy,
         seeds,

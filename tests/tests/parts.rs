@@ -12,13 +12,21 @@
 //! - exchange mode with one part killed (SIGKILL) mid-crawl and restarted by the
 //!   demo's supervisor: still 100 % coverage and overlap 0 (a URL may be fetched
 //!   twice by the restarted part, see `app_crash.rs`).
+//! - two-level mode (FC2L-UDC: `polycrawl coordinator` plus four agents) on the
+//!   coverage-problem web (`websim --orphans`): with the fix, 100 % coverage,
+//!   overlap 0, no duplicate or robots-disallowed fetch, every site assigned to
+//!   one agent; without it, the stored pages are exactly the manifest's minus
+//!   `orphans.tsv` (the pages only other sites reach); with the coordinator
+//!   killed (SIGKILL) mid-crawl and restarted, the figures of the fix.
 
+use std::collections::{BTreeMap, HashSet};
 use std::path::Path;
 use std::process::Command;
 use std::time::{Duration, Instant};
 
 use tests::bin;
 use tests::process::ProcessGuard;
+use tests::repository::RepoScan;
 
 /// Ample time for the small web below on 2 busy cores.
 const DEMO_TIMEOUT: Duration = Duration::from_secs(300);
@@ -264,4 +272,144 @@ fn a_part_killed_mid_crawl_loses_nothing() {
     assert_eq!(m.pages, m.unique, "{m:?}");
     assert_eq!(m.overlap, 0.0);
     eprintln!("duplicate fetches after the kill: {dups}");
+}
+
+/// Two-level mode on the coverage-problem web: 3 orphans per site.
+const TWO_LEVEL: [&str; 4] = ["--mode", "two-level", "--orphans", "3"];
+
+/// The status-200 URLs the parts stored, and websim's manifest (status 200) and
+/// `orphans.tsv` URLs.
+fn stored_manifest_orphans(out_dir: &Path) -> (HashSet<String>, HashSet<String>, HashSet<String>) {
+    let mut stored = HashSet::new();
+    for e in std::fs::read_dir(out_dir).unwrap().flatten() {
+        if e.file_name().to_string_lossy().starts_with("repository-p") {
+            stored.extend(RepoScan::read(&e.path()).unwrap().ok_urls);
+        }
+    }
+    let rows = |file: &str| -> Vec<Vec<String>> {
+        std::fs::read_to_string(out_dir.join("websim").join(file))
+            .unwrap()
+            .lines()
+            .filter(|l| !l.starts_with('#'))
+            .map(|l| l.split('\t').map(str::to_owned).collect())
+            .collect()
+    };
+    let manifest = rows("manifest.tsv")
+        .into_iter()
+        .filter(|r| r[1] == "200")
+        .map(|r| r[0].clone())
+        .collect();
+    let orphans = rows("orphans.tsv")
+        .into_iter()
+        .map(|r| r[0].clone())
+        .collect();
+    (stored, manifest, orphans)
+}
+
+/// Every site of the coordinator's assignment generations, with the agents it
+/// was given to (one each, or it was assigned twice).
+fn assignments(out_dir: &Path) -> BTreeMap<String, Vec<u32>> {
+    let dir = out_dir.join("spool").join("sites").join("bfs");
+    let mut all: BTreeMap<String, Vec<u32>> = BTreeMap::new();
+    for e in std::fs::read_dir(dir).unwrap().flatten() {
+        let name = e.file_name().to_string_lossy().into_owned();
+        if !(name.starts_with("assign-") && name.ends_with(".tsv")) {
+            continue;
+        }
+        for l in std::fs::read_to_string(e.path()).unwrap().lines().skip(1) {
+            let (site, agent) = l.split_once('\t').unwrap();
+            all.entry(site.to_owned())
+                .or_default()
+                .push(agent.parse().unwrap());
+        }
+    }
+    all
+}
+
+/// The figures of item 1 of issue 25 with the fix: the whole manifest, by one
+/// agent each, nothing fetched twice or against robots.txt, every site once.
+fn assert_full_coverage(out: &[String], out_dir: &Path) {
+    let (fetched, expected, dups, robots) = oracle(out);
+    assert_eq!((fetched, dups, robots), (expected, 0, 0));
+    let m = metrics(out);
+    assert_eq!((m.pages, m.unique), (expected, expected), "{m:?}");
+    assert_eq!(m.overlap, 0.0, "{m:?}");
+    assert!((m.coverage - 100.0).abs() < 1e-9, "{m:?}");
+    let (stored, manifest, orphans) = stored_manifest_orphans(out_dir);
+    assert!(orphans.len() > 50, "{} orphans", orphans.len());
+    assert!(
+        manifest.is_subset(&stored),
+        "{:?}",
+        manifest.difference(&stored)
+    );
+    let sites = assignments(out_dir);
+    assert!(sites.len() >= 40, "{} sites", sites.len());
+    assert!(sites.values().all(|a| a.len() == 1), "{sites:?}");
+    let two = line(out, "two-level: ");
+    assert!(
+        two.contains(&format!("sites assigned {} ", sites.len())),
+        "{two}"
+    );
+    let (sent, applied, _, _) = counters(out);
+    assert_eq!(sent, applied, "every URL sent was applied");
+}
+
+#[test]
+fn two_level_with_the_fix_covers_every_page_exactly() {
+    let dir = tempfile::tempdir().unwrap();
+    let (out, ok) = finish(start(dir.path(), &TWO_LEVEL));
+    assert!(ok, "the demo failed");
+    assert_full_coverage(&out, &dir.path().join("demo-out"));
+}
+
+#[test]
+fn two_level_without_the_fix_misses_exactly_the_pages_only_other_sites_reach() {
+    let dir = tempfile::tempdir().unwrap();
+    let args = [&TWO_LEVEL[..], &["--no-fix"]].concat();
+    let (out, ok) = finish(start(dir.path(), &args));
+    assert!(ok, "the demo failed");
+    let (fetched, expected, dups, robots) = oracle(&out);
+    assert_eq!((dups, robots), (0, 0));
+    let (stored, manifest, orphans) = stored_manifest_orphans(&dir.path().join("demo-out"));
+    assert!(orphans.len() > 50, "{} orphans", orphans.len());
+    let missed: HashSet<String> = manifest.difference(&stored).cloned().collect();
+    assert_eq!(
+        missed, orphans,
+        "short of the manifest by exactly orphans.tsv"
+    );
+    assert_eq!(expected - fetched, orphans.len() as u64);
+    assert_eq!(metrics(&out).overlap, 0.0);
+}
+
+#[test]
+fn two_level_coordinator_killed_mid_crawl_loses_nothing() {
+    let dir = tempfile::tempdir().unwrap();
+    let out_dir = dir.path().join("demo-out");
+    let args = [&TWO_LEVEL[..], &["--site-policy", "balanced"]].concat();
+    let demo = start(dir.path(), &args);
+    // Kill the coordinator once it has published a few generations: sites are
+    // still being reported and assigned.
+    let deadline = Instant::now() + Duration::from_secs(120);
+    let sites = out_dir.join("spool").join("sites").join("bfs");
+    let killed = loop {
+        assert!(Instant::now() < deadline, "the coordinator never got going");
+        let generations = std::fs::read_dir(&sites).map_or(0, |d| d.count());
+        if generations >= 3 {
+            if let Some(pid) = pid_of(&out_dir, "coordinator") {
+                nix::sys::signal::kill(
+                    nix::unistd::Pid::from_raw(pid),
+                    nix::sys::signal::Signal::SIGKILL,
+                )
+                .expect("SIGKILL to the coordinator");
+                break pid;
+            }
+        }
+        std::thread::sleep(Duration::from_millis(10));
+    };
+    eprintln!("killed the coordinator (pid {killed})");
+    let (out, ok) = finish(demo);
+    assert!(ok, "the demo failed");
+    let restarts = line(&out, "restarts: ");
+    assert!(restarts.contains("coordinator 1"), "{restarts}");
+    assert_full_coverage(&out, &out_dir);
 }

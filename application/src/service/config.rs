@@ -174,6 +174,12 @@ pub struct AppConfig {
     /// everything goes before this part says it is idle). Default 1000 ms; at
     /// most one hour.
     pub exchange_max_age_ms: u64,
+    /// Two-level mode only: the coverage fix of FC2L-UDC. With it (the default)
+    /// a link to another site goes to that site's agent as it is; without it (2L
+    /// without the fix, for comparison) it is reduced to its site's root
+    /// (`scheme://host[:port]/`), so pages only other sites link are never
+    /// crawled. Default true.
+    pub coverage_fix: bool,
 }
 
 /// What a part does with links to hosts it does not own (Cho and Garcia-Molina,
@@ -189,6 +195,12 @@ pub enum PartMode {
     /// Kept, and requested by this part itself once its own frontier is dry:
     /// full coverage, overlap allowed.
     Crossover,
+    /// A two-level crawl's agent (FC2L-UDC): sites are assigned at run time by
+    /// `polycrawl coordinator`; a link to another agent's site goes there as in
+    /// exchange mode, a link to an unassigned site is parked until its site is
+    /// assigned (see `super::exchange`).
+    #[serde(rename = "two_level")]
+    TwoLevel,
 }
 
 impl std::str::FromStr for PartMode {
@@ -199,7 +211,10 @@ impl std::str::FromStr for PartMode {
             "exchange" => Ok(Self::Exchange),
             "firewall" => Ok(Self::Firewall),
             "crossover" | "cross-over" => Ok(Self::Crossover),
-            _ => Err(format!("{s:?}: expected exchange, firewall or crossover")),
+            "two-level" | "two_level" => Ok(Self::TwoLevel),
+            _ => Err(format!(
+                "{s:?}: expected exchange, firewall, crossover or two-level"
+            )),
         }
     }
 }
@@ -254,6 +269,7 @@ impl Default for AppConfig {
             exchange_root: None,
             exchange_urls_per_file: 1000,
             exchange_max_age_ms: 1000,
+            coverage_fix: true,
         }
     }
 }

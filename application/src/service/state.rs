@@ -60,6 +60,16 @@ pub struct PartCounters {
     pub kept: u64,
     /// Kept foreign URLs requested by this part (cross-over mode).
     pub crossed: u64,
+    /// URLs of unassigned sites parked until the coordinator assigns them
+    /// (two-level mode).
+    pub parked: u64,
+    /// Parked URLs released once their site was assigned (two-level mode).
+    pub released: u64,
+    /// Sites reported to the coordinator (two-level mode; a site reported again
+    /// after a restart counts again).
+    pub reported: u64,
+    /// Sites the coordinator assigned to this part (two-level mode).
+    pub sites: u64,
 }
 
 impl Progress {
@@ -100,6 +110,9 @@ impl Progress {
                 "parts.dropped" => p.parts.dropped = n,
                 "parts.kept" => p.parts.kept = n,
                 "parts.crossed" => p.parts.crossed = n,
+                "parts.parked" => p.parts.parked = n,
+                "parts.released" => p.parts.released = n,
+                "parts.reported" => p.parts.reported = n,
                 _ => {
                     if let Some(reason) = key.strip_prefix("outcome.") {
                         p.outcomes.insert(reason.to_owned(), n);
@@ -138,14 +151,18 @@ impl Progress {
         let c = &self.parts;
         text.push_str(&format!(
             "parts.sent_files={}\nparts.sent_urls={}\nparts.applied_files={}\n\
-             parts.applied_urls={}\nparts.dropped={}\nparts.kept={}\nparts.crossed={}\n",
+             parts.applied_urls={}\nparts.dropped={}\nparts.kept={}\nparts.crossed={}\n\
+             parts.parked={}\nparts.released={}\nparts.reported={}\n",
             c.sent_files,
             c.sent_urls,
             c.applied_files,
             c.applied_urls,
             c.dropped,
             c.kept,
-            c.crossed
+            c.crossed,
+            c.parked,
+            c.released,
+            c.reported
         ));
         for (reason, n) in &self.outcomes {
             text.push_str(&format!("outcome.{reason}={n}\n"));

@@ -118,6 +118,13 @@ impl fmt::Display for Summary {
                 c.kept,
                 c.crossed
             )?;
+            if p.mode == crate::service::PartMode::TwoLevel {
+                write!(
+                    f,
+                    ", sites assigned {}, sites reported {}, parked {} URLs, released {}",
+                    c.sites, c.reported, c.parked, c.released
+                )?;
+            }
         }
         if !self.most_cut.is_empty() {
             let parts: Vec<String> = self

@@ -87,10 +87,10 @@ pub(crate) fn run_with(
         .map_err(anyhow::Error::msg)?;
     layout.apply(&mut config);
     config.app.seeds_file = Some(seeds.clone());
-    config.app.part_mode = args.split.mode;
-    config.app.parts = args.split.parts;
-    if args.split.assignment.is_some() {
-        config.app.assignment_file = args.split.assignment.clone();
+    let assignment = config.app.assignment_file.clone();
+    args.split.apply(&mut config.app);
+    if args.split.assignment.is_none() {
+        config.app.assignment_file = assignment;
     }
     if !config.downloader.allow_private || !config.manager.frontier.allow_private_addresses {
         tracing::info!("private, loopback and link-local addresses are not fetched (config)");
@@ -106,6 +106,7 @@ pub(crate) fn run_with(
         placement: None,
         systems: args.split.systems,
         parts: args.split.parts,
+        site_policy: args.split.site_policy,
     };
     eprintln!(
         "{}",

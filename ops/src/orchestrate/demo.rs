@@ -91,6 +91,10 @@ pub struct DemoArgs {
     /// First-byte delay of websim's slow hosts, in milliseconds.
     #[arg(long, value_name = "MS", default_value_t = 300)]
     pub slow_ms: u64,
+    /// websim's `--orphans N`: N pages per site that only other sites link (the
+    /// coverage problem of a two-level crawl). 0: none.
+    #[arg(long, value_name = "N", default_value_t = 0)]
+    pub orphans: u32,
     /// When to give up restarting a process that keeps dying.
     #[command(flatten)]
     pub supervision: SupervisionArgs,
@@ -114,8 +118,8 @@ impl DemoArgs {
     /// The flags that make the web (a resumed demo needs the same).
     fn web(&self) -> String {
         format!(
-            "hosts={} pages={} seed={} slow_ms={}",
-            self.hosts, self.pages, self.seed, self.slow_ms
+            "hosts={} pages={} seed={} slow_ms={} orphans={}",
+            self.hosts, self.pages, self.seed, self.slow_ms, self.orphans
         )
     }
 }
@@ -384,6 +388,7 @@ pub fn run(args: DemoArgs, shutdown: CancellationToken, rt: Handle) -> anyhow::R
         .args(["--pages", &args.pages.to_string()])
         .args(["--seed", &args.seed.to_string()])
         .args(["--slow-ms", &args.slow_ms.to_string()])
+        .args(["--orphans", &args.orphans.to_string()])
         .arg("--out")
         .arg(layout.out.join("websim"))
         .arg("--exit-with-parent");
@@ -431,9 +436,7 @@ pub fn run(args: DemoArgs, shutdown: CancellationToken, rt: Handle) -> anyhow::R
     record.logs.push(ready.log.clone());
     record.save(&layout.out)?;
     let mut config = demo_config(&layout, &ready, &args);
-    config.app.part_mode = args.split.mode;
-    config.app.assignment_file = args.split.assignment.clone();
-    config.app.parts = args.split.parts;
+    args.split.apply(&mut config.app);
     let machines = if args.machines {
         Some(start_machines(&layout, &args, &mut config)?)
     } else {
@@ -450,6 +453,7 @@ pub fn run(args: DemoArgs, shutdown: CancellationToken, rt: Handle) -> anyhow::R
         placement: machines.as_ref().map(|m| m.placement().clone()),
         systems: args.split.systems,
         parts: args.split.parts,
+        site_policy: args.split.site_policy,
     };
 
     eprintln!(
@@ -545,7 +549,7 @@ pub fn run(args: DemoArgs, shutdown: CancellationToken, rt: Handle) -> anyhow::R
     let _ = std::fs::remove_file(layout.out.join(RESUME));
     // Firewall mode may miss pages and cross-over mode may fetch a page twice:
     // their figures are the result, not a failure.
-    if parts > 1 && args.split.mode != application::service::PartMode::Exchange {
+    if parts > 1 && !args.split.full_coverage() {
         return Ok(());
     }
     anyhow::ensure!(
@@ -645,7 +649,10 @@ mod tests {
                 systems: 1,
                 mode: application::service::PartMode::Exchange,
                 assignment: None,
+                no_fix: false,
+                site_policy: Default::default(),
             },
+            orphans: 0,
             machines: false,
             visibility_delay_ms: 1000,
         };

@@ -113,6 +113,8 @@ pub fn run(args: RecrawlArgs, shutdown: CancellationToken, rt: Handle) -> anyhow
             systems: 1,
             mode: application::service::PartMode::Exchange,
             assignment: None,
+            no_fix: false,
+            site_policy: Default::default(),
         },
     };
     run_with(config, layout, "polycrawl recrawl", crawl, shutdown, rt)
