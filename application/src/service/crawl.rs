@@ -743,6 +743,11 @@ impl Crawl {
             _ => None,
         };
         let url = reduced.as_ref().unwrap_or(url);
+        // Two-level mode: depth counts from the site's entry (`site_max_depth`).
+        let depth = match (&self.parts, from) {
+            (Some(parts), Some((page, _))) => parts.site_depth(url, page, depth),
+            _ => depth,
+        };
         if hops > self.config.max_redirect_hops {
             self.progress.redirects_cut += 1;
             self.traps.cut(Detector::RedirectHops, url.as_str());

@@ -393,6 +393,18 @@ impl Parts {
         (root != *url).then_some(root)
     }
 
+    /// Two-level mode: the depth of a link from `page` to `url` that the
+    /// caller computed as `depth` (the page's plus one), counted from the
+    /// site's entry: 0 when `url` is on another site (the crawl enters that site
+    /// there), else `depth`. Outside two-level mode, `depth`.
+    pub(crate) fn site_depth(&self, url: &Url, page: &Url, depth: u32) -> u32 {
+        if self.sites.is_some() && crate::parts::host_of(url) != crate::parts::host_of(page) {
+            0
+        } else {
+            depth
+        }
+    }
+
     /// URLs parked until their site is assigned (0 outside two-level mode).
     pub(crate) fn parked(&self) -> u64 {
         self.sites.as_ref().map_or(0, |s| s.parked)
@@ -1199,6 +1211,105 @@ mod tests {
             .unwrap();
         pf.vote(&theirs, 2, 0, &page);
         assert!(pf.votes.is_empty(), "firewall mode sends nothing");
+    }
+
+    #[test]
+    fn two_level_places_by_assignment_reduces_without_the_fix_and_counts_site_depth() {
+        let dir = tempfile::tempdir().unwrap();
+        let spool = Spool::new(dir.path().join("spool"));
+        let id = ComponentId::new("t".to_owned()).unwrap();
+        let mut c = config(dir.path(), 0, PartMode::TwoLevel);
+        let mut p = Parts::open(&c, &spool, &c.app_id().unwrap(), &id)
+            .unwrap()
+            .unwrap();
+        let u = |s: &str| Url::parse(s).unwrap();
+        let (page, other) = (u("http://a.x:81/p/q"), u("https://b.y/deep/page?x=1"));
+        // Unassigned until an assignment generation names the site.
+        assert_eq!(p.place(&other), None);
+        let assign = crate::coordinator::assignment_dir(spool.root(), "bfs");
+        fs::create_dir_all(&assign).unwrap();
+        crate::coordinator::files::write_generation(&assign, 1, 2, &[("b.y".into(), 1)]).unwrap();
+        let mut counters = PartCounters::default();
+        assert!(p.poll_sites(&mut counters).unwrap());
+        assert_eq!((p.place(&other), p.place(&page)), (Some(1), None));
+        assert_eq!(counters.sites, 0, "b.y is part 1's");
+        // Site depth: 0 when the link enters another site.
+        assert_eq!(p.site_depth(&other, &page, 5), 0);
+        assert_eq!(p.site_depth(&u("http://a.x/r"), &page, 5), 5);
+        // With the fix links stay; without it they go to their site's root.
+        assert_eq!(p.reduce(&other, &page), None);
+        c.coverage_fix = false;
+        let p = Parts::open(&c, &spool, &c.app_id().unwrap(), &id)
+            .unwrap()
+            .unwrap();
+        assert_eq!(p.reduce(&other, &page), Some(u("https://b.y/")));
+        assert_eq!(p.reduce(&u("http://a.x/other"), &page), None, "same site");
+        assert_eq!(
+            p.reduce(&u("https://b.y/"), &page),
+            None,
+            "already the root"
+        );
+        // The thresholds apply to two-level agents only.
+        assert_eq!((c.depth_limit(), c.budget_rule().cap), (32, 100_000));
+        c.max_pages_per_host = 50;
+        assert_eq!(c.budget_rule().cap, 50);
+        c.part_mode = PartMode::Exchange;
+        assert_eq!((c.depth_limit(), c.budget_rule().cap), (64, 50));
+    }
+
+    #[test]
+    fn two_level_parks_reports_and_releases_once_sites_are_assigned() {
+        let dir = tempfile::tempdir().unwrap();
+        let spool = Spool::new(dir.path().join("spool"));
+        let id = ComponentId::new("t".to_owned()).unwrap();
+        let c = config(dir.path(), 0, PartMode::TwoLevel);
+        let mut p = Parts::open(&c, &spool, &c.app_id().unwrap(), &id)
+            .unwrap()
+            .unwrap();
+        let mut counters = PartCounters::default();
+        let f = |s: &str| Foreign::new(s.to_owned(), 0, 0);
+        p.park(
+            vec![
+                f("http://a.x/1"),
+                f("http://a.x/2"),
+                f("http://b.y/3"),
+                f("http://c.z/"),
+            ],
+            &mut counters,
+        )
+        .unwrap();
+        assert_eq!((p.parked(), counters.parked, counters.reported), (4, 4, 3));
+        // One report for the coordinator, with the three sites.
+        let coord = AppId::new("bfs-coord".to_owned()).unwrap();
+        let inbox = Consumer::new(spool.exchange(&coord).unwrap(), id.clone()).unwrap();
+        let reports = inbox.claim_batch(10).unwrap();
+        assert_eq!(reports.len(), 1);
+        let sites = crate::coordinator::files::read_report(&reports[0].read().unwrap(), 2).unwrap();
+        assert_eq!(sites, vec!["a.x", "b.y", "c.z"]);
+        // a.x is ours, b.y part 1's; c.z stays parked, also across a reopen.
+        let assign = crate::coordinator::assignment_dir(spool.root(), "bfs");
+        fs::create_dir_all(&assign).unwrap();
+        crate::coordinator::files::write_generation(
+            &assign,
+            1,
+            2,
+            &[("a.x".into(), 0), ("b.y".into(), 1)],
+        )
+        .unwrap();
+        assert!(p.poll_sites(&mut counters).unwrap());
+        assert_eq!(counters.sites, 1);
+        let (own, other, rest) = p.parked_ready().unwrap();
+        let own_urls: Vec<&str> = own.iter().map(|(u, _)| u.as_str()).collect();
+        assert_eq!(own_urls, ["http://a.x/1", "http://a.x/2"]);
+        assert_eq!(other.len(), 1);
+        assert_eq!((other[0].0, other[0].1.url.as_str()), (1, "http://b.y/3"));
+        p.keep_parked(&rest, 3, &mut counters).unwrap();
+        assert_eq!((p.parked(), counters.released), (1, 3));
+        drop(p);
+        let p = Parts::open(&c, &spool, &c.app_id().unwrap(), &id)
+            .unwrap()
+            .unwrap();
+        assert_eq!(p.parked(), 1, "the rest survives a restart");
     }
 
     #[test]
