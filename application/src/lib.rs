@@ -30,12 +30,17 @@
 //!   with METIS into an assignment file, and the evaluator of any ownership rule
 //!   (cut URLs per page, balance) against it.
 //!
+//! - [`coordinator`]: the coordinator of a two-level crawl (FC2L-UDC),
+//!   `polycrawl coordinator`: the site-level seen set, the run-time assignment of
+//!   new sites to agents, published through the spool.
+//!
 //! Depends only on `spool` and `storage`, never on the crawling system's
 //! crates (manager, downloader, resolver).
 
 #[cfg(feature = "service")]
 pub mod assign;
 pub mod canon;
+pub mod coordinator;
 pub mod extract;
 #[cfg(feature = "service")]
 pub mod links;

@@ -4,7 +4,8 @@
 //! A host belongs to exactly one part, so robots.txt and DNS are never paid twice and
 //! a host's politeness lives in one place. The owner is the part an assignment file
 //! names for the host (`polycrawl assign`, computed from a previous crawl's host
-//! graph), else [`hash_part`] of the host. Every part and every tool must use this
+//! graph) or a two-level crawl's coordinator assigned it at run time
+//! ([`Ownership::assign`]), else [`hash_part`] of the host. Every part and every tool must use this
 //! module to decide ownership, never a rule of its own: two parts that disagree would
 //! both crawl a host or neither would.
 //!
@@ -213,6 +214,19 @@ impl Ownership {
         self.table.hosts.len()
     }
 
+    /// Records at run time that `host` belongs to `part` (a two-level crawl's
+    /// coordinator assigned it: `crate::coordinator`). The table grows by one
+    /// entry per assigned site, O(sites) in memory.
+    pub fn assign(&mut self, host: String, part: u32) {
+        self.table.hosts.insert(host, part);
+    }
+
+    /// The part the table names for `host`, `None` when none does (a two-level
+    /// crawl's unassigned site; the hash is not consulted).
+    pub fn assigned_owner(&self, host: &str) -> Option<u32> {
+        self.table.hosts.get(host).copied()
+    }
+
     /// The part that owns `host` (lowercase, with `:port` when not the default).
     pub fn owner(&self, host: &str) -> u32 {
         match self.table.hosts.get(host) {
@@ -307,5 +321,15 @@ mod tests {
             })
         ));
         assert!(Ownership::hashed(0).is_err());
+    }
+
+    #[test]
+    fn run_time_assignments_join_the_table() {
+        let mut own = Ownership::hashed(4).unwrap();
+        assert_eq!(own.assigned_owner("a.example"), None);
+        own.assign("a.example".into(), 2);
+        assert_eq!(own.assigned_owner("a.example"), Some(2));
+        assert_eq!(own.owner("a.example"), 2);
+        assert_eq!(own.assigned_hosts(), 1);
     }
 }

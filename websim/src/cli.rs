@@ -90,6 +90,12 @@ pub enum CliError {
     /// `--revision` with `--export-static` (the static export is revision 0).
     #[error("--revision cannot be combined with --export-static (the export is revision 0)")]
     RevisionExport,
+    /// `--orphans` with `--traps`, `--sitemaps` or `--components`.
+    #[error(
+        "--orphans cannot be combined with --traps, --sitemaps or --components \
+         (their hosts are not sites with one root; see orphans.rs)"
+    )]
+    OrphansWith,
     /// `--dns-addr` is not a 127.0.0.0/8 IPv4 address.
     #[error("--dns-addr must be a 127.0.0.0/8 IPv4 address, got {got}")]
     DnsAddr {
@@ -221,6 +227,16 @@ pub struct Args {
     /// default): no components, the web is exactly what it was without the flag.
     #[arg(long, value_name = "K", default_value_t = 0)]
     pub components: u32,
+    /// Give every site with at least 4N pages N orphan pages: pages its own
+    /// pages never link but the home page of another site (the one before it in
+    /// the ring) does, the coverage problem of a two-level crawl (FC2L-UDC,
+    /// Figure 2). The manifest is unchanged in meaning (orphans are reachable);
+    /// `orphans.tsv` lists the manifest's pages that only links from other sites
+    /// reach, what a two-level crawl without the fix misses (see `orphans.rs`).
+    /// Not with `--traps`, `--sitemaps` or `--components`. 0 (the default): the
+    /// web is exactly what it was without the flag.
+    #[arg(long, value_name = "N", default_value_t = 0)]
+    pub orphans: u32,
     /// Give the hosts a community structure: deal them into N communities of equal
     /// size, and make 90 % of the cross-host links a page draws (and of redirect
     /// hops, and http-to-https upgrade links) go to hosts of the linking host's own
@@ -359,6 +375,9 @@ impl Args {
                 }
             }
         }
+        if self.orphans > 0 && (self.traps || self.sitemaps || self.components > 1) {
+            return Err(CliError::OrphansWith);
+        }
         if self.revision > 0 && self.export_static.is_some() {
             return Err(CliError::RevisionExport);
         }
@@ -450,7 +469,7 @@ async fn serve(args: Args) -> Result<(), CliError> {
     if let Some(dir) = &args.export_static {
         return export_static(params, &args, &paths, dir);
     }
-    let plan = Web::new(params);
+    let plan = Web::new(params).with_orphans(args.orphans);
     // Addresses with at least one host that is not dead get listeners.
     let mut live: Vec<(u32, Ipv4Addr)> = plan
         .hosts
@@ -475,7 +494,7 @@ async fn serve(args: Args) -> Result<(), CliError> {
         bind_all(&addrs, args.https_port).map_err(io_err("binding the https listeners"))?;
     params.http_port = http_port;
     params.https_port = https_port;
-    let web = Arc::new(Web::new(params));
+    let web = Arc::new(Web::new(params).with_orphans(args.orphans));
 
     let summary = outfiles::write_all(&web, &args.revision(), &paths)
         .map_err(io_err("writing the manifest files"))?;
@@ -597,7 +616,7 @@ fn export_static(
     if params.http_port == 0 || params.https_port == 0 {
         return Err(crate::export::ExportError::PortsNotFixed.into());
     }
-    let web = Web::new(params);
+    let web = Web::new(params).with_orphans(args.orphans);
     let summary = outfiles::write_all(&web, &args.revision(), paths)
         .map_err(io_err("writing the manifest files"))?;
     let ca = SimCa::generate().map_err(tls_err("generating the CA"))?;
@@ -698,5 +717,10 @@ mod tests {
         assert!(e.to_string().contains("--http-port"), "{e}");
         assert!(parse(&["--from-repository", "r", "--revision", "1"]).is_err());
         assert!(parse(&["--bogus"]).is_err());
+        assert_eq!(parse(&["--orphans", "3"]).unwrap().orphans, 3);
+        for other in [&["--traps"][..], &["--sitemaps"], &["--components", "2"]] {
+            let argv: Vec<&str> = ["--orphans", "3"].iter().chain(other).copied().collect();
+            assert!(parse(&argv).unwrap_err().to_string().contains("--orphans"));
+        }
     }
 }

@@ -74,6 +74,10 @@
 //!   endless year/month calendar, a 50-hop redirect chain, endless page-number
 //!   sequences, endless counters and a maze of words ([`traps`]); with `--all-seeds` every host,
 //!   trap or not, is a seed.
+//! - With `--orphans N`, the coverage problem of a two-level crawl: sites with N
+//!   pages their own root does not reach but another site's home page links, and
+//!   `orphans.tsv` listing the manifest's pages only other sites reach
+//!   ([`orphans`]).
 //! - With `--sitemaps`, a host whose robots.txt names a sitemap index of a plain
 //!   and a gzip sitemap listing pages no link reaches, a robots-excluded page and
 //!   out-of-scope URLs ([`sitemaps`]).
@@ -103,6 +107,7 @@ pub mod log;
 pub mod manifest;
 pub mod misbehave;
 pub mod model;
+pub mod orphans;
 pub mod outfiles;
 pub mod pace;
 pub mod paths;

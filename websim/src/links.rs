@@ -218,6 +218,16 @@ impl Web {
         if nofollow {
             follow.push(Target::Hidden { host: h, key: page });
         }
+        if self.orphans() > 0 {
+            // `--orphans`: nothing of the host links its own orphans; the home
+            // page links the next host's (see `orphans.rs`).
+            for t in &mut follow {
+                *t = self.unorphan(h, *t);
+            }
+            if page == 0 {
+                follow.extend(self.orphan_links(h));
+            }
+        }
 
         let mut traps = Vec::with_capacity(6);
         let kinds = [
@@ -276,10 +286,14 @@ impl Web {
             end_host = origin;
         }
         let pages = self.hosts[end_host as usize].pages;
-        let end = Target::Page {
+        let mut end = Target::Page {
             host: end_host,
             page: r.below(u64::from(pages)) as u32,
         };
+        if self.is_orphan(end_host, pages.saturating_sub(1)) {
+            // `--orphans`: a chain never ends on an orphan (see `orphans.rs`).
+            end = self.unorphan(end_host, end);
+        }
         Chain {
             len,
             hops,

@@ -184,6 +184,11 @@ impl<'a> WebGraph<'a> {
         WebGraph { web, rules }
     }
 
+    /// The web it walks.
+    pub fn web(&self) -> &'a Web {
+        self.web
+    }
+
     /// The seeds: home pages of the seed hosts, by popularity (trap hosts, seeds
     /// only with `--all-seeds`, last).
     pub fn seeds(&self) -> Vec<Target> {

@@ -196,6 +196,8 @@ pub struct Web {
     community: Vec<u32>,
     /// The communities (empty without).
     communities: Vec<Community>,
+    /// Orphan pages per site (`--orphans N`; 0 for none): see [`super::orphans`].
+    orphans: u32,
 }
 
 impl Web {
@@ -267,7 +269,20 @@ impl Web {
             ring,
             community,
             communities,
+            orphans: 0,
         }
+    }
+
+    /// The same web with `n` orphan pages on every site big enough (`--orphans`,
+    /// see [`super::orphans`]); 0 leaves it unchanged.
+    pub fn with_orphans(mut self, n: u32) -> Web {
+        self.orphans = n;
+        self
+    }
+
+    /// Orphan pages per site (`--orphans`; 0 for none).
+    pub fn orphans(&self) -> u32 {
+        self.orphans
     }
 
     /// The community of generated host `h` (`None` without communities).

@@ -32,10 +32,15 @@
 //!   `external` (depth `-`) for a followable link of its pages to another origin
 //!   (a candidate seed). The exact URL set a seed-by-seed crawl fetches is the
 //!   union of the rows with a numeric status.
+//! - `orphans.tsv` (only with `--orphans`): `url  depth  parent`: the rows of
+//!   `manifest.tsv` with status 200 that a two-level crawl without the coverage fix
+//!   does not fetch (every link to another site reduced to that site's root), in
+//!   manifest order: the pages only links from other sites reach (see
+//!   [`super::orphans`]).
 //!
 //! Complexity: O(URLs in the manifest); the files are written once.
 
-use std::collections::HashMap;
+use std::collections::{HashMap, HashSet};
 use std::fs::File;
 use std::io::{self, BufWriter, Write};
 use std::path::{Path, PathBuf};
@@ -64,6 +69,8 @@ pub struct OutPaths {
     pub changes: PathBuf,
     /// `parties.tsv` (with `--components` only).
     pub parties: PathBuf,
+    /// `orphans.tsv` (with `--orphans` only).
+    pub orphans: PathBuf,
     /// The request log (`requests.tsv`).
     pub log: PathBuf,
     /// The CA certificate (`ca.pem`).
@@ -82,6 +89,7 @@ impl OutPaths {
             hosts: dir.join("hosts.tsv"),
             changes: dir.join("changes.tsv"),
             parties: dir.join("parties.tsv"),
+            orphans: dir.join("orphans.tsv"),
             log: dir.join("requests.tsv"),
             ca: dir.join("ca.pem"),
         }
@@ -172,6 +180,19 @@ pub fn write_all(web: &Web, revision: &Revision, paths: &OutPaths) -> io::Result
             }
             for t in &external {
                 writeln!(f, "{seed_url}\t{}\texternal\t-", url(t))?;
+            }
+        }
+        f.flush()?;
+    }
+    if web.orphans() > 0 {
+        let no_fix = super::orphans::no_fix_walk(&graph, &seeds);
+        let reached: HashSet<Target> = no_fix.fetched.iter().map(|r| r.node).collect();
+        let mut f = create(&paths.orphans)?;
+        writeln!(f, "#url\tdepth\tparent")?;
+        for row in &crawl.fetched {
+            if row.status == 200 && !reached.contains(&row.node) {
+                let parent = row.parent.as_ref().map_or_else(|| "-".to_owned(), &mut url);
+                writeln!(f, "{}\t{}\t{}", url(&row.node), row.depth, parent)?;
             }
         }
         f.flush()?;

@@ -34,7 +34,7 @@ use crate::parts::{Ownership, host_of};
 use crate::service::crawl::{format_error, read_lines};
 use crate::service::pages::{BatchReader, PageLinksOf};
 use crate::service::scope::Scope;
-use crate::service::{AppConfig, AppError, End};
+use crate::service::{AppConfig, AppError, End, PartMode};
 
 /// The state file's first line.
 const STATE_HEADER: &str = "polycrawl-seeds-state 1";
@@ -764,6 +764,14 @@ impl SeedOwner {
     fn of(config: &AppConfig) -> Result<Self, AppError> {
         if config.part_stem()?.is_none() {
             return Ok(Self::All);
+        }
+        if config.part_mode == PartMode::TwoLevel {
+            return Err(AppError::Config {
+                field: "part_mode",
+                reason: "a seed-by-seed crawl splits its seeds by host; two-level mode \
+                         (sites assigned by a coordinator) is for the breadth-first crawl"
+                    .into(),
+            });
         }
         Ok(Self::Part(config.ownership()?, config.part))
     }

@@ -184,6 +184,21 @@ pub struct AppConfig {
     /// everything goes before this part says it is idle). Default 1000 ms; at
     /// most one hour.
     pub exchange_max_age_ms: u64,
+    /// Two-level mode only: the coverage fix of FC2L-UDC. With it (the default)
+    /// a link to another site goes to that site's agent as it is; without it (2L
+    /// without the fix, for comparison) it is reduced to its site's root
+    /// (`scheme://host[:port]/`), so pages only other sites link are never
+    /// crawled. Default true.
+    pub coverage_fix: bool,
+    /// Two-level mode only: the per-site depth threshold. An agent counts a
+    /// URL's depth from where the crawl entered its site (the root, or the page
+    /// another site linked: depth 0), not from the seeds, and follows links to
+    /// at most this depth (`max_depth` still applies too). Default 32.
+    pub site_max_depth: u32,
+    /// Two-level mode only: the per-site page threshold, URLs requested per site
+    /// at most (with `max_pages_per_host`, the smaller one that is not 0; 0:
+    /// unlimited). Default 100000.
+    pub site_max_pages: u64,
 }
 
 /// What a part does with links to hosts it does not own (Cho and Garcia-Molina,
@@ -199,6 +214,12 @@ pub enum PartMode {
     /// Kept, and requested by this part itself once its own frontier is dry:
     /// full coverage, overlap allowed.
     Crossover,
+    /// A two-level crawl's agent (FC2L-UDC): sites are assigned at run time by
+    /// `polycrawl coordinator`; a link to another agent's site goes there as in
+    /// exchange mode, a link to an unassigned site is parked until its site is
+    /// assigned (see `super::exchange`).
+    #[serde(rename = "two_level")]
+    TwoLevel,
 }
 
 /// How a split crawl deals hosts to parts by hash (Cho and Garcia-Molina, section
@@ -233,7 +254,10 @@ impl std::str::FromStr for PartMode {
             "exchange" => Ok(Self::Exchange),
             "firewall" => Ok(Self::Firewall),
             "crossover" | "cross-over" => Ok(Self::Crossover),
-            _ => Err(format!("{s:?}: expected exchange, firewall or crossover")),
+            "two-level" | "two_level" => Ok(Self::TwoLevel),
+            _ => Err(format!(
+                "{s:?}: expected exchange, firewall, crossover or two-level"
+            )),
         }
     }
 }
@@ -290,6 +314,9 @@ impl Default for AppConfig {
             exchange_root: None,
             exchange_urls_per_file: 1000,
             exchange_max_age_ms: 1000,
+            coverage_fix: true,
+            site_max_depth: 32,
+            site_max_pages: 100_000,
         }
     }
 }
@@ -346,7 +373,31 @@ impl AppConfig {
             seed_base: self.host_budget_seed,
             per_site: self.host_budget_per_linking_site,
             max: self.host_budget_max,
-            cap: self.max_pages_per_host,
+            cap: match (
+                self.two_level(),
+                self.max_pages_per_host,
+                self.site_max_pages,
+            ) {
+                (true, 0, site) => site,
+                (true, host, 0) => host,
+                (true, host, site) => host.min(site),
+                (false, host, _) => host,
+            },
+        }
+    }
+
+    /// Whether this is an agent of a two-level crawl (two-level mode, K > 1).
+    pub(crate) fn two_level(&self) -> bool {
+        self.part_mode == PartMode::TwoLevel && self.parts > 1
+    }
+
+    /// The deepest link followed: `max_depth`, and for a two-level agent (whose
+    /// depths count from the site's entry) also `site_max_depth`.
+    pub(crate) fn depth_limit(&self) -> u32 {
+        if self.two_level() {
+            self.max_depth.min(self.site_max_depth)
+        } else {
+            self.max_depth
         }
     }
 

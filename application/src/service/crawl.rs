@@ -371,6 +371,14 @@ impl Crawl {
             {
                 worked = true;
             }
+            // Two-level mode: new site assignments release parked URLs.
+            if let Some(parts) = &mut self.parts
+                && parts.poll_sites(&mut self.progress.parts)?
+                && parts.parked() > 0
+                && self.release_parked()?
+            {
+                worked = true;
+            }
             if worked {
                 first_idle = None;
                 self.sync_sent = None;
@@ -491,7 +499,7 @@ impl Crawl {
     /// of the termination argument in [`super::exchange`]).
     fn busy(&mut self) -> Result<(), AppError> {
         if let Some(parts) = &mut self.parts {
-            parts.set_idle(false, &self.progress.parts)?;
+            parts.set_idle(false, &self.progress.parts, self.progress.pages_stored)?;
         }
         Ok(())
     }
@@ -501,6 +509,7 @@ impl Crawl {
     /// first requests its kept foreign URLs; an exchange part waits for the rule
     /// over every part's status.
     fn parts_done(&mut self, confirm: Duration) -> Result<PartsVerdict, AppError> {
+        let stopping = self.max_pages_reached();
         let Some(parts) = &mut self.parts else {
             return Ok(PartsVerdict::Done);
         };
@@ -525,10 +534,15 @@ impl Crawl {
                 );
                 Ok(PartsVerdict::Released)
             }
-            PartMode::Exchange => {
+            PartMode::Exchange | PartMode::TwoLevel => {
+                // Two-level: a part with parked URLs is not done (they go once
+                // their sites are assigned; the loop polls for that).
+                if parts.parked() > 0 && !stopping {
+                    return Ok(PartsVerdict::Wait);
+                }
                 // Rule 3: whatever waits in the outboxes goes while still busy.
                 parts.send_due(self.priority, &mut self.progress.parts, true)?;
-                parts.set_idle(true, &self.progress.parts)?;
+                parts.set_idle(true, &self.progress.parts, self.progress.pages_stored)?;
                 let first = parts.statuses();
                 if !first.iter().all(|s| s.as_ref().is_some_and(|s| s.idle)) {
                     return Ok(PartsVerdict::Wait);
@@ -548,6 +562,37 @@ impl Crawl {
                 }
             }
         }
+    }
+
+    /// Two-level mode: requests the parked URLs whose site is now this part's,
+    /// sends those of other parts' sites to them, and keeps the rest parked;
+    /// returns whether any was released. The requests and the outbox lines are
+    /// durable before the parked file is rewritten: a crash in between
+    /// releases them again (a URL requested twice, never one lost).
+    fn release_parked(&mut self) -> Result<bool, AppError> {
+        let Some(parts) = &self.parts else {
+            return Ok(false);
+        };
+        let (own, other, rest) = parts.parked_ready()?;
+        let released = (own.len() + other.len()) as u64;
+        if released == 0 {
+            return Ok(false);
+        }
+        self.busy()?;
+        let n = if self.max_pages_reached() {
+            0
+        } else {
+            self.request_urls(&own)?
+        };
+        self.progress.urls_requested += n;
+        let priority = self.priority;
+        if let Some(parts) = &mut self.parts {
+            parts.hand_on(other, priority, &mut self.progress.parts)?;
+            parts.keep_parked(&rest, released, &mut self.progress.parts)?;
+        }
+        self.progress.save(&self.state_dir)?;
+        self.stats_unsaved = false;
+        Ok(true)
     }
 
     /// With `conditional_requests`, the validators of `url`'s newest capture (see
@@ -702,6 +747,18 @@ impl Crawl {
         hops: u32,
         from: Option<(&Url, &[u8])>,
     ) -> Result<(), AppError> {
+        // Two-level mode without the coverage fix: a link to another site is a
+        // link to that site's root.
+        let reduced = match (&self.parts, from) {
+            (Some(parts), Some((page, _))) => parts.reduce(url, page),
+            _ => None,
+        };
+        let url = reduced.as_ref().unwrap_or(url);
+        // Two-level mode: depth counts from the site's entry (`site_max_depth`).
+        let depth = match (&self.parts, from) {
+            (Some(parts), Some((page, _))) => parts.site_depth(url, page, depth),
+            _ => depth,
+        };
         if hops > self.config.max_redirect_hops {
             self.progress.redirects_cut += 1;
             self.traps.cut(Detector::RedirectHops, url.as_str());
@@ -871,6 +928,7 @@ impl Crawl {
         entries.extend(released.iter().map(|h| (&*h.key, h.depth, h.hops)));
         let cut_before = self.budgets.cut();
         let mut foreign: Vec<(u32, Foreign)> = Vec::new();
+        let mut parked: Vec<Foreign> = Vec::new();
         for (key, payload) in batch.iter() {
             let word = |at: usize| {
                 payload
@@ -885,15 +943,22 @@ impl Crawl {
                 else {
                     continue;
                 };
-                let owner = parts.owner(&url);
-                if owner != parts.own && parts.is_replicated(&url) {
-                    // Its owner crawls it; every other part holds it as seen.
-                    self.progress.parts.replicated += 1;
-                    continue;
-                }
-                if owner != parts.own {
-                    foreign.push((owner, Foreign::new(url.to_string(), word(0), word(4))));
-                    continue;
+                match parts.place(&url) {
+                    Some(owner) if owner == parts.own => {}
+                    Some(_) if parts.is_replicated(&url) => {
+                        // Its owner crawls it; every other part holds it as seen.
+                        self.progress.parts.replicated += 1;
+                        continue;
+                    }
+                    Some(owner) => {
+                        foreign.push((owner, Foreign::new(url.to_string(), word(0), word(4))));
+                        continue;
+                    }
+                    None => {
+                        // Two-level mode: its site is not assigned yet.
+                        parked.push(Foreign::new(url.to_string(), word(0), word(4)));
+                        continue;
+                    }
                 }
             }
             let host = key_host(key);
@@ -974,6 +1039,7 @@ impl Crawl {
         if let Some(parts) = &mut self.parts {
             if !stopping {
                 parts.hand_on(foreign, self.priority, &mut self.progress.parts)?;
+                parts.park(parked, &mut self.progress.parts)?;
             }
         }
         self.progress.urls_requested += requested;

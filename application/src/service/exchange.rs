@@ -32,6 +32,21 @@
 //! - cross-over: foreign URLs are appended to `<state>/crossover` (on disk, so
 //!   memory stays bounded) and requested by the part itself once its own frontier
 //!   is dry (the manager says idle). Overlap is expected, and measured.
+//! - two-level (FC2L-UDC; the parts are the agents of [`crate::coordinator`]):
+//!   no hash. A site (host name) belongs to the agent the coordinator's
+//!   assignment generations name (read into [`Ownership`]'s run-time table, at
+//!   most every 50 ms, O(new assignments)). A new URL goes by the paper's three
+//!   cases: own site, requested; another agent's site, the outbox exactly as in
+//!   exchange mode; an unassigned site, *parked*: appended to `<state>/parked`
+//!   (fsynced, before the generation is recorded, like an outbox line) and its
+//!   site reported to the coordinator (a report file published by rename, once
+//!   per site and run). When new assignments arrive the parked URLs whose site
+//!   is assigned now are requested or sent, then the parked file is rewritten
+//!   without them (temp file and rename): a crash in between releases them
+//!   again, never loses one. Without the coverage fix (`coverage_fix: false`,
+//!   2L without the fix) a link to another site is reduced to that site's root
+//!   before the seen set, so pages only other sites link are never crawled.
+//!   Memory: the assignment table, O(sites); the parked URLs live on disk.
 //!
 //! **Replication** (exchange mode; Cho and Garcia-Molina section 3.2,
 //! `crate::parts::replicated`): with `replicated_file`, every part holds the same
@@ -80,6 +95,18 @@
 //! poll, and `idle_check_ms` separates the two reads so a file published on
 //! another machine is visible by the second. Firewall and cross-over parts send
 //! nothing and end alone.
+//!
+//! **Termination in two-level mode** extends the rule: (1) a part is locally done
+//! only with nothing parked; the coordinator counts as one more party, with its
+//! own status file (`parts/<stem>-coord.status`, `idle=1` once it found no report
+//! waiting or claimed and published everything it merged), and its report folder
+//! (`exchange/<stem>-coord/`, claimed files included) as one more folder that
+//! must be empty between the two reads. The argument above carries over: a part
+//! reports only while it parks, so while it is busy; a parked URL keeps its part
+//! busy until its site is assigned and the URL requested or sent (an exchange
+//! file, covered above); and an assignment file makes no part work that has
+//! nothing parked. So when every party reads idle twice with nothing in flight,
+//! no site waits for the coordinator and no URL waits for a site.
 //!
 //! The counters (`sent`, `applied`, `dropped`, `kept`, `crossed`) are statistics
 //! for the metrics; no decision uses them, so a crash that counts a file twice
@@ -189,10 +216,46 @@ pub(crate) struct Parts {
     last_look: Option<Instant>,
     /// Votes for other parts' hosts since the last hand-on (see [`Parts::vote`]).
     votes: Vec<(u32, Foreign)>,
+    /// Two-level mode: the coordinator's assignments and the parked URLs.
+    sites: Option<Sites>,
+    /// When our status file was last written.
+    written_at: Option<Instant>,
 }
 
-/// How often, at most, the owners' status files are read to find idle owners.
+/// Parked URLs split by [`Parts::parked_ready`]: this part's own (URL, depth),
+/// other parts' `(owner, URL)`, and those whose site is still unassigned.
+pub(crate) type ParkedSplit = (Vec<(String, u32)>, Vec<(u32, Foreign)>, Vec<Foreign>);
+
+/// A two-level agent's side of the coordinator (see the module docs): the
+/// assignment generations read so far, the parked URLs, the sites reported.
+struct Sites {
+    /// `<root>/sites/<stem>/`.
+    assign_dir: PathBuf,
+    /// The newest assignment generation read.
+    read: u64,
+    /// `<state>/parked`: URLs of unassigned sites (the outbox's line format).
+    parked_path: PathBuf,
+    /// Lines in it.
+    parked: u64,
+    /// Sites reported this run (a restart reports again: harmless).
+    reported: std::collections::HashSet<String>,
+    /// The shared root and stem, to publish reports.
+    root: PathBuf,
+    stem: String,
+    producer: ComponentId,
+    /// When the assignment folder was last listed.
+    last_look: Option<Instant>,
+    /// Whether a link to another site is sent as it is (the fix) or reduced to
+    /// its site's root.
+    fix: bool,
+}
+
+/// How often, at most, the owners' status files are read to find idle owners
+/// (and, in two-level mode, the assignment folder is listed).
 const LOOK_EVERY: Duration = Duration::from_millis(50);
+
+/// How often a busy two-level agent rewrites its status file (its pages so far).
+const BUSY_STATUS_EVERY: Duration = Duration::from_secs(1);
 
 /// One part's status file.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -243,6 +306,37 @@ impl Parts {
             folders.push(dir);
             apps.push(name);
         }
+        let sites = if config.part_mode == PartMode::TwoLevel {
+            // The coordinator is one more party of the end-of-crawl check, and
+            // its report folder one more folder that must be empty.
+            let coord = crate::coordinator::coordinator_app(&stem);
+            let app = AppId::new(coord.clone()).map_err(|e| AppError::Config {
+                field: "app",
+                reason: format!("coordinator id {coord:?}: {e}"),
+            })?;
+            folders.push(root.exchange(&app)?);
+            apps.push(coord);
+            let parked_path = config.state_dir.join("parked");
+            fs::create_dir_all(&config.state_dir).map_err(|source| AppError::File {
+                path: config.state_dir.clone(),
+                source,
+            })?;
+            let parked = cut_partial_line(&parked_path)?;
+            Some(Sites {
+                assign_dir: crate::coordinator::assignment_dir(root.root(), &stem),
+                read: 0,
+                parked_path,
+                parked,
+                reported: Default::default(),
+                root: root.root().to_owned(),
+                stem: stem.clone(),
+                producer: id.clone(),
+                last_look: None,
+                fix: config.coverage_fix,
+            })
+        } else {
+            None
+        };
         let status_dir = root.root().join("parts");
         // Every part makes it, each on its own machine.
         spool::layout::create_dir_all_shared(&status_dir).map_err(|source| AppError::File {
@@ -282,7 +376,179 @@ impl Parts {
             max_age: Duration::from_millis(config.exchange_max_age_ms),
             last_look: None,
             votes: Vec::new(),
+            sites,
+            written_at: None,
         }))
+    }
+
+    /// Where `url` goes: `Some(part)` for the part that owns its host, `None` in
+    /// two-level mode for a site the coordinator has not assigned yet.
+    pub(crate) fn place(&self, url: &Url) -> Option<u32> {
+        let host = crate::parts::host_of(url).unwrap_or_default();
+        match &self.sites {
+            Some(_) => self.ownership.assigned_owner(&host),
+            None => Some(self.ownership.owner(&host)),
+        }
+    }
+
+    /// Two-level mode without the fix: the URL a link from `page` to `url` is
+    /// reduced to, `scheme://host[:port]/` when `url` is on another site;
+    /// `None` when the link stays as it is.
+    pub(crate) fn reduce(&self, url: &Url, page: &Url) -> Option<Url> {
+        let sites = self.sites.as_ref()?;
+        if sites.fix || crate::parts::host_of(url) == crate::parts::host_of(page) {
+            return None;
+        }
+        let mut root = url.clone();
+        root.set_path("/");
+        root.set_query(None);
+        root.set_fragment(None);
+        (root != *url).then_some(root)
+    }
+
+    /// Two-level mode: the depth of a link from `page` to `url` that the
+    /// caller computed as `depth` (the page's plus one), counted from the
+    /// site's entry: 0 when `url` is on another site (the crawl enters that site
+    /// there), else `depth`. Outside two-level mode, `depth`.
+    pub(crate) fn site_depth(&self, url: &Url, page: &Url, depth: u32) -> u32 {
+        if self.sites.is_some() && crate::parts::host_of(url) != crate::parts::host_of(page) {
+            0
+        } else {
+            depth
+        }
+    }
+
+    /// URLs parked until their site is assigned (0 outside two-level mode).
+    pub(crate) fn parked(&self) -> u64 {
+        self.sites.as_ref().map_or(0, |s| s.parked)
+    }
+
+    /// Two-level mode: parks `urls` (their sites unassigned) on disk, fsynced,
+    /// and reports their sites to the coordinator (one report file, published by
+    /// rename). Both happen before the caller records its generation, as the
+    /// outbox's lines: a crash in between parks and reports them again.
+    pub(crate) fn park(
+        &mut self,
+        urls: Vec<Foreign>,
+        counters: &mut PartCounters,
+    ) -> Result<(), AppError> {
+        let (Some(sites), false) = (&mut self.sites, urls.is_empty()) else {
+            return Ok(());
+        };
+        let mut text = String::new();
+        let mut new_sites = Vec::new();
+        for u in &urls {
+            text.push_str(&u.line());
+            let host = Url::parse(&u.url)
+                .ok()
+                .and_then(|u| crate::parts::host_of(&u))
+                .unwrap_or_default();
+            if !host.is_empty() && sites.reported.insert(host.clone()) {
+                new_sites.push(host);
+            }
+        }
+        append_synced(&sites.parked_path, &text)?;
+        sites.parked += urls.len() as u64;
+        counters.parked += urls.len() as u64;
+        if !new_sites.is_empty() {
+            crate::coordinator::report_sites(
+                &sites.root,
+                &sites.stem,
+                self.own,
+                self.count,
+                &sites.producer,
+                &new_sites,
+            )
+            .map_err(|e| AppError::Config {
+                field: "exchange_root",
+                reason: e.to_string(),
+            })?;
+            counters.reported += new_sites.len() as u64;
+        }
+        Ok(())
+    }
+
+    /// Two-level mode: reads the assignment generations published since the
+    /// last look (at most every [`LOOK_EVERY`]) into the ownership table;
+    /// returns whether any site was assigned. O(new assignments).
+    pub(crate) fn poll_sites(&mut self, counters: &mut PartCounters) -> Result<bool, AppError> {
+        let Some(sites) = &mut self.sites else {
+            return Ok(false);
+        };
+        let now = Instant::now();
+        if sites.last_look.is_some_and(|t| now < t + LOOK_EVERY) {
+            return Ok(false);
+        }
+        sites.last_look = Some(now);
+        let gens =
+            crate::coordinator::files::read_generations(&sites.assign_dir, sites.read, self.count)
+                .map_err(|e| AppError::Config {
+                    field: "exchange_root",
+                    reason: e.to_string(),
+                })?;
+        let mut any = false;
+        for (g, assigned) in gens {
+            for (site, agent) in assigned {
+                any = true;
+                counters.sites += u64::from(agent == self.own);
+                self.ownership.assign(site, agent);
+            }
+            sites.read = g;
+        }
+        Ok(any)
+    }
+
+    /// Two-level mode: the parked URLs whose site is assigned now, split into
+    /// this part's own (URL, depth) and other parts' `(owner, URL)`. The caller
+    /// requests or sends them, then calls [`Parts::keep_parked`] with the rest.
+    pub(crate) fn parked_ready(&self) -> Result<ParkedSplit, AppError> {
+        let Some(sites) = &self.sites else {
+            return Ok(Default::default());
+        };
+        let text = match fs::read_to_string(&sites.parked_path) {
+            Ok(t) => t,
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => String::new(),
+            Err(source) => {
+                return Err(AppError::File {
+                    path: sites.parked_path.clone(),
+                    source,
+                });
+            }
+        };
+        let (mut own, mut other, mut rest) = (Vec::new(), Vec::new(), Vec::new());
+        for f in text.lines().filter_map(Foreign::parse) {
+            match Url::parse(&f.url).ok().and_then(|u| self.place(&u)) {
+                Some(p) if p == self.own => own.push((f.url, f.depth)),
+                Some(p) => other.push((p, f)),
+                None => rest.push(f),
+            }
+        }
+        Ok((own, other, rest))
+    }
+
+    /// Two-level mode: replaces the parked file with `rest` (temp file, fsync,
+    /// rename), after the released URLs were requested or sent.
+    pub(crate) fn keep_parked(
+        &mut self,
+        rest: &[Foreign],
+        released: u64,
+        counters: &mut PartCounters,
+    ) -> Result<(), AppError> {
+        let Some(sites) = &mut self.sites else {
+            return Ok(());
+        };
+        let tmp = sites.parked_path.with_extension("tmp");
+        let io = |source| AppError::File {
+            path: tmp.clone(),
+            source,
+        };
+        let text: String = rest.iter().map(Foreign::line).collect();
+        let mut file = fs::File::create(&tmp).map_err(io)?;
+        file.write_all(text.as_bytes()).map_err(io)?;
+        durable_rename(file, &tmp, &sites.parked_path)?;
+        sites.parked = rest.len() as u64;
+        counters.released += released;
+        Ok(())
     }
 
     /// The part that owns `url`'s host.
@@ -355,7 +621,7 @@ impl Parts {
                 counters.kept += foreign.len() as u64;
                 self.keep(&foreign)?;
             }
-            PartMode::Exchange => {
+            PartMode::Exchange | PartMode::TwoLevel => {
                 let mut by_owner: BTreeMap<u32, String> = BTreeMap::new();
                 let mut counts: BTreeMap<u32, u64> = BTreeMap::new();
                 for (owner, url) in foreign {
@@ -536,11 +802,24 @@ impl Parts {
         self.status_dir.join(format!("{app}.status"))
     }
 
-    /// Writes our status file if the idle flag changed (or was never written).
-    pub(crate) fn set_idle(&mut self, idle: bool, c: &PartCounters) -> Result<(), AppError> {
-        if self.written_idle == Some(idle) {
+    /// Writes our status file if the idle flag changed (or was never written);
+    /// in two-level mode also while busy, at most every [`BUSY_STATUS_EVERY`], so
+    /// the coordinator's balanced policy sees the pages so far.
+    pub(crate) fn set_idle(
+        &mut self,
+        idle: bool,
+        c: &PartCounters,
+        pages: u64,
+    ) -> Result<(), AppError> {
+        let stale = self.sites.is_some()
+            && !idle
+            && self
+                .written_at
+                .is_some_and(|t| t.elapsed() >= BUSY_STATUS_EVERY);
+        if self.written_idle == Some(idle) && !stale {
             return Ok(());
         }
+        self.written_at = Some(Instant::now());
         let path = self.status_path(&self.own_app);
         let tmp = self
             .status_dir
@@ -551,7 +830,8 @@ impl Parts {
         };
         let text = format!(
             "idle={} version={} sent_files={} sent_urls={} applied_files={} applied_urls={} \
-             dropped={} kept={} crossed={}\n",
+             dropped={} kept={} crossed={} parked={} released={} reported={} sites={} \
+             pages={}\n",
             u8::from(idle),
             spool::name::now_micros(),
             c.sent_files,
@@ -560,7 +840,12 @@ impl Parts {
             c.applied_urls,
             c.dropped,
             c.kept,
-            c.crossed
+            c.crossed,
+            c.parked,
+            c.released,
+            c.reported,
+            c.sites,
+            pages
         );
         let mut file = fs::File::create(&tmp).map_err(io)?;
         file.write_all(text.as_bytes()).map_err(io)?;
@@ -768,8 +1053,8 @@ mod tests {
         assert_eq!((counters.sent_files, counters.sent_urls), (3, 5));
         assert_eq!(p0.in_flight().unwrap(), 3);
         // Both idle, but files in flight: not over.
-        p0.set_idle(true, &counters).unwrap();
-        p1.set_idle(true, &PartCounters::default()).unwrap();
+        p0.set_idle(true, &counters, 0).unwrap();
+        p1.set_idle(true, &PartCounters::default(), 0).unwrap();
         let first = p0.statuses();
         assert!(!quiet(&first, p0.in_flight().unwrap(), &p0.statuses()));
         // The receiver claims them: still in flight until it deletes them.
@@ -795,8 +1080,8 @@ mod tests {
         let first = p0.statuses();
         assert!(quiet(&first, p0.in_flight().unwrap(), &p1.statuses()));
         // A part that works in between changes its version.
-        p1.set_idle(false, &PartCounters::default()).unwrap();
-        p1.set_idle(true, &PartCounters::default()).unwrap();
+        p1.set_idle(false, &PartCounters::default(), 0).unwrap();
+        p1.set_idle(true, &PartCounters::default(), 0).unwrap();
         assert!(!quiet(&first, 0, &p0.statuses()));
     }
 
@@ -822,7 +1107,7 @@ mod tests {
             &mut counters,
         )
         .unwrap();
-        p1.set_idle(false, &PartCounters::default()).unwrap();
+        p1.set_idle(false, &PartCounters::default(), 0).unwrap();
         assert!(!p0.send_due(Priority::NORMAL, &mut counters, false).unwrap());
         assert_eq!((p0.in_flight().unwrap(), counters.sent_urls), (0, 0));
         // A crash cut the next append; reopening cuts the partial line off and
@@ -848,12 +1133,12 @@ mod tests {
             &mut counters,
         )
         .unwrap();
-        p1.set_idle(true, &PartCounters::default()).unwrap();
+        p1.set_idle(true, &PartCounters::default(), 0).unwrap();
         assert!(p0.send_due(Priority::NORMAL, &mut counters, false).unwrap());
         assert_eq!((counters.sent_files, counters.sent_urls), (2, 4));
         // Old enough: goes even to a busy owner.
         p0.max_age = Duration::ZERO;
-        p1.set_idle(false, &PartCounters::default()).unwrap();
+        p1.set_idle(false, &PartCounters::default(), 0).unwrap();
         p0.hand_on(
             vec![u("http://e.x/", 1, 0)],
             Priority::NORMAL,
@@ -960,6 +1245,105 @@ mod tests {
             .unwrap();
         pf.vote(&theirs, 2, 0, &page);
         assert!(pf.votes.is_empty(), "firewall mode sends nothing");
+    }
+
+    #[test]
+    fn two_level_places_by_assignment_reduces_without_the_fix_and_counts_site_depth() {
+        let dir = tempfile::tempdir().unwrap();
+        let spool = Spool::new(dir.path().join("spool"));
+        let id = ComponentId::new("t".to_owned()).unwrap();
+        let mut c = config(dir.path(), 0, PartMode::TwoLevel);
+        let mut p = Parts::open(&c, &spool, &c.app_id().unwrap(), &id)
+            .unwrap()
+            .unwrap();
+        let u = |s: &str| Url::parse(s).unwrap();
+        let (page, other) = (u("http://a.x:81/p/q"), u("https://b.y/deep/page?x=1"));
+        // Unassigned until an assignment generation names the site.
+        assert_eq!(p.place(&other), None);
+        let assign = crate::coordinator::assignment_dir(spool.root(), "bfs");
+        fs::create_dir_all(&assign).unwrap();
+        crate::coordinator::files::write_generation(&assign, 1, 2, &[("b.y".into(), 1)]).unwrap();
+        let mut counters = PartCounters::default();
+        assert!(p.poll_sites(&mut counters).unwrap());
+        assert_eq!((p.place(&other), p.place(&page)), (Some(1), None));
+        assert_eq!(counters.sites, 0, "b.y is part 1's");
+        // Site depth: 0 when the link enters another site.
+        assert_eq!(p.site_depth(&other, &page, 5), 0);
+        assert_eq!(p.site_depth(&u("http://a.x/r"), &page, 5), 5);
+        // With the fix links stay; without it they go to their site's root.
+        assert_eq!(p.reduce(&other, &page), None);
+        c.coverage_fix = false;
+        let p = Parts::open(&c, &spool, &c.app_id().unwrap(), &id)
+            .unwrap()
+            .unwrap();
+        assert_eq!(p.reduce(&other, &page), Some(u("https://b.y/")));
+        assert_eq!(p.reduce(&u("http://a.x/other"), &page), None, "same site");
+        assert_eq!(
+            p.reduce(&u("https://b.y/"), &page),
+            None,
+            "already the root"
+        );
+        // The thresholds apply to two-level agents only.
+        assert_eq!((c.depth_limit(), c.budget_rule().cap), (32, 100_000));
+        c.max_pages_per_host = 50;
+        assert_eq!(c.budget_rule().cap, 50);
+        c.part_mode = PartMode::Exchange;
+        assert_eq!((c.depth_limit(), c.budget_rule().cap), (64, 50));
+    }
+
+    #[test]
+    fn two_level_parks_reports_and_releases_once_sites_are_assigned() {
+        let dir = tempfile::tempdir().unwrap();
+        let spool = Spool::new(dir.path().join("spool"));
+        let id = ComponentId::new("t".to_owned()).unwrap();
+        let c = config(dir.path(), 0, PartMode::TwoLevel);
+        let mut p = Parts::open(&c, &spool, &c.app_id().unwrap(), &id)
+            .unwrap()
+            .unwrap();
+        let mut counters = PartCounters::default();
+        let f = |s: &str| Foreign::new(s.to_owned(), 0, 0);
+        p.park(
+            vec![
+                f("http://a.x/1"),
+                f("http://a.x/2"),
+                f("http://b.y/3"),
+                f("http://c.z/"),
+            ],
+            &mut counters,
+        )
+        .unwrap();
+        assert_eq!((p.parked(), counters.parked, counters.reported), (4, 4, 3));
+        // One report for the coordinator, with the three sites.
+        let coord = AppId::new("bfs-coord".to_owned()).unwrap();
+        let inbox = Consumer::new(spool.exchange(&coord).unwrap(), id.clone()).unwrap();
+        let reports = inbox.claim_batch(10).unwrap();
+        assert_eq!(reports.len(), 1);
+        let sites = crate::coordinator::files::read_report(&reports[0].read().unwrap(), 2).unwrap();
+        assert_eq!(sites, vec!["a.x", "b.y", "c.z"]);
+        // a.x is ours, b.y part 1's; c.z stays parked, also across a reopen.
+        let assign = crate::coordinator::assignment_dir(spool.root(), "bfs");
+        fs::create_dir_all(&assign).unwrap();
+        crate::coordinator::files::write_generation(
+            &assign,
+            1,
+            2,
+            &[("a.x".into(), 0), ("b.y".into(), 1)],
+        )
+        .unwrap();
+        assert!(p.poll_sites(&mut counters).unwrap());
+        assert_eq!(counters.sites, 1);
+        let (own, other, rest) = p.parked_ready().unwrap();
+        let own_urls: Vec<&str> = own.iter().map(|(u, _)| u.as_str()).collect();
+        assert_eq!(own_urls, ["http://a.x/1", "http://a.x/2"]);
+        assert_eq!(other.len(), 1);
+        assert_eq!((other[0].0, other[0].1.url.as_str()), (1, "http://b.y/3"));
+        p.keep_parked(&rest, 3, &mut counters).unwrap();
+        assert_eq!((p.parked(), counters.released), (1, 3));
+        drop(p);
+        let p = Parts::open(&c, &spool, &c.app_id().unwrap(), &id)
+            .unwrap()
+            .unwrap();
+        assert_eq!(p.parked(), 1, "the rest survives a restart");
     }
 
     #[test]

@@ -59,7 +59,7 @@ impl Scope {
                 .map(|d| d.trim_matches('.').to_ascii_lowercase())
                 .filter(|d| !d.is_empty())
                 .collect(),
-            max_depth: config.max_depth,
+            max_depth: config.depth_limit(),
             deny,
             max_repeated: config.max_repeated_segment,
             calendar,

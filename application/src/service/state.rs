@@ -66,6 +66,16 @@ pub struct PartCounters {
     /// Exchanged URLs received that are on the replicated list (0 unless some
     /// part runs without the list, or with another one).
     pub replicated_in: u64,
+    /// URLs of unassigned sites parked until the coordinator assigns them
+    /// (two-level mode).
+    pub parked: u64,
+    /// Parked URLs released once their site was assigned (two-level mode).
+    pub released: u64,
+    /// Sites reported to the coordinator (two-level mode; a site reported again
+    /// after a restart counts again).
+    pub reported: u64,
+    /// Sites the coordinator assigned to this part (two-level mode).
+    pub sites: u64,
 }
 
 impl Progress {
@@ -108,6 +118,9 @@ impl Progress {
                 "parts.crossed" => p.parts.crossed = n,
                 "parts.replicated" => p.parts.replicated = n,
                 "parts.replicated_in" => p.parts.replicated_in = n,
+                "parts.parked" => p.parts.parked = n,
+                "parts.released" => p.parts.released = n,
+                "parts.reported" => p.parts.reported = n,
                 _ => {
                     if let Some(reason) = key.strip_prefix("outcome.") {
                         p.outcomes.insert(reason.to_owned(), n);
@@ -147,7 +160,8 @@ impl Progress {
         text.push_str(&format!(
             "parts.sent_files={}\nparts.sent_urls={}\nparts.applied_files={}\n\
              parts.applied_urls={}\nparts.dropped={}\nparts.kept={}\nparts.crossed={}\n\
-             parts.replicated={}\nparts.replicated_in={}\n",
+             parts.replicated={}\nparts.replicated_in={}\n\
+             parts.parked={}\nparts.released={}\nparts.reported={}\n",
             c.sent_files,
             c.sent_urls,
             c.applied_files,
@@ -156,7 +170,10 @@ impl Progress {
             c.kept,
             c.crossed,
             c.replicated,
-            c.replicated_in
+            c.replicated_in,
+            c.parked,
+            c.released,
+            c.reported
         ));
         for (reason, n) in &self.outcomes {
             text.push_str(&format!("outcome.{reason}={n}\n"));

@@ -120,6 +120,13 @@ impl fmt::Display for Summary {
                 c.replicated,
                 c.replicated_in
             )?;
+            if p.mode == crate::service::PartMode::TwoLevel {
+                write!(
+                    f,
+                    ", sites assigned {}, sites reported {}, parked {} URLs, released {}",
+                    c.sites, c.reported, c.parked, c.released
+                )?;
+            }
         }
         if !self.most_cut.is_empty() {
             let parts: Vec<String> = self

@@ -91,17 +91,7 @@ pub(crate) fn run_with(
     layout.apply(&mut config);
     config.app.seeds_file = Some(seeds.clone());
     args.strategy.apply(&mut config.app);
-    config.app.part_mode = args.split.mode;
-    config.app.parts = args.split.parts;
-    if args.split.assignment.is_some() {
-        config.app.assignment_file = args.split.assignment.clone();
-    }
-    if let Some(rule) = args.split.partitioning {
-        config.app.partitioning = rule;
-    }
-    if args.split.replicated.is_some() {
-        config.app.replicated_file = args.split.replicated.clone();
-    }
+    args.split.apply(&mut config.app);
     if !config.downloader.allow_private || !config.manager.frontier.allow_private_addresses {
         tracing::info!("private, loopback and link-local addresses are not fetched (config)");
     }
@@ -117,6 +107,7 @@ pub(crate) fn run_with(
         systems: args.split.systems,
         parts: args.split.parts,
         strategy: args.strategy.clone(),
+        site_policy: args.split.site_policy,
     };
     eprintln!(
         "{}",

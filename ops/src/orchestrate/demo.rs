@@ -92,6 +92,10 @@ pub struct DemoArgs {
     /// First-byte delay of websim's slow hosts, in milliseconds.
     #[arg(long, value_name = "MS", default_value_t = 300)]
     pub slow_ms: u64,
+    /// websim's `--orphans N`: N pages per site that only other sites link (the
+    /// coverage problem of a two-level crawl). 0: none.
+    #[arg(long, value_name = "N", default_value_t = 0)]
+    pub orphans: u32,
     /// When to give up restarting a process that keeps dying.
     #[command(flatten)]
     pub supervision: SupervisionArgs,
@@ -162,6 +166,9 @@ impl DemoArgs {
         if self.components() > 0 {
             web.push_str(&format!(" components={}", self.components()));
         }
+        if self.size_skew != 1.0 {
+            web.push_str(&format!(" size_skew={}", self.size_skew));
+        }
         for (set, flag) in [
             (self.all_seeds, "all_seeds"),
             (self.own_addresses, "own_addresses"),
@@ -170,6 +177,9 @@ impl DemoArgs {
                 web.push(' ');
                 web.push_str(flag);
             }
+        }
+        if self.orphans > 0 {
+            web.push_str(&format!(" orphans={}", self.orphans));
         }
         web
     }
@@ -462,6 +472,7 @@ pub fn run(args: DemoArgs, shutdown: CancellationToken, rt: Handle) -> anyhow::R
         .args(["--slow-ms", &args.slow_ms.to_string()])
         .args(["--latency-ms", &args.latency_ms.to_string()])
         .args(["--components", &args.components().to_string()])
+        .args(["--orphans", &args.orphans.to_string()])
         .arg("--out")
         .arg(layout.out.join("websim"))
         .arg("--exit-with-parent");
@@ -521,13 +532,7 @@ pub fn run(args: DemoArgs, shutdown: CancellationToken, rt: Handle) -> anyhow::R
     record.logs.push(ready.log.clone());
     record.save(&layout.out)?;
     let mut config = demo_config(&layout, &ready, &args);
-    config.app.part_mode = args.split.mode;
-    config.app.assignment_file = args.split.assignment.clone();
-    config.app.replicated_file = args.split.replicated.clone();
-    if let Some(rule) = args.split.partitioning {
-        config.app.partitioning = rule;
-    }
-    config.app.parts = args.split.parts;
+    args.split.apply(&mut config.app);
     args.strategy.apply(&mut config.app);
     let machines = if args.machines {
         Some(start_machines(&layout, &args, &mut config)?)
@@ -546,6 +551,7 @@ pub fn run(args: DemoArgs, shutdown: CancellationToken, rt: Handle) -> anyhow::R
         systems: args.split.systems,
         parts: args.split.parts,
         strategy: args.strategy.clone(),
+        site_policy: args.split.site_policy,
     };
 
     eprintln!(
@@ -646,7 +652,7 @@ pub fn run(args: DemoArgs, shutdown: CancellationToken, rt: Handle) -> anyhow::R
     let _ = std::fs::remove_file(layout.out.join(RESUME));
     // Firewall mode may miss pages and cross-over mode may fetch a page twice:
     // their figures are the result, not a failure.
-    if parts > 1 && args.split.mode != application::service::PartMode::Exchange {
+    if parts > 1 && !args.split.full_coverage() {
         return Ok(());
     }
     anyhow::ensure!(
@@ -748,7 +754,10 @@ mod tests {
                 assignment: None,
                 replicated: None,
                 partitioning: None,
+                no_fix: false,
+                site_policy: Default::default(),
             },
+            orphans: 0,
             machines: false,
             visibility_delay_ms: 1000,
             latency_ms: 0,

@@ -8,7 +8,10 @@
 //! - overlap `(N - I) / I`;
 //! - coverage `I / U` against websim's manifest (`U` pages to find);
 //! - communication overhead: URLs exchanged per downloaded page (`sent / N`);
-//! - balance: the largest part's pages over the mean (1.0 is perfect).
+//! - balance: the largest part's pages over the mean (1.0 is perfect);
+//! - two-level mode (FC2L-UDC): per part and in total, sites the coordinator
+//!   assigned, sites reported (and per downloaded page) and URLs parked, from the
+//!   parts' summary lines.
 //!
 //! websim's request log stays the ground truth for duplicate fetches (the demo's
 //! check); these figures come from what the parts stored. This module never
@@ -52,6 +55,44 @@ pub struct SplitArgs {
     /// overriding app.partitioning [default: site].
     #[arg(long, value_name = "RULE")]
     pub partitioning: Option<application::service::Partitioning>,
+    /// With `--mode two-level`: 2L without the coverage fix (every link to another
+    /// site reduced to its site's root), for comparison.
+    #[arg(long)]
+    pub no_fix: bool,
+    /// With `--mode two-level`: how the coordinator deals new sites to the parts,
+    /// round-robin (the paper's) or balanced (fewest pages so far).
+    #[arg(long, default_value_t = application::coordinator::Policy::RoundRobin)]
+    pub site_policy: application::coordinator::Policy,
+}
+
+impl SplitArgs {
+    /// Sets the app config's split: parts, mode and coverage fix, and the
+    /// assignment file, partitioning rule and replicated-URL file where given
+    /// (the config's own otherwise).
+    pub fn apply(&self, app: &mut application::AppConfig) {
+        app.parts = self.parts;
+        app.part_mode = self.mode;
+        app.coverage_fix = !self.no_fix;
+        if let Some(file) = &self.assignment {
+            app.assignment_file = Some(file.clone());
+        }
+        if let Some(rule) = self.partitioning {
+            app.partitioning = rule;
+        }
+        if let Some(file) = &self.replicated {
+            app.replicated_file = Some(file.clone());
+        }
+    }
+
+    /// Whether the split must reach every page of the manifest with no overlap:
+    /// exchange mode, and two-level mode with the coverage fix.
+    pub fn full_coverage(&self) -> bool {
+        match self.mode {
+            PartMode::Exchange => true,
+            PartMode::TwoLevel => !self.no_fix,
+            PartMode::Firewall | PartMode::Crossover => false,
+        }
+    }
 }
 
 /// One part's figures.
@@ -61,6 +102,13 @@ pub struct PartFigures {
     pub pages: u64,
     /// URLs it sent to other parts.
     pub sent: u64,
+    /// Two-level mode: sites the coordinator assigned it, sites it reported,
+    /// URLs it parked (0 in the other modes).
+    pub sites: u64,
+    /// See `sites`.
+    pub reported: u64,
+    /// See `sites`.
+    pub parked: u64,
 }
 
 /// The figures of a split crawl.
@@ -87,14 +135,14 @@ impl Metrics {
         let mut parts = Vec::new();
         for (i, scan) in scans.iter().enumerate() {
             union.extend(scan.ok_urls.iter().map(String::as_str));
-            let sent = summaries
-                .get(i)
-                .and_then(|s| s.as_deref())
-                .and_then(sent_of)
-                .unwrap_or(0);
+            let line = summaries.get(i).and_then(|s| s.as_deref());
+            let count = |key: &str| line.and_then(|l| count_after(l, key)).unwrap_or(0);
             parts.push(PartFigures {
                 pages: scan.ok_urls.len() as u64,
-                sent,
+                sent: line.and_then(sent_of).unwrap_or(0),
+                sites: count("sites assigned "),
+                reported: count("sites reported "),
+                parked: count("parked "),
             });
         }
         Metrics {
@@ -129,6 +177,15 @@ impl Metrics {
         sent as f64 / self.pages as f64
     }
 
+    /// Sites reported to the coordinator per downloaded page (two-level mode).
+    pub fn reports_per_page(&self) -> f64 {
+        let reported: u64 = self.parts.iter().map(|p| p.reported).sum();
+        if self.pages == 0 {
+            return 0.0;
+        }
+        reported as f64 / self.pages as f64
+    }
+
     /// The largest part's pages over the mean.
     pub fn balance(&self) -> f64 {
         let max = self.parts.iter().map(|p| p.pages).max().unwrap_or(0);
@@ -146,14 +203,23 @@ impl Metrics {
             o,
             "parts:      {k} parts ({mode:?} mode) over {systems} crawling system(s)"
         );
+        let two_level = mode == PartMode::TwoLevel;
         for (i, p) in self.parts.iter().enumerate() {
-            let _ = writeln!(
+            let _ = write!(
                 o,
                 "  part {i} (system {}): {} pages, {} URLs sent",
                 i as u32 % systems.max(1),
                 p.pages,
                 p.sent
             );
+            if two_level {
+                let _ = write!(
+                    o,
+                    ", {} sites assigned, {} sites reported, {} URLs parked",
+                    p.sites, p.reported, p.parked
+                );
+            }
+            o.push('\n');
         }
         let coverage = self
             .coverage()
@@ -168,8 +234,29 @@ impl Metrics {
             self.overhead(),
             self.balance()
         );
+        if two_level {
+            let total = |f: fn(&PartFigures) -> u64| self.parts.iter().map(f).sum::<u64>();
+            let _ = writeln!(
+                o,
+                "two-level:  sites assigned {} sites reported {} ({:.4} per page) URLs parked {}",
+                total(|p| p.sites),
+                total(|p| p.reported),
+                self.reports_per_page(),
+                total(|p| p.parked)
+            );
+        }
         o
     }
+}
+
+/// The number after `key` in a part's summary line (`sites assigned 15`).
+fn count_after(line: &str, key: &str) -> Option<u64> {
+    let after = &line[line.find(key)? + key.len()..];
+    after
+        .split(|c: char| !c.is_ascii_digit())
+        .next()?
+        .parse()
+        .ok()
 }
 
 /// The `sent N URLs` of a part's summary line.
@@ -206,5 +293,23 @@ mod tests {
         assert!(m.render(PartMode::Exchange, 2).contains("overlap 0.2500"));
         assert_eq!(sent_of("x: sent 12 URLs"), Some(12));
         assert_eq!(sent_of("nothing"), None);
+        let two = "app bfs-p1: Complete: ... part 1 of 2 (TwoLevel): sent 4 URLs in 1 files, \
+                   applied 0 URLs in 0 files, dropped 0, kept 0, crossed 0, sites assigned 7, \
+                   sites reported 3, parked 12 URLs, released 12";
+        let m = Metrics::compute(&scans, &[None, Some(two.to_owned())], Some(8));
+        assert_eq!(
+            (m.parts[1].sites, m.parts[1].reported, m.parts[1].parked),
+            (7, 3, 12)
+        );
+        assert!((m.reports_per_page() - 0.6).abs() < 1e-9);
+        let text = m.render(PartMode::TwoLevel, 1);
+        assert!(
+            text.contains("7 sites assigned, 3 sites reported, 12 URLs parked"),
+            "{text}"
+        );
+        assert!(
+            text.contains("sites reported 3 (0.6000 per page)"),
+            "{text}"
+        );
     }
 }

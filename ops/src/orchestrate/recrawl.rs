@@ -116,6 +116,8 @@ pub fn run(args: RecrawlArgs, shutdown: CancellationToken, rt: Handle) -> anyhow
             assignment: None,
             replicated: None,
             partitioning: None,
+            no_fix: false,
+            site_policy: Default::default(),
         },
         // A recrawl revisits what the repository holds, URL by URL.
         strategy: StrategyArgs::default(),

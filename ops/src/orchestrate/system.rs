@@ -11,7 +11,10 @@
 //! application parts (`app-p0`, ...), part I registered with system I % S only and
 //! given its own id (`<app>-pI`), state and repository. The parts exchange URLs
 //! through the first system's spool (`app.exchange_root`). The run is complete
-//! when every part has exited with its crawl complete. The progress display adds
+//! when every part has exited with its crawl complete. In two-level mode
+//! (`app.part_mode: two_level`) a supervised `polycrawl coordinator` (state in
+//! `<out>/state/coordinator`, the seeds file, [`Plan::site_policy`]) starts before
+//! the parts and stops with the resolvers. The progress display adds
 //! up the managers' counts; the admin page announced is the first manager's.
 //!
 //! Start order: manager (wait for `manager listening addr=` and, when the admin
@@ -199,6 +202,11 @@ impl Layout {
     }
 }
 
+/// The coordinator's process name (two-level mode).
+const COORDINATOR: &str = "coordinator";
+/// The stdout line `polycrawl coordinator` prints once it runs.
+const COORDINATOR_READY: &str = "coordinator ready ";
+
 /// What to start.
 #[derive(Debug, Clone)]
 pub struct Plan {
@@ -220,6 +228,8 @@ pub struct Plan {
     /// Application parts, at least 1 (the mode and the assignment are in
     /// `config.app`).
     pub parts: u32,
+    /// Two-level mode (`config.app.part_mode`): how the coordinator deals sites.
+    pub site_policy: application::coordinator::Policy,
     /// Pages expected, for the progress bar.
     pub expected_pages: Option<u64>,
     /// When to give up restarting a process.
@@ -449,13 +459,15 @@ impl Supervised {
     /// stdout is read only here once it runs), any other process logged that it
     /// registered.
     fn is_ready(&mut self) -> bool {
-        if self.name().starts_with("manager") {
-            if self
-                .child
-                .new_lines()
-                .iter()
-                .any(|l| l.starts_with(LISTENING))
-            {
+        let line = if self.name().starts_with("manager") {
+            Some(LISTENING)
+        } else if self.name() == COORDINATOR {
+            Some(COORDINATOR_READY)
+        } else {
+            None
+        };
+        if let Some(line) = line {
+            if self.child.new_lines().iter().any(|l| l.starts_with(line)) {
                 self.ready.set_ready();
             }
             // Its log never says `registered`: only the line sets it ready.
@@ -552,6 +564,8 @@ impl AppPart {
 #[derive(Debug)]
 pub struct System {
     managers: Vec<Supervised>,
+    /// Two-level mode's coordinator.
+    coordinator: Option<Supervised>,
     resolvers: Vec<Supervised>,
     downloaders: Vec<Supervised>,
     apps: Vec<AppPart>,
@@ -696,6 +710,30 @@ impl System {
             spec.netns = m.map(|m| m.netns.clone());
             downloaders.push(Supervised::spawn(&id, spec, &l.logs, policy)?);
         }
+        // Two-level mode: the coordinator, before the agents (its own process
+        // on the first system's spool, like a part; it needs no manager).
+        let coordinator =
+            if parts > 1 && config.app.part_mode == application::service::PartMode::TwoLevel {
+                let mut spec = Spec::new(&exe, "coordinator", &l.config, &token);
+                spec.arg("--state")
+                    .arg(l.app_state.with_file_name(COORDINATOR))
+                    .arg("--seeds")
+                    .arg(&plan.seeds)
+                    .arg("--policy")
+                    .arg(plan.site_policy.to_string())
+                    .arg("--parts")
+                    .arg(parts.to_string());
+                let mut co = Supervised::spawn(COORDINATOR, spec, &l.logs, policy)?;
+                co.child.wait_line(
+                    |l| l.starts_with(COORDINATOR_READY),
+                    READY_TIMEOUT,
+                    || shutdown.is_cancelled(),
+                )?;
+                co.ready.set_ready();
+                Some(co)
+            } else {
+                None
+            };
         let mut apps = Vec::new();
         for i in 0..parts {
             let s = i % systems;
@@ -740,6 +778,7 @@ impl System {
         }
         let system = System {
             managers,
+            coordinator,
             resolvers,
             downloaders,
             apps,
@@ -785,6 +824,7 @@ impl System {
     fn all(&self) -> impl Iterator<Item = &Supervised> {
         self.managers
             .iter()
+            .chain(self.coordinator.iter())
             .chain(self.resolvers.iter())
             .chain(self.downloaders.iter())
             .chain(self.apps.iter().map(|a| &a.proc))
@@ -906,6 +946,7 @@ impl System {
                 .managers
                 .iter_mut()
                 .map(|s| (s, false))
+                .chain(self.coordinator.iter_mut().map(|s| (s, false)))
                 .chain(self.resolvers.iter_mut().map(|s| (s, false)))
                 .chain(self.downloaders.iter_mut().map(|s| (s, false)))
                 .chain(self.apps.iter_mut().map(|a| (&mut a.proc, a.complete)));
@@ -1056,12 +1097,22 @@ impl System {
             ));
         }
         let deadline = Instant::now() + STOP_GRACE;
-        for c in self.downloaders.iter_mut().chain(self.resolvers.iter_mut()) {
+        for c in self
+            .downloaders
+            .iter_mut()
+            .chain(self.resolvers.iter_mut())
+            .chain(self.coordinator.iter_mut())
+        {
             if c.alive() {
                 c.child.terminate();
             }
         }
-        for c in self.downloaders.iter_mut().chain(self.resolvers.iter_mut()) {
+        for c in self
+            .downloaders
+            .iter_mut()
+            .chain(self.resolvers.iter_mut())
+            .chain(self.coordinator.iter_mut())
+        {
             if c.alive() {
                 let s = c.child.wait_or_kill(deadline);
                 note(&c.child, s);
@@ -1086,6 +1137,7 @@ impl System {
         for c in self
             .managers
             .iter_mut()
+            .chain(self.coordinator.iter_mut())
             .chain(self.resolvers.iter_mut())
             .chain(self.downloaders.iter_mut())
         {
