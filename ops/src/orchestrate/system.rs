@@ -546,6 +546,10 @@ struct AppPart {
     lines: Vec<String>,
     /// It exited 0 with its crawl complete.
     complete: bool,
+    /// This round of the watch loop looked at its exit (and its summary line).
+    /// An exit 0 that comes after that look, within the same round, is judged
+    /// in the next round, never taken for a death.
+    judged: bool,
 }
 
 impl AppPart {
@@ -774,6 +778,7 @@ impl System {
                 proc: Supervised::spawn(&name, spec, &l.logs, policy)?,
                 lines: Vec::new(),
                 complete: false,
+                judged: false,
             });
         }
         let system = System {
@@ -919,10 +924,12 @@ impl System {
             // exit 0 after a SIGTERM from outside is a death like any.
             for app in &mut self.apps {
                 app.lines.extend(app.proc.child.new_lines());
+                app.judged = false;
                 if !app.complete
                     && app.proc.alive()
                     && app.proc.child.exited()?.is_some_and(|s| s.success())
                 {
+                    app.judged = true;
                     // The reader thread may still hold the last line for a moment
                     // (longer on a loaded machine): wait for it, a bounded time.
                     let deadline = Instant::now() + SUMMARY_WAIT;
@@ -945,13 +952,19 @@ impl System {
             let supervised = self
                 .managers
                 .iter_mut()
-                .map(|s| (s, false))
-                .chain(self.coordinator.iter_mut().map(|s| (s, false)))
-                .chain(self.resolvers.iter_mut().map(|s| (s, false)))
-                .chain(self.downloaders.iter_mut().map(|s| (s, false)))
-                .chain(self.apps.iter_mut().map(|a| (&mut a.proc, a.complete)));
-            for (s, done) in supervised {
-                let event = s.check(&self.logs, |_| done)?;
+                .map(|s| (s, false, false))
+                .chain(self.coordinator.iter_mut().map(|s| (s, false, false)))
+                .chain(self.resolvers.iter_mut().map(|s| (s, false, false)))
+                .chain(self.downloaders.iter_mut().map(|s| (s, false, false)))
+                .chain(
+                    self.apps
+                        .iter_mut()
+                        .map(|a| (&mut a.proc, a.complete, !a.judged)),
+                );
+            for (s, done, unjudged) in supervised {
+                // A part that exited 0 after this round's look at the parts is
+                // judged by its summary line in the next round.
+                let event = s.check(&self.logs, |status| done || (unjudged && status.success()))?;
                 match event {
                     Event::None => {}
                     Event::Restarted { pid } => {
