@@ -92,6 +92,17 @@ pub struct DemoArgs {
     /// First-byte delay of websim's slow hosts, in milliseconds.
     #[arg(long, value_name = "MS", default_value_t = 300)]
     pub slow_ms: u64,
+    /// Serve this WARC repository as the web instead of a generated one (websim
+    /// `--from-repository`, the disk web: every stored response at its URL, on the
+    /// ports its URLs carry, the stored seeds and pages as seeds and manifest). The
+    /// flags that make a generated web are then ignored.
+    #[arg(long, value_name = "REPO")]
+    pub disk_web: Option<PathBuf>,
+    /// Give every client address a fixed share of bandwidth, bytes per second
+    /// (websim `--pace-per-client`): with `--machines`, each machine's downloads
+    /// are paced as over a link of that speed.
+    #[arg(long, value_name = "BYTES_PER_SEC", value_parser = clap::value_parser!(u64).range(1..))]
+    pub pace_per_client: Option<u64>,
     /// websim's `--orphans N`: N pages per site that only other sites link (the
     /// coverage problem of a two-level crawl). 0: none.
     #[arg(long, value_name = "N", default_value_t = 0)]
@@ -155,6 +166,9 @@ pub struct DemoArgs {
 impl DemoArgs {
     /// The flags that make the web (a resumed demo needs the same).
     fn web(&self) -> String {
+        if let Some(repo) = &self.disk_web {
+            return format!("disk_web={}", repo.display());
+        }
         let mut web = format!(
             "hosts={} pages={} seed={} slow_ms={}",
             self.hosts, self.pages, self.seed, self.slow_ms
@@ -317,6 +331,26 @@ fn demo_config(layout: &Layout, ready: &Ready, args: &DemoArgs) -> Config {
     c
 }
 
+/// websim's flags for the generated web of `args`.
+fn generated_web_flags(cmd: &mut Command, args: &DemoArgs) {
+    cmd.args(["--hosts", &args.hosts.to_string()])
+        .args(["--pages", &args.pages.to_string()])
+        .args(["--seed", &args.seed.to_string()])
+        .args(["--slow-ms", &args.slow_ms.to_string()])
+        .args(["--latency-ms", &args.latency_ms.to_string()])
+        .args(["--components", &args.components().to_string()])
+        .args(["--orphans", &args.orphans.to_string()]);
+    if args.size_skew != 1.0 {
+        cmd.args(["--size-skew", &args.size_skew.to_string()]);
+    }
+    if args.all_seeds {
+        cmd.arg("--all-seeds");
+    }
+    if args.own_addresses {
+        cmd.arg("--own-addresses");
+    }
+}
+
 /// `--shuffle-seeds`: websim's seeds in the order of their FNV-1a hash, written to
 /// `<out>/seeds-shuffled.txt` (the same web gives the same order); its path.
 fn shuffled_seeds(seeds: &Path, out: &Path) -> anyhow::Result<PathBuf> {
@@ -465,25 +499,19 @@ pub fn run(args: DemoArgs, shutdown: CancellationToken, rt: Handle) -> anyhow::R
     layout.create()?;
     let exe = std::env::current_exe().context("finding the polycrawl binary")?;
     let mut cmd = Command::new(&exe);
-    cmd.arg("websim")
-        .args(["--hosts", &args.hosts.to_string()])
-        .args(["--pages", &args.pages.to_string()])
-        .args(["--seed", &args.seed.to_string()])
-        .args(["--slow-ms", &args.slow_ms.to_string()])
-        .args(["--latency-ms", &args.latency_ms.to_string()])
-        .args(["--components", &args.components().to_string()])
-        .args(["--orphans", &args.orphans.to_string()])
-        .arg("--out")
+    cmd.arg("websim");
+    if let Some(repo) = &args.disk_web {
+        let repo =
+            std::path::absolute(repo).with_context(|| format!("resolving {}", repo.display()))?;
+        cmd.arg("--from-repository").arg(repo);
+    } else {
+        generated_web_flags(&mut cmd, &args);
+    }
+    cmd.arg("--out")
         .arg(layout.out.join("websim"))
         .arg("--exit-with-parent");
-    if args.size_skew != 1.0 {
-        cmd.args(["--size-skew", &args.size_skew.to_string()]);
-    }
-    if args.all_seeds {
-        cmd.arg("--all-seeds");
-    }
-    if args.own_addresses {
-        cmd.arg("--own-addresses");
+    if let Some(rate) = args.pace_per_client {
+        cmd.args(["--pace-per-client", &rate.to_string()]);
     }
     if args.machines {
         // 127.0.0.1 is each machine's own loopback; the rest of 127/8 is routed
@@ -491,15 +519,17 @@ pub fn run(args: DemoArgs, shutdown: CancellationToken, rt: Handle) -> anyhow::R
         cmd.args(["--dns-addr", MACHINES_DNS]);
     }
     if let Some(r) = &resume {
-        cmd.args(["--http-port", &r.http_port.to_string()])
-            .args(["--https-port", &r.https_port.to_string()])
-            .arg("--log")
-            .arg(
-                layout
-                    .out
-                    .join("websim")
-                    .join(format!("requests-{}.tsv", r.logs.len() + 1)),
-            );
+        // The disk web always serves on the stored URLs' ports.
+        if args.disk_web.is_none() {
+            cmd.args(["--http-port", &r.http_port.to_string()])
+                .args(["--https-port", &r.https_port.to_string()]);
+        }
+        cmd.arg("--log").arg(
+            layout
+                .out
+                .join("websim")
+                .join(format!("requests-{}.tsv", r.logs.len() + 1)),
+        );
         eprintln!(
             "demo: resuming the unfinished demo in {} (run {})",
             layout.out.display(),
@@ -510,10 +540,13 @@ pub fn run(args: DemoArgs, shutdown: CancellationToken, rt: Handle) -> anyhow::R
         cmd.env("RUST_LOG", "warn");
     }
     let mut websim = Child::spawn("websim", cmd, &layout.logs)?;
-    eprintln!(
-        "demo: starting websim ({} hosts, {} pages, seed {})",
-        args.hosts, args.pages, args.seed
-    );
+    match &args.disk_web {
+        Some(repo) => eprintln!("demo: starting websim (the disk web of {})", repo.display()),
+        None => eprintln!(
+            "demo: starting websim ({} hosts, {} pages, seed {})",
+            args.hosts, args.pages, args.seed
+        ),
+    }
     let line = websim.wait_line(
         |l| l.starts_with("websim ready "),
         WEBSIM_READY,
@@ -758,6 +791,8 @@ mod tests {
                 site_policy: Default::default(),
             },
             orphans: 0,
+            disk_web: None,
+            pace_per_client: None,
             machines: false,
             visibility_delay_ms: 1000,
             latency_ms: 0,
