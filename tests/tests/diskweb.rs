@@ -237,3 +237,52 @@ async fn a_stored_crawl_served_as_the_web_is_crawled_again_to_the_same_pages() {
         "{got:?}: {share:.3} of the rate"
     );
 }
+
+/// `polycrawl demo --disk-web REPO --mode two-level`: a stored crawl served as the
+/// web (paced per client address) and crawled by two agents and a coordinator, the
+/// run issue 25's scaling benchmark repeats on more agents and machines
+/// (`ops/bench-two-level.sh`). The demo checks itself against the disk web's
+/// manifest and exits 0 only if every stored page was fetched once and nothing
+/// robots.txt forbids; here also its summary's two-level figures.
+#[test]
+fn demo_crawls_a_disk_web_with_two_agents_and_a_coordinator() {
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    let ws = Websim::start(&[
+        "--hosts",
+        "30",
+        "--pages",
+        "600",
+        "--seed",
+        "8",
+        "--plain",
+        "--all-seeds",
+    ]);
+    let pages = ws.manifest().iter().filter(|r| r.status == 200).count();
+    let repo = crawl(&ws, d, "stored");
+    drop(ws);
+    let mut cmd = Command::new(bin::polycrawl());
+    cmd.arg("demo")
+        .arg("--out")
+        .arg(d.join("demo"))
+        .arg("--disk-web")
+        .arg(&repo)
+        .args(["--pace-per-client", "2000000", "--interval-ms", "20"])
+        .args(["--parts", "2", "--mode", "two-level"]);
+    let mut demo = ProcessGuard::spawn("demo", cmd, d).unwrap();
+    let status = demo.wait_exit(Duration::from_secs(240)).unwrap();
+    let status = status.unwrap_or_else(|| panic!("{}", demo.report("still running")));
+    std::thread::sleep(Duration::from_millis(200)); // stdout reader thread.
+    assert!(status.success(), "{}", demo.report("the demo failed"));
+    let out = demo.stdout().join("\n");
+    assert!(
+        out.contains(&format!("coverage: {pages}/{pages} (100.0 %)")),
+        "{out}"
+    );
+    assert!(out.contains("duplicate fetches: 0"), "{out}");
+    let two_level = out
+        .lines()
+        .find(|l| l.starts_with("two-level:"))
+        .unwrap_or_else(|| panic!("no two-level line in\n{out}"));
+    assert!(two_level.contains("sites assigned"), "{two_level}");
+}
