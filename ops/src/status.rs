@@ -260,6 +260,13 @@ fn app_line(a: &AppFigures) -> String {
             "; part {} of {}, {} URLs sent, {} received",
             p.part, p.parts, p.urls_out, p.urls_in
         );
+        if p.sites_assigned + p.sites_reported + p.parked > 0 {
+            let _ = write!(
+                line,
+                ", {} sites assigned, {} reported, {} URLs parked",
+                p.sites_assigned, p.sites_reported, p.parked
+            );
+        }
     }
     if let Some(s) = &a.seeds {
         let held: Vec<String> = s.held.iter().map(ToString::to_string).collect();
@@ -419,6 +426,9 @@ mod tests {
                                 parts: 2,
                                 urls_out: 5,
                                 urls_in: 7,
+                                sites_assigned: 3,
+                                sites_reported: 4,
+                                parked: 2,
                             }),
                             traps: vec![
                                 TrapCut {
@@ -470,7 +480,8 @@ mod tests {
             "in flight 10/500",
             "PAUSED: disk full at /spool/pages/bfs/.tmp (retrying every 1 s at most)",
             "    12 pages; 2 hosts over budget, 40 URLs cut (most: test.a 30/10); \
-             trap links cut: sequence 12; part 0 of 2, 5 URLs sent, 7 received\n",
+             trap links cut: sequence 12; part 0 of 2, 5 URLs sent, 7 received, \
+             3 sites assigned, 4 reported, 2 URLs parked\n",
             "target from operator until 22:05 UTC; 80.0 fetches/s, host-limited \
              (politeness allows no more); mean job 12 ms",
         ] {

@@ -406,6 +406,9 @@ fn samples() -> Vec<Message> {
                     parts: 2,
                     urls_out: 8,
                     urls_in: 9,
+                    sites_assigned: 1,
+                    sites_reported: 2,
+                    parked: 3,
                 }),
                 traps: vec![TrapCut {
                     detector: "sequence".into(),
@@ -514,7 +517,7 @@ fn golden_message_bytes() {
         "0f 24 35 30 2d 64 6c 2d 31 2d 30 30 30 30 30 30 30 30 30 30 30 30 30 30 30 30 30 30 30 31 2e 77 61 72 63 2e 67 7a 02 07 ac 02",
         "10 03 62 66 73 09",
         "11 01 00 02 2f 73 02 e8 07 01 01 02 01 03 74 2e 61 03 04 05 06 07 01 00 02 08 09 \
-         01 08 73 65 71 75 65 6e 63 65 0a 01 0f 68 74 74 70 3a 2f 2f 74 2e 61 2f 63 2f 31 32 01 04 66 72 65 65 0b 0c 0d 00 02 0a 02 01 0b 68 74 74 70 3a 2f 2f 74 2e 61 2f 0e",
+         01 02 03 01 08 73 65 71 75 65 6e 63 65 0a 01 0f 68 74 74 70 3a 2f 2f 74 2e 61 2f 63 2f 31 32 01 04 66 72 65 65 0b 0c 0d 00 02 0a 02 01 0b 68 74 74 70 3a 2f 2f 74 2e 61 2f 0e",
     ];
     let got: Vec<String> = samples()
         .iter()

@@ -1204,6 +1204,13 @@ impl Crawl {
                 parts: p.count,
                 urls_out: self.progress.parts.sent_urls,
                 urls_in: self.progress.parts.applied_urls,
+                sites_assigned: self.progress.parts.sites,
+                sites_reported: self.progress.parts.reported,
+                parked: self
+                    .progress
+                    .parts
+                    .parked
+                    .saturating_sub(self.progress.parts.released),
             }),
             seeds: None,
         };

@@ -132,6 +132,12 @@ pub struct PartFigures {
     pub urls_out: u64,
     /// URLs received from other parts and applied.
     pub urls_in: u64,
+    /// Two-level mode: sites the coordinator assigned to this part (0 otherwise).
+    pub sites_assigned: u64,
+    /// Two-level mode: sites this part reported to the coordinator.
+    pub sites_reported: u64,
+    /// Two-level mode: URLs parked now, waiting for their site's assignment.
+    pub parked: u64,
 }
 
 /// A component stopped taking new work that would write somewhere, keeps what it
