@@ -621,6 +621,25 @@ fn coordinator_command(args: CoordinatorArgs) -> anyhow::Result<()> {
         seen_buffer_bytes: 16 << 20,
     };
     let mut co = Coordinator::open(config.clone())?;
+    // The signal handlers are in place before the ready line: a SIGTERM right
+    // after it stops the coordinator cleanly (with its summary), not by default.
+    let shutdown = tokio_util::sync::CancellationToken::new();
+    let runtime = tokio::runtime::Runtime::new()?;
+    let (mut term, mut int) = runtime.block_on(async {
+        use tokio::signal::unix::{SignalKind, signal};
+        Ok::<_, std::io::Error>((
+            signal(SignalKind::terminate())?,
+            signal(SignalKind::interrupt())?,
+        ))
+    })?;
+    let stop = shutdown.clone();
+    runtime.spawn(async move {
+        tokio::select! {
+            _ = term.recv() => {}
+            _ = int.recv() => {}
+        }
+        stop.cancel();
+    });
     let c = co.counters();
     println!(
         "coordinator ready root={} parts={} policy={} generation={} sites={}",
@@ -630,9 +649,6 @@ fn coordinator_command(args: CoordinatorArgs) -> anyhow::Result<()> {
         c.generation,
         c.sites()
     );
-    let shutdown = tokio_util::sync::CancellationToken::new();
-    let runtime = tokio::runtime::Runtime::new()?;
-    runtime.spawn(shutdown_on_signal(shutdown.clone()));
     let poll = std::time::Duration::from_millis(args.poll_ms);
     while !shutdown.is_cancelled() {
         if !co.round()? {
