@@ -104,6 +104,30 @@ impl Default for Knobs {
 }
 
 impl Knobs {
+    /// A `polycrawl crawl` config file `dir/name` for `ws` (its DNS server and CA):
+    /// 20 ms per host, 10 ms per address, Crawl-delay capped at 100 ms, every
+    /// domain allowed, small request files scanned every 200 ms; the rest the
+    /// documented defaults. Its path.
+    ///
+    /// # Panics
+    /// If the file cannot be written.
+    pub fn crawl_config(ws: &Websim, dir: &Path, name: &str) -> PathBuf {
+        let knobs = Knobs {
+            interval_ms: 20,
+            ip_min_interval_ms: 10,
+            max_crawl_delay_ms: 100,
+            ..Knobs::default()
+        };
+        let text = knobs.config(ws, "unused-admin-token").replacen(
+            "(\n",
+            "(\n    app: (allowed_domains: [], urls_per_request_file: 200, scan_interval_ms: 200),\n",
+            1,
+        );
+        let path = dir.join(name);
+        std::fs::write(&path, text).unwrap_or_else(|e| panic!("{}: {e}", path.display()));
+        path
+    }
+
     /// The RON config for a system crawling `ws`, with `admin_token`.
     pub fn config(&self, ws: &Websim, admin_token: &str) -> String {
         let ca = ws.path("ca").display().to_string();

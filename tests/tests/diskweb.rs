@@ -30,22 +30,9 @@ use tests::requestlog::url_counts;
 use tests::system::Knobs;
 use tests::websim::Websim;
 
-/// The test's config for `ws` (its DNS server and CA), as `recrawl.rs` has it.
+/// The test's config for `ws`: [`Knobs::crawl_config`].
 fn config(ws: &Websim, dir: &Path, name: &str) -> PathBuf {
-    let knobs = Knobs {
-        interval_ms: 20,
-        ip_min_interval_ms: 10,
-        max_crawl_delay_ms: 100,
-        ..Knobs::default()
-    };
-    let text = knobs.config(ws, "unused-admin-token").replacen(
-        "(\n",
-        "(\n    app: (allowed_domains: [], urls_per_request_file: 200, scan_interval_ms: 200),\n",
-        1,
-    );
-    let path = dir.join(name);
-    std::fs::write(&path, text).unwrap();
-    path
+    Knobs::crawl_config(ws, dir, name)
 }
 
 /// `polycrawl crawl` of `ws`'s seeds into `dir/out`; returns the repository.
