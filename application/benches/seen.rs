@@ -48,7 +48,7 @@ fn args() -> Args {
                 args.buffer_mib = it
                     .next()
                     .and_then(|v| v.parse().ok())
-                    .expect("--buffer-mib M")
+                    .expect("--buffer-mib M");
             }
             "--dir" => args.dir = it.next().map(PathBuf::from),
             "--bench" => {} // passed by `cargo bench`

@@ -1,5 +1,6 @@
 //! Canonicalization, host-reversed keys, and `links_for_file` (the app's per-page
 //! path as `polycrawl links` shows it).
+#![allow(clippy::unwrap_used)] // a test may unwrap: a panic is how it fails
 
 use application::canon::key::{KeyError, reversed_host_key, url_from_key, write_reversed_host_key};
 use application::canon::{self, CanonConfig, Rejected};

@@ -1,5 +1,6 @@
 //! Every tricky case of link extraction as a snippet with its exact expected links
 //! (the table is `support/snippets.rs`), and the HTML5 oracle's verdict on each.
+#![allow(clippy::unwrap_used)] // a test may unwrap: a panic is how it fails
 
 #[allow(dead_code)] // each test binary uses part of the shared support
 mod support;

@@ -1,6 +1,7 @@
 //! The seen set against a `HashMap` model: every key reported new exactly once, in
 //! the generation of its first insertion, with its first payload; nothing else.
 //! Plus payloads, reopening, release and rollback, and back-pressure.
+#![allow(clippy::unwrap_used)] // a test may unwrap: a panic is how it fails
 
 use std::collections::HashMap;
 use std::path::Path;

@@ -1,5 +1,6 @@
 //! The seen set's files: golden bytes, corruption detected with typed errors,
 //! leftover temp files, and a process killed in the middle of merges.
+#![allow(clippy::unwrap_used)] // a test may unwrap: a panic is how it fails
 
 use std::fs;
 use std::io::{BufRead, BufReader};

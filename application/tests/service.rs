@@ -1,6 +1,7 @@
 //! The app service end to end without the network: page batches written with
 //! spool's `WarcWriter`, a test-side manager on 127.0.0.1:0 sending `AppProgress`,
 //! and the request files the service publishes read back.
+#![allow(clippy::unwrap_used)] // a test may unwrap: a panic is how it fails
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::io::Write;

@@ -3,6 +3,7 @@
 //!
 //! `cargo bench --release -p downloader` (or `cargo bench -p downloader -- N` for N
 //! fetches per round). Bounded: a few thousand fetches, a few seconds.
+#![allow(clippy::unwrap_used)] // a test may unwrap: a panic is how it fails
 
 use std::net::SocketAddr;
 use std::time::Instant;

@@ -48,6 +48,7 @@
 //!   writer thread, whole process, websim), and from websim's request log the
 //!   requests it served and the connections they came on (distinct client sockets);
 //! - the load average (`/proc/loadavg`) when the run started.
+#![allow(clippy::unwrap_used)] // a test may unwrap: a panic is how it fails
 
 use std::collections::{BTreeMap, HashSet};
 use std::io::{Read, Seek, SeekFrom};

@@ -3,6 +3,7 @@
 //! once, race on renames as NFS clients do, and fail calls on demand with EIO and
 //! ESTALE. Skipped, with the reason printed, where FUSE cannot be used (no usable
 //! `/dev/fuse` or no `fusermount3`).
+#![allow(clippy::unwrap_used)] // a test may unwrap: a panic is how it fails
 
 use std::fs;
 use std::io::ErrorKind;
@@ -225,7 +226,7 @@ fn spool_claims_treat_eio_as_try_again_and_lose_nothing() {
     );
     let dir = spool::SpoolDir::open(faulty.path("pages")).unwrap();
     let consumer = spool::claim::Consumer::new(dir, "app-1".parse().unwrap()).unwrap();
-    assert!(consumer.claim(name.clone()).unwrap().is_none());
+    assert!(consumer.claim(name).unwrap().is_none());
     assert!(consumer.claim_batch(8).unwrap().is_empty());
     drop(faulty);
     // The file is still waiting, whole, and a healthy consumer gets it.

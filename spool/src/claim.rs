@@ -371,7 +371,7 @@ mod tests {
             .unwrap();
         let name = dir.list().unwrap().remove(0);
         let a = Consumer::new(dir.clone(), id("a")).unwrap();
-        let b = Consumer::new(dir.clone(), id("b")).unwrap();
+        let b = Consumer::new(dir, id("b")).unwrap();
         assert!(a.claim(name.clone()).unwrap().is_some());
         assert!(b.claim(name).unwrap().is_none());
     }

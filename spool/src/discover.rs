@@ -259,7 +259,7 @@ mod tests {
         let dir = SpoolDir::open(t.path().join("d")).unwrap();
         let d = Discovery::new(&dir, Duration::from_secs(30), true);
         assert!(d.notify_active());
-        let publisher = Publisher::new(dir.clone(), ComponentId::new("p").unwrap()).unwrap();
+        let publisher = Publisher::new(dir, ComponentId::new("p").unwrap()).unwrap();
         publisher
             .publish(Priority::NORMAL, FileKind::Robots, b"x")
             .unwrap();

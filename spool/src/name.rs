@@ -377,7 +377,7 @@ mod tests {
             ]
         );
         // A plain string sort: priority, then per-producer FIFO.
-        let mut text = got.clone();
+        let mut text = got;
         text.sort();
         assert_eq!(
             text,

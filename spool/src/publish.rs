@@ -448,7 +448,7 @@ mod tests {
         fs::write(&why, b"a consumer's note").unwrap();
         assert!(mine_path.exists());
 
-        let _restarted = Publisher::new(dir.clone(), ComponentId::new("app-1").unwrap()).unwrap();
+        let _restarted = Publisher::new(dir, ComponentId::new("app-1").unwrap()).unwrap();
         assert!(!mine_path.exists());
         assert!(theirs.tmp_path().exists());
         assert!(

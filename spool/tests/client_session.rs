@@ -6,6 +6,7 @@
 //!
 //! The test role resolves nothing: each `ResolveBatch` starts a task that sleeps
 //! for the role's job time and is then answered with an empty `ResolveAnswers`.
+#![allow(clippy::unwrap_used)] // a test may unwrap: a panic is how it fails
 
 use std::sync::{Arc, Mutex};
 use std::time::Duration;

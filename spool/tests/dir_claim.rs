@@ -1,5 +1,6 @@
 //! Claiming with real competing processes: every file is processed exactly once, and a
 //! corrupt file is quarantined without stopping the consumer.
+#![allow(clippy::unwrap_used)] // a test may unwrap: a panic is how it fails
 
 mod dir_support;
 
@@ -180,7 +181,7 @@ fn corrupt_file_is_quarantined_and_consumer_carries_on() {
     assert_eq!(processed, good, "every good file, in FIFO order");
     let bad = file_names(&dir.bad_dir());
     let why_name = format!("{corrupt}.why");
-    assert_eq!(bad, BTreeSet::from([corrupt.clone(), why_name.clone()]));
+    assert_eq!(bad, BTreeSet::from([corrupt, why_name.clone()]));
     let why = fs::read_to_string(dir.bad_dir().join(&why_name)).unwrap();
     assert!(
         why.contains("reason: bad page batch: checksum mismatch"),

@@ -1,5 +1,6 @@
 //! Crash tests with real processes killed by SIGKILL: a writer never leaves a partial
 //! file visible, and a consumer killed mid-batch finishes its claimed files on restart.
+#![allow(clippy::unwrap_used)] // a test may unwrap: a panic is how it fails
 
 mod dir_support;
 

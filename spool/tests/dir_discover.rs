@@ -1,5 +1,6 @@
 //! Discovery: with the watcher off a new file is found by the periodic scan within the
 //! interval; with it on, promptly.
+#![allow(clippy::unwrap_used)] // a test may unwrap: a panic is how it fails
 
 mod dir_support;
 

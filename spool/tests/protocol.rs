@@ -1,6 +1,7 @@
 //! The control protocol's acceptance tests: every message round-trips (in memory
 //! and over real TCP on 127.0.0.1, port 0), the wire bytes are pinned by golden
 //! tests, and every refusal reads well on both ends of the connection.
+#![allow(clippy::unwrap_used)] // a test may unwrap: a panic is how it fails
 
 use std::net::{IpAddr, Ipv4Addr, Ipv6Addr, SocketAddr};
 use std::time::Duration;

@@ -4,6 +4,7 @@
 //! docs. After an intended format change, regenerate it with
 //! `POLYCRAWL_BLESS=1 cargo test --release -p spool --test warc_codec` and review
 //! the diff.
+#![allow(clippy::unwrap_used)] // a test may unwrap: a panic is how it fails
 
 use std::io::Read;
 
@@ -546,7 +547,7 @@ fn bad_gzip_is_rejected() {
     let e = first_error(&[0x1f, 0x8b, 0, 0, 0, 0]);
     assert!(matches!(e.kind, K::Gzip(_) | K::TruncatedHeader), "{e}");
     // Damaged CRC of the second member.
-    let mut bad = gz.clone();
+    let mut bad = gz;
     let crc_at = (at[1].offset + at[1].length - 8) as usize;
     bad[crc_at] ^= 1;
     let e = first_error(&bad);

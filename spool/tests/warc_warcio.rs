@@ -2,6 +2,7 @@
 //! pass `warcio check` (digests) and `warcio index` must find every record at the
 //! offset and length our writer reported. Skips with a note when warcio is missing
 //! (`pip install warcio`).
+#![allow(clippy::unwrap_used)] // a test may unwrap: a panic is how it fails
 
 use std::path::PathBuf;
 use std::process::Command;

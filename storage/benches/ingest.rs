@@ -5,6 +5,7 @@
 //! `cargo bench -p storage --bench ingest` (with
 //! `CARGO_TARGET_DIR=$HOME/.cache/polycrawl/target`). Uses a temp folder on the
 //! machine's disk; fsyncs are real.
+#![allow(clippy::unwrap_used)] // a test may unwrap: a panic is how it fails
 
 mod common;
 

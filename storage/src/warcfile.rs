@@ -326,7 +326,7 @@ mod tests {
         assert_eq!(first.started, 1_795_341_600);
         let second = OpenWarc::next(Some(&first), "bfs", t + Duration::from_secs(61));
         assert_eq!(second.file, "2026/bfs-20261122100101-000002.warc.gz");
-        let mut s = second.clone();
+        let mut s = second;
         s.len = 12345;
         assert_eq!(OpenWarc::decode(&s.encode()), Some(s.clone()));
         assert_eq!(OpenWarc::decode(&s.encode()[..20]), None);

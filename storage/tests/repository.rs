@@ -1,6 +1,7 @@
 //! The repository end to end: batches written with spool's `WarcWriter`, ingested,
 //! read back, deduplicated, refused when corrupt, retried after crashes, and checked
 //! with `warcio`.
+#![allow(clippy::unwrap_used)] // a test may unwrap: a panic is how it fails
 
 mod support;
 
@@ -152,7 +153,7 @@ fn duplicate_payloads_become_revisits_and_get_follows_them() {
     let shared = body(7, 13_000);
     let first = Page::html("http://a.example/page", 0, &shared);
     let a = vec![
-        first.clone(),
+        first,
         Page::html("http://a.example/other", 1, &body(8, 900)),
     ];
     let b = vec![

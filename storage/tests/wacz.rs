@@ -2,6 +2,7 @@
 //! revisits) packaged as WACZ, read back with the `zip` crate (every entry stored,
 //! every listed hash right, every index line pointing at its record in archive/),
 //! and checked with py-wacz's `wacz validate`.
+#![allow(clippy::unwrap_used)] // a test may unwrap: a panic is how it fails
 
 mod support;
 

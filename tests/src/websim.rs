@@ -231,14 +231,14 @@ impl Websim {
     pub fn hosts(&self) -> Vec<HostRow> {
         rows(&self.path("hosts"))
             .map(|f| HostRow {
-                name: f[0].to_owned(),
-                domain: f[1].to_owned(),
+                name: f[0].clone(),
+                domain: f[1].clone(),
                 addr: f[2].parse().expect("address"),
-                scheme: f[3].to_owned(),
+                scheme: f[3].clone(),
                 port: f[4].parse().expect("port"),
                 pages: f[5].parse().expect("pages"),
                 rank: f[6].parse().expect("rank"),
-                robots: f[7].to_owned(),
+                robots: f[7].clone(),
                 robots_status: f[8].parse().expect("robots_status"),
                 crawl_delay: f[9].parse().ok(),
                 flags: if f[10] == "-" {
@@ -265,10 +265,10 @@ impl Websim {
     pub fn manifest(&self) -> Vec<ManifestRow> {
         rows(&self.path("manifest"))
             .map(|f| ManifestRow {
-                url: f[0].to_owned(),
+                url: f[0].clone(),
                 status: f[1].parse().expect("status"),
                 depth: f[2].parse().expect("depth"),
-                parent: (f[3] != "-").then(|| f[3].to_owned()),
+                parent: (f[3] != "-").then(|| f[3].clone()),
             })
             .collect()
     }
@@ -277,7 +277,7 @@ impl Websim {
     /// gets (`changed`, `not_modified`, `unchanged`, `fixed`; see `websim::revision`).
     pub fn changes(&self) -> Vec<(String, String)> {
         rows(&self.path("changes"))
-            .map(|f| (f[0].to_owned(), f[1].to_owned()))
+            .map(|f| (f[0].clone(), f[1].clone()))
             .collect()
     }
 
@@ -285,8 +285,8 @@ impl Websim {
     pub fn unreachable(&self) -> Vec<OutcomeRow> {
         rows(&self.path("unreachable"))
             .map(|f| OutcomeRow {
-                url: f[0].to_owned(),
-                outcome: f[1].to_owned(),
+                url: f[0].clone(),
+                outcome: f[1].clone(),
                 depth: f[2].parse().expect("depth"),
             })
             .collect()
@@ -306,15 +306,15 @@ impl Websim {
             .map(|f| LogLine {
                 start_us: f[0].parse().expect("start"),
                 end_us: f[1].parse().expect("end"),
-                scheme: f[2].to_owned(),
-                host: f[3].to_owned(),
+                scheme: f[2].clone(),
+                host: f[3].clone(),
                 server: f[4].parse().expect("server"),
                 client: f[5].parse().expect("client"),
-                method: f[6].to_owned(),
-                target: f[7].to_owned(),
+                method: f[6].clone(),
+                target: f[7].clone(),
                 status: f[8].parse().expect("status"),
                 bytes: f[9].parse().expect("bytes"),
-                user_agent: f[10].to_owned(),
+                user_agent: f[10].clone(),
                 write_from_us: f[11].parse().expect("write from"),
                 service_us: f[12].parse().expect("service time"),
             })

@@ -16,6 +16,7 @@
 //! 1.0 for both crawls.
 //!
 //! The harness builds the `polycrawl` binary first if needed (see `tests::bin`).
+#![allow(clippy::unwrap_used)] // a test may unwrap: a panic is how it fails
 
 use std::collections::{BTreeSet, HashSet};
 use std::path::Path;

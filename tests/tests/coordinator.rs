@@ -7,6 +7,7 @@
 //! (`application/src/coordinator/files.rs`) through the spool's publisher, and
 //! the assignment files are read here by hand: the test does not use the
 //! coordinator's own reader or writer.
+#![allow(clippy::unwrap_used)] // a test may unwrap: a panic is how it fails
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::{Path, PathBuf};

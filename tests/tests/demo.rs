@@ -27,16 +27,13 @@ fn run_demo(dir: &Path, args: &[&str]) -> (Vec<String>, String, Duration) {
     let mut demo = ProcessGuard::spawn("demo", cmd, dir).expect("starting polycrawl demo");
     let status = demo.wait_exit(DEMO_TIMEOUT).expect("waiting for the demo");
     let elapsed = started.elapsed();
-    let status = match status {
-        Some(s) => s,
-        None => {
-            // SIGTERM lets the demo stop its children (they are not ours to kill).
-            let _ = demo.terminate(Duration::from_secs(30));
-            panic!(
-                "{}",
-                demo.report(&format!("still running after {DEMO_TIMEOUT:?}"))
-            );
-        }
+    let Some(status) = status else {
+        // SIGTERM lets the demo stop its children (they are not ours to kill).
+        let _ = demo.terminate(Duration::from_secs(30));
+        panic!(
+            "{}",
+            demo.report(&format!("still running after {DEMO_TIMEOUT:?}"))
+        );
     };
     // The stdout reader thread may lag the exit by a moment.
     std::thread::sleep(Duration::from_millis(200));

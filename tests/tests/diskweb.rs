@@ -12,6 +12,7 @@
 //! - every stored body equals the first crawl's, byte for byte, and so does every
 //!   stored redirect's `Location`;
 //! - with `--pace-per-client`, the disk web gives a client address its rate.
+#![allow(clippy::unwrap_used)] // a test may unwrap: a panic is how it fails
 
 use std::collections::{BTreeSet, HashMap};
 use std::fs::File;

@@ -22,6 +22,7 @@
 //!   killed (SIGKILL) mid-crawl and restarted, the figures of the fix; with an
 //!   agent killed, 100 % coverage and overlap 0 (as for an exchange part, a URL
 //!   may be fetched twice by the restarted agent).
+#![allow(clippy::unwrap_used)] // a test may unwrap: a panic is how it fails
 
 use std::collections::{BTreeMap, HashSet};
 use std::path::Path;
@@ -291,11 +292,11 @@ fn hierarchical_partitioning_keeps_a_domain_in_one_part() {
     let m = metrics(&out);
     assert_eq!((m.pages, m.overlap), (m.unique, 0.0), "{m:?}");
     // websim's registered domains are the hosts' last two labels.
-    let mut part_of: std::collections::BTreeMap<String, usize> = Default::default();
+    let mut part_of: BTreeMap<String, usize> = Default::default();
     let mut domains_per_part = [0usize; 4];
     for (i, domains) in domains_per_part.iter_mut().enumerate() {
         let repo = dir.path().join("demo-out").join(format!("repository-p{i}"));
-        let scan = tests::repository::RepoScan::read(&repo).unwrap();
+        let scan = RepoScan::read(&repo).unwrap();
         for url in &scan.ok_urls {
             let host = tests::requestlog::url_host(url);
             let labels: Vec<&str> = host.rsplitn(3, '.').take(2).collect();

@@ -17,6 +17,7 @@
 //!   and a not-modified page at the recrawl's time as the earlier page.
 //!
 //! warcio and pywb are Python packages `ops/setup.sh` installs.
+#![allow(clippy::unwrap_used)] // a test may unwrap: a panic is how it fails
 
 use std::collections::{BTreeMap, HashMap};
 use std::path::{Path, PathBuf};
@@ -226,9 +227,9 @@ async fn a_recrawl_stores_304s_and_unchanged_pages_as_revisits_as_websim_says() 
     // websim writes its log in the background: wait (bounded) until it holds
     // as many as there should be; the count must then be exactly that.
     let count_304 = || ws.log().iter().filter(|l| l.status == 304).count() as u64;
-    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(10);
-    while count_304() < not_modified && std::time::Instant::now() < deadline {
-        std::thread::sleep(std::time::Duration::from_millis(50));
+    let deadline = Instant::now() + Duration::from_secs(10);
+    while count_304() < not_modified && Instant::now() < deadline {
+        std::thread::sleep(Duration::from_millis(50));
     }
     assert_eq!(count_304(), not_modified, "304s in websim's log");
 

@@ -19,6 +19,7 @@
 //!
 //! pywb, warcio and wacz are Python packages `ops/setup.sh` installs, Chromium a
 //! Debian one; a missing one fails the test with that hint.
+#![allow(clippy::unwrap_used)] // a test may unwrap: a panic is how it fails
 
 use std::path::Path;
 use std::process::Command;

@@ -439,7 +439,7 @@ fn seed_by_seed_killed_mid_crawl_resumes_and_loses_no_url() {
     let flags = ["--workers", "3", "--seed-contexts", "4", "--window", "3"];
     let mut app = start_seed_app(&sys, &ws.path("seeds"), &state, &repo, &flags);
     // kill -9 once a part of the web is fetched.
-    let deadline = std::time::Instant::now() + CRAWL;
+    let deadline = Instant::now() + CRAWL;
     loop {
         if fetch_counts(&ws).len() >= 250 {
             break;
@@ -450,7 +450,7 @@ fn seed_by_seed_killed_mid_crawl_resumes_and_loses_no_url() {
                 app.report(&format!("exited ({status}) before the kill"))
             );
         }
-        assert!(std::time::Instant::now() < deadline, "no progress");
+        assert!(Instant::now() < deadline, "no progress");
         std::thread::sleep(Duration::from_millis(20));
     }
     drop(app); // SIGKILL

@@ -22,6 +22,7 @@
 //!   committed when a process was killed); the test prints that bound and the count.
 //!
 //! The harness builds the `polycrawl` binary first if needed (see `tests::bin`).
+#![allow(clippy::unwrap_used)] // a test may unwrap: a panic is how it fails
 
 use std::collections::{BTreeMap, BTreeSet, HashMap};
 use std::path::{Path, PathBuf};

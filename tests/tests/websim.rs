@@ -3,6 +3,7 @@
 //! (The manifest-versus-independent-crawl test is in `websim_crawl.rs`.)
 //!
 //! The harness builds the `polycrawl` binary first if needed (see `tests::bin`).
+#![allow(clippy::unwrap_used)] // a test may unwrap: a panic is how it fails
 
 use std::collections::{HashMap, HashSet};
 use std::io::{ErrorKind, Read as _};

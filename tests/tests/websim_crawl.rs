@@ -264,7 +264,7 @@ impl Crawler {
                         300..=399 => {
                             url = url
                                 .join(r.header("location").expect("Location"))
-                                .expect("Location URL")
+                                .expect("Location URL");
                         }
                         400..=499 => return (origin, Robots::AllowAll, requests),
                         _ => return (origin, Robots::Unavailable("too_many_failures"), requests),

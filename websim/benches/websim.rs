@@ -221,12 +221,8 @@ fn main() {
     let pages = Arc::new(AtomicU64::new(0));
     let body_bytes = Arc::new(AtomicU64::new(0));
     let client = {
-        let (stop, pages, body_bytes, per_addr) = (
-            stop.clone(),
-            pages.clone(),
-            body_bytes.clone(),
-            per_addr.clone(),
-        );
+        let (stop, pages, body_bytes, per_addr) =
+            (stop.clone(), pages.clone(), body_bytes.clone(), per_addr);
         std::thread::Builder::new()
             .name("websim-client".into())
             .spawn(move || {

@@ -590,9 +590,7 @@ async fn serve(args: Args) -> Result<(), CliError> {
         args.revision,
     );
     use std::io::Write as _;
-    std::io::stdout()
-        .flush()
-        .map_err(io_err("writing to stdout"))?;
+    io::stdout().flush().map_err(io_err("writing to stdout"))?;
 
     let why = wait_for_stop(&mut term, &mut int, args.exit_with_parent).await;
     tracing::info!(reason = why, "websim: stopping");

@@ -92,9 +92,8 @@ pub async fn accept_loop(
     addr_index: u32,
     tls: Option<TlsAcceptor>,
 ) {
-    let local = match listener.local_addr() {
-        Ok(a) => a,
-        Err(_) => return,
+    let Ok(local) = listener.local_addr() else {
+        return;
     };
     loop {
         let (tcp, peer) = match listener.accept().await {
@@ -123,7 +122,7 @@ pub async fn accept_loop(
                                 .await;
                         }
                         Ok(Err(e)) => {
-                            tracing::debug!(%local, %peer, error = %e, "websim: tls handshake failed")
+                            tracing::debug!(%local, %peer, error = %e, "websim: tls handshake failed");
                         }
                         Err(_) => tracing::debug!(%local, %peer, "websim: tls handshake timed out"),
                     }

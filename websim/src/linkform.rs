@@ -162,7 +162,7 @@ pub fn write_attr(
         match c {
             '&' => out.extend_from_slice(b"&amp;"),
             '/' if Some(i) == entity_slash => {
-                out.extend_from_slice(if i % 2 == 0 { b"&#47;" } else { b"&#x2F;" })
+                out.extend_from_slice(if i % 2 == 0 { b"&#47;" } else { b"&#x2F;" });
             }
             _ => {
                 let mut buf = [0u8; 4];

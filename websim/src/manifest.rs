@@ -201,7 +201,7 @@ impl<'a> WebGraph<'a> {
             match self.web.hosts[host as usize].trap {
                 Some(_) => seeds.push(Target::TrapSite { host, page: 0 }),
                 None if self.web.hosts[host as usize].sitemaps => {
-                    seeds.push(super::sitemaps::target(host, super::sitemaps::HOME))
+                    seeds.push(super::sitemaps::target(host, super::sitemaps::HOME));
                 }
                 // With `--components`, every component's root (page c < K).
                 None => seeds.extend(

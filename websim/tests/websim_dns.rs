@@ -1,5 +1,6 @@
 //! websim's DNS server seen from outside: hickory-resolver (configured with only this server),
 //! raw UDP and TCP packets, and `dig` when it is installed.
+#![allow(clippy::unwrap_used)] // a test may unwrap: a panic is how it fails
 
 use std::net::{IpAddr, Ipv4Addr, SocketAddr};
 use std::sync::Arc;

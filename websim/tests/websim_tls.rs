@@ -1,4 +1,5 @@
 //! websim's CA and TLS configs in real handshakes over loopback with tokio-rustls.
+#![allow(clippy::unwrap_used)] // a test may unwrap: a panic is how it fails
 
 use std::net::{Ipv4Addr, SocketAddr};
 use std::sync::Arc;

@@ -80,7 +80,7 @@ impl Runner {
             Scanner::LolHtml => lol_scan::scan(html, &mut self.raw),
             Scanner::Regex => regex_scan::scan(html, &mut self.raw, &mut self.buf),
             Scanner::Oracle => {
-                support::oracle::scan(&support::oracle::parse(html, encoding), &mut self.raw)
+                support::oracle::scan(&support::oracle::parse(html, encoding), &mut self.raw);
             }
             Scanner::Memchr => unreachable!(),
         }

@@ -103,7 +103,7 @@ pub enum AssignError {
     },
     /// The table does not encode (a host or part the format refuses).
     #[error("encoding the assignment: {0}")]
-    Format(#[from] spool::formats::FormatError),
+    Format(#[from] FormatError),
 }
 
 /// Writes `table` to `path` crash-safely: a sibling temporary file, fsync, rename,

@@ -267,7 +267,7 @@ mod tests {
         );
         std::thread::sleep(std::time::Duration::from_millis(1100));
         let b = repository(&two, &[vec![("http://b.test/", vec![], None)]]);
-        let order = download_order(&[b.clone(), a.clone()]).unwrap();
+        let order = download_order(&[b, a.clone()]).unwrap();
         let h = |s: &str| url_hash(s);
         assert_eq!(order, [h("http://h.test/"), h("http://b.test/")]);
         // Within one second, the repositories take turns.

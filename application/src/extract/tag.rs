@@ -122,7 +122,7 @@ mod tests {
             out.push((
                 String::from_utf8_lossy(n).into(),
                 String::from_utf8_lossy(v).into(),
-            ))
+            ));
         });
         (out, end)
     }

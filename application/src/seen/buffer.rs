@@ -17,7 +17,7 @@ pub(crate) struct Entry {
 }
 
 /// Bytes one [`Entry`] takes, counted in [`Buffer::bytes`].
-pub(crate) const ENTRY_BYTES: usize = std::mem::size_of::<Entry>();
+pub(crate) const ENTRY_BYTES: usize = size_of::<Entry>();
 
 /// Keys and payloads inserted since the last hand-off.
 pub(crate) struct Buffer {

@@ -85,7 +85,7 @@ impl BatchReader {
         // CRC (always checked) guards those bytes since: a second SHA-1 per page here
         // was 8 % of the application's CPU (BENCHMARKS.md, issue 9).
         storage::check_batch(path, storage::Digests::Trust, |rec| {
-            self.record(rec, &mut page)
+            self.record(rec, &mut page);
         })
     }
 

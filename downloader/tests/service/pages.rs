@@ -270,7 +270,7 @@ async fn loopback_is_forbidden_without_allow_private() {
     let mut m = manager.accept(dl.spool.path()).await;
     m.fetch(vec![
         page(1, &site.url("/a"), site.addr),
-        manager::robots(2, &site.url("/robots.txt"), site.addr, 1000),
+        robots(2, &site.url("/robots.txt"), site.addr, 1000),
     ])
     .await;
     m.reports_for(&[1, 2]).await;

@@ -67,7 +67,7 @@ struct Rule {
 }
 
 // The module docs promise 16 bytes per stored rule.
-const _: () = assert!(std::mem::size_of::<Rule>() == 16);
+const _: () = assert!(size_of::<Rule>() == 16);
 
 /// The parsed robots.txt rules that apply to one crawler (product token).
 ///

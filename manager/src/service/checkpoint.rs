@@ -74,7 +74,7 @@ impl Checkpoints {
         match self.take(frontier) {
             Ok(dir) => tracing::info!(dir = %dir.display(), "checkpoint written"),
             Err(e) => {
-                tracing::error!(error = %e, "checkpoint failed; trying again at the next interval")
+                tracing::error!(error = %e, "checkpoint failed; trying again at the next interval");
             }
         }
         if let Some(interval) = self.interval {

@@ -256,7 +256,7 @@ fn lost_and_returned_jobs_go_back_with_nothing_lost_or_doubled() {
     fetched.extend(again);
     let mut sorted = fetched.clone();
     sorted.sort();
-    let mut expected = all.clone();
+    let mut expected = all;
     expected.sort();
     assert_eq!(sorted, expected, "every URL stored exactly once");
     let stats = f.stats();
@@ -292,7 +292,7 @@ fn a_crash_puts_back_exactly_the_urls_in_flight() {
     let mut fetched: Vec<String> = vec![out[1].url.clone(), out[3].url.clone()];
     fetched.extend(again);
     fetched.sort();
-    let mut expected = all.clone();
+    let mut expected = all;
     expected.sort();
     assert_eq!(fetched, expected, "nothing lost, nothing doubled");
     assert_eq!(f.stats().apps[0].pages_total, 10);
@@ -323,9 +323,9 @@ fn one_outage_failing_all_n_counts_once_and_urls_are_retried() {
     );
     let again = finish(&mut f, T0 + 1_100);
     assert_eq!(again.len(), 8, "the four retried and the rest");
-    let mut sorted = again.clone();
+    let mut sorted = again;
     sorted.sort();
-    let mut expected = all.clone();
+    let mut expected = all;
     expected.sort();
     assert_eq!(sorted, expected);
     assert!(w.outcomes("bfs").is_empty());

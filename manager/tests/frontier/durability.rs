@@ -158,7 +158,7 @@ fn a_checkpoint_reopens_as_the_state_it_captured() {
     assert_eq!(f.stats().apps[0].pages_total, 60);
     drop(f);
 
-    let mut restored = Frontier::open(&ckpt, w.spool.clone(), config.clone()).unwrap();
+    let mut restored = Frontier::open(&ckpt, w.spool, config).unwrap();
     let stats = restored.stats();
     assert_eq!(stats.urls_queued, at_checkpoint.urls_queued);
     assert_eq!(stats.apps[0].pages_total, at_checkpoint.apps[0].pages_total);

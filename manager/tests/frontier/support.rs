@@ -210,7 +210,7 @@ impl<'a> Sim<'a> {
     }
 
     /// Runs until nothing is left or `stop(self)` says so (checked after each step).
-    pub fn run(&mut self, f: &mut Frontier, mut stop: impl FnMut(&Sim) -> bool) {
+    pub fn run(&mut self, f: &mut Frontier, mut stop: impl FnMut(&Sim<'_>) -> bool) {
         for _ in 0..2_000_000 {
             answer_dns(f, self.now, self.ip_for);
             let room = self.capacity - self.in_flight.len();

@@ -33,7 +33,7 @@ pub const ADMIN_TOKEN: &str = "admin-token";
 pub const PATIENCE: Duration = Duration::from_secs(10);
 
 /// Waits at most [`PATIENCE`] for `f`.
-pub async fn within<T>(what: &str, f: impl std::future::Future<Output = T>) -> T {
+pub async fn within<T>(what: &str, f: impl Future<Output = T>) -> T {
     match timeout(PATIENCE, f).await {
         Ok(v) => v,
         Err(_) => panic!("timed out waiting for {what}"),

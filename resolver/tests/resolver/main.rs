@@ -5,6 +5,7 @@
 //!   timeouts, the concurrency bound, the cache).
 //! - `service`: `resolver::run` against a test-side manager (batches, heartbeats,
 //!   `SetConcurrency`, drain, reconnects, refusal, replacement, shutdown).
+#![allow(clippy::unwrap_used)] // a test may unwrap: a panic is how it fails
 
 mod lookup;
 mod service;

@@ -68,7 +68,7 @@ pub fn sha256_text(hasher: Sha256) -> String {
     let digest = hasher.finalize();
     let mut text = String::with_capacity(7 + 64);
     text.push_str("sha256:");
-    for b in digest.iter() {
+    for b in &digest {
         text.push_str(&format!("{b:02x}"));
     }
     text

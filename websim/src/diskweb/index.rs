@@ -242,7 +242,7 @@ impl DiskWeb {
             .enumerate()
             .map(|(k, h)| (h.name.clone(), k as u32))
             .collect();
-        for (url, stored) in urls.iter_mut() {
+        for (url, stored) in &mut urls {
             if let Some(parts) = split_url(url) {
                 let h = by_name[&parts.host.to_ascii_lowercase()];
                 stored.host = h;

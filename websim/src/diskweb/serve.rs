@@ -72,7 +72,7 @@ pub async fn accept_loop(listener: TcpListener, server: Arc<DiskServer>, tls: Op
                             connection(stream, &server, local, peer, Scheme::Https).await;
                         }
                         Ok(Err(e)) => {
-                            tracing::debug!(%local, %peer, error = %e, "websim: tls handshake failed")
+                            tracing::debug!(%local, %peer, error = %e, "websim: tls handshake failed");
                         }
                         Err(_) => tracing::debug!(%local, %peer, "websim: tls handshake timed out"),
                     }

@@ -60,11 +60,11 @@ impl Engine {
         let reply = self.admin_reply(&command)?;
         match &reply {
             AdminReply::Failed { detail } => {
-                tracing::warn!(?command, detail, "admin command refused")
+                tracing::warn!(?command, detail, "admin command refused");
             }
             AdminReply::Done { detail } => tracing::info!(?command, detail, "admin command done"),
             AdminReply::Checkpointed { path } => {
-                tracing::info!(path, "checkpoint written on an admin's request")
+                tracing::info!(path, "checkpoint written on an admin's request");
             }
             AdminReply::Status(_) | AdminReply::Blacklist { .. } => {}
         }

@@ -37,7 +37,7 @@ impl Engine {
             tracing::info!(%app, "application subscribed");
             self.send_progress_to(conn);
         } else {
-            tracing::warn!(%app, "Subscribe from a component that is not an application ignored")
+            tracing::warn!(%app, "Subscribe from a component that is not an application ignored");
         }
     }
 

@@ -226,7 +226,7 @@ impl FromJsonNumber for u64 {
 impl<'de, T: FromJsonNumber, F: Fn(&str) -> Option<T>> Visitor<'de> for Lenient<F> {
     type Value = T;
 
-    fn expecting(&self, f: &mut fmt::Formatter) -> fmt::Result {
+    fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.write_str(self.1)
     }
 
