@@ -7,7 +7,7 @@ use std::collections::{BTreeMap, BTreeSet};
 use std::io::Write;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
-use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Duration;
 
 use application::service::{self, AppConfig, ControlSettings, CrashHook, End};
@@ -15,69 +15,25 @@ use flate2::Compression;
 use flate2::write::GzEncoder;
 use spool::formats::RequestReader;
 use spool::name::{FileKind, Priority};
-use spool::protocol::{AppProgress, Message, Role, ServerConfig, Token, server_handshake};
+use spool::protocol::Token;
 use spool::publish::Publisher;
 use spool::warc::{
     Capture, DEPTH_FIELD, HOPS_FIELD, RecordId, WarcDate, WarcHeaders, WarcWriter, payload_digest,
 };
 use spool::{AppId, ComponentId, Spool};
-use tokio::net::TcpListener;
+use test_support::manager::FakeManager;
 use tokio_util::sync::CancellationToken;
 
 const TOKEN: &str = "test-token";
 
-/// A manager that accepts applications and reports them idle when `idle` is set,
-/// every 50 ms, echoing the newest `SyncProgress` it received (as the real one
-/// does once it has listed the request folders).
+/// test-support's fake manager: accepts applications and reports them idle when
+/// `idle` is set, every 50 ms, echoing the newest `SyncProgress` it received (as
+/// the real one does once it has listed the request folders).
 async fn fake_manager(idle: Arc<AtomicBool>) -> String {
-    let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
-    let addr = listener.local_addr().unwrap().to_string();
-    tokio::spawn(async move {
-        loop {
-            let (stream, _) = listener.accept().await.unwrap();
-            let idle = idle.clone();
-            tokio::spawn(async move {
-                let config = ServerConfig::new(
-                    Role::Manager,
-                    ComponentId::new("manager").unwrap(),
-                    Token::new(TOKEN).unwrap(),
-                );
-                let Ok((conn, _hello)) = server_handshake(stream, &config).await else {
-                    return;
-                };
-                let (mut rd, conn) = conn.into_split();
-                let synced = Arc::new(AtomicU64::new(0));
-                let seen = synced.clone();
-                let reader = tokio::spawn(async move {
-                    while let Ok(Some(msg)) = rd.recv().await {
-                        if let Message::SyncProgress { seq, .. } = msg {
-                            seen.fetch_max(seq, Ordering::SeqCst);
-                        }
-                    }
-                });
-                let mut tick = tokio::time::interval(Duration::from_millis(50));
-                loop {
-                    tokio::select! {
-                        _ = tick.tick() => {
-                            if reader.is_finished() { return }
-                            let busy = u64::from(!idle.load(Ordering::SeqCst));
-                            let p = AppProgress {
-                                app: AppId::new("bfs").unwrap(),
-                                request_files_pending: 0,
-                                queued_urls: busy,
-                                in_flight: 0,
-                                pages_total: 0,
-                                outcomes_total: 0,
-                                outcomes_pending: 0,
-                                synced: synced.load(Ordering::SeqCst),
-                            };
-                            if conn.send(&Message::AppProgress(p)).await.is_err() { return }
-                        }
-                    }
-                }
-            });
-        }
-    });
+    let manager = FakeManager::start(FakeManager::config(TOKEN)).await;
+    let addr = manager.addr().to_string();
+    let app = AppId::new("bfs").unwrap();
+    manager.report_progress(app, idle, Duration::from_millis(50));
     addr
 }
 
@@ -185,6 +141,30 @@ fn take_requests(spool: &Path) -> Vec<(String, u32)> {
         std::fs::remove_file(path).unwrap();
     }
     out
+}
+
+/// Waits until the app has consumed every page batch (none published, none
+/// claimed): it publishes a batch's links before it lets go of the batch.
+async fn wait_batches_consumed(spool: &Path) {
+    let dir = Spool::new(spool)
+        .pages(&AppId::new("bfs").unwrap())
+        .unwrap();
+    let claimed_files = |root: &Path| -> usize {
+        let Ok(consumers) = std::fs::read_dir(root) else {
+            return 0;
+        };
+        consumers
+            .flatten()
+            .filter_map(|c| std::fs::read_dir(c.path()).ok())
+            .map(Iterator::count)
+            .sum()
+    };
+    test_support::wait::until_async(
+        "the app to consume every page batch",
+        Duration::from_secs(10),
+        || dir.list().unwrap().is_empty() && claimed_files(&dir.claimed_root()) == 0,
+    )
+    .await;
 }
 
 async fn wait_requests(spool: &Path, n: usize) -> Vec<(String, u32)> {
@@ -589,7 +569,7 @@ async fn seeds_get_the_seed_budget_and_trusted_hosts_the_max() {
             assert_eq!(got[0].0, format!("https://www.t.test/c/{}", n + 1));
         }
     }
-    tokio::time::sleep(Duration::from_millis(300)).await;
+    wait_batches_consumed(&d.spool).await;
     idle.store(true, Ordering::SeqCst);
     let summary = tokio::time::timeout(Duration::from_secs(20), app)
         .await
@@ -728,7 +708,7 @@ async fn host_budgets_survive_a_restart() {
     let refs: Vec<&str> = more.iter().map(String::as_str).collect();
     publish_batch(&d.spool, 0, &[("https://s.test/again", html(&refs))]);
     let got = wait_requests(&d.spool, 2).await;
-    tokio::time::sleep(Duration::from_millis(300)).await;
+    wait_batches_consumed(&d.spool).await;
     let late = take_requests(&d.spool);
     assert!(
         late.is_empty(),

@@ -59,11 +59,9 @@ use std::time::{Duration, Instant};
 
 use downloader::{ControlSettings, DownloaderConfig};
 use nix::sys::resource::{Resource, UsageWho, getrlimit, getrusage, setrlimit};
-use spool::protocol::{
-    FetchJob, FetchLimits, FetchPurpose, FetchResult, JobId, Message, Role, ServerConfig, Token,
-    server_handshake,
-};
+use spool::protocol::{FetchJob, FetchLimits, FetchPurpose, FetchResult, JobId, Message, Token};
 use spool::{AppId, ComponentId};
+use test_support::manager::FakeManager;
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::TcpListener;
 use tokio::sync::Semaphore;
@@ -252,11 +250,10 @@ impl LogTail {
         self.offset += whole as u64;
         let mut connections = HashSet::new();
         let mut requests = 0;
-        for line in text[..whole].lines() {
-            let f: Vec<&str> = line.split('\t').collect();
-            if let (Some(scheme), Some(server), Some(client)) = (f.get(2), f.get(4), f.get(5)) {
-                connections.insert((*scheme == "https", *server, *client));
-            }
+        let lines =
+            ::websim::log::Line::parse_all(&text[..whole]).unwrap_or_else(|e| panic!("{e}"));
+        for line in &lines {
+            connections.insert((line.scheme == "https", line.server, line.client));
             requests += 1;
         }
         Served {
@@ -408,10 +405,8 @@ fn run(
     site_rt: &tokio::runtime::Runtime,
 ) -> Figures {
     let spool = tempfile::tempdir().unwrap();
-    let listener = site_rt
-        .block_on(TcpListener::bind((Ipv4Addr::LOCALHOST, 0)))
-        .unwrap();
-    let manager_addr = listener.local_addr().unwrap();
+    let manager = site_rt.block_on(FakeManager::start(FakeManager::config(TOKEN)));
+    let manager_addr = manager.addr();
     let load = loadavg();
 
     // The downloader, on a runtime of its own (as `polycrawl downloader` runs it).
@@ -443,13 +438,7 @@ fn run(
     let sim_pid = work.sim.as_ref().map(|(pid, _)| *pid);
     // The manager: a window of jobs in flight, topped up as reports come back.
     let mut fig = site_rt.block_on(async move {
-        let (stream, _) = listener.accept().await.unwrap();
-        let server = ServerConfig::new(
-            Role::Manager,
-            ComponentId::new("manager").unwrap(),
-            Token::new(TOKEN).unwrap(),
-        );
-        let (conn, _) = server_handshake(stream, &server).await.unwrap();
+        let (conn, _) = manager.accept().await;
         let (mut reader, writer) = conn.into_split();
         let window = Arc::new(Semaphore::new(4 * concurrency as usize + BATCH));
         let app = AppId::new("bench").unwrap();

@@ -142,8 +142,11 @@ fn two_clients_see_each_other_after_the_delay_and_themselves_at_once() {
     // A file dropped straight into the export is foreign to both.
     fs::write(backing.join("direct"), b"x").unwrap();
     assert!(!names(&a.dir).contains(&"direct".to_owned()));
-    sleep(Duration::from_millis(DELAY_MS + 200));
-    assert!(names(&a.dir).contains(&"direct".to_owned()));
+    test_support::wait::until(
+        "a to list the file dropped into the export",
+        Duration::from_millis(DELAY_MS + 3000),
+        || names(&a.dir).contains(&"direct".to_owned()),
+    );
 
     // Directories and renames made by a client are its own at once.
     fs::create_dir(a.path("claimed")).unwrap();
@@ -159,8 +162,11 @@ fn two_clients_see_each_other_after_the_delay_and_themselves_at_once() {
     let before = fs::metadata(b.path("direct")).unwrap().len();
     fs::write(a.path("direct"), b"longer content").unwrap();
     assert_eq!(fs::metadata(b.path("direct")).unwrap().len(), before);
-    sleep(Duration::from_millis(DELAY_MS + 200));
-    assert_eq!(fs::metadata(b.path("direct")).unwrap().len(), 14);
+    test_support::wait::until(
+        "b to see a's new size once its cached attributes expire",
+        Duration::from_millis(DELAY_MS + 3000),
+        || fs::metadata(b.path("direct")).is_ok_and(|m| m.len() == 14),
+    );
 }
 
 #[test]

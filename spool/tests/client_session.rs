@@ -1,5 +1,6 @@
-//! The client session driver (`spool::protocol::client::run`) against a real TCP
-//! listener on 127.0.0.1 that speaks the server handshake: it reconnects after the
+//! The client session driver (`spool::protocol::client::run`) against
+//! test-support's fake manager (a real TCP listener on 127.0.0.1 that speaks the
+//! server handshake): it reconnects after the
 //! server drops it, its back-off grows and resets after a session that lasted,
 //! heartbeats keep their cadence and carry the role's load, and a shutdown or a
 //! `Drain` ends within the grace with the right `Bye`.
@@ -14,10 +15,9 @@ use std::time::Duration;
 use spool::ComponentId;
 use spool::protocol::client::{self, ClientRole, ControlSettings, Link, Outcome, Step, Stop};
 use spool::protocol::{
-    ByeReason, Connection, Load, Message, ProtocolError, RequestId, Role, ServerConfig, Token,
-    Welcome, server_handshake,
+    ByeReason, Connection, Load, Message, ProtocolError, RequestId, Role, Token, Welcome,
 };
-use tokio::net::TcpListener;
+use test_support::manager::FakeManager;
 use tokio::task::JoinSet;
 use tokio::time::{Instant, sleep, timeout};
 use tokio_util::sync::CancellationToken;
@@ -26,15 +26,10 @@ fn token(s: &str) -> Token {
     Token::new(s).unwrap()
 }
 
-fn server_config(heartbeat_ms: u64) -> ServerConfig {
-    let mut config = ServerConfig::new(
-        Role::Manager,
-        ComponentId::new("mgr").unwrap(),
-        token("s3cret"),
-    );
-    config.heartbeat_interval_ms = heartbeat_ms;
-    config.heartbeat_timeout_ms = heartbeat_ms * 20;
-    config
+/// test-support's fake manager expecting `s3cret`: heartbeats every
+/// `heartbeat_ms`, a silent peer dropped after 20 of them.
+async fn manager(heartbeat_ms: u64) -> FakeManager {
+    FakeManager::with_heartbeats("s3cret", heartbeat_ms, heartbeat_ms * 20).await
 }
 
 fn control(addr: &str) -> ControlSettings {
@@ -154,32 +149,14 @@ impl ClientRole for TestRole {
     }
 }
 
-async fn listen() -> (TcpListener, String) {
-    let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
-    let addr = listener.local_addr().unwrap().to_string();
-    (listener, addr)
-}
-
-async fn accept(listener: &TcpListener, config: &ServerConfig) -> Connection {
-    let (stream, _) = timeout(Duration::from_secs(5), listener.accept())
-        .await
-        .expect("the client connects")
-        .unwrap();
-    server_handshake(stream, config).await.unwrap().0
+/// The next connection to `manager`, handshake done.
+async fn accept(manager: &FakeManager) -> Connection {
+    manager.accept().await.0
 }
 
 /// The next message other than a heartbeat (bounded).
 async fn next_non_heartbeat(conn: &mut Connection) -> Message {
-    loop {
-        let msg = timeout(Duration::from_secs(5), conn.recv())
-            .await
-            .expect("a message in time")
-            .unwrap()
-            .expect("the connection is open");
-        if !matches!(msg, Message::Heartbeat { .. }) {
-            return msg;
-        }
-    }
+    test_support::manager::next_non_heartbeat(conn).await.0
 }
 
 type Running = tokio::task::JoinHandle<(Result<Outcome, Stop<String>>, TestRole)>;
@@ -194,13 +171,14 @@ fn start(control: ControlSettings, mut role: TestRole, shutdown: &CancellationTo
 
 #[tokio::test]
 async fn reconnects_after_the_server_drops_the_connection() {
-    let (listener, addr) = listen().await;
-    let config = server_config(50);
+    let manager = manager(50).await;
+    let addr = manager.addr().to_string();
+
     let (role, seen) = TestRole::new(Duration::from_secs(60));
     let shutdown = CancellationToken::new();
     let running = start(control(&addr), role, &shutdown);
 
-    let mut first = accept(&listener, &config).await;
+    let mut first = accept(&manager).await;
     first
         .send(&Message::ResolveBatch {
             request: RequestId(1),
@@ -214,7 +192,7 @@ async fn reconnects_after_the_server_drops_the_connection() {
         Some(Message::Heartbeat { .. })
     ));
     drop(first);
-    let mut second = accept(&listener, &config).await;
+    let mut second = accept(&manager).await;
     assert!(matches!(
         second.recv().await.unwrap(),
         Some(Message::Heartbeat { .. })
@@ -242,18 +220,19 @@ async fn reconnects_after_the_server_drops_the_connection() {
 
 #[tokio::test]
 async fn backoff_grows_and_resets_after_a_session_that_lasted() {
-    let (listener, addr) = listen().await;
-    let config = server_config(50);
+    let manager = manager(50).await;
+    let addr = manager.addr().to_string();
+
     let (role, _seen) = TestRole::new(Duration::from_secs(60));
     let shutdown = CancellationToken::new();
     let running = start(control(&addr), role, &shutdown);
 
     // Four short sessions: pauses of about 50, 100, 200, 400 ms (+ up to 25 %).
     let mut gaps = Vec::new();
-    drop(accept(&listener, &config).await);
+    drop(accept(&manager).await);
     for _ in 0..4 {
         let dropped = Instant::now();
-        drop(accept(&listener, &config).await);
+        drop(accept(&manager).await);
         gaps.push(dropped.elapsed());
     }
     let ms: Vec<u128> = gaps.iter().map(Duration::as_millis).collect();
@@ -264,11 +243,11 @@ async fn backoff_grows_and_resets_after_a_session_that_lasted() {
         );
     }
     // A session that lasts reconnect_max (400 ms) resets the pause to 50 ms.
-    let kept = accept(&listener, &config).await;
+    let kept = accept(&manager).await;
     sleep(Duration::from_millis(500)).await;
     drop(kept);
     let dropped = Instant::now();
-    drop(accept(&listener, &config).await);
+    drop(accept(&manager).await);
     let after_reset = dropped.elapsed();
     assert!(
         after_reset < Duration::from_millis(160),
@@ -281,13 +260,14 @@ async fn backoff_grows_and_resets_after_a_session_that_lasted() {
 
 #[tokio::test]
 async fn heartbeats_keep_their_cadence_and_carry_the_load() {
-    let (listener, addr) = listen().await;
-    let config = server_config(50);
+    let manager = manager(50).await;
+    let addr = manager.addr().to_string();
+
     let (role, _seen) = TestRole::new(Duration::from_secs(60));
     let shutdown = CancellationToken::new();
     let running = start(control(&addr), role, &shutdown);
 
-    let mut conn = accept(&listener, &config).await;
+    let mut conn = accept(&manager).await;
     let started = Instant::now();
     let mut beats = 0;
     while started.elapsed() < Duration::from_millis(520) {
@@ -308,15 +288,16 @@ async fn heartbeats_keep_their_cadence_and_carry_the_load() {
 
 #[tokio::test]
 async fn shutdown_hands_back_running_work_at_the_end_of_the_grace() {
-    let (listener, addr) = listen().await;
-    let config = server_config(50);
+    let manager = manager(50).await;
+    let addr = manager.addr().to_string();
+
     let (role, seen) = TestRole::new(Duration::from_secs(60));
     let shutdown = CancellationToken::new();
     let mut settings = control(&addr);
     settings.shutdown_grace = Duration::from_millis(300);
     let running = start(settings, role, &shutdown);
 
-    let mut conn = accept(&listener, &config).await;
+    let mut conn = accept(&manager).await;
     conn.send(&Message::ResolveBatch {
         request: RequestId(1),
         hosts: vec!["a.example".into()],
@@ -351,13 +332,14 @@ async fn shutdown_hands_back_running_work_at_the_end_of_the_grace() {
 
 #[tokio::test]
 async fn drain_lets_running_work_finish_within_the_grace() {
-    let (listener, addr) = listen().await;
-    let config = server_config(50);
+    let manager = manager(50).await;
+    let addr = manager.addr().to_string();
+
     let (role, _seen) = TestRole::new(Duration::from_millis(150));
     let shutdown = CancellationToken::new();
     let running = start(control(&addr), role, &shutdown);
 
-    let mut conn = accept(&listener, &config).await;
+    let mut conn = accept(&manager).await;
     for request in [RequestId(1), RequestId(2)] {
         conn.send(&Message::ResolveBatch {
             request,
@@ -395,21 +377,21 @@ async fn drain_lets_running_work_finish_within_the_grace() {
 
 #[tokio::test]
 async fn silence_unexpected_messages_and_failures() {
-    let (listener, addr) = listen().await;
+    let manager = manager(20).await;
+    let addr = manager.addr().to_string();
     // The manager says it beats every 20 ms; after 400 ms of silence we give up.
-    let config = server_config(20);
     let (role, seen) = TestRole::new(Duration::from_secs(60));
     let shutdown = CancellationToken::new();
     let running = start(control(&addr), role, &shutdown);
 
     // Silence: the client says TimedOut and reconnects.
-    let mut silent = accept(&listener, &config).await;
+    let mut silent = accept(&manager).await;
     match next_non_heartbeat(&mut silent).await {
         Message::Bye { reason, .. } => assert_eq!(reason, ByeReason::TimedOut),
         other => panic!("expected Bye, got {other:?}"),
     }
     // A message the role does not take: ProtocolViolation, and reconnect.
-    let mut second = accept(&listener, &config).await;
+    let mut second = accept(&manager).await;
     second
         .send(&Message::FetchReports {
             reports: Vec::new(),
@@ -430,7 +412,7 @@ async fn silence_unexpected_messages_and_failures() {
         "{violation:?}"
     );
     // A role failure ends run without reconnecting.
-    let third = accept(&listener, &config).await;
+    let third = accept(&manager).await;
     third
         .send(&Message::SetConcurrency { limit: 3 })
         .await
@@ -458,14 +440,12 @@ async fn silence_unexpected_messages_and_failures() {
 
 #[tokio::test]
 async fn a_refusal_is_final_and_the_token_is_not_printed() {
-    let (listener, addr) = listen().await;
-    let mut config = server_config(50);
-    config.token = token("other-secret");
+    let manager = FakeManager::start(FakeManager::config("other-secret")).await;
+    let addr = manager.addr().to_string();
     let (role, _seen) = TestRole::new(Duration::from_secs(60));
     let shutdown = CancellationToken::new();
     let running = start(control(&addr), role, &shutdown);
-    let (stream, _) = listener.accept().await.unwrap();
-    assert!(server_handshake(stream, &config).await.is_err());
+    manager.accept_refused().await;
     let (outcome, _) = timeout(Duration::from_secs(5), running)
         .await
         .unwrap()

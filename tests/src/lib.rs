@@ -4,9 +4,10 @@
 //!
 //! - [`bin`]: the `polycrawl` binary ([`bin::polycrawl`]), built or rebuilt by
 //!   `cargo build -p ops` on first use so tests never run a stale one.
-//! - [`process`]: [`process::ProcessGuard`], a child process with its stdout read
-//!   line by line and its stderr kept in a file; killed (SIGKILL) and reaped on drop;
-//!   [`process::cpu_time`], a process's CPU time.
+//! - [`process`]: test-support's [`process::ProcessGuard`], a child process with
+//!   its stdout read line by line and its stderr kept in a file; killed (SIGKILL)
+//!   and reaped on drop; [`process::cpu_time`], a process's CPU time (re-exported:
+//!   the one copy lives in `tests/support`, shared with the other crates' tests).
 //! - [`websim`]: [`websim::Websim`], a running `polycrawl websim` in a temporary
 //!   directory, with its ready line parsed and readers for its output files and
 //!   request log.
@@ -45,7 +46,7 @@ pub mod http;
 pub mod netns;
 pub mod nfsim;
 pub mod politeness;
-pub mod process;
+pub use test_support::process;
 pub mod repository;
 pub mod requestlog;
 pub mod spoolout;

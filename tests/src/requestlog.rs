@@ -17,30 +17,8 @@ use std::net::IpAddr;
 
 use crate::websim::LogLine;
 
-/// robots.txt paths: websim's `/robots.txt` and the target of its `redirect` variant.
-pub const ROBOTS_PATHS: [&str; 2] = ["/robots.txt", "/robots-real.txt"];
-
-impl LogLine {
-    /// The URL as requested: `scheme://Host/target`.
-    pub fn url(&self) -> String {
-        format!("{}://{}{}", self.scheme, self.host, self.target)
-    }
-
-    /// `scheme://Host` (the manager's unit of politeness).
-    pub fn origin(&self) -> String {
-        format!("{}://{}", self.scheme, self.host)
-    }
-
-    /// The Host header without its port, lower-case.
-    pub fn name(&self) -> String {
-        host_name(&self.host)
-    }
-
-    /// Whether this was a robots.txt fetch (see [`ROBOTS_PATHS`]).
-    pub fn is_robots(&self) -> bool {
-        ROBOTS_PATHS.contains(&self.target.as_str())
-    }
-}
+/// robots.txt paths (websim's list, beside its log reader).
+pub use websim::log::ROBOTS_PATHS;
 
 /// A `host[:port]` without its port, lower-case.
 pub fn host_name(authority: &str) -> String {

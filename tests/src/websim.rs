@@ -8,9 +8,11 @@
 //! so tests need no DNS unless they test DNS).
 
 use std::collections::HashMap;
-use std::net::{Ipv4Addr, SocketAddr};
+use std::io::{Read, Write};
+use std::net::{Ipv4Addr, SocketAddr, TcpStream};
 use std::path::{Path, PathBuf};
 use std::process::Command;
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::Duration;
 
 use hickory_resolver::config::{NameServerConfig, ResolveHosts, ResolverConfig};
@@ -88,40 +90,15 @@ pub struct OutcomeRow {
     pub depth: u32,
 }
 
-/// One line of the request log.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct LogLine {
-    /// Unix microseconds (`CLOCK_REALTIME`), read after the request head was parsed:
-    /// the request arrived at or before it.
-    pub start_us: u64,
-    /// Unix microseconds, read after the response's last byte was handed to the
-    /// kernel: an upper bound of that moment (late when websim's task was
-    /// descheduled).
-    pub end_us: u64,
-    /// Unix microseconds, read before the response's first byte was handed to the
-    /// kernel: a lower bound of that moment.
-    pub write_from_us: u64,
-    /// Microseconds from `start_us` to `end_us` on websim's monotonic clock.
-    pub service_us: u64,
-    /// `http` or `https`.
-    pub scheme: String,
-    /// Host header.
-    pub host: String,
-    /// Listener address.
-    pub server: SocketAddr,
-    /// Client address.
-    pub client: SocketAddr,
-    /// Method.
-    pub method: String,
-    /// Request target.
-    pub target: String,
-    /// Status.
-    pub status: u16,
-    /// Body bytes sent.
-    pub bytes: u64,
-    /// User agent.
-    pub user_agent: String,
-}
+/// One line of the request log, read by websim's own reader (`websim::log`).
+pub use websim::log::Line as LogLine;
+
+/// Target prefix of the flush probes of [`Websim::flushed_log`]; [`Websim::log`]
+/// leaves their lines out.
+const FLUSH_PROBE: &str = "/__polycrawl-tests-flush-probe/";
+
+/// How long a flush probe may take to show in the log (websim writes every 100 ms).
+const FLUSH_TIMEOUT: Duration = Duration::from_secs(20);
 
 /// A running websim.
 #[derive(Debug)]
@@ -300,25 +277,66 @@ impl Websim {
             .collect()
     }
 
-    /// The request log so far (lines are flushed at least every 100 ms).
+    /// The request log so far (lines are flushed at least every 100 ms; use
+    /// [`Websim::flushed_log`] for every request served until now).
     pub fn log(&self) -> Vec<LogLine> {
-        rows(&self.path("log"))
-            .map(|f| LogLine {
-                start_us: f[0].parse().expect("start"),
-                end_us: f[1].parse().expect("end"),
-                scheme: f[2].clone(),
-                host: f[3].clone(),
-                server: f[4].parse().expect("server"),
-                client: f[5].parse().expect("client"),
-                method: f[6].clone(),
-                target: f[7].clone(),
-                status: f[8].parse().expect("status"),
-                bytes: f[9].parse().expect("bytes"),
-                user_agent: f[10].clone(),
-                write_from_us: f[11].parse().expect("write from"),
-                service_us: f[12].parse().expect("service time"),
-            })
+        let path = self.path("log");
+        let text = read(&path);
+        let lines = LogLine::parse_all(&text).unwrap_or_else(|e| panic!("{}: {e}", path.display()));
+        lines
+            .into_iter()
+            .filter(|l| !l.target.starts_with(FLUSH_PROBE))
             .collect()
+    }
+
+    /// The request log holding every request websim served before this call
+    /// (see [`Websim::flush_log`]).
+    pub fn flushed_log(&self) -> Vec<LogLine> {
+        self.flush_log();
+        self.log()
+    }
+
+    /// Waits until the log file holds every request websim served before this
+    /// call: sends websim one probe request (a Host it does not serve, answered 421 and
+    /// logged like any request, after every request already answered) and waits
+    /// until the probe's line is in the file, so every line logged before it is
+    /// too. [`Websim::log`] leaves the probe's line out.
+    ///
+    /// # Panics
+    /// If websim cannot be reached or the probe is not logged within 20 s.
+    pub fn flush_log(&self) {
+        static PROBES: AtomicU64 = AtomicU64::new(0);
+        let target = format!(
+            "{FLUSH_PROBE}{}-{}",
+            std::process::id(),
+            PROBES.fetch_add(1, Ordering::Relaxed)
+        );
+        let host = self
+            .hosts()
+            .into_iter()
+            .find(|h| !h.has("dead"))
+            .expect("a host that answers");
+        let addr = SocketAddr::from((host.addr, self.http_port));
+        let request = format!(
+            "GET {target} HTTP/1.1\r\nHost: flush-probe.invalid\r\nConnection: close\r\n\r\n"
+        );
+        let mut stream = TcpStream::connect_timeout(&addr, FLUSH_TIMEOUT)
+            .unwrap_or_else(|e| panic!("connecting to websim at {addr}: {e}"));
+        stream
+            .set_read_timeout(Some(FLUSH_TIMEOUT))
+            .expect("a read timeout");
+        stream
+            .write_all(request.as_bytes())
+            .unwrap_or_else(|e| panic!("sending the flush probe to {addr}: {e}"));
+        let mut reply = Vec::new();
+        let _ = stream.read_to_end(&mut reply);
+        let path = self.path("log");
+        test_support::wait::until_some("websim to log its flush probe", FLUSH_TIMEOUT, || {
+            let text = read(&path);
+            let lines =
+                LogLine::parse_all(&text).unwrap_or_else(|e| panic!("{}: {e}", path.display()));
+            lines.iter().any(|l| l.target == target).then_some(())
+        });
     }
 
     /// The socket address websim serves `url` on (by its host's address and the

@@ -86,10 +86,9 @@ fn wait_all_ended(sys: &System, readers: &mut [(&mut Returned, &[String])], time
     }
 }
 
-/// websim's request log once it has flushed (it writes at least every 100 ms).
+/// websim's request log holding every request it served.
 fn final_log(ws: &Websim) -> Vec<LogLine> {
-    std::thread::sleep(Duration::from_millis(400));
-    ws.log()
+    ws.flushed_log()
 }
 
 fn no_error_lines(sys: &System) {

@@ -165,7 +165,6 @@ fn app_killed_mid_crawl_restarts_and_loses_no_url() {
             sys.reports()
         );
     };
-    std::thread::sleep(Duration::from_millis(200)); // stdout reader thread.
     assert!(
         status.success(),
         "{}",
@@ -180,8 +179,7 @@ fn app_killed_mid_crawl_restarts_and_loses_no_url() {
     let elapsed = started.elapsed();
 
     // The oracle.
-    std::thread::sleep(Duration::from_millis(400)); // websim flushes its log.
-    let log = ws.log();
+    let log = ws.flushed_log();
     let scan = RepoScan::read(&dirs.repo).expect("reading the repository");
     let expected: HashSet<String> = ws
         .manifest()

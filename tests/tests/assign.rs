@@ -63,7 +63,6 @@ fn crawl(ws: &Websim, dir: &Path, out: &str, extra: &[&str]) -> String {
         .unwrap()
         .unwrap_or_else(|| panic!("{}", crawl.report("crawl still running after 300 s")));
     assert!(status.success(), "{}", crawl.report("crawl failed"));
-    std::thread::sleep(Duration::from_millis(200));
     let stdout = crawl.stdout().join("\n");
     println!("{stdout}");
     stdout
@@ -441,9 +440,8 @@ fn replication_sends_no_top_url_and_the_table_is_consistent() {
         stored, manifest,
         "the split crawl stored exactly the manifest"
     );
-    std::thread::sleep(Duration::from_millis(300));
     let log: Vec<_> = ws
-        .log()
+        .flushed_log()
         .into_iter()
         .filter(|l| l.start_us >= since_us && !l.is_robots())
         .collect();

@@ -142,8 +142,7 @@ fn four_connections_overlap_and_never_exceed_four() {
         ..Knobs::default()
     };
     let (sys, back, urls) = crawl(&ws, &knobs);
-    std::thread::sleep(Duration::from_millis(400)); // websim flushes its log
-    let log = ws.log();
+    let log = ws.flushed_log();
     assert_complete(&log, &back, &urls);
 
     // Server side: spans inside the real requests, so an overlap here is real.
@@ -207,8 +206,7 @@ fn four_connections_keep_the_interval_between_starts() {
         .map(|h| (h.name.clone(), h))
         .collect();
     let (sys, back, urls) = crawl(&ws, &knobs);
-    std::thread::sleep(Duration::from_millis(400));
-    let log = ws.log();
+    let log = ws.flushed_log();
     assert_complete(&log, &back, &urls);
 
     // The interval of an origin: the config's, raised to its Crawl-delay (capped).

@@ -35,8 +35,7 @@ fn run_demo(dir: &Path, args: &[&str]) -> (Vec<String>, String, Duration) {
             demo.report(&format!("still running after {DEMO_TIMEOUT:?}"))
         );
     };
-    // The stdout reader thread may lag the exit by a moment.
-    std::thread::sleep(Duration::from_millis(200));
+    // wait_exit has read stdout to its end: every line is in demo.stdout().
     assert!(
         status.success(),
         "{}",

@@ -317,7 +317,6 @@ fn a_full_spool_and_repository_pause_the_crawl_and_it_resumes_losing_nothing() {
             sys.reports()
         );
     };
-    std::thread::sleep(Duration::from_millis(200)); // stdout reader thread.
     assert!(
         status.success(),
         "{}\n{}",
@@ -329,8 +328,7 @@ fn a_full_spool_and_repository_pause_the_crawl_and_it_resumes_losing_nothing() {
     let (pausing, resumed) = pause_lines(sys.dir());
 
     // 4. The oracle.
-    std::thread::sleep(Duration::from_millis(400)); // websim flushes its log.
-    let log = ws.log();
+    let log = ws.flushed_log();
     let scan = RepoScan::read(&repo).unwrap_or_else(|e| panic!("a WARC file is damaged: {e}"));
     let expected: HashSet<String> = ws
         .manifest()

@@ -260,7 +260,6 @@ fn demo_crawls_a_disk_web_with_two_agents_and_a_coordinator() {
     let mut demo = ProcessGuard::spawn("demo", cmd, d).unwrap();
     let status = demo.wait_exit(Duration::from_secs(240)).unwrap();
     let status = status.unwrap_or_else(|| panic!("{}", demo.report("still running")));
-    std::thread::sleep(Duration::from_millis(200)); // stdout reader thread.
     assert!(status.success(), "{}", demo.report("the demo failed"));
     let out = demo.stdout().join("\n");
     assert!(

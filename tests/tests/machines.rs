@@ -590,8 +590,7 @@ fn measure(ws: &Websim, cluster: &Cluster) -> Outcome {
         .map(|r| r.url)
         .collect();
     let covered = manifest.iter().filter(|u| union.contains(*u)).count();
-    std::thread::sleep(Duration::from_millis(400)); // websim flushes its log
-    let log = ws.log();
+    let log = ws.flushed_log();
     let requested: HashSet<String> = log.iter().map(|l| l.url()).collect();
     let missing: Vec<&String> = manifest.iter().filter(|u| !union.contains(*u)).collect();
     let fetched_not_stored = missing.iter().filter(|u| requested.contains(**u)).count();
@@ -782,7 +781,6 @@ fn demo_on_machines_places_crawls_and_cleans_up() {
         .wait_exit(CRAWL_TIMEOUT)
         .expect("waiting for the demo")
         .unwrap_or_else(|| panic!("{}", demo.report("still running")));
-    std::thread::sleep(Duration::from_millis(200));
     let out = demo.stdout();
     assert!(
         status.success(),

@@ -118,14 +118,25 @@ fn totals_survive_a_kill_and_metrics_parse() {
         );
         std::thread::sleep(Duration::from_millis(100));
     }
-    // Batches still open at the downloader are published within their age limit.
-    std::thread::sleep(Duration::from_millis(tests::system::BATCH_AGE_MS * 3));
-    back.refresh();
-    let counted = responses(&sys);
+    // Batches still open at the downloader are published within their age limit:
+    // wait (three age limits at most, plus room for a loaded machine) until the
+    // counts agree with the URLs stored, then judge.
+    let deadline = Instant::now()
+        + Duration::from_millis(tests::system::BATCH_AGE_MS * 3)
+        + Duration::from_secs(10);
+    let (counted, urls_stored, status) = loop {
+        back.refresh();
+        let counted = responses(&sys);
+        let urls_stored = back.pages.len() as u64;
+        let status = sys.status();
+        if (counted, status.pages_total) == (urls_stored, urls_stored) || Instant::now() >= deadline
+        {
+            break (counted, urls_stored, status);
+        }
+        std::thread::sleep(test_support::wait::POLL);
+    };
     let records = back.page_records() as u64;
-    let urls_stored = back.pages.len() as u64;
     let bound = knobs.jobs_bound(1) as u64;
-    let status = sys.status();
     eprintln!(
         "totals after the kill and the restart: {counted} responses counted, {} pages, \
          {records} response records for {urls_stored} URLs in the spool \

@@ -72,7 +72,6 @@ fn finish(mut demo: ProcessGuard) -> (Vec<String>, bool) {
             demo.report(&format!("still running after {DEMO_TIMEOUT:?}"))
         );
     };
-    std::thread::sleep(Duration::from_millis(200));
     let out = demo.stdout();
     eprintln!("{}", out.join("\n"));
     if !status.success() {

@@ -440,9 +440,14 @@ fn a_recrawl_killed_mid_run_resumes_and_loses_no_url() {
         assert!(Instant::now() < deadline, "{}", p.report("too slow"));
         std::thread::sleep(Duration::from_millis(20));
     };
+    let pid = p.pid();
     drop(p); // SIGKILL; the children die with it.
     assert!(stored_at_kill < changes.len(), "killed too late");
-    std::thread::sleep(Duration::from_secs(1));
+    test_support::wait::until(
+        "the killed recrawl's children to die with it",
+        Duration::from_secs(30),
+        || tests::process::children_by_environment(pid).is_empty(),
+    );
 
     // Run 2: the same command resumes and completes.
     polycrawl("recrawl-2", &args, d);

@@ -115,7 +115,6 @@ fn wait_success(app: &mut ProcessGuard, sys: &System) {
     let Some(status) = status else {
         panic!("{}\n{}", app.report("not complete in time"), sys.reports());
     };
-    std::thread::sleep(Duration::from_millis(200)); // stdout reader thread.
     assert!(
         status.success(),
         "{}\n{}",
@@ -170,7 +169,7 @@ fn seed_by_seed_fetches_exactly_the_parties_and_writes_every_candidate() {
     );
     wait_success(&mut app, &sys);
 
-    std::thread::sleep(Duration::from_millis(400)); // websim flushes its log.
+    ws.flush_log();
     let rows = parties(&ws);
     let seeds = ws.seeds();
     let by_seed: HashSet<&str> = rows.iter().map(|r| r.seed.as_str()).collect();
@@ -372,8 +371,7 @@ fn breadth_first_and_seed_by_seed_share_one_manager_politely() {
         assert!(f.top_parties.len() as u64 <= f.active.min(5), "{f:?}");
     }
 
-    std::thread::sleep(Duration::from_millis(400)); // websim flushes its log.
-    let log = ws.log();
+    let log = ws.flushed_log();
     let interval = (knobs.interval_ms * 1000) as i64;
     let interval_us = |_: &str| -> i64 { interval };
     let rules = politeness::Rules {
@@ -457,7 +455,7 @@ fn seed_by_seed_killed_mid_crawl_resumes_and_loses_no_url() {
     let mut app = start_seed_app(&sys, &ws.path("seeds"), &state, &repo, &flags);
     wait_success(&mut app, &sys);
 
-    std::thread::sleep(Duration::from_millis(400)); // websim flushes its log.
+    ws.flush_log();
     let (fetched, excluded, external) = expected_sets(&ws);
     let counts = fetch_counts(&ws);
     let twice = counts.values().filter(|n| **n > 1).count();
@@ -563,7 +561,7 @@ fn site_by_site_fetches_only_the_roots_parties() {
     let mut app = start_seed_app(&sys, &roots_file, &state, &repo, &flags);
     wait_success(&mut app, &sys);
 
-    std::thread::sleep(Duration::from_millis(400)); // websim flushes its log.
+    ws.flush_log();
     let root_set: HashSet<&str> = roots.iter().map(String::as_str).collect();
     let rows: Vec<PartyRow> = parties(&ws)
         .into_iter()

@@ -83,7 +83,6 @@ fn crawl(ws: &Websim) -> (System, RepoScan, String) {
             sys.reports()
         );
     };
-    std::thread::sleep(Duration::from_millis(200)); // stdout reader thread.
     assert!(status.success(), "app exited {status}\n{}", sys.reports());
     let summary = app
         .stdout()
@@ -95,7 +94,7 @@ fn crawl(ws: &Websim) -> (System, RepoScan, String) {
         summary.contains(": Complete:"),
         "the crawl did not end complete: {summary}"
     );
-    std::thread::sleep(Duration::from_millis(400)); // websim flushes its log.
+    ws.flush_log();
     let scan = RepoScan::read(&repo).expect("reading the repository");
     (sys, scan, summary)
 }

@@ -228,6 +228,9 @@ fn target_is_met_and_a_live_change_takes_effect() {
     assert!(errors.is_empty(), "ERROR lines:\n{}", errors.join("\n"));
 }
 
+/// Longest wait for the host-limited crawl to warm up.
+const WARM_UP_LIMIT: Duration = Duration::from_secs(60);
+
 #[test]
 fn a_target_above_politeness_is_reported_host_limited_without_spinning() {
     let ws = Websim::start(&[
@@ -275,15 +278,31 @@ fn a_target_above_politeness_is_reported_host_limited_without_spinning() {
         "an operator's target holds until the window ends"
     );
     // Names resolved and robots.txt fetched; every host busy.
-    std::thread::sleep(Duration::from_secs(8));
+    let mut last = None;
+    let warm = test_support::wait::poll(WARM_UP_LIMIT, || {
+        let status = sys.status();
+        let h = &status.hosts;
+        let warm = status.dns_pending == 0
+            && h.resolving == 0
+            && h.robots == 0
+            && h.total() > 0
+            && status.speed.limit == SpeedLimit::Hosts;
+        last = Some(status);
+        warm.then_some(())
+    });
+    assert!(
+        warm.is_some(),
+        "not warm (names resolved, robots.txt fetched, host-limited) after \
+         {WARM_UP_LIMIT:?}: status {last:?}\n{}",
+        sys.reports()
+    );
 
     let pid = sys.manager_pid().expect("the manager runs");
     let (cpu0, t0, from_us) = (cpu_secs(pid), Instant::now(), now_us());
     std::thread::sleep(Duration::from_secs(6));
     let (cpu, secs, to_us) = (cpu_secs(pid) - cpu0, t0.elapsed().as_secs_f64(), now_us());
     let status = sys.status();
-    std::thread::sleep(Duration::from_millis(300)); // websim flushes its log.
-    let pages = pages_between(&ws.log(), from_us, to_us);
+    let pages = pages_between(&ws.flushed_log(), from_us, to_us);
     let rate = pages as f64 / secs;
     // At most one request per host per interval (plus one at the window's edge).
     let polite = hosts as f64 * (secs / interval.as_secs_f64() + 1.0) / secs;

@@ -31,7 +31,7 @@ use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
 use tests::bin;
 use tests::politeness;
-use tests::process::ProcessGuard;
+use tests::process::{ProcessGuard, children_by_environment, proc_stat};
 use tests::repository::RepoScan;
 use tests::requestlog;
 use tests::system::Knobs;
@@ -126,46 +126,28 @@ fn wait_pids(out: &Path, n: usize, crawl: &mut ProcessGuard) -> Vec<(String, u32
     }
 }
 
-/// `(state, start time)` of process `pid` from `/proc/<pid>/stat`; `None` if there
-/// is no such process.
-fn proc_stat(pid: u32) -> Option<(char, u64)> {
-    let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
-    let rest = &stat[stat.rfind(')')? + 1..];
-    let fields: Vec<&str> = rest.split_whitespace().collect();
-    // Field 3 (state) is the first after the name; field 22 is the start time.
-    let state = fields.first()?.chars().next()?;
-    let start = fields.get(19)?.parse().ok()?;
-    Some((state, start))
-}
-
 /// Whether the process that had `start` as its start time is still alive (a
 /// zombie waiting for its new parent to reap it is dead).
 fn alive(pid: u32, start: u64) -> bool {
     proc_stat(pid).is_some_and(|(state, s)| s == start && state != 'Z')
 }
 
-/// Live processes whose environment says `parent` started them
-/// (`POLYCRAWL_PARENT_PID=<parent>`).
-fn children_by_environment(parent: u32) -> Vec<u32> {
-    let needle = format!("POLYCRAWL_PARENT_PID={parent}");
-    let mut found = Vec::new();
-    for entry in std::fs::read_dir("/proc").expect("/proc").flatten() {
-        let Some(pid) = entry
-            .file_name()
-            .to_str()
-            .and_then(|n| n.parse::<u32>().ok())
-        else {
-            continue;
-        };
-        let Ok(env) = std::fs::read(format!("/proc/{pid}/environ")) else {
-            continue;
-        };
-        let has = env.split(|b| *b == 0).any(|v| v == needle.as_bytes());
-        if has && proc_stat(pid).is_some_and(|(state, _)| state != 'Z') {
-            found.push(pid);
-        }
+/// Page requests websim must have served before a test calls the crawl busy.
+const CRAWLING: usize = 100;
+
+/// Waits until the crawl is under way: websim has served [`CRAWLING`] page
+/// requests (the downloaders fetching, the app's batches open).
+fn wait_crawling(ws: &Websim, crawl: &mut ProcessGuard) {
+    let pages = || ws.log().iter().filter(|l| !l.is_robots()).count();
+    let crawling = test_support::wait::poll(Duration::from_secs(60), || {
+        (pages() >= CRAWLING).then_some(())
+    });
+    if crawling.is_none() {
+        panic!(
+            "{}",
+            crawl.report(&format!("{} of {CRAWLING} page requests in 60 s", pages()))
+        );
     }
-    found
 }
 
 /// Done-when 2, first half.
@@ -178,8 +160,8 @@ fn sigkill_of_the_crawl_leaves_no_process_behind() {
     let out = dir.path().join("out");
     let mut crawl = start_crawl(&ws, &config, dir.path(), &["--downloaders", "2"]);
     let pids = wait_pids(&out, 5, &mut crawl);
-    // Let it crawl for a moment: every child busy, batches open.
-    std::thread::sleep(Duration::from_secs(3));
+    // Every child busy, batches open.
+    wait_crawling(&ws, &mut crawl);
     let pids = if read_pids(&out) == pids {
         pids
     } else {
@@ -265,7 +247,7 @@ fn ctrl_c_to_the_process_group_stops_a_crawl_in_order_with_its_summary() {
             "{name} is in the orchestrator's process group"
         );
     }
-    std::thread::sleep(Duration::from_secs(3));
+    wait_crawling(&ws, &mut crawl);
     nix::sys::signal::killpg(
         nix::unistd::Pid::from_raw(crawl.pid() as i32),
         nix::sys::signal::Signal::SIGINT,
@@ -275,7 +257,6 @@ fn ctrl_c_to_the_process_group_stops_a_crawl_in_order_with_its_summary() {
         .wait_exit(Duration::from_secs(60))
         .unwrap()
         .unwrap_or_else(|| panic!("{}", crawl.report("still running after Ctrl-C")));
-    std::thread::sleep(Duration::from_millis(200));
     let stdout = crawl.stdout().join("\n");
     let stderr = crawl.stderr();
     println!("supervise: Ctrl-C:\n{stdout}");
@@ -348,7 +329,6 @@ fn a_process_in_a_crash_loop_is_given_up_on_with_a_one_line_reason() {
         .wait_exit(Duration::from_secs(90))
         .unwrap()
         .unwrap_or_else(|| panic!("{}", crawl.report("still running: the crash loop")));
-    std::thread::sleep(Duration::from_millis(200));
     let stdout = crawl.stdout().join("\n");
     let stderr = crawl.stderr();
     println!("supervise: gave up on the app:\n{stdout}\n{stderr}");
@@ -435,7 +415,6 @@ fn demo(
         let _ = demo.terminate(Duration::from_secs(30));
         panic!("{report}");
     };
-    std::thread::sleep(Duration::from_millis(200));
     (
         status.success(),
         demo.stdout().join("\n"),

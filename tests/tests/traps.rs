@@ -355,7 +355,6 @@ fn crawl(websim_args: &[&str], browser: bool) -> Crawled {
             sys.reports()
         );
     };
-    std::thread::sleep(Duration::from_millis(200)); // stdout reader thread.
     assert!(
         status.success(),
         "{}",
@@ -372,8 +371,7 @@ fn crawl(websim_args: &[&str], browser: bool) -> Crawled {
         "the crawl did not end complete: {summary}"
     );
     let elapsed = started.elapsed();
-    std::thread::sleep(Duration::from_millis(400)); // websim flushes its log.
-    let log = ws.log();
+    let log = ws.flushed_log();
     Crawled {
         per_host: per_host(&log),
         log,

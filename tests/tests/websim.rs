@@ -572,8 +572,7 @@ async fn request_log_has_a_line_per_request() {
         .get(h.socket(), false, &auth, "/no/such/page?x=1", &[])
         .await
         .unwrap();
-    tokio::time::sleep(Duration::from_millis(400)).await;
-    let log = ws.log();
+    let log = ws.flushed_log();
     let mine: Vec<_> = log.iter().filter(|l| l.host == auth).collect();
     assert_eq!(mine.len(), 3, "{log:#?}");
     for (line, (target, resp)) in mine.iter().zip([

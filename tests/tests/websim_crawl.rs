@@ -25,7 +25,6 @@ use std::collections::{BTreeSet, HashMap, HashSet};
 use std::io::ErrorKind;
 use std::net::{Ipv4Addr, SocketAddr};
 use std::sync::Arc;
-use std::time::Duration;
 
 use hickory_resolver::TokioResolver;
 use hickory_resolver::proto::rr::RData;
@@ -497,9 +496,8 @@ async fn crawl_matches_manifest(args: &[&str], every_marker: bool) {
     }
 
     // websim logged exactly the requests made.
-    tokio::time::sleep(Duration::from_millis(400)).await;
     let mut logged: Vec<(String, String, String)> = ws
-        .log()
+        .flushed_log()
         .into_iter()
         .map(|l| (l.scheme, l.host, l.target))
         .collect();

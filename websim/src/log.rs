@@ -1,5 +1,7 @@
 //! The request log: one TSV line per request, so tests can check what a crawler
-//! fetched, when, and from which address (politeness, robots).
+//! fetched, when, and from which address (politeness, robots). The format is
+//! written ([`format_line`]) and read back ([`Line::parse_all`]) here only: tests
+//! and benchmarks read the file through [`Line`], never with a parser of their own.
 //!
 //! Columns (tab-separated; `-` for a missing value). The file starts with one
 //! comment line ([`HEADER`], starting with `#`) that names the columns and the clock
@@ -207,6 +209,139 @@ impl Drop for Flusher {
     }
 }
 
+/// robots.txt paths: websim's `/robots.txt` and the target of its `redirect`
+/// variant (see `respond`).
+pub const ROBOTS_PATHS: [&str; 2] = ["/robots.txt", "/robots-real.txt"];
+
+/// One request read back from the log file: a [`Record`] as [`format_line`] wrote
+/// it, owned (a missing value is the `-` it was written as).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Line {
+    /// Unix microseconds (`CLOCK_REALTIME`), read after the request head was parsed:
+    /// the request arrived at or before it.
+    pub start_us: u64,
+    /// Unix microseconds, read after the response's last byte was handed to the
+    /// kernel: an upper bound of that moment (late when websim's task was
+    /// descheduled).
+    pub end_us: u64,
+    /// Unix microseconds, read before the response's first byte was handed to the
+    /// kernel: a lower bound of that moment.
+    pub write_from_us: u64,
+    /// Microseconds from `start_us` to `end_us` on websim's monotonic clock.
+    pub service_us: u64,
+    /// `http` or `https`.
+    pub scheme: String,
+    /// Host header.
+    pub host: String,
+    /// Listener address.
+    pub server: SocketAddr,
+    /// Client address.
+    pub client: SocketAddr,
+    /// Method.
+    pub method: String,
+    /// Request target.
+    pub target: String,
+    /// Status.
+    pub status: u16,
+    /// Body bytes sent.
+    pub bytes: u64,
+    /// User agent.
+    pub user_agent: String,
+}
+
+/// A log line that is not what [`format_line`] writes.
+#[derive(Debug, thiserror::Error)]
+#[error("websim request log: {what} in {line:?}")]
+pub struct LineError {
+    /// What is wrong (the column that is missing or does not parse).
+    pub what: &'static str,
+    /// The line.
+    pub line: String,
+}
+
+impl Line {
+    /// Parses one line written by [`format_line`] (without its newline).
+    pub fn parse(line: &str) -> Result<Line, LineError> {
+        let mut f = line.split('\t');
+        let mut next = |what: &'static str| {
+            f.next().ok_or_else(|| LineError {
+                what,
+                line: line.to_owned(),
+            })
+        };
+        let (start, end, scheme, host) =
+            (next("start")?, next("end")?, next("scheme")?, next("host")?);
+        let (server, client, method, target) = (
+            next("server")?,
+            next("client")?,
+            next("method")?,
+            next("target")?,
+        );
+        let (status, bytes, user_agent) = (next("status")?, next("bytes")?, next("user agent")?);
+        let (write_from, service) = (next("write from")?, next("service time")?);
+        fn num<T: std::str::FromStr>(
+            v: &str,
+            what: &'static str,
+            line: &str,
+        ) -> Result<T, LineError> {
+            v.parse().map_err(|_| LineError {
+                what,
+                line: line.to_owned(),
+            })
+        }
+        Ok(Line {
+            start_us: num(start, "start", line)?,
+            end_us: num(end, "end", line)?,
+            write_from_us: num(write_from, "write from", line)?,
+            service_us: num(service, "service time", line)?,
+            scheme: scheme.to_owned(),
+            host: host.to_owned(),
+            server: num(server, "server", line)?,
+            client: num(client, "client", line)?,
+            method: method.to_owned(),
+            target: target.to_owned(),
+            status: num(status, "status", line)?,
+            bytes: num(bytes, "bytes", line)?,
+            user_agent: user_agent.to_owned(),
+        })
+    }
+
+    /// Every request of a log file's text, in the order logged (the [`HEADER`]
+    /// and any other `#` line skipped; a last line without its newline, being
+    /// written, left out).
+    pub fn parse_all(text: &str) -> Result<Vec<Line>, LineError> {
+        let whole = text.rfind('\n').map_or(0, |i| i + 1);
+        text[..whole]
+            .lines()
+            .filter(|l| !l.is_empty() && !l.starts_with('#'))
+            .map(Line::parse)
+            .collect()
+    }
+
+    /// The URL as requested: `scheme://Host/target`.
+    pub fn url(&self) -> String {
+        format!("{}://{}{}", self.scheme, self.host, self.target)
+    }
+
+    /// `scheme://Host` (the manager's unit of politeness).
+    pub fn origin(&self) -> String {
+        format!("{}://{}", self.scheme, self.host)
+    }
+
+    /// The Host header without its port, lower-case.
+    pub fn name(&self) -> String {
+        let host = self.host.as_str();
+        host.rsplit_once(':')
+            .map_or(host, |(n, _)| n)
+            .to_ascii_lowercase()
+    }
+
+    /// Whether this was a robots.txt fetch (see [`ROBOTS_PATHS`]).
+    pub fn is_robots(&self) -> bool {
+        ROBOTS_PATHS.contains(&self.target.as_str())
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -237,8 +372,15 @@ mod tests {
             },
         );
         log.append(&line);
-        std::thread::sleep(FLUSH_EVERY * 3);
-        let text = std::fs::read_to_string(&path).unwrap();
+        // The flusher writes it within FLUSH_EVERY: wait for the file to hold it.
+        let deadline = std::time::Instant::now() + Duration::from_secs(10);
+        let text = loop {
+            let text = std::fs::read_to_string(&path).unwrap();
+            if text.lines().count() == 2 || std::time::Instant::now() > deadline {
+                break text;
+            }
+            std::thread::sleep(Duration::from_millis(5));
+        };
         let (header, line) = text.split_once('\n').unwrap();
         assert!(header.starts_with("# start_us") && header.contains("CLOCK_REALTIME"));
         assert_eq!(
@@ -247,5 +389,51 @@ mod tests {
         );
         assert_eq!(HEADER.split_whitespace().nth(13), Some("service_us;"));
         drop(flusher);
+    }
+
+    #[test]
+    fn lines_read_back_as_written() {
+        let record = Record {
+            start_us: 10,
+            end_us: 30,
+            write_from_us: 20,
+            service_us: 19,
+            scheme: "https",
+            host: Some("A.test:8443"),
+            server: "127.1.0.1:8443".parse().unwrap(),
+            client: "127.0.0.1:5000".parse().unwrap(),
+            method: "GET",
+            target: "/robots.txt",
+            status: 404,
+            bytes: 7,
+            user_agent: Some("bot\t1"),
+        };
+        let mut text = HEADER.as_bytes().to_vec();
+        format_line(&mut text, &record);
+        format_line(&mut text, &record);
+        text.extend_from_slice(b"11\t31\thttp"); // a line being written
+        let lines = Line::parse_all(std::str::from_utf8(&text).unwrap()).unwrap();
+        assert_eq!(lines.len(), 2);
+        let line = &lines[0];
+        assert_eq!(
+            (
+                line.start_us,
+                line.end_us,
+                line.write_from_us,
+                line.service_us
+            ),
+            (10, 30, 20, 19)
+        );
+        assert_eq!((line.status, line.bytes), (404, 7));
+        assert_eq!(line.user_agent, "bot 1");
+        assert_eq!(line.url(), "https://A.test:8443/robots.txt");
+        assert_eq!(line.origin(), "https://A.test:8443");
+        assert_eq!(line.name(), "a.test");
+        assert!(line.is_robots());
+        assert_eq!(line.server, record.server);
+        let err = Line::parse("1\t2\thttp").unwrap_err();
+        assert_eq!(err.what, "host");
+        let err = Line::parse(&"x\t".repeat(13)).unwrap_err();
+        assert_eq!(err.what, "start");
     }
 }

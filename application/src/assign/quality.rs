@@ -265,7 +265,18 @@ mod tests {
                 vec![("http://h.test/", vec![], None)],
             ],
         );
-        std::thread::sleep(std::time::Duration::from_millis(1100));
+        // b's records must carry a later WARC-Date (whole seconds): wait for the
+        // wall clock's next second.
+        let second = || {
+            std::time::SystemTime::now()
+                .duration_since(std::time::UNIX_EPOCH)
+                .unwrap()
+                .as_secs()
+        };
+        let written = second();
+        while second() <= written {
+            std::thread::sleep(std::time::Duration::from_millis(5));
+        }
         let b = repository(&two, &[vec![("http://b.test/", vec![], None)]]);
         let order = download_order(&[b, a.clone()]).unwrap();
         let h = |s: &str| url_hash(s);

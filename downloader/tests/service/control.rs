@@ -5,8 +5,11 @@ use std::time::Duration;
 
 use downloader::DownloaderError;
 use spool::protocol::{ByeReason, FetchResult, JobId, Message};
+use test_support::wait::until_async;
 
-use crate::manager::{TestManager, config, page, published, records, start, start_with_token};
+use crate::manager::{
+    TestManager, WAIT, config, page, published, records, start, start_with_token,
+};
 use crate::site::Site;
 
 fn is_stored(result: &FetchResult) -> bool {
@@ -147,7 +150,11 @@ async fn reconnects_after_the_connection_drops() {
     // Job 1 is in flight when the manager goes away.
     m.fetch(vec![page(1, &site.url("/slow/500/one"), site.addr)])
         .await;
-    tokio::time::sleep(Duration::from_millis(100)).await;
+    let requests = site.requests.clone();
+    until_async("job 1 to reach the site", WAIT, || {
+        requests.load(Ordering::SeqCst) >= 1
+    })
+    .await;
     drop(m);
 
     let mut m = manager.accept(dl.spool.path()).await;
@@ -155,8 +162,22 @@ async fn reconnects_after_the_connection_drops() {
     m.committed(&[2]).await;
     // Job 1 finishes and is published in the background, but the new connection
     // hears nothing of it (the manager dispatches it again).
-    tokio::time::sleep(Duration::from_millis(1200)).await;
-    m.until("a heartbeat", |s| !s.heartbeats.is_empty()).await;
+    let slow = site.url("/slow/500/one");
+    let pages = dl.pages();
+    until_async("job 1's page to be published", WAIT, || {
+        published(&pages)
+            .iter()
+            .flat_map(|f| records(f))
+            .any(|r| r.headers.target_uri() == Some(slow.as_str()))
+    })
+    .await;
+    // Everything the downloader says from now on is read: up to a heartbeat sent
+    // after job 1 was published.
+    let beats = m.seen.heartbeats.len();
+    m.until("a heartbeat after job 1 was published", |s| {
+        s.heartbeats.len() > beats
+    })
+    .await;
     assert!(is_stored(m.seen.result(2)));
     assert!(!m.seen.reports.contains_key(&JobId(1)));
     assert_eq!(m.seen.committed_jobs(), [JobId(2)]);

@@ -1,33 +1,31 @@
-//! A test-side manager (the real `server_handshake` on 127.0.0.1:0) that records
-//! what a downloader tells it, plus helpers to start `downloader::run`, build jobs
+//! test-support's fake manager (the real `server_handshake` on 127.0.0.1:0),
+//! recording what a downloader tells it, plus helpers to start `downloader::run`, build jobs
 //! and read the spool.
 
 use std::collections::HashMap;
-use std::net::{Ipv4Addr, SocketAddr};
+use std::net::SocketAddr;
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
 use downloader::{ControlSettings, DownloaderConfig, DownloaderError};
 use spool::protocol::{
     ByeReason, Connection, FetchJob, FetchLimits, FetchPurpose, FetchResult, Hello, JobId, Load,
-    Message, Role, ServerConfig, StoredPage, Token, server_handshake,
+    Message, StoredPage, Token,
 };
 use spool::warc::{Record, WarcReader};
 use spool::{AppId, ComponentId};
-use tokio::net::TcpListener;
+use test_support::manager::FakeManager;
 use tokio::task::JoinHandle;
 use tokio::time::timeout;
 use tokio_util::sync::CancellationToken;
 
 pub const TOKEN: &str = "s3cret";
 pub const APP: &str = "app1";
-/// Longest wait for anything the downloader should do promptly.
-pub const WAIT: Duration = Duration::from_secs(10);
+pub use test_support::manager::WAIT;
 
-/// Accepts downloaders on 127.0.0.1:0.
+/// test-support's fake manager, recording what a downloader says.
 pub struct TestManager {
-    listener: TcpListener,
-    config: ServerConfig,
+    manager: FakeManager,
 }
 
 impl TestManager {
@@ -38,38 +36,22 @@ impl TestManager {
 
     /// A manager expecting `token`.
     pub async fn with_token(token: &str) -> Self {
-        let listener = TcpListener::bind((Ipv4Addr::LOCALHOST, 0)).await.unwrap();
-        let mut config = ServerConfig::new(
-            Role::Manager,
-            ComponentId::new("manager").unwrap(),
-            Token::new(token).unwrap(),
-        );
-        config.heartbeat_interval_ms = 100;
-        config.heartbeat_timeout_ms = 5000;
-        Self { listener, config }
+        let manager = FakeManager::with_heartbeats(token, 100, 5000).await;
+        Self { manager }
     }
 
     pub fn addr(&self) -> SocketAddr {
-        self.listener.local_addr().unwrap()
+        self.manager.addr()
     }
 
     /// Accepts the next connection and expects the handshake to be refused.
     pub async fn accept_refused(&self) {
-        let (stream, _) = timeout(WAIT, self.listener.accept())
-            .await
-            .expect("the downloader connects")
-            .unwrap();
-        let refused = server_handshake(stream, &self.config).await;
-        assert!(refused.is_err(), "the handshake should be refused");
+        self.manager.accept_refused().await;
     }
 
     /// Accepts the next downloader; `spool` is where it writes.
     pub async fn accept(&self, spool: &Path) -> ManagerConn {
-        let (stream, _) = timeout(WAIT, self.listener.accept())
-            .await
-            .expect("the downloader connects")
-            .unwrap();
-        let (conn, hello) = server_handshake(stream, &self.config).await.unwrap();
+        let (conn, hello) = self.manager.accept().await;
         ManagerConn {
             conn,
             hello,

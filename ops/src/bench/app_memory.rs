@@ -28,18 +28,18 @@ use std::io::BufReader;
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
 use std::sync::Arc;
-use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::atomic::AtomicBool;
 use std::time::{Duration, Instant};
 
 use anyhow::{Context, bail};
 use spool::formats::{Request, RequestReader};
 use spool::name::{FileKind, Priority};
-use spool::protocol::{AppProgress, Message, Role, ServerConfig, Token, server_handshake};
 use spool::publish::Publisher;
 use spool::warc::{
     Capture, DEPTH_FIELD, RecordId, WarcDate, WarcHeaders, WarcWriter, payload_digest,
 };
 use spool::{AppId, ComponentId, Spool};
+use test_support::manager::FakeManager;
 
 /// The application id the benchmark's app runs as.
 const APP: &str = "bfs";
@@ -322,49 +322,14 @@ fn write_batches(spool: &Spool, app: &AppId, n: u64, args: &AppMemoryArgs) -> an
     Ok(())
 }
 
-/// A manager stand-in on 127.0.0.1: registers applications, reads and drops what
-/// they send, and every 100 ms reports the crawl busy, so nothing is ever dispatched
-/// and the app never finishes. Returns its address.
+/// A manager stand-in on 127.0.0.1 (test-support's fake manager): registers
+/// applications, reads and drops what they send, and every 100 ms reports the crawl
+/// busy, so nothing is ever dispatched and the app never finishes. Returns its
+/// address.
 async fn stand_in(app: AppId) -> anyhow::Result<String> {
-    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await?;
-    let addr = listener.local_addr()?.to_string();
-    let config = ServerConfig::new(
-        Role::Manager,
-        ComponentId::new("manager")?,
-        Token::new(TOKEN)?,
-    );
-    tokio::spawn(async move {
-        while let Ok((stream, _)) = listener.accept().await {
-            let config = config.clone();
-            let app = app.clone();
-            tokio::spawn(async move {
-                let Ok((conn, _hello)) = server_handshake(stream, &config).await else {
-                    return;
-                };
-                let (mut rd, conn) = conn.into_split();
-                let synced = Arc::new(AtomicU64::new(0));
-                let gone = Arc::new(AtomicBool::new(false));
-                let (seen, closed) = (synced.clone(), gone.clone());
-                tokio::spawn(async move {
-                    while let Ok(Some(msg)) = rd.recv().await {
-                        if let Message::SyncProgress { seq, .. } = msg {
-                            seen.fetch_max(seq, Ordering::SeqCst);
-                        }
-                    }
-                    closed.store(true, Ordering::SeqCst);
-                });
-                let mut tick = tokio::time::interval(Duration::from_millis(100));
-                while !gone.load(Ordering::SeqCst) {
-                    tick.tick().await;
-                    let mut p = AppProgress::new(app.clone());
-                    p.queued_urls = 1;
-                    p.synced = synced.load(Ordering::SeqCst);
-                    if conn.send(&Message::AppProgress(p)).await.is_err() {
-                        return;
-                    }
-                }
-            });
-        }
-    });
+    let manager = FakeManager::bind(FakeManager::config(TOKEN)).await?;
+    let addr = manager.addr().to_string();
+    let never_idle = Arc::new(AtomicBool::new(false));
+    manager.report_progress(app, never_idle, Duration::from_millis(100));
     Ok(addr)
 }

@@ -1,5 +1,5 @@
-//! The service end to end: `resolver::run` against a test-side manager (a real
-//! `server_handshake` on 127.0.0.1:0) and websim's DNS server.
+//! The service end to end: `resolver::run` against test-support's fake manager (a
+//! real `server_handshake` on 127.0.0.1:0) and websim's DNS server.
 
 use std::collections::BTreeSet;
 use std::net::{Ipv4Addr, SocketAddr};
@@ -7,9 +7,8 @@ use std::time::Duration;
 
 use resolver::{Config, ControlSettings, ResolverError};
 use spool::ComponentId;
-use spool::protocol::{
-    ByeReason, Connection, Hello, Message, RequestId, Role, ServerConfig, Token, server_handshake,
-};
+use spool::protocol::{ByeReason, Message, RequestId, Role, Token};
+use test_support::manager::{FakeManager, WAIT, next_non_heartbeat};
 use tokio::net::TcpListener;
 use tokio::task::JoinHandle;
 use tokio::time::{Instant, timeout};
@@ -19,39 +18,10 @@ use crate::support::{config_for, dns_server, negative, positive, silent_server};
 
 const TOKEN: &str = "s3cret";
 const ID: &str = "resolver-test";
-/// Longest wait for anything the resolver should do promptly.
-const WAIT: Duration = Duration::from_secs(10);
 
-/// A test-side manager: accepts resolvers on 127.0.0.1:0.
-struct Manager {
-    listener: TcpListener,
-    config: ServerConfig,
-}
-
-impl Manager {
-    async fn start(heartbeat_interval_ms: u64, heartbeat_timeout_ms: u64) -> Self {
-        let listener = TcpListener::bind((Ipv4Addr::LOCALHOST, 0)).await.unwrap();
-        let mut config = ServerConfig::new(
-            Role::Manager,
-            ComponentId::new("manager").unwrap(),
-            Token::new(TOKEN).unwrap(),
-        );
-        config.heartbeat_interval_ms = heartbeat_interval_ms;
-        config.heartbeat_timeout_ms = heartbeat_timeout_ms;
-        Self { listener, config }
-    }
-
-    fn addr(&self) -> SocketAddr {
-        self.listener.local_addr().unwrap()
-    }
-
-    async fn accept(&self) -> (Connection, Hello) {
-        let (stream, _) = timeout(WAIT, self.listener.accept())
-            .await
-            .expect("the resolver connects")
-            .unwrap();
-        server_handshake(stream, &self.config).await.unwrap()
-    }
+/// The fake manager, expecting [`TOKEN`], heartbeats every `interval_ms`.
+async fn manager(interval_ms: u64, timeout_ms: u64) -> FakeManager {
+    FakeManager::with_heartbeats(TOKEN, interval_ms, timeout_ms).await
 }
 
 /// Starts `resolver::run` with fast reconnects; returns its task and stop token.
@@ -72,18 +42,6 @@ fn start(
     (task, shutdown)
 }
 
-/// The next message that is not a heartbeat, and how many heartbeats came first.
-async fn next_non_heartbeat(conn: &mut Connection) -> (Message, usize) {
-    let mut heartbeats = 0;
-    loop {
-        match timeout(WAIT, conn.recv()).await.expect("a message in time") {
-            Ok(Some(Message::Heartbeat { .. })) => heartbeats += 1,
-            Ok(Some(msg)) => return (msg, heartbeats),
-            other => panic!("connection ended: {other:?}"),
-        }
-    }
-}
-
 async fn finished(task: JoinHandle<Result<(), ResolverError>>) -> Result<(), ResolverError> {
     timeout(WAIT, task)
         .await
@@ -94,7 +52,7 @@ async fn finished(task: JoinHandle<Result<(), ResolverError>>) -> Result<(), Res
 #[tokio::test]
 async fn serves_batches_heartbeats_concurrency_and_drain() {
     let dns = dns_server(10, 300).await;
-    let manager = Manager::start(50, 5000).await;
+    let manager = manager(50, 5000).await;
     let (task, _shutdown) = start(config_for(dns.local_addr()), manager.addr());
     let (mut conn, hello) = manager.accept().await;
     assert_eq!((hello.role, hello.id.as_str()), (Role::Resolver, ID));
@@ -158,7 +116,7 @@ async fn serves_batches_heartbeats_concurrency_and_drain() {
 #[tokio::test]
 async fn reconnects_after_the_connection_drops_then_stops_on_cancel() {
     let dns = dns_server(10, 300).await;
-    let manager = Manager::start(100, 5000).await;
+    let manager = manager(100, 5000).await;
     let (task, shutdown) = start(config_for(dns.local_addr()), manager.addr());
     let (first, _) = manager.accept().await;
     drop(first); // the manager "restarts"
@@ -199,7 +157,7 @@ async fn drain_hands_back_batches_that_cannot_finish_in_the_grace_time() {
         timeout_ms: 5000,
         ..config_for(silent.local_addr().unwrap())
     };
-    let manager = Manager::start(100, 5000).await;
+    let manager = manager(100, 5000).await;
     let (task, _shutdown) = start(config, manager.addr());
     let (mut conn, _) = manager.accept().await;
     let batch = Message::ResolveBatch {
@@ -226,7 +184,7 @@ async fn drain_hands_back_batches_that_cannot_finish_in_the_grace_time() {
 #[tokio::test]
 async fn manager_silence_ends_the_connection_and_the_resolver_comes_back() {
     let dns = dns_server(1, 300).await;
-    let manager = Manager::start(50, 300).await;
+    let manager = manager(50, 300).await;
     let (task, shutdown) = start(config_for(dns.local_addr()), manager.addr());
     let (mut conn, _) = manager.accept().await;
     // The test manager sends nothing: after 300 ms the resolver gives up on it.
@@ -253,14 +211,11 @@ async fn manager_silence_ends_the_connection_and_the_resolver_comes_back() {
 #[tokio::test]
 async fn a_refused_handshake_is_fatal() {
     let dns = dns_server(1, 300).await;
-    let mut manager = Manager::start(100, 5000).await;
-    manager.config.token = Token::new("another-secret").unwrap();
+    let mut config = FakeManager::config("another-secret");
+    config.heartbeat_interval_ms = 100;
+    let manager = FakeManager::start(config).await;
     let (task, _shutdown) = start(config_for(dns.local_addr()), manager.addr());
-    let (stream, _) = timeout(WAIT, manager.listener.accept())
-        .await
-        .unwrap()
-        .unwrap();
-    assert!(server_handshake(stream, &manager.config).await.is_err());
+    manager.accept_refused().await;
     let err = finished(task).await.unwrap_err();
     assert!(matches!(err, ResolverError::Refused { .. }), "{err}");
     assert!(err.to_string().contains("wrong token"), "{err}");
@@ -269,7 +224,7 @@ async fn a_refused_handshake_is_fatal() {
 #[tokio::test]
 async fn being_replaced_stops_the_service() {
     let dns = dns_server(1, 300).await;
-    let manager = Manager::start(100, 5000).await;
+    let manager = manager(100, 5000).await;
     let (task, _shutdown) = start(config_for(dns.local_addr()), manager.addr());
     let (conn, _) = manager.accept().await;
     conn.close(ByeReason::Replaced, "a newer resolver-test registered")
@@ -302,7 +257,7 @@ async fn past_max_pending_names_batches_wait_unread() {
         max_pending_names: 1,
         ..config_for(silent.local_addr().unwrap())
     };
-    let manager = Manager::start(100, 5000).await;
+    let manager = manager(100, 5000).await;
     let (task, shutdown) = start(config, manager.addr());
     let (mut conn, _) = manager.accept().await;
     let sent = Instant::now();
@@ -336,7 +291,7 @@ async fn past_max_pending_names_batches_wait_unread() {
 #[tokio::test]
 async fn absurd_periods_from_the_manager_do_not_panic() {
     let dns = dns_server(1, 300).await;
-    let manager = Manager::start(u64::MAX, u64::MAX).await;
+    let manager = manager(u64::MAX, u64::MAX).await;
     let (task, _shutdown) = start(config_for(dns.local_addr()), manager.addr());
     let (mut conn, _) = manager.accept().await;
     let batch = Message::ResolveBatch {

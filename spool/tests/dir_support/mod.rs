@@ -138,14 +138,8 @@ impl Drop for ChildGuard {
 
 /// Polls `cond` every millisecond until it holds; false after `limit`.
 pub fn wait_until(limit: Duration, mut cond: impl FnMut() -> bool) -> bool {
-    let start = Instant::now();
-    while start.elapsed() < limit {
-        if cond() {
-            return true;
-        }
-        std::thread::sleep(Duration::from_millis(1));
-    }
-    cond()
+    test_support::wait::poll_every(limit, Duration::from_millis(1), || cond().then_some(()))
+        .is_some()
 }
 
 /// xorshift64*: a small deterministic PRNG (seed printed by tests to reproduce).

@@ -1,7 +1,13 @@
 //! A child process owned by the test: stdout is read line by line on a thread (so
 //! the pipe never fills), stderr goes to a file (shown when something goes wrong),
 //! and dropping the guard kills (SIGKILL) and reaps the process, even when the test
-//! panics. [`cpu_time`] reads any process's CPU time from `/proc`.
+//! panics. [`cpu_time`] reads any process's CPU time from `/proc`,
+//! [`children_by_environment`] finds the live processes a polycrawl process
+//! started (they carry its pid in their environment), so a test waits for them to
+//! be gone instead of sleeping.
+//!
+//! This module must never signal a process it did not start (or that a process it
+//! started did not start), and never by name.
 
 use std::fs::File;
 use std::io::{self, BufRead, BufReader};
@@ -181,13 +187,53 @@ impl Drop for ProcessGuard {
     }
 }
 
+/// `(state, start time)` of process `pid` from `/proc/<pid>/stat`; `None` if there
+/// is no such process.
+pub fn proc_stat(pid: u32) -> Option<(char, u64)> {
+    let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
+    let rest = &stat[stat.rfind(')')? + 1..];
+    let fields: Vec<&str> = rest.split_whitespace().collect();
+    // Field 3 (state) is the first after the name; field 22 is the start time.
+    let state = fields.first()?.chars().next()?;
+    let start = fields.get(19)?.parse().ok()?;
+    Some((state, start))
+}
+
+/// Live processes whose environment says `parent` started them
+/// (`POLYCRAWL_PARENT_PID=<parent>`, set by `polycrawl crawl` and `demo` for
+/// their children); a zombie is not live.
+pub fn children_by_environment(parent: u32) -> Vec<u32> {
+    let needle = format!("POLYCRAWL_PARENT_PID={parent}");
+    let mut found = Vec::new();
+    let Ok(entries) = std::fs::read_dir("/proc") else {
+        return found;
+    };
+    for entry in entries.flatten() {
+        let Some(pid) = entry
+            .file_name()
+            .to_str()
+            .and_then(|n| n.parse::<u32>().ok())
+        else {
+            continue;
+        };
+        let Ok(env) = std::fs::read(format!("/proc/{pid}/environ")) else {
+            continue;
+        };
+        let has = env.split(|b| *b == 0).any(|v| v == needle.as_bytes());
+        if has && proc_stat(pid).is_some_and(|(state, _)| state != 'Z') {
+            found.push(pid);
+        }
+    }
+    found
+}
+
 /// Units of the times in `/proc/<pid>/stat`: the kernel reports them in USER_HZ,
 /// which is 100 on every Linux architecture (`getconf CLK_TCK`).
 const USER_HZ: u64 = 100;
 
 /// CPU time (user + system) process `pid` has used so far, from `/proc/<pid>/stat`;
-/// `None` once it is reaped. The same reader as `ops::orchestrate::child::cpu_time`,
-/// kept here so that the tests do not depend on `ops`.
+/// `None` once it is reaped. `polycrawl`'s supervisor has its own (shipping code
+/// does not depend on this crate for what it does): `ops::orchestrate::child::cpu_time`.
 pub fn cpu_time(pid: u32) -> Option<Duration> {
     let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
     Some(Duration::from_millis(cpu_ticks(&stat)? * 1000 / USER_HZ))

@@ -1,0 +1,28 @@
+//! What the workspace's tests and benchmarks share, written once (as hickory-dns
+//! keeps `tests/test-support`): every crate's `tests/` and `benches/`, the `tests`
+//! package and `polycrawl bench` use it as a dependency instead of copying it.
+//!
+//! - [`manager`]: [`manager::FakeManager`], the test side of the control protocol:
+//!   the real `server_handshake` on 127.0.0.1:0, accepting services and handing
+//!   each connection to the test; [`manager::FakeManager::report_progress`], a
+//!   manager that reports an application's crawl busy or idle.
+//! - [`process`]: [`process::ProcessGuard`], a child process killed and reaped
+//!   on drop, its stdout read line by line; a process's CPU time; the processes a
+//!   polycrawl process started.
+//! - [`wait`]: waiting for a state with a deadline ([`wait::until`],
+//!   [`wait::until_async`]), so that no test sleeps a fixed time hoping a state
+//!   has come.
+//!
+//! Why `spool` types here and no cycle: this crate depends on `spool`, and
+//! `spool`'s integration tests (`spool/tests/`) dev-depend on this crate. That is
+//! one `spool` library: an integration test links the same `spool` rlib this crate
+//! was built against. Only `spool`'s own `#[cfg(test)]` unit tests (a second build
+//! of `spool`) must not use it, and they do not.
+//!
+//! This crate must never be a dependency of a service's shipping code; it binds and
+//! connects only on 127.0.0.0/8, port 0; it never sleeps a fixed time to wait for a
+//! state (a poll interval inside a deadline is the only sleep).
+
+pub mod manager;
+pub mod process;
+pub mod wait;
