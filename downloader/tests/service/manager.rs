@@ -356,7 +356,7 @@ pub fn stored(result: &FetchResult) -> &StoredPage {
 
 /// An address nothing listens on (a port just released).
 pub async fn closed_port() -> SocketAddr {
-    let l = TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let l = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
     let addr = l.local_addr().unwrap();
     drop(l);
     addr
