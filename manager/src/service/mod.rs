@@ -90,6 +90,8 @@ mod speed;
 mod stages;
 mod web;
 
+use std::net::SocketAddr;
+use std::path::PathBuf;
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -97,7 +99,7 @@ use spool::protocol::{
     DEFAULT_HANDSHAKE_TIMEOUT, DEFAULT_MAX_FRAME, Limits, Role, ServerConfig, Token,
 };
 use spool::{ComponentId, Spool};
-use tokio::net::TcpListener;
+use tokio::net::{TcpListener, TcpStream};
 use tokio::sync::mpsc;
 use tokio::task::JoinSet;
 use tokio::time::sleep_until;
@@ -209,38 +211,14 @@ pub async fn run_measured(
         max_frame,
     } = settings;
     config.validate()?;
-    let admin_token = match config.admin_token.as_str() {
-        "" => None,
-        secret => Some(Token::new(secret).map_err(|e| InvalidConfig {
-            field: "manager.admin_token",
-            message: e.to_string(),
-        })?),
-    };
-    let state = config.state_dir.clone();
-    std::fs::create_dir_all(&state).map_err(|source| ManagerError::StateDir {
-        path: state.clone(),
-        source,
-    })?;
-    let robots_dir = spool
-        .robots()
-        .map_err(|e| crate::FrontierError::spool("open robots/", e))?;
-    let orphans = robots_file::sweep_orphans(&robots_dir, ORPHAN_ROBOTS_AGE);
-    if orphans > 0 {
-        tracing::info!(orphans, "old robots files of earlier runs deleted");
-    }
-    let mut frontier = Frontier::open(&state.join("db"), spool, config.frontier.clone())?;
-    frontier.rest_after_restart(crate::frontier::wall_clock_ms());
-    let id =
-        ComponentId::new(config.frontier.component_id.as_str()).map_err(|e| InvalidConfig {
-            field: "manager.frontier.component_id",
-            message: e.to_string(),
-        })?;
-    let admin_writes = admin_token.is_some();
+    let admin_token = admin_token(&config)?;
+    let (frontier, robots_dir) = open_state(&config, spool)?;
     let web_settings = web::WebSettings {
         admin_token: admin_token.clone(),
         grace_ms: config.shutdown_grace_ms,
     };
-    let mut server = ServerConfig::new(Role::Manager, id, token);
+    let admin_writes = admin_token.is_some();
+    let mut server = ServerConfig::new(Role::Manager, component_id(&config)?, token);
     server.admin_token = admin_token;
     server.limits = Limits {
         max_frame,
@@ -256,16 +234,16 @@ pub async fn run_measured(
     });
     let grace = Duration::from_millis(config.shutdown_grace_ms);
     if let Ok(addr) = listener.local_addr() {
-        tracing::info!(%addr, state = %state.display(), "manager: control port open");
+        tracing::info!(%addr, state = %config.state_dir.display(), "manager: control port open");
     }
     let mut engine = Engine::new(
         frontier,
         config,
-        robots_dir.path().to_owned(),
+        robots_dir,
         admin_writes,
         heartbeat_timeout,
     )?;
-    let (events_tx, mut events) = mpsc::channel::<Event>(EVENT_QUEUE);
+    let (events_tx, events) = mpsc::channel::<Event>(EVENT_QUEUE);
     // Not a child of `shutdown`: the page keeps answering while the manager drains.
     let web_stop = CancellationToken::new();
     let web_task = admin.map(|listener| {
@@ -280,61 +258,23 @@ pub async fn run_measured(
         let serve = web::serve(listener, web_settings, events_tx.clone(), web_stop.clone());
         tokio::spawn(serve)
     });
-    let mut conns = JoinSet::new();
-    let mut next_conn: ConnId = 1;
-    let result: Result<(), ManagerError> = loop {
-        let wake = engine.next_wake();
-        tokio::select! {
-            () = shutdown.cancelled(), if !engine.is_stopping() => engine.begin_shutdown(grace, false),
-            accepted = listener.accept(), if !engine.is_stopping() => match accepted {
-                Ok((stream, peer)) if conns.len() < MAX_CONNECTIONS => {
-                    let _ = stream.set_nodelay(true);
-                    let task = conn::serve(stream, peer, next_conn, conn_settings.clone(), events_tx.clone());
-                    next_conn += 1;
-                    conns.spawn(task);
-                }
-                Ok((_, peer)) => tracing::warn!(%peer, max = MAX_CONNECTIONS, "too many control connections: closing a new one"),
-                Err(e) => {
-                    // Out of file descriptors, usually: pause instead of spinning.
-                    tracing::warn!(error = %e, "accept failed");
-                    tokio::time::sleep(Duration::from_millis(100)).await;
-                }
-            },
-            Some(event) = events.recv() => {
-                let mut burst = Some(event);
-                let mut handled = 0;
-                let mut failed = None;
-                while let Some(event) = burst.take() {
-                    if let Err(e) = engine.handle(event) {
-                        failed = Some(e);
-                        break;
-                    }
-                    handled += 1;
-                    if handled < EVENT_BURST {
-                        burst = events.try_recv().ok();
-                    }
-                }
-                if let Some(e) = failed {
-                    break Err(e);
-                }
-            }
-            Some(_) = conns.join_next(), if !conns.is_empty() => {}
-            () = sleep_until(wake) => {}
-        }
-        if let Err(e) = engine.step() {
-            break Err(e);
-        }
-        if engine.finished() {
-            break Ok(());
-        }
+    let mut control = Control {
+        listener,
+        conn_settings,
+        events_tx,
+        events,
+        conns: JoinSet::new(),
+        next_conn: 1,
     };
-    let result = match result {
+    let result = match control.run(&mut engine, &shutdown, grace).await {
         Ok(()) => engine.close(),
         Err(e) => Err(e),
     };
-
     // Connection tasks blocked on the event queue see it closed and end; the others
     // get a moment to send the Bye the core queued.
+    let Control {
+        events, mut conns, ..
+    } = control;
     drop(events);
     // The web server answers what it is answering (a shutdown's own answer), then
     // stops; requests that were queued for the core get a 503.
@@ -350,4 +290,122 @@ pub async fn run_measured(
     let stages = engine.stage_times();
     drop(engine); // Closes the database.
     result.map(|()| stages)
+}
+
+/// The admin token of `config`, if one is set.
+fn admin_token(config: &ManagerConfig) -> Result<Option<Token>, ManagerError> {
+    match config.admin_token.as_str() {
+        "" => Ok(None),
+        secret => Ok(Some(Token::new(secret).map_err(|e| InvalidConfig {
+            field: "manager.admin_token",
+            message: e.to_string(),
+        })?)),
+    }
+}
+
+/// The manager's component id (`manager.frontier.component_id`).
+fn component_id(config: &ManagerConfig) -> Result<ComponentId, ManagerError> {
+    let id =
+        ComponentId::new(config.frontier.component_id.as_str()).map_err(|e| InvalidConfig {
+            field: "manager.frontier.component_id",
+            message: e.to_string(),
+        })?;
+    Ok(id)
+}
+
+/// Opens the state directory's frontier (created if missing) and the spool's
+/// `robots/` folder, deleting robots files that earlier runs left behind.
+fn open_state(config: &ManagerConfig, spool: Spool) -> Result<(Frontier, PathBuf), ManagerError> {
+    let state = &config.state_dir;
+    std::fs::create_dir_all(state).map_err(|source| ManagerError::StateDir {
+        path: state.clone(),
+        source,
+    })?;
+    let robots_dir = spool
+        .robots()
+        .map_err(|e| crate::FrontierError::spool("open robots/", e))?;
+    let orphans = robots_file::sweep_orphans(&robots_dir, ORPHAN_ROBOTS_AGE);
+    if orphans > 0 {
+        tracing::info!(orphans, "old robots files of earlier runs deleted");
+    }
+    let mut frontier = Frontier::open(&state.join("db"), spool, config.frontier.clone())?;
+    frontier.rest_after_restart(crate::frontier::wall_clock_ms());
+    Ok((frontier, robots_dir.path().to_owned()))
+}
+
+/// The control port's side of the loop: the listener, the connection tasks and the
+/// queue of their events.
+struct Control {
+    listener: TcpListener,
+    conn_settings: Arc<ConnSettings>,
+    events_tx: mpsc::Sender<Event>,
+    events: mpsc::Receiver<Event>,
+    conns: JoinSet<()>,
+    next_conn: ConnId,
+}
+
+impl Control {
+    /// The loop: accepts connections, hands their events to `engine` in bursts and
+    /// runs its step after each wake, until the engine finished its shutdown
+    /// (`Ok`) or failed (`Err`).
+    async fn run(
+        &mut self,
+        engine: &mut Engine,
+        shutdown: &CancellationToken,
+        grace: Duration,
+    ) -> Result<(), ManagerError> {
+        loop {
+            let wake = engine.next_wake();
+            tokio::select! {
+                () = shutdown.cancelled(), if !engine.is_stopping() => engine.begin_shutdown(grace, false),
+                accepted = self.listener.accept(), if !engine.is_stopping() => self.accepted(accepted).await,
+                Some(event) = self.events.recv() => self.burst(engine, event)?,
+                Some(_) = self.conns.join_next(), if !self.conns.is_empty() => {}
+                () = sleep_until(wake) => {}
+            }
+            engine.step()?;
+            if engine.finished() {
+                return Ok(());
+            }
+        }
+    }
+
+    /// A connection accepted (or not): its task starts, unless there are too many.
+    async fn accepted(&mut self, accepted: std::io::Result<(TcpStream, SocketAddr)>) {
+        match accepted {
+            Ok((stream, peer)) if self.conns.len() < MAX_CONNECTIONS => {
+                let _ = stream.set_nodelay(true);
+                let settings = self.conn_settings.clone();
+                let task = conn::serve(
+                    stream,
+                    peer,
+                    self.next_conn,
+                    settings,
+                    self.events_tx.clone(),
+                );
+                self.next_conn += 1;
+                self.conns.spawn(task);
+            }
+            Ok((_, peer)) => {
+                tracing::warn!(%peer, max = MAX_CONNECTIONS, "too many control connections: closing a new one")
+            }
+            Err(e) => {
+                // Out of file descriptors, usually: pause instead of spinning.
+                tracing::warn!(error = %e, "accept failed");
+                tokio::time::sleep(Duration::from_millis(100)).await;
+            }
+        }
+    }
+
+    /// Hands `event` and up to [`EVENT_BURST`] queued after it to `engine`.
+    fn burst(&mut self, engine: &mut Engine, event: Event) -> Result<(), ManagerError> {
+        engine.handle(event)?;
+        for _ in 1..EVENT_BURST {
+            match self.events.try_recv() {
+                Ok(event) => engine.handle(event)?,
+                Err(_) => break,
+            }
+        }
+        Ok(())
+    }
 }

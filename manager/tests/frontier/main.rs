@@ -8,6 +8,7 @@ mod connections;
 mod durability;
 mod failures;
 mod loading;
+mod requeue;
 mod robots;
 mod scheduling;
 mod throttle;
