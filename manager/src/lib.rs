@@ -7,10 +7,10 @@
 //! spool), and the network service around it ([`service`]: control server,
 //! registry of downloaders/resolvers/applications, heartbeats, dispatch, DNS
 //! batches, admin commands, checkpoints, the admin page and its JSON API), started
-//! by [`run`] or [`run_with_admin`].
+//! by [`run`](fn@run) or [`run_with_admin`].
 //!
 //! Main types: [`Frontier`] (the facade), [`FrontierConfig`] (its settings),
-//! [`FrontierStats`], [`Blacklist`], [`robots::RobotsPolicy`]; [`run`],
+//! [`FrontierStats`], [`Blacklist`], [`robots::RobotsPolicy`]; [`run`](fn@run),
 //! [`Settings`], [`ManagerConfig`], [`ManagerError`] for the service.
 //!
 //! Layout:
@@ -34,6 +34,8 @@ pub mod blacklist;
 pub mod frontier;
 pub mod robots;
 #[cfg(feature = "store")]
+mod run;
+#[cfg(feature = "store")]
 pub mod service;
 
 pub use blacklist::{Blacklist, BlacklistEntry};
@@ -42,6 +44,6 @@ pub use frontier::FrontierConfig;
 #[cfg(feature = "store")]
 pub use frontier::{FetchTotals, Frontier, FrontierError, FrontierStats, HostState, wall_clock_ms};
 #[cfg(feature = "store")]
-pub use service::{
-    ManagerConfig, ManagerError, Settings, StageTimes, bind, run, run_measured, run_with_admin,
-};
+pub use run::{Settings, bind, run, run_measured, run_with_admin};
+#[cfg(feature = "store")]
+pub use service::{ManagerConfig, ManagerError, StageTimes};

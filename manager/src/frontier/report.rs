@@ -68,7 +68,7 @@
 //!
 //! The scheme: a dispatch takes the host's head URL *out of the queue* (`head` moves
 //! past it) but leaves it in RocksDB under its seq, now below `head`; the host's
-//! [`Out`](super::hosts::Out) entries and its record (`out`, written in the dispatch's batch, as the
+//! [`Out`] entries and its record (`out`, written in the dispatch's batch, as the
 //! record is anyway) name those seqs. Every key of a host below its `head` is
 //! therefore either a URL in flight or deleted. Then:
 //!

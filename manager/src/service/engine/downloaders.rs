@@ -5,7 +5,7 @@
 //!   its concurrency (from its heartbeats; `ASSUMED_CONCURRENCY` before the first)
 //!   jobs outstanding, so it never waits for the next batch.
 //! - **Pacing**: every job (page or robots.txt) takes a token of the global
-//!   [`TokenBucket`](crate::service::pacing::TokenBucket) (target pages/s).
+//!   [`TokenBucket`] (target pages/s).
 //! - **Affinity**: a job goes to the downloader its IP address hashes to (highest
 //!   rendezvous hash of address and downloader among the live ones), or, if that one
 //!   has no room, to the one with the most. So one downloader sees an address's jobs

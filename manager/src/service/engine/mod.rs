@@ -9,7 +9,7 @@
 //! [`DnsBatches`], [`Checkpoints`], [`SpeedHistory`]. What is left here is the
 //! engine's own: counters, timers, connections to drop, the shutdown.
 //!
-//! Each turn of the loop in [`run`](super::run) handles a burst of events
+//! Each turn of the loop in [`run`](fn@crate::run) handles a burst of events
 //! ([`Engine::handle`]) and then [`Engine::step`]: drop the connections that
 //! failed, run the frontier's timers, dispatch jobs, hand out DNS names, and the
 //! periodic work (application progress, status line, checkpoints).
@@ -43,6 +43,7 @@ use spool::protocol::{
 use tokio::time::Instant;
 
 use super::checkpoint::Checkpoints;
+use super::config::schedule::hhmm_of;
 use super::config::{InvalidConfig, ManagerConfig};
 use super::conn::{ConnId, Event};
 use super::dns::DnsBatches;
@@ -54,7 +55,6 @@ use super::pacing::TokenBucket;
 use super::registry::{Component, Registry};
 use super::speed::SpeedControl;
 use super::speed::Target;
-use super::speed::schedule::hhmm_of;
 use super::stages::{StageClock, StageTimes};
 use crate::frontier::{Frontier, wall_clock_ms};
 

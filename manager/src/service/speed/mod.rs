@@ -7,7 +7,7 @@
 //! In order: an operator's `SetSpeed` (control port, or the admin page, which goes
 //! the same way), which holds until the schedule's next boundary (a window starting
 //! or ending), or for the rest of the run when there is no schedule; else the
-//! window of `manager.speed.schedule` the UTC time of day is in ([`schedule`]);
+//! window of `manager.speed.schedule` the UTC time of day is in ([`schedule`](super::config::schedule));
 //! else `manager.frontier.target_pages_per_sec`. So an operator who slows the crawl
 //! down at 14:00 stays in charge until the next planned change, and the plan then
 //! takes over again without anyone remembering to undo the override. An operator's
@@ -63,9 +63,7 @@
 //! Cost: O(1) per report and dispatch round; O(downloaders log downloaders) per
 //! interval.
 
-pub mod config;
 mod connections;
-pub(crate) mod schedule;
 mod target;
 
 use std::collections::HashMap;
@@ -74,12 +72,12 @@ use std::time::Duration;
 use spool::protocol::{SpeedLimit, SpeedStatus};
 use tokio::time::Instant;
 
-use self::config::SpeedConfig;
 use self::connections::{Bounds, plan};
-use self::schedule::Schedule;
 pub(crate) use self::target::Target;
 use self::target::TargetPlan;
 use super::config::InvalidConfig;
+use super::config::schedule::Schedule;
+use super::config::speed::SpeedConfig;
 use super::conn::ConnId;
 
 /// Below this share of the target, the status says what holds the crawl back.
@@ -273,7 +271,7 @@ fn worth_changing(current: u32, new: u32) -> bool {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::service::speed::config::ScheduleEntry;
+    use crate::service::config::speed::ScheduleEntry;
     use spool::protocol::TargetSource;
 
     const DAY_MS: u64 = 86_400_000;

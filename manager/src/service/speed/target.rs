@@ -8,7 +8,7 @@
 
 use spool::protocol::TargetSource;
 
-use super::schedule::Schedule;
+use crate::service::config::schedule::Schedule;
 
 /// A speed target and where it comes from.
 #[derive(Debug, Clone, Copy, PartialEq)]
