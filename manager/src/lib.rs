@@ -7,20 +7,21 @@
 //! spool), and the network service around it ([`service`]: control server,
 //! registry of downloaders/resolvers/applications, heartbeats, dispatch, DNS
 //! batches, admin commands, checkpoints, the admin page and its JSON API), started
-//! by [`run`] or [`run_with_admin`].
+//! by [`run`](fn@run) or [`run_with_admin`].
 //!
 //! Main types: [`Frontier`] (the facade), [`FrontierConfig`] (its settings),
-//! [`FrontierStats`], [`Blacklist`], [`robots::RobotsPolicy`]; [`run`],
+//! [`FrontierStats`], [`Blacklist`], [`robots::RobotsPolicy`]; [`run`](fn@run),
 //! [`Settings`], [`ManagerConfig`], [`ManagerError`] for the service.
 //!
 //! Layout:
 //! - [`frontier`]: the `Frontier` facade and its parts (store, hosts, ready and waiting
-//!   heaps, per-IP table, DNS cache, dispatch, reports, robots fetches, loading);
-//! - [`config`]: the settings, [`FrontierConfig`];
-//! - [`politeness`]: intervals, crawl delay, back-off, `s = k r d`;
+//!   heaps, per-IP table, DNS cache, dispatch, reports, robots fetches, loading), with
+//!   its settings ([`frontier::config`], [`FrontierConfig`]), politeness
+//!   ([`frontier::politeness`]: intervals, crawl delay, back-off, `s = k r d`), the
+//!   request-file queue (`frontier::requests`: claim, validate, stream in chunks) and
+//!   the outcome files per application (`frontier::outcomes`: durable first, then
+//!   published);
 //! - [`blacklist`]: hosts and domain suffixes never fetched;
-//! - `requests`: the request-file queue (claim, validate, stream in chunks);
-//! - `outcomes`: outcome files per application (durable first, then published);
 //! - [`robots`]: the RFC 9309 robots.txt parser and matcher;
 //! - [`service`]: the control server around the frontier (tokio).
 //!
@@ -30,25 +31,19 @@
 
 pub mod blacklist;
 #[cfg(feature = "store")]
-pub mod config;
-#[cfg(feature = "store")]
 pub mod frontier;
-#[cfg(feature = "store")]
-mod outcomes;
-#[cfg(feature = "store")]
-pub mod politeness;
-#[cfg(feature = "store")]
-mod requests;
 pub mod robots;
+#[cfg(feature = "store")]
+mod run;
 #[cfg(feature = "store")]
 pub mod service;
 
 pub use blacklist::{Blacklist, BlacklistEntry};
 #[cfg(feature = "store")]
-pub use config::FrontierConfig;
+pub use frontier::FrontierConfig;
 #[cfg(feature = "store")]
 pub use frontier::{FetchTotals, Frontier, FrontierError, FrontierStats, HostState, wall_clock_ms};
 #[cfg(feature = "store")]
-pub use service::{
-    ManagerConfig, ManagerError, Settings, StageTimes, bind, run, run_measured, run_with_admin,
-};
+pub use run::{Settings, bind, run, run_measured, run_with_admin};
+#[cfg(feature = "store")]
+pub use service::{ManagerConfig, ManagerError, StageTimes};

@@ -8,7 +8,7 @@
 //! is sent. With `connections_per_host` 1 the host is then `InFlight` until the
 //! report; above 1 it rests its interval from this start and may start again while
 //! fewer than that many of its requests are in flight. The URL stays in RocksDB until
-//! its report, so a crash re-dispatches it (`out`).
+//! its report, so a crash re-dispatches it (see `report`, "URLs in flight").
 //!
 //! **Chaining** (one connection per host, an interval of at most
 //! `chain_max_interval_ms`, an address free to start another request): the host's
@@ -20,21 +20,38 @@
 //!
 //! Cost: O(log hosts) per job plus, every `pop_batch` URLs of a host, one RocksDB
 //! seek. This module must never send anything: it returns jobs to the service.
+//!
+//! # Host queues
+//!
+//! Host queues in RocksDB, seen from the frontier: the read-ahead buffer of a host
+//! (one seek exactly to its head, never walking the tombstones of popped URLs), popping
+//! the head, saving the host record, and dropping a whole queue with outcomes.
+//!
+//! The read-ahead holds up to `pop_batch` URLs for hosts dispatched often (interval
+//! at most [`READ_AHEAD_MAX_REST_MS`]), one URL for the others, nothing while they
+//! rest. Dropping a queue of n URLs costs n reads and writes, in batches of
+//! `DROP_CHUNK` (`lifecycle`) so a huge queue never builds one huge batch. This module must never
+//! change a host's state: it only moves its URLs.
 
 use std::net::{IpAddr, SocketAddr};
+use std::time::Instant;
 
 use spool::protocol::{After, FetchJob, FetchLimits, FetchPurpose, JobId};
 use spool::{OutcomeReason, Validators};
 
 use super::borrowed::Busy;
 use super::hosts::{HostId, HostState, Out};
+use super::jobs::{Held, Holder};
 use super::origin::Origin;
 use super::ready::ReadyKey;
-use super::records::QueueEntry;
-use super::store::Batch;
-use super::{Frontier, FrontierError, JobInfo};
-use crate::politeness;
+use super::records::{QueueEntry, queue_key};
+use super::store::{Batch, Cf};
+use super::{Frontier, FrontierError, JobInfo, politeness};
 use crate::robots::path_and_query;
+
+/// Hosts that rest longer than this between requests read one URL at a time and keep
+/// no read-ahead while resting: memory goes to the hosts that are dispatched often.
+pub(crate) const READ_AHEAD_MAX_REST_MS: u64 = 5_000;
 
 impl Frontier {
     /// Up to `max` jobs to start now, in the order they should start. Runs
@@ -45,7 +62,7 @@ impl Frontier {
         let mut jobs = Vec::new();
         let mut batch = Batch::default();
         while jobs.len() < max {
-            let Some((key, id)) = self.ready.pop() else {
+            let Some((key, id)) = self.schedule.pop_ready() else {
                 break;
             };
             let expected = if key.is_robots() {
@@ -111,7 +128,7 @@ impl Frontier {
         // another origin waits for that origin; any job waits for a hop to its own.
         let busy = match host.chase.origin.clone().filter(|_| key.is_robots()) {
             Some(target) => self.origin_busy(&target, now_ms),
-            None => self.borrowed.busy(&host.origin, now_ms),
+            None => self.schedule.borrowed_busy(&host.origin, now_ms),
         };
         if let Some(busy) = busy {
             self.defer(id, busy, now_ms, batch)?;
@@ -125,9 +142,9 @@ impl Frontier {
         } else {
             host_ip
         };
-        if !self.ips.can_start(ip, now_ms) {
+        if !self.schedule.ip_can_start(ip, now_ms) {
             self.hosts.set_state(id, HostState::Parked);
-            self.ips.park(ip, key, id);
+            self.schedule.park(ip, key, id);
             return Ok(None);
         }
         if key.is_robots() {
@@ -144,7 +161,7 @@ impl Frontier {
         now_ms: u64,
     ) -> Result<FetchJob, FrontierError> {
         self.fill_buffer(id)?;
-        let job = self.new_job_id();
+        let job = self.jobs.new_id();
         let host = self.hosts.get_mut(id).expect("dispatched host exists");
         let url = host
             .chase
@@ -153,7 +170,7 @@ impl Frontier {
             .unwrap_or_else(|| Origin::robots_url(&host.origin));
         let port = host.chase.port.unwrap_or(host.port);
         // Robots jobs are stored under robots/, but carry the app of the URL waiting.
-        let app = host.buffer.front().map(|(_, e)| e.app.clone());
+        let app = host.queue.buffer.front().map(|(_, e)| e.app.clone());
         let borrowed = host.chase.origin.clone();
         let more = host.queued() > 0;
         self.hosts.push_out(
@@ -168,7 +185,7 @@ impl Frontier {
         );
         let keep_alive = more && self.keep_alive(id);
         self.hosts.set_state(id, HostState::FetchingRobots);
-        self.ips.start(ip, now_ms);
+        self.schedule.ip_start(ip, now_ms);
         self.jobs.start(
             job,
             JobInfo {
@@ -179,7 +196,7 @@ impl Frontier {
             },
         );
         if let Some(origin) = borrowed {
-            self.borrowed.start(origin);
+            self.schedule.borrow(origin);
         }
         Ok(FetchJob {
             job,
@@ -209,7 +226,7 @@ impl Frontier {
             let Some(host) = self.hosts.get(id) else {
                 return Ok(None);
             };
-            let Some((_, head)) = host.buffer.front() else {
+            let Some((_, head)) = host.queue.buffer.front() else {
                 // Everything left was excluded.
                 self.save_host(id, batch);
                 self.hosts.set_state(id, HostState::Waiting);
@@ -238,7 +255,8 @@ impl Frontier {
             if limit > 1 {
                 let interval = host_spacing;
                 if let Some(host) = self.hosts.get_mut(id) {
-                    host.next_allowed_ms = host
+                    host.timing.next_allowed_ms = host
+                        .timing
                         .next_allowed_ms
                         .max(politeness::rest_until(now_ms, interval));
                 }
@@ -287,7 +305,7 @@ impl Frontier {
         if interval > max_interval
             || host.out.len() != 1
             || host.queued() == 0
-            || !self.ips.can_start(ip, now_ms)
+            || !self.schedule.ip_can_start(ip, now_ms)
         {
             return Ok(None);
         }
@@ -295,7 +313,7 @@ impl Frontier {
         let Some(host) = self.hosts.get(id) else {
             return Ok(None);
         };
-        let Some((_, head)) = host.buffer.front() else {
+        let Some((_, head)) = host.queue.buffer.front() else {
             return Ok(None);
         };
         let allowed = host
@@ -338,7 +356,7 @@ impl Frontier {
             return Ok(None);
         };
         let keep_alive = self.hosts.get(id).is_some_and(|h| h.queued() > 0) && self.keep_alive(id);
-        let job = self.new_job_id();
+        let job = self.jobs.new_id();
         self.hosts.push_out(
             id,
             Out {
@@ -349,7 +367,7 @@ impl Frontier {
                 started_ms: now_ms,
             },
         );
-        self.ips.start(ip, now_ms);
+        self.schedule.ip_start(ip, now_ms);
         self.jobs.start(
             job,
             JobInfo {
@@ -397,11 +415,11 @@ impl Frontier {
             if !other.out.is_empty() {
                 return Some(Busy::InFlight);
             }
-            if other.next_allowed_ms > now_ms {
-                return Some(Busy::Until(other.next_allowed_ms));
+            if other.timing.next_allowed_ms > now_ms {
+                return Some(Busy::Until(other.timing.next_allowed_ms));
             }
         }
-        self.borrowed.busy(origin, now_ms)
+        self.schedule.borrowed_busy(origin, now_ms)
     }
 
     /// Host `id` must wait for an origin it contacts: it rests until that origin is
@@ -421,16 +439,10 @@ impl Frontier {
             Busy::InFlight => now_ms.saturating_add(self.interval_of(host).max(1)),
         };
         if let Some(host) = self.hosts.get_mut(id) {
-            host.next_allowed_ms = host.next_allowed_ms.max(retry_ms);
+            host.timing.next_allowed_ms = host.timing.next_allowed_ms.max(retry_ms);
         }
         self.hosts.set_state(id, HostState::Waiting);
         self.advance(id, now_ms, batch)
-    }
-
-    fn new_job_id(&mut self) -> JobId {
-        let id = JobId(self.next_job);
-        self.next_job += 1;
-        id
     }
 
     /// Whether the next request to host `id` comes soon enough to keep the
@@ -450,5 +462,144 @@ impl Frontier {
             min_ip_spacing_ms: u32::try_from(self.config.ip_min_interval_ms).unwrap_or(u32::MAX),
             min_host_spacing_ms: u32::try_from(host_spacing_ms).unwrap_or(u32::MAX),
         }
+    }
+
+    /// The service handed `job` (from [`next_jobs`](Self::next_jobs)) to downloader
+    /// `holder` at `sent`. O(1).
+    pub(crate) fn hand_out(&mut self, job: &FetchJob, holder: Holder, sent: Instant) {
+        let held = Held {
+            holder,
+            sent,
+            ip: job.addr.ip(),
+            purpose: job.purpose,
+            app: job.app.clone(),
+            url: job.url.clone(),
+            depth: job.depth,
+            hops: job.hops,
+            validators: job.validators.clone(),
+        };
+        if !self.jobs.hand_out(job.job, held) {
+            tracing::debug!(job = %job.job, "hand-out of a job not out ignored");
+        }
+    }
+
+    /// Request number of host `id`'s head URL (reads the buffer if needed).
+    pub(crate) fn head_reqno(&mut self, id: HostId) -> Result<Option<u64>, FrontierError> {
+        if let Some(known) = self
+            .hosts
+            .get(id)
+            .filter(|h| h.queue.buffer.is_empty())
+            .and_then(|h| h.queue.head_reqno)
+        {
+            return Ok(Some(known));
+        }
+        self.fill_buffer(id)?;
+        Ok(self.hosts.get(id).and_then(|h| {
+            h.queue
+                .buffer
+                .front()
+                .map(|(_, e)| e.reqno)
+                .or(h.queue.head_reqno)
+        }))
+    }
+
+    /// Reads the next `pop_batch` URLs of host `id` if its buffer is empty: one seek
+    /// exactly to the head, bounded by the next host's first key.
+    pub(crate) fn fill_buffer(&mut self, id: HostId) -> Result<(), FrontierError> {
+        let Some(host) = self.hosts.get(id) else {
+            return Ok(());
+        };
+        if !host.queue.buffer.is_empty() || host.queued() == 0 {
+            return Ok(());
+        }
+        let batch = if self.interval_of(host) <= READ_AHEAD_MAX_REST_MS {
+            self.config.pop_batch
+        } else {
+            1
+        };
+        let (head, want) = (host.queue.head, (host.queued() as usize).min(batch));
+        let entries: Vec<(u64, QueueEntry)> = self.ledger.store().read_queue(id, head, want)?;
+        if let Some(host) = self.hosts.get_mut(id) {
+            // Only a contiguous run from the head is usable.
+            for (expect, (seq, entry)) in (host.queue.head..).zip(entries) {
+                if seq != expect {
+                    tracing::warn!(host = %host.origin, seq, expect, "gap in host queue");
+                    break;
+                }
+                host.queue.buffer.push_back((seq, entry));
+            }
+            if host.queue.buffer.is_empty() {
+                host.queue.head_reqno = None;
+            }
+        }
+        Ok(())
+    }
+
+    /// Removes host `id`'s head URL, which was never dispatched (it ended with an
+    /// outcome).
+    pub(crate) fn pop_head(
+        &mut self,
+        id: HostId,
+        batch: &mut Batch,
+    ) -> Result<Option<QueueEntry>, FrontierError> {
+        self.fill_buffer(id)?;
+        let Some(host) = self.hosts.get_mut(id) else {
+            return Ok(None);
+        };
+        if host.queued() == 0 {
+            return Ok(None);
+        }
+        let popped = host.queue.buffer.pop_front();
+        batch.delete(Cf::Queue, queue_key(id, host.queue.head).to_vec());
+        let seq = host.queue.head;
+        host.trouble.tries.retain(|(s, _)| *s != seq);
+        host.queue.head += 1;
+        host.queue.head_reqno = None;
+        let Some((_, entry)) = popped else {
+            return Ok(None);
+        };
+        self.ledger.counters_mut().app(&entry.app).queued = self
+            .ledger
+            .counters_mut()
+            .app(&entry.app)
+            .queued
+            .saturating_sub(1);
+        Ok(Some(entry))
+    }
+
+    /// Writes host `id`'s record (or deletes it when its queue is empty and nothing
+    /// is in flight).
+    pub(crate) fn save_host(&self, id: HostId, batch: &mut Batch) {
+        match self.hosts.get(id) {
+            Some(h) if h.has_urls() => batch.put(Cf::Host, id.to_be_bytes().to_vec(), &h.record()),
+            _ => batch.delete(Cf::Host, id.to_be_bytes().to_vec()),
+        }
+    }
+
+    /// `connections_per_host`, as a count.
+    pub(crate) fn connection_limit(&self) -> usize {
+        self.config.connections_per_host as usize
+    }
+
+    /// Takes host `id`'s head URL out of its queue for a dispatch: `(seq, entry,
+    /// failed tries so far)`. Its key stays in RocksDB until its report.
+    pub(crate) fn take_head(
+        &mut self,
+        id: HostId,
+    ) -> Result<Option<(u64, QueueEntry, u32)>, FrontierError> {
+        self.fill_buffer(id)?;
+        let Some(host) = self.hosts.get_mut(id) else {
+            return Ok(None);
+        };
+        let Some((seq, entry)) = host.queue.buffer.pop_front() else {
+            return Ok(None);
+        };
+        host.queue.head = seq + 1;
+        host.queue.head_reqno = None;
+        let tries = match host.trouble.tries.iter().position(|(s, _)| *s == seq) {
+            Some(i) => host.trouble.tries.swap_remove(i).1,
+            None => 0,
+        };
+        Ok(Some((seq, entry, tries)))
     }
 }

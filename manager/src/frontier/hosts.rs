@@ -116,6 +116,45 @@ pub(crate) struct RobotsChase {
     pub origin: Option<Arc<str>>,
 }
 
+/// A host's queue: URLs `head..tail` are in RocksDB (family `queue`), the next few
+/// read ahead in memory.
+#[derive(Debug, Default)]
+pub(crate) struct HostQueue {
+    /// Queue bounds: URLs `head..tail` are in RocksDB.
+    pub head: u64,
+    pub tail: u64,
+    /// The next URLs from `head` on, read ahead (front = head).
+    pub buffer: VecDeque<(u64, QueueEntry)>,
+    /// Request number of the head URL, when known without reading.
+    pub head_reqno: Option<u64>,
+}
+
+/// What went wrong with a host lately: failures, failed tries of queued URLs, a run of
+/// 429/503 answers.
+#[derive(Debug, Default)]
+pub(crate) struct Trouble {
+    pub failures: u32,
+    /// Failed tries (connect failure/timeout) of queued URLs put back after
+    /// them, by seq: at most a few entries, at the front of the queue.
+    pub tries: Vec<(u64, u32)>,
+    /// When the host's last failure was reported (wall ms): a request that started
+    /// before it and fails too is not counted as another failure.
+    pub failed_at_ms: u64,
+    /// Its current run of 429/503 answers (`throttle`), if its last answer was one.
+    pub throttle: Option<super::throttle::Throttle>,
+}
+
+/// When a host may be contacted, and what its interval depends on.
+#[derive(Debug, Default)]
+pub(crate) struct Timing {
+    /// The interval the application asked for (already clamped).
+    pub interval_override_ms: Option<u64>,
+    /// How long its last fetch took, if known (adaptive intervals).
+    pub last_fetch_ms: Option<u64>,
+    /// Earliest wall ms the host may be contacted again.
+    pub next_allowed_ms: u64,
+}
+
 /// One host (origin) the frontier works on.
 #[derive(Debug)]
 pub(crate) struct Host {
@@ -128,30 +167,14 @@ pub(crate) struct Host {
     pub port: u16,
     /// Changed only through [`Hosts::set_state`], which keeps the per-state counts.
     state: HostState,
-    /// Queue bounds: URLs `head..tail` are in RocksDB.
-    pub head: u64,
-    pub tail: u64,
-    /// The next URLs from `head` on, read ahead (front = head).
-    pub buffer: VecDeque<(u64, QueueEntry)>,
-    /// Request number of the head URL, when known without reading.
-    pub head_reqno: Option<u64>,
+    /// Its URLs.
+    pub queue: HostQueue,
     /// Resolved address and until when (wall ms) it may be used.
     pub addr: Option<(IpAddr, u64)>,
     pub robots: Option<RobotsInForce>,
     pub chase: RobotsChase,
-    pub interval_override_ms: Option<u64>,
-    pub failures: u32,
-    /// Failed tries (connect failure/timeout) of queued URLs put back after
-    /// them, by seq: at most a few entries, at the front of the queue.
-    pub tries: Vec<(u64, u32)>,
-    /// When the host's last failure was reported (wall ms): a request that started
-    /// before it and fails too is not counted as another failure.
-    pub failed_at_ms: u64,
-    pub last_fetch_ms: Option<u64>,
-    /// Its current run of 429/503 answers (`throttle`), if its last answer was one.
-    pub throttle: Option<super::throttle::Throttle>,
-    /// Earliest wall ms the host may be contacted again.
-    pub next_allowed_ms: u64,
+    pub trouble: Trouble,
+    pub timing: Timing,
     /// The requests in flight (pages, or the one robots.txt fetch), in dispatch
     /// order: at most `connections_per_host`.
     pub out: Vec<Out>,
@@ -181,20 +204,16 @@ impl Host {
             name,
             port,
             state: HostState::NeedsDns,
-            head,
-            tail: head,
-            buffer: VecDeque::new(),
-            head_reqno: None,
+            queue: HostQueue {
+                head,
+                tail: head,
+                ..HostQueue::default()
+            },
             addr: None,
             robots: None,
             chase: RobotsChase::default(),
-            interval_override_ms: None,
-            failures: 0,
-            tries: Vec::new(),
-            failed_at_ms: 0,
-            last_fetch_ms: None,
-            throttle: None,
-            next_allowed_ms: 0,
+            trouble: Trouble::default(),
+            timing: Timing::default(),
             out: Vec::new(),
         }
     }
@@ -206,7 +225,7 @@ impl Host {
 
     /// URLs queued and not dispatched (those in flight are below `head`).
     pub fn queued(&self) -> u64 {
-        self.tail - self.head
+        self.queue.tail - self.queue.head
     }
 
     /// Whether the host has queued URLs or requests in flight, so its record must
@@ -224,10 +243,10 @@ impl Host {
     pub fn record(&self) -> HostRecord {
         HostRecord {
             origin: self.origin.to_string(),
-            head: self.head,
-            tail: self.tail,
-            interval_ms: self.interval_override_ms,
-            failures: self.failures,
+            head: self.queue.head,
+            tail: self.queue.tail,
+            interval_ms: self.timing.interval_override_ms,
+            failures: self.trouble.failures,
             out: self.out.iter().filter_map(|o| o.seq).collect(),
         }
     }
@@ -251,6 +270,9 @@ impl Host {
 /// The dictionary of hosts in memory.
 #[derive(Debug, Default)]
 pub(crate) struct Hosts {
+    /// The id the next new host gets (stored as `META_NEXT_HOST` by the callers
+    /// that create hosts).
+    next_id: HostId,
     by_origin: HashMap<Arc<str>, HostId>,
     by_id: HashMap<HostId, Host>,
     counts: [usize; HostState::ALL.len()],
@@ -267,6 +289,32 @@ fn is_ready_busy(host: &Host) -> bool {
 }
 
 impl Hosts {
+    /// An empty dictionary whose new hosts are numbered from `next_id` on.
+    pub fn numbered_from(next_id: HostId) -> Hosts {
+        Hosts {
+            next_id,
+            ..Hosts::default()
+        }
+    }
+
+    /// A new host id (never given before, restarts included once the caller stored
+    /// [`next_id`](Self::next_id)).
+    pub fn new_id(&mut self) -> HostId {
+        let id = self.next_id;
+        self.next_id += 1;
+        id
+    }
+
+    /// The id the next new host gets, to store.
+    pub fn next_id(&self) -> HostId {
+        self.next_id
+    }
+
+    /// Host `id` exists (rebuilt from its record): new ids come after it.
+    pub fn saw_id(&mut self, id: HostId) {
+        self.next_id = self.next_id.max(id + 1);
+    }
+
     pub fn id_of(&self, origin: &str) -> Option<HostId> {
         self.by_origin.get(origin).copied()
     }

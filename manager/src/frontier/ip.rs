@@ -84,7 +84,7 @@ impl IpTable {
         let interval = self.min_interval_ms;
         let slot = self.slots.entry(ip).or_default();
         slot.in_flight += 1;
-        slot.next_start_ms = crate::politeness::rest_until(now_ms, interval);
+        slot.next_start_ms = super::politeness::rest_until(now_ms, interval);
         let max = self.max_in_flight;
         if !slot.parked.is_empty() && (max == 0 || slot.in_flight < max) {
             self.timers.push(slot.next_start_ms, ip);

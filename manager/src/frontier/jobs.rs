@@ -22,19 +22,18 @@
 //! and by application (kept with the entries); O(entries) for a downloader's loss
 //! (rare: the scan finds its jobs). Memory: one entry per job out or awaiting
 //! commit, bounded by the downloaders' windows and open batches. This module must
-//! never touch a host, a queue or the store: `report`, `dispatch` and `requeue` do.
+//! never touch a host, a queue or the store: `report` and `dispatch` do.
 
-use std::collections::{BTreeSet, HashMap};
+use std::collections::HashMap;
 use std::hash::Hash;
 use std::net::IpAddr;
 use std::sync::Arc;
 use std::time::Instant;
 
-use spool::protocol::{FetchJob, FetchPurpose, JobId};
+use spool::protocol::{FetchPurpose, JobId};
 use spool::{AppId, Validators};
 
 use super::hosts::HostId;
-use super::{Frontier, FrontierError};
 
 /// The downloader a job was handed to: the service's connection id.
 pub(crate) type Holder = u64;
@@ -80,9 +79,17 @@ enum Entry {
     AwaitingCommit(Held),
 }
 
-/// Every job out or awaiting its commit. See the [module docs](self).
+/// Job ids are reserved in blocks of this many, so a restarted manager never reuses an
+/// id a downloader may still report on, without a write per dispatch.
+const JOB_ID_BLOCK: u64 = 1 << 20;
+
+/// Every job out or awaiting its commit, and the job ids. See the [module docs](self).
 #[derive(Debug, Default)]
 pub(super) struct JobTable {
+    /// The next job id to give.
+    next_id: u64,
+    /// Ids below this are reserved (stored); a restart starts from it.
+    id_ceiling: u64,
     entries: HashMap<JobId, Entry>,
     out: usize,
     out_by_holder: HashMap<Holder, usize>,
@@ -108,6 +115,33 @@ fn down<K: Eq + Hash, N: PartialEq + From<u8> + std::ops::SubAssign + PartialOrd
 }
 
 impl JobTable {
+    /// An empty table whose ids start at `next_id` (the stored ceiling of the run
+    /// before, so no id is given twice).
+    pub fn starting_at(next_id: u64) -> JobTable {
+        JobTable {
+            next_id,
+            id_ceiling: next_id,
+            ..JobTable::default()
+        }
+    }
+
+    /// A new job id. O(1).
+    pub fn new_id(&mut self) -> JobId {
+        let id = JobId(self.next_id);
+        self.next_id += 1;
+        id
+    }
+
+    /// Reserves a new block of ids when the current one is used up: the new ceiling,
+    /// which the caller stores (`META_JOB_CEILING`) before any of its ids leaves.
+    pub fn reserve_ids(&mut self) -> Option<u64> {
+        if self.next_id < self.id_ceiling {
+            return None;
+        }
+        self.id_ceiling = self.next_id + JOB_ID_BLOCK;
+        Some(self.id_ceiling)
+    }
+
     /// `job` was handed out by the frontier.
     pub fn start(&mut self, job: JobId, info: JobInfo) {
         if let Some(app) = &info.app {
@@ -234,84 +268,6 @@ impl JobTable {
     /// Pages of `app` stored and awaiting their commit.
     pub fn awaiting_of(&self, app: &AppId) -> u64 {
         self.awaiting_by_app.get(app).copied().unwrap_or(0)
-    }
-}
-
-impl Frontier {
-    /// The service handed `job` (from [`next_jobs`](Self::next_jobs)) to downloader
-    /// `holder` at `sent`. O(1).
-    pub(crate) fn hand_out(&mut self, job: &FetchJob, holder: Holder, sent: Instant) {
-        let held = Held {
-            holder,
-            sent,
-            ip: job.addr.ip(),
-            purpose: job.purpose,
-            app: job.app.clone(),
-            url: job.url.clone(),
-            depth: job.depth,
-            hops: job.hops,
-            validators: job.validators.clone(),
-        };
-        if !self.jobs.hand_out(job.job, held) {
-            tracing::debug!(job = %job.job, "hand-out of a job not out ignored");
-        }
-    }
-
-    /// The facts about `job` if it is out at `holder` (`None`: not out, or held by
-    /// another downloader). O(1).
-    pub(crate) fn held_by(&self, holder: Holder, job: JobId) -> Option<Held> {
-        self.jobs.held(job).filter(|h| h.holder == holder).cloned()
-    }
-
-    /// Jobs out at `holder`. O(1).
-    pub(crate) fn jobs_held(&self, holder: Holder) -> usize {
-        self.jobs.out_of_holder(holder)
-    }
-
-    /// Pages of `app` stored and not committed yet, over all downloaders. O(1).
-    pub(crate) fn awaiting_commit_of(&self, app: &AppId) -> u64 {
-        self.jobs.awaiting_of(app)
-    }
-
-    /// Downloader `holder` committed `jobs` in batch `file`: returns the
-    /// applications of the pages that awaited it. O(jobs).
-    pub(crate) fn on_committed(
-        &mut self,
-        holder: Holder,
-        file: &str,
-        jobs: &[JobId],
-    ) -> BTreeSet<AppId> {
-        let mut apps = BTreeSet::new();
-        for job in jobs {
-            match self.jobs.commit(holder, *job) {
-                Some(app) => {
-                    apps.insert(app);
-                }
-                None => tracing::debug!(%job, file, "commit of a job not awaiting one ignored"),
-            }
-        }
-        apps
-    }
-
-    /// Downloader `holder` is gone: its jobs out go back to the head of their
-    /// queues ([`on_lost`](Self::on_lost): their hosts rest one interval), then its
-    /// pages never committed are queued again ([`requeue`](Self::requeue)), each in
-    /// job order. Returns how many of each. O(entries of the table) plus a batch
-    /// per job.
-    pub(crate) fn on_holder_lost(
-        &mut self,
-        holder: Holder,
-        now_ms: u64,
-    ) -> Result<(usize, usize), FrontierError> {
-        let (out, pages) = self.jobs.take_holder(holder);
-        for job in &out {
-            self.on_lost(*job, now_ms)?;
-        }
-        for page in &pages {
-            let hints = (page.depth, page.hops, page.validators.clone());
-            self.requeue(&page.app, &page.url, hints, now_ms)?;
-        }
-        Ok((out.len(), pages.len()))
     }
 }
 

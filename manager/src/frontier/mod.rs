@@ -46,11 +46,11 @@
 //! Every change is one RocksDB batch (WAL on). A dispatched URL stays in RocksDB
 //! until its report, below its host's head, and the host record names it, so after
 //! a crash exactly the URLs in flight are put back at the head of their queues and
-//! dispatched again (no separate `inflight` family is needed: see `out`). Request
+//! dispatched again (no separate `inflight` family is needed: see `report`). Request
 //! files are loaded in chunks,
 //! each batch recording the file's progress, and deleted from the spool only after
 //! their last chunk is durable. Outcomes are written with the change that causes them
-//! and published afterwards (the crate's `outcomes` module).
+//! and published afterwards (`outcomes`).
 //!
 //! # What it must never do
 //!
@@ -61,6 +61,17 @@
 //! downloaders' windows and open batches: `jobs`; a host has at most
 //! `connections_per_host` of them).
 //!
+//! # Where things are
+//!
+//! `Frontier` coordinates; each part owns its state: `hosts` (the host dictionary and
+//! each host's queue, trouble and timing), `schedule` (ready and waiting heaps, IP
+//! slots, borrowed origins), `jobs` (the jobs out and the job ids), `ledger` (the
+//! store with the counters and totals every batch carries), `requests` (request files
+//! and request numbers), `outcomes`, `dns`, `config`, `politeness`. The events are in
+//! four files: this one (open, operator calls, figures), `dispatch` (jobs going
+//! out, host queue reads), `report` (reports, robots.txt verdicts, commits, losses,
+//! requeues) and `lifecycle` (loading, DNS, timers, a host's states and end).
+//!
 //! # Memory and cost
 //!
 //! Per host in memory: see the `hosts` module. Hosts in memory are those with queued URLs
@@ -70,22 +81,22 @@
 //! plus O(`connections_per_host`) to find the job among its host's.
 
 mod borrowed;
+pub mod config;
 mod dispatch;
 mod dns;
 mod error;
 pub(crate) mod hosts;
 mod ip;
 mod jobs;
-mod load;
+mod ledger;
+mod lifecycle;
 mod origin;
-mod out;
-mod queue;
+mod outcomes;
+pub mod politeness;
 mod ready;
 pub(crate) mod records;
 mod report;
-mod requeue;
-mod resolve;
-mod robots_fetch;
+mod requests;
 mod schedule;
 mod stats;
 pub(crate) mod store;
@@ -93,38 +104,33 @@ mod throttle;
 mod totals;
 mod waiting;
 
+use std::collections::BTreeMap;
 use std::path::Path;
 use std::time::{SystemTime, UNIX_EPOCH};
 
-use spool::{AppId, Spool};
+use spool::protocol::{
+    AppProgress, BackOffReason, BackedOffHost, FetchPurpose, FetchResult, JobId,
+};
+use spool::{AppId, OutcomeReason, Spool};
 
 use crate::blacklist::{Blacklist, BlacklistEntry};
-use crate::config::FrontierConfig;
-use crate::outcomes::OutcomeSink;
-use crate::requests::{RequestFiles, progress_keys};
+use outcomes::OutcomeSink;
+use requests::{RequestFiles, progress_keys};
 
+pub use config::FrontierConfig;
 pub use error::FrontierError;
 pub use hosts::{HostId, HostState};
 pub use records::AppCounters;
 pub use stats::FrontierStats;
 pub use totals::FetchTotals;
 
-use borrowed::BorrowedOrigins;
 use dns::Dns;
 use hosts::Hosts;
-use ip::IpTable;
-use jobs::{JobInfo, JobTable};
-use ready::ReadyHeap;
-use records::{
-    Counters, HostRecord, META_BLACKLIST, META_COUNTERS, META_JOB_CEILING, META_NEXT_HOST,
-    META_NEXT_REQNO,
-};
+use jobs::{Held, Holder, JobInfo, JobTable};
+use ledger::Ledger;
+use records::{HostRecord, META_BLACKLIST, META_JOB_CEILING, META_NEXT_HOST, META_NEXT_REQNO};
+use schedule::Schedule;
 use store::{Batch, Cf, Store};
-use waiting::TimerHeap;
-
-/// Job ids are reserved in blocks of this many, so a restarted manager never reuses an
-/// id a downloader may still report on, without a write per dispatch.
-const JOB_ID_BLOCK: u64 = 1 << 20;
 
 /// The wall clock in milliseconds since the UNIX epoch: the `now_ms` the service
 /// passes to every call.
@@ -145,25 +151,17 @@ const _: () = {
 #[derive(Debug)]
 pub struct Frontier {
     config: FrontierConfig,
-    store: Store,
+    /// The database, with the counters and fetch totals every batch carries.
+    ledger: Ledger,
     hosts: Hosts,
-    ready: ReadyHeap,
-    waiting: TimerHeap<HostId>,
-    ips: IpTable,
-    borrowed: BorrowedOrigins,
+    /// When each host may go next: ready and waiting heaps, IP slots, borrowed origins.
+    schedule: Schedule,
     dns: Dns,
     blacklist: Blacklist,
     requests: RequestFiles,
     outcomes: OutcomeSink,
-    counters: Counters,
-    /// Fetch figures over the crawl's life (`totals`), stored with every batch.
-    totals: FetchTotals,
     /// Every job out at a downloader or awaiting its commit (`jobs`).
     jobs: JobTable,
-    next_job: u64,
-    job_ceiling: u64,
-    next_reqno: u64,
-    next_host_id: u64,
     target_rate: f64,
     /// When this frontier reopened an earlier run's state (wall-clock ms), 0 for a
     /// fresh one: see [`Frontier::rest_after_restart`].
@@ -198,10 +196,6 @@ impl Frontier {
         let next_reqno: u64 = store.get(Cf::Meta, META_NEXT_REQNO)?.unwrap_or(0);
         let next_host_id: u64 = store.get(Cf::Meta, META_NEXT_HOST)?.unwrap_or(1);
         let next_job: u64 = store.get(Cf::Meta, META_JOB_CEILING)?.unwrap_or(1);
-        let counters: Counters = store.get(Cf::Meta, META_COUNTERS)?.unwrap_or_default();
-        let totals: FetchTotals = store
-            .get(Cf::Meta, totals::META_TOTALS)?
-            .unwrap_or_default();
         let mut blacklist = Blacklist::new();
         let entries: Vec<String> = store.get(Cf::Meta, META_BLACKLIST)?.unwrap_or_default();
         for entry in entries {
@@ -220,6 +214,7 @@ impl Frontier {
             spool.clone(),
             component.clone(),
             config.request_scan_interval_ms,
+            next_reqno,
         )?;
         let outcomes = OutcomeSink::open(
             &store,
@@ -230,24 +225,15 @@ impl Frontier {
         )?;
         let target_rate = config.target_pages_per_sec;
         let mut frontier = Frontier {
-            ips: IpTable::new(config.ip_max_in_flight, config.ip_min_interval_ms),
+            schedule: Schedule::new(config.ip_max_in_flight, config.ip_min_interval_ms),
             config,
-            store,
-            hosts: Hosts::default(),
-            ready: ReadyHeap::default(),
-            waiting: TimerHeap::default(),
-            borrowed: BorrowedOrigins::default(),
+            ledger: Ledger::open(store)?,
+            hosts: Hosts::numbered_from(next_host_id),
             dns: Dns::default(),
             blacklist,
             requests,
             outcomes,
-            counters,
-            totals,
-            jobs: JobTable::default(),
-            next_job,
-            job_ceiling: next_job,
-            next_reqno,
-            next_host_id,
+            jobs: JobTable::starting_at(next_job),
             target_rate,
             reopened_ms: 0,
         };
@@ -255,16 +241,16 @@ impl Frontier {
         let mut batch = Batch::default();
         // Progress of files that are gone (a crash between `done()` and the cleanup).
         let live = frontier.requests.claimed_keys();
-        for key in progress_keys(&frontier.store)? {
+        for key in progress_keys(frontier.ledger.store())? {
             if !live.contains(&key) {
                 batch.delete(Cf::Meta, key);
             }
         }
         frontier.reserve_job_ids(&mut batch);
-        frontier.store.write(batch)?;
+        frontier.ledger.store().write(batch)?;
         tracing::info!(
             hosts = frontier.hosts.len(),
-            next_reqno = frontier.next_reqno,
+            next_reqno = frontier.requests.next_reqno(),
             "frontier opened"
         );
         Ok(frontier)
@@ -274,32 +260,33 @@ impl Frontier {
     /// URLs needs DNS again; its robots verdict comes from the `origin` cache.
     fn rebuild_hosts(&mut self) -> Result<(), FrontierError> {
         let mut records = Vec::new();
-        self.store.scan(Cf::Host, &[], |key, record: HostRecord| {
-            let id = key
-                .get(..8)
-                .and_then(|b| b.try_into().ok())
-                .map(u64::from_be_bytes)
-                .unwrap_or(0);
-            records.push((id, record));
-            Ok(true)
-        })?;
+        self.ledger
+            .store()
+            .scan(Cf::Host, &[], |key, record: HostRecord| {
+                let id = key
+                    .get(..8)
+                    .and_then(|b| b.try_into().ok())
+                    .map(u64::from_be_bytes)
+                    .unwrap_or(0);
+                records.push((id, record));
+                Ok(true)
+            })?;
         let mut batch = Batch::default();
         for (id, record) in records {
             if record.head >= record.tail && record.out.is_empty() {
                 batch.delete(Cf::Host, id.to_be_bytes().to_vec());
                 continue;
             }
-            self.next_host_id = self.next_host_id.max(id + 1);
+            self.hosts.saw_id(id);
             self.restore_host(id, record, &mut batch)?;
         }
-        self.store.write(batch)
+        self.ledger.store().write(batch)
     }
 
     /// Reserves a new block of job ids when the current one is used up.
     fn reserve_job_ids(&mut self, batch: &mut Batch) {
-        if self.next_job >= self.job_ceiling {
-            self.job_ceiling = self.next_job + JOB_ID_BLOCK;
-            batch.put(Cf::Meta, META_JOB_CEILING.to_vec(), &self.job_ceiling);
+        if let Some(ceiling) = self.jobs.reserve_ids() {
+            batch.put(Cf::Meta, META_JOB_CEILING.to_vec(), &ceiling);
         }
     }
 
@@ -310,17 +297,8 @@ impl Frontier {
     }
 
     /// [`commit`](Self::commit), synced when `sync`.
-    fn commit_opt(&mut self, mut batch: Batch, sync: bool) -> Result<(), FrontierError> {
-        if batch.is_empty() {
-            return Ok(());
-        }
-        batch.put(Cf::Meta, META_COUNTERS.to_vec(), &self.counters);
-        batch.put(Cf::Meta, totals::META_TOTALS.to_vec(), &self.totals);
-        if sync {
-            self.store.write_synced(batch)
-        } else {
-            self.store.write(batch)
-        }
+    fn commit_opt(&mut self, batch: Batch, sync: bool) -> Result<(), FrontierError> {
+        self.ledger.commit(batch, sync)
     }
 
     /// Politeness across a restart: when the frontier reopened an earlier run's
@@ -330,7 +308,7 @@ impl Frontier {
     /// before the crash, and when it did is not stored. The service calls this once,
     /// right after [`Frontier::open`]; a fresh state has nothing to wait for.
     pub fn rest_after_restart(&mut self, now_ms: u64) {
-        if self.next_reqno > 0 {
+        if self.requests.next_reqno() > 0 {
             self.reopened_ms = now_ms;
         }
     }
@@ -341,7 +319,7 @@ impl Frontier {
         if self.reopened_ms == 0 {
             return 0;
         }
-        crate::politeness::rest_until(self.reopened_ms, self.interval_of(host))
+        politeness::rest_until(self.reopened_ms, self.interval_of(host))
     }
 
     /// The config in force.
@@ -396,7 +374,7 @@ impl Frontier {
             .collect();
         let mut batch = Batch::default();
         batch.put(Cf::Meta, META_BLACKLIST.to_vec(), &entries);
-        self.store.write(batch)
+        self.ledger.store().write(batch)
     }
 
     /// Writes a consistent, hard-linked snapshot of the frontier's database into `dir`
@@ -406,13 +384,13 @@ impl Frontier {
     /// checkpoint are already deleted, so restarting from an old checkpoint loses
     /// them. Take checkpoints often, restart from the live database when it is intact.
     pub fn checkpoint(&self, dir: &Path) -> Result<(), FrontierError> {
-        self.store.checkpoint(dir)
+        self.ledger.store().checkpoint(dir)
     }
 
     /// Publishes every pending outcome now (before a clean shutdown; never required
     /// for safety, since pending outcomes are durable).
     pub fn flush_outcomes(&mut self, now_ms: u64) -> Result<usize, FrontierError> {
-        self.outcomes.flush(&self.store, now_ms, true)
+        self.outcomes.flush(self.ledger.store(), now_ms, true)
     }
 
     /// The pause of outcome publishing on a full spool, if any (admin page).
@@ -422,12 +400,193 @@ impl Frontier {
 
     /// Publishes the outcomes pending for `app` now; whether a file was published.
     pub fn flush_outcomes_of(&mut self, app: &AppId) -> Result<bool, FrontierError> {
-        self.outcomes.flush_app(&self.store, app)
+        self.outcomes.flush_app(self.ledger.store(), app)
+    }
+
+    /// Counts a downloader's report in the crawl's totals; call it right before
+    /// [`on_report`](Self::on_report) (or, for a stored robots.txt, before
+    /// [`on_robots_fetched`](Self::on_robots_fetched)), whose batch stores them.
+    pub fn count_report(&mut self, result: &FetchResult, purpose: FetchPurpose) {
+        self.ledger.count_report(result, purpose);
+    }
+
+    /// The crawl's fetch figures since its state was created.
+    pub fn totals(&self) -> &FetchTotals {
+        self.ledger.totals()
     }
 
     /// Lists the request folders now, so that the next progress counts every file
     /// published before this call.
     pub fn list_requests_now(&mut self, now_ms: u64) -> Result<(), FrontierError> {
         self.requests.list_now(now_ms)
+    }
+
+    /// URLs in host queues that are not in flight: the work politeness, DNS or
+    /// robots.txt holds back when no host is ready. O(apps).
+    pub fn urls_waiting(&self) -> u64 {
+        let queued: u64 = self.ledger.counters().apps.values().map(|c| c.queued).sum();
+        queued.saturating_sub(self.jobs.out_len() as u64)
+    }
+
+    /// The frontier's figures now.
+    pub fn stats(&self) -> FrontierStats {
+        let hosts_by_state = HostState::ALL
+            .iter()
+            .map(|s| (*s, self.hosts.count(*s)))
+            .collect();
+        let mut outcomes_by_reason: Vec<(OutcomeReason, u64)> =
+            OutcomeReason::ALL.iter().map(|r| (*r, 0)).collect();
+        for (i, n) in self.ledger.counters().outcomes_by_reason.iter().enumerate() {
+            if let Some(slot) = outcomes_by_reason.get_mut(i) {
+                slot.1 = *n;
+            }
+        }
+        // A sitemap line ends no URL: never counted, not shown.
+        outcomes_by_reason.retain(|(r, _)| *r != OutcomeReason::Sitemap);
+        let pending = self.requests.pending_by_app();
+        let mut in_flight: BTreeMap<&AppId, u64> = BTreeMap::new();
+        for (app, n) in self.jobs.out_by_app() {
+            in_flight.insert(app, *n);
+        }
+        let mut apps: BTreeMap<AppId, AppProgress> = BTreeMap::new();
+        let names = self
+            .ledger
+            .counters()
+            .apps
+            .keys()
+            .chain(pending.keys())
+            .cloned()
+            .collect::<Vec<_>>();
+        for app in names {
+            let c = self
+                .ledger
+                .counters()
+                .apps
+                .get(&app)
+                .copied()
+                .unwrap_or_default();
+            apps.insert(
+                app.clone(),
+                AppProgress {
+                    request_files_pending: pending.get(&app).copied().unwrap_or(0),
+                    queued_urls: c.queued,
+                    in_flight: in_flight.get(&app).copied().unwrap_or(0),
+                    pages_total: c.pages,
+                    outcomes_total: c.outcomes,
+                    outcomes_pending: self.outcomes.pending_of(&app) as u64,
+                    ..AppProgress::new(app)
+                },
+            );
+        }
+        let total =
+            |f: fn(&AppCounters) -> u64| self.ledger.counters().apps.values().map(f).sum::<u64>();
+        FrontierStats {
+            hosts_by_state,
+            hosts: self.hosts.len(),
+            urls_queued: total(|c| c.queued),
+            request_files_pending: pending.values().sum(),
+            request_files_loaded: total(|c| c.files_loaded),
+            request_files_quarantined: self.requests.quarantined(),
+            in_flight: self.jobs.out_len(),
+            in_flight_per_host: self.hosts.by_out().into_iter().map(|n| n as u64).collect(),
+            outcomes_by_reason,
+            outcomes_pending: self.outcomes.pending_lines(),
+            outcome_files_published: self.outcomes.published_files(),
+            robots_fetched: self.ledger.counters().robots_fetched,
+            hosts_dead: self.ledger.counters().hosts_dead,
+            ready: self.hosts.count(HostState::Ready) + self.hosts.count(HostState::NeedsRobots),
+            parked: self.hosts.count(HostState::Parked),
+            waiting: self.hosts.count(HostState::Waiting) + self.hosts.count(HostState::BackedOff),
+            pipeline: self.pipeline(),
+            ready_target: self.ready_target(),
+            target_rate: self.target_rate,
+            dns_to_ask: self.dns.to_ask_len(),
+            dns_cached: self.dns.cached(),
+            ips_tracked: self.schedule.ips_tracked(),
+            apps: apps.into_values().collect(),
+        }
+    }
+
+    /// The progress of one application (zeros if the frontier never saw it).
+    /// O(request files listed).
+    pub fn app_progress(&self, app: &AppId) -> AppProgress {
+        let c = self
+            .ledger
+            .counters()
+            .apps
+            .get(app)
+            .copied()
+            .unwrap_or_default();
+        let in_flight = if c.queued == 0 {
+            0
+        } else {
+            self.jobs.out_of_app(app)
+        };
+        AppProgress {
+            request_files_pending: self.requests.pending_of(app),
+            queued_urls: c.queued,
+            in_flight,
+            pages_total: c.pages,
+            outcomes_total: c.outcomes,
+            outcomes_pending: self.outcomes.pending_of(app) as u64,
+            ..AppProgress::new(app.clone())
+        }
+    }
+
+    /// Whether `app` has no URL queued (in flight included) and no request file
+    /// waiting, as of the last listing. O(1) when it has URLs queued, else
+    /// O(request files listed).
+    pub fn app_drained(&self, app: &AppId) -> bool {
+        let queued = self.ledger.counters().apps.get(app).map_or(0, |c| c.queued);
+        queued == 0 && self.requests.pending_of(app) == 0
+    }
+
+    /// The facts about `job` if it is out at `holder` (`None`: not out, or held by
+    /// another downloader). O(1).
+    pub(crate) fn held_by(&self, holder: Holder, job: JobId) -> Option<Held> {
+        self.jobs.held(job).filter(|h| h.holder == holder).cloned()
+    }
+
+    /// Jobs out at `holder`. O(1).
+    pub(crate) fn jobs_held(&self, holder: Holder) -> usize {
+        self.jobs.out_of_holder(holder)
+    }
+
+    /// Pages of `app` stored and not committed yet, over all downloaders. O(1).
+    pub(crate) fn awaiting_commit_of(&self, app: &AppId) -> u64 {
+        self.jobs.awaiting_of(app)
+    }
+
+    /// Hosts resting longer than their interval at `now_ms` (throttled or failing),
+    /// those whose rest ends last first, at most `limit`. O(hosts in memory).
+    pub fn backed_off_hosts(&self, now_ms: u64, limit: usize) -> Vec<BackedOffHost> {
+        let mut out: Vec<BackedOffHost> = self
+            .hosts
+            .iter()
+            .filter(|h| h.state() == HostState::BackedOff && h.timing.next_allowed_ms > now_ms)
+            .filter_map(|h| {
+                let reason = match (h.trouble.throttle, h.trouble.failures) {
+                    (_, count) if count > 0 => BackOffReason::Failures { count },
+                    (Some(t), _) => BackOffReason::Throttled {
+                        status: t.status,
+                        retry_after_ms: t.retry_after_ms,
+                        in_row: t.in_row,
+                    },
+                    (None, _) => return None,
+                };
+                Some(BackedOffHost {
+                    origin: h.origin.to_string(),
+                    reason,
+                    until_ms: h.timing.next_allowed_ms,
+                })
+            })
+            .collect();
+        out.sort_by(|a, b| {
+            b.until_ms
+                .cmp(&a.until_ms)
+                .then_with(|| a.origin.cmp(&b.origin))
+        });
+        out.truncate(limit);
+        out
     }
 }

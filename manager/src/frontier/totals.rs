@@ -14,8 +14,6 @@ use serde::{Deserialize, Serialize};
 use spool::OutcomeReason;
 use spool::protocol::{FetchPurpose, FetchResult, ReasonCount, StatusCount};
 
-use super::Frontier;
-
 /// `meta` key of [`FetchTotals`].
 pub(crate) const META_TOTALS: &[u8] = b"fetch_totals";
 
@@ -36,7 +34,7 @@ pub struct FetchTotals {
 
 impl FetchTotals {
     /// Counts one report.
-    fn count(&mut self, result: &FetchResult, purpose: FetchPurpose) {
+    pub(super) fn count(&mut self, result: &FetchResult, purpose: FetchPurpose) {
         match result {
             FetchResult::Stored(page) => {
                 self.requests += 1;
@@ -88,20 +86,6 @@ impl FetchTotals {
                 count: self.errors.get(i).copied().unwrap_or(0),
             })
             .collect()
-    }
-}
-
-impl Frontier {
-    /// Counts a downloader's report in the crawl's totals; call it right before
-    /// [`on_report`](Self::on_report) (or, for a stored robots.txt, before
-    /// [`on_robots_fetched`](Self::on_robots_fetched)), whose batch stores them.
-    pub fn count_report(&mut self, result: &FetchResult, purpose: FetchPurpose) {
-        self.totals.count(result, purpose);
-    }
-
-    /// The crawl's fetch figures since its state was created.
-    pub fn totals(&self) -> &FetchTotals {
-        &self.totals
     }
 }
 

@@ -19,6 +19,8 @@ pub(crate) struct TokenBucket {
     rate: f64,
     tokens: f64,
     last: Instant,
+    /// When the bucket has a token for work that waits for one.
+    wake: Option<Instant>,
 }
 
 impl TokenBucket {
@@ -28,10 +30,27 @@ impl TokenBucket {
             rate: 1.0,
             tokens: 0.0,
             last: now,
+            wake: None,
         };
         bucket.set_rate(rate);
         bucket.tokens = bucket.capacity();
         bucket
+    }
+
+    /// When work waits for a token: the next token's time (see
+    /// [`wake_at_next_token`](Self::wake_at_next_token)).
+    pub fn wake(&self) -> Option<Instant> {
+        self.wake
+    }
+
+    /// No work waits for a token.
+    pub fn clear_wake(&mut self) {
+        self.wake = None;
+    }
+
+    /// Work waits for a token: wake at the next one.
+    pub fn wake_at_next_token(&mut self) {
+        self.wake = Some(self.next_token_at());
     }
 
     /// Changes the rate (ignored unless positive and finite).

@@ -91,17 +91,33 @@ pub(crate) struct Registry {
     by_name: HashMap<(Role, ComponentId), ConnId>,
     /// Jobs a downloader may hold per connection (`jobs_per_downloader_factor`).
     jobs_per_connection: f64,
+    /// Silence after which a component is dropped (`control.heartbeat_timeout_ms`).
+    heartbeat_timeout: Duration,
+    /// Connections to drop at the engine's next step, with why.
+    doomed: Vec<(ConnId, String)>,
 }
 
 impl Registry {
     /// No components; a downloader may hold `jobs_per_connection` x its
-    /// concurrency jobs.
-    pub fn new(jobs_per_connection: f64) -> Self {
+    /// concurrency jobs; a component silent for `heartbeat_timeout` is unhealthy.
+    pub fn new(jobs_per_connection: f64, heartbeat_timeout: Duration) -> Self {
         Self {
             by_conn: HashMap::new(),
             by_name: HashMap::new(),
             jobs_per_connection,
+            heartbeat_timeout,
+            doomed: Vec::new(),
         }
+    }
+
+    /// `conn` failed (a send it could not take): it is dropped at the next step.
+    pub fn doom(&mut self, conn: ConnId, why: String) {
+        self.doomed.push((conn, why));
+    }
+
+    /// The connections to drop now, with why.
+    pub fn take_doomed(&mut self) -> Vec<(ConnId, String)> {
+        std::mem::take(&mut self.doomed)
     }
 
     /// Registers the peer of `conn`. Returns the connection it replaces, if any,
@@ -208,7 +224,8 @@ impl Registry {
     /// Every component as the admin status shows it (admin connections, which
     /// come and go with each command, left out), sorted by role and id; healthy if
     /// heard from within half of `heartbeat_timeout`.
-    pub fn statuses(&self, now: Instant, heartbeat_timeout: Duration) -> Vec<ComponentStatus> {
+    pub fn statuses(&self, now: Instant) -> Vec<ComponentStatus> {
+        let heartbeat_timeout = self.heartbeat_timeout;
         let mut all: Vec<ComponentStatus> = self
             .by_conn
             .values()

@@ -9,6 +9,7 @@ mod connections;
 mod durability;
 mod failures;
 mod loading;
+mod requeue;
 mod robots;
 mod scheduling;
 mod throttle;

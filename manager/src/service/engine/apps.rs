@@ -23,12 +23,24 @@
 //! subscriptions) progress reports; the dry check is O(1) for an application with
 //! URLs queued.
 
+use std::collections::BTreeSet;
+
 use spool::AppId;
 use spool::protocol::{AppProgress, Message, SpoolArea};
+use tokio::time::Instant;
 
 use super::super::conn::ConnId;
 use super::super::error::ManagerError;
 use super::Engine;
+
+/// Application progress rounds. See the [module docs](self).
+#[derive(Debug)]
+pub(super) struct Progress {
+    /// Next `AppProgress` round.
+    pub next: Instant,
+    /// Applications that ran dry and were told so.
+    pub idle: BTreeSet<AppId>,
+}
 
 impl Engine {
     /// `conn` subscribes to `app`.
@@ -56,7 +68,7 @@ impl Engine {
         }
         self.frontier.list_requests_now(now_ms)?;
         // A sync is a moment to look again: the app may be dry already.
-        self.idle_apps.remove(&app);
+        self.progress.idle.remove(&app);
         self.apps_step()?;
         let mut progress = self.progress_of(&app);
         progress.synced = seq;
@@ -91,19 +103,19 @@ impl Engine {
     /// published and its progress pushed, once per time it runs dry.
     pub(super) fn apps_step(&mut self) -> Result<(), ManagerError> {
         let subscribed = self.registry.subscribed_apps();
-        self.idle_apps.retain(|app| subscribed.contains(app));
+        self.progress.idle.retain(|app| subscribed.contains(app));
         for app in subscribed {
             let dry =
                 self.frontier.app_drained(&app) && self.frontier.awaiting_commit_of(&app) == 0;
             if !dry {
-                self.idle_apps.remove(&app);
+                self.progress.idle.remove(&app);
                 continue;
             }
-            if self.idle_apps.contains(&app) {
+            if self.progress.idle.contains(&app) {
                 continue;
             }
             self.frontier.flush_outcomes_of(&app)?;
-            self.idle_apps.insert(app.clone());
+            self.progress.idle.insert(app.clone());
             for conn in self.registry.app_conns(Some(&app)) {
                 self.send_progress_to(conn);
             }

@@ -5,7 +5,7 @@
 //!   its concurrency (from its heartbeats; `ASSUMED_CONCURRENCY` before the first)
 //!   jobs outstanding, so it never waits for the next batch.
 //! - **Pacing**: every job (page or robots.txt) takes a token of the global
-//!   [`TokenBucket`](crate::service::pacing::TokenBucket) (target pages/s).
+//!   [`TokenBucket`] (target pages/s).
 //! - **Affinity**: a job goes to the downloader its IP address hashes to (highest
 //!   rendezvous hash of address and downloader among the live ones), or, if that one
 //!   has no room, to the one with the most. So one downloader sees an address's jobs
@@ -44,6 +44,7 @@
 use std::collections::HashMap;
 use std::hash::{DefaultHasher, Hash, Hasher};
 use std::net::IpAddr;
+use std::path::PathBuf;
 
 use spool::ComponentId;
 use spool::protocol::{
@@ -53,6 +54,8 @@ use tokio::time::Instant;
 
 use super::super::conn::ConnId;
 use super::super::error::ManagerError;
+use super::super::ip_owner::IpOwners;
+use super::super::pacing::TokenBucket;
 use super::super::robots_file;
 use super::super::speed::Round;
 use super::super::stages::Feed;
@@ -64,6 +67,33 @@ use super::Engine;
 pub(super) const ROBOTS_SHOW_WAIT: std::time::Duration = std::time::Duration::from_secs(30);
 /// How often a robots file not visible yet is looked for again.
 pub(super) const ROBOTS_RETRY: std::time::Duration = std::time::Duration::from_millis(200);
+
+/// Who may get a job, and when: the global token bucket (the speed target) and the
+/// downloader each recently contacted IP address belongs to.
+#[derive(Debug)]
+pub(super) struct Pacing {
+    /// The global speed limit.
+    pub bucket: TokenBucket,
+    /// Which downloader each recently contacted IP address's jobs must go to.
+    pub owners: IpOwners,
+}
+
+/// The stored robots.txt files: `robots/` in the spool, and the reported files not
+/// visible there yet.
+#[derive(Debug)]
+pub(super) struct RobotsFiles {
+    /// `robots/` in the spool.
+    pub dir: PathBuf,
+    /// Stored robots.txt files not visible yet.
+    pub waiting: Vec<RobotsWait>,
+}
+
+impl RobotsFiles {
+    /// When a file not visible yet is looked for next.
+    pub fn next_try(&self) -> Option<Instant> {
+        self.waiting.iter().map(|w| w.next_try).min()
+    }
+}
 
 /// A stored robots.txt whose file was not visible yet when its report came.
 #[derive(Debug)]
@@ -81,11 +111,11 @@ pub(super) struct RobotsWait {
 impl Engine {
     /// Hands out as many jobs as downloaders have room for and the speed allows.
     pub(super) fn dispatch(&mut self, now: Instant, wall: u64) -> Result<(), ManagerError> {
-        self.bucket_wake = None;
+        self.pacing.bucket.clear_wake();
         let frontier = &self.frontier;
         let (mut room, live) = self.registry.room(|conn| frontier.jobs_held(conn));
         let total: usize = room.iter().map(|(_, r)| r).sum();
-        let allowed = self.bucket.available(now);
+        let allowed = self.pacing.bucket.available(now);
         if total == 0 {
             if allowed > 0 {
                 self.speed.note_round(Round::Downloaders);
@@ -95,14 +125,14 @@ impl Engine {
             } else {
                 Feed::Fed
             };
-            self.stages.note(now, feed);
+            self.figures.stages.note(now, feed);
             return Ok(());
         }
         let want = total.min(allowed);
         if want == 0 {
             self.speed.note_round(Round::Tokens);
-            self.stages.note(now, Feed::Fed);
-            self.bucket_wake = Some(self.bucket.next_token_at());
+            self.figures.stages.note(now, Feed::Fed);
+            self.pacing.bucket.wake_at_next_token();
             return Ok(());
         }
         let jobs = self.frontier.next_jobs(wall, want)?;
@@ -115,7 +145,7 @@ impl Engine {
         } else {
             Feed::Starved
         };
-        self.stages.note(now, feed);
+        self.figures.stages.note(now, feed);
         self.speed.note_round(if jobs.len() < want {
             Round::Hosts
         } else if want < allowed {
@@ -126,16 +156,17 @@ impl Engine {
         if jobs.is_empty() {
             return Ok(());
         }
-        self.bucket.take(jobs.len());
+        self.pacing.bucket.take(jobs.len());
         if jobs.len() == want && want < total {
-            self.bucket_wake = Some(self.bucket.next_token_at());
+            self.pacing.bucket.wake_at_next_token();
         }
         let mut batches: HashMap<ConnId, Vec<FetchJob>> = HashMap::new();
         for job in jobs {
             let ip = job.addr.ip();
             // An address owned by a downloader goes there, room or not (ip_owner.rs).
             let owner = self
-                .ip_owners
+                .pacing
+                .owners
                 .owner(ip, wall)
                 .filter(|conn| live.contains(conn));
             let conn = match owner {
@@ -160,7 +191,7 @@ impl Engine {
                     slot.0
                 }
             };
-            self.ip_owners.sent(ip, conn);
+            self.pacing.owners.sent(ip, conn);
             batches.entry(conn).or_default().push(job);
         }
         for (conn, jobs) in batches {
@@ -170,7 +201,7 @@ impl Engine {
             for job in &jobs {
                 self.frontier.hand_out(job, conn, now.into_std());
             }
-            self.metrics.jobs_dispatched += jobs.len() as u64;
+            self.figures.metrics.jobs_dispatched += jobs.len() as u64;
             // On failure the connection is dropped and its jobs come back.
             self.send(conn, Message::FetchBatch { jobs });
         }
@@ -193,13 +224,13 @@ impl Engine {
             let Some(assigned) = self.frontier.held_by(conn, report.job) else {
                 tracing::debug!(job = %report.job, "report for a job this downloader does not hold ignored");
                 if let FetchResult::Stored(page) = &report.result {
-                    if let Ok(path) = robots_file::path_of(&self.robots_dir, &page.file) {
+                    if let Ok(path) = robots_file::path_of(&self.robots.dir, &page.file) {
                         robots_file::remove(&path);
                     }
                 }
                 continue;
             };
-            self.ip_owners.ended(assigned.ip, conn, wall);
+            self.pacing.owners.ended(assigned.ip, conn, wall);
             if !matches!(report.result, FetchResult::Returned) {
                 self.speed.note_fetch(
                     conn,
@@ -210,12 +241,12 @@ impl Engine {
             self.frontier.count_report(&report.result, assigned.purpose);
             match (&report.result, assigned.purpose) {
                 (FetchResult::Stored(page), FetchPurpose::Robots) => {
-                    self.metrics.wire_bytes += page.wire_bytes;
+                    self.figures.metrics.wire_bytes += page.wire_bytes;
                     self.robots_stored(report.job, page, request_end_ms(page, wall))?;
                 }
                 (FetchResult::Stored(page), FetchPurpose::Page) => {
-                    self.metrics.wire_bytes += page.wire_bytes;
-                    self.metrics.pages_stored += 1;
+                    self.figures.metrics.wire_bytes += page.wire_bytes;
+                    self.figures.metrics.pages_stored += 1;
                     // The frontier keeps the page as awaiting its commit.
                     self.frontier
                         .on_report(&report, request_end_ms(page, wall))?;
@@ -259,7 +290,7 @@ impl Engine {
             ..
         } = wait;
         let max = usize::try_from(self.config.frontier.max_robots_bytes).unwrap_or(usize::MAX);
-        let path = robots_file::path_of(&self.robots_dir, &page.file);
+        let path = robots_file::path_of(&self.robots.dir, &page.file);
         let body = match path.as_deref() {
             Ok(p) => match robots_file::read_body(p, max) {
                 Err(robots_file::RobotsFileError::Open { source, .. })
@@ -267,7 +298,7 @@ impl Engine {
                         && wait.since.elapsed() < ROBOTS_SHOW_WAIT =>
                 {
                     wait.next_try = Instant::now() + ROBOTS_RETRY;
-                    self.robots_waiting.push(wait);
+                    self.robots.waiting.push(wait);
                     return Ok(());
                 }
                 other => other.map_err(|e| e.to_string()),
@@ -277,7 +308,7 @@ impl Engine {
         let body = match body {
             Ok(body) => Some(body),
             Err(error) => {
-                self.metrics.robots_unreadable += 1;
+                self.figures.metrics.robots_unreadable += 1;
                 tracing::warn!(%job, error, "robots file unreadable: robots.txt counts as unreachable");
                 None
             }
@@ -298,11 +329,11 @@ impl Engine {
     /// Reads again the robots files that were not visible yet.
     pub(super) fn robots_wait_step(&mut self) -> Result<(), ManagerError> {
         let now = Instant::now();
-        for wait in std::mem::take(&mut self.robots_waiting) {
+        for wait in std::mem::take(&mut self.robots.waiting) {
             if wait.next_try <= now {
                 self.robots_read(wait)?;
             } else {
-                self.robots_waiting.push(wait);
+                self.robots.waiting.push(wait);
             }
         }
         Ok(())
@@ -327,8 +358,8 @@ impl Engine {
         let wall = crate::wall_clock_ms();
         // Unreported jobs may have been sent: their hosts rest one interval.
         let (returned, requeued) = self.frontier.on_holder_lost(conn, wall)?;
-        self.metrics.jobs_reclaimed += returned as u64;
-        self.metrics.pages_requeued += requeued as u64;
+        self.figures.metrics.jobs_reclaimed += returned as u64;
+        self.figures.metrics.pages_requeued += requeued as u64;
         if returned + requeued > 0 {
             tracing::warn!(role = %Role::Downloader, %id, why, returned, requeued,
                 "downloader gone: its unfinished jobs go back to the queues");

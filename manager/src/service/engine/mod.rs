@@ -9,7 +9,7 @@
 //! [`DnsBatches`], [`Checkpoints`], [`SpeedHistory`]. What is left here is the
 //! engine's own: counters, timers, connections to drop, the shutdown.
 //!
-//! Each turn of the loop in [`run`](super::run) handles a burst of events
+//! Each turn of the loop in [`run`](fn@crate::run) handles a burst of events
 //! ([`Engine::handle`]) and then [`Engine::step`]: drop the connections that
 //! failed, run the frontier's timers, dispatch jobs, hand out DNS names, and the
 //! periodic work (application progress, status line, checkpoints).
@@ -36,11 +36,14 @@ use std::collections::BTreeSet;
 use std::path::PathBuf;
 use std::time::Duration;
 
-use spool::protocol::{ByeReason, HostAnswer, Message, RequestId, Role};
-use spool::{AppId, ComponentId};
+use spool::ComponentId;
+use spool::protocol::{
+    ByeReason, ComponentState, HostAnswer, Message, RequestId, Role, StatusSnapshot,
+};
 use tokio::time::Instant;
 
 use super::checkpoint::Checkpoints;
+use super::config::schedule::hhmm_of;
 use super::config::{InvalidConfig, ManagerConfig};
 use super::conn::{ConnId, Event};
 use super::dns::DnsBatches;
@@ -52,7 +55,6 @@ use super::pacing::TokenBucket;
 use super::registry::{Component, Registry};
 use super::speed::SpeedControl;
 use super::speed::Target;
-use super::speed::schedule::hhmm_of;
 use super::stages::{StageClock, StageTimes};
 use crate::frontier::{Frontier, wall_clock_ms};
 
@@ -77,47 +79,27 @@ pub(crate) struct Engine {
     frontier: Frontier,
     /// The settings.
     config: ManagerConfig,
-    /// `robots/` in the spool.
-    robots_dir: PathBuf,
-    /// Connected components.
+    /// Connected components (and the connections to drop at the next step).
     registry: Registry,
-    /// The global speed limit.
-    bucket: TokenBucket,
-    /// When the bucket has a token for work that waits for one.
-    bucket_wake: Option<Instant>,
+    /// The global speed limit and the IP owners: who may get a job, and when.
+    pacing: downloaders::Pacing,
     /// The speed target in force, connection counts, the speed diagnosis.
     speed: SpeedControl,
-    /// Which downloader each recently contacted IP address's jobs must go to.
-    ip_owners: IpOwners,
     /// Resolve batches.
     dns: DnsBatches,
     /// Periodic and on-demand checkpoints.
     checkpoints: Checkpoints,
-    /// Counters.
-    metrics: Metrics,
-    /// Pages/s now, over the last minute and hour.
-    rate: SpeedHistory,
-    /// When the engine started.
-    started: Instant,
-    /// Silence after which a component is dropped (`control.heartbeat_timeout_ms`).
-    heartbeat_timeout: Duration,
+    /// Counters, speed history, dispatch stages, the status line's timer.
+    figures: status::Figures,
     /// Whether admin connections may change things (an admin token is configured,
     /// so the handshake checked it).
     admin_writes: bool,
-    /// Connections to drop at the next step, with why.
-    doomed: Vec<(ConnId, String)>,
-    /// Next `AppProgress` round.
-    next_progress: Instant,
-    /// Next status line.
-    next_status: Instant,
+    /// Application progress rounds, and the applications told they ran dry.
+    progress: apps::Progress,
     /// Set once a shutdown began.
     stopping: Option<Stopping>,
-    /// Applications that ran dry and were told so (see `apps.rs`).
-    idle_apps: BTreeSet<AppId>,
-    /// Stored robots.txt files not visible yet (see `downloaders.rs`).
-    robots_waiting: Vec<downloaders::RobotsWait>,
-    /// How long dispatch starved (see `stages.rs`).
-    stages: StageClock,
+    /// Stored robots.txt files and those not visible yet (see `downloaders.rs`).
+    robots: downloaders::RobotsFiles,
 }
 
 impl Engine {
@@ -132,10 +114,11 @@ impl Engine {
         let now = Instant::now();
         let rate = frontier.target_rate();
         Ok(Self {
-            registry: Registry::new(config.jobs_per_downloader_factor),
-            bucket: TokenBucket::new(rate, now),
-            bucket_wake: None,
-            ip_owners: IpOwners::new(owner_spacing_ms(&config.frontier)),
+            registry: Registry::new(config.jobs_per_downloader_factor, heartbeat_timeout),
+            pacing: downloaders::Pacing {
+                bucket: TokenBucket::new(rate, now),
+                owners: IpOwners::new(owner_spacing_ms(&config.frontier)),
+            },
             speed: SpeedControl::new(&config.speed, config.frontier.target_pages_per_sec, now)?,
             dns: DnsBatches::new(
                 config.dns_batch_size,
@@ -147,21 +130,25 @@ impl Engine {
                 config.checkpoint_interval_ms,
                 now,
             ),
-            metrics: Metrics::default(),
-            rate: SpeedHistory::new(now),
-            started: now,
-            heartbeat_timeout,
+            figures: status::Figures {
+                metrics: Metrics::default(),
+                rate: SpeedHistory::new(now),
+                started: now,
+                next_status: now + Duration::from_millis(config.status_interval_ms),
+                stages: StageClock::new(now),
+            },
             admin_writes,
-            doomed: Vec::new(),
-            next_progress: now,
-            next_status: now + Duration::from_millis(config.status_interval_ms),
+            progress: apps::Progress {
+                next: now,
+                idle: BTreeSet::new(),
+            },
             stopping: None,
-            idle_apps: BTreeSet::new(),
-            robots_waiting: Vec::new(),
-            stages: StageClock::new(now),
+            robots: downloaders::RobotsFiles {
+                dir: robots_dir,
+                waiting: Vec::new(),
+            },
             frontier,
             config,
-            robots_dir,
         })
     }
 
@@ -284,14 +271,39 @@ impl Engine {
         if outbox.send(msg) {
             return true;
         }
-        self.doomed
-            .push((conn, "too slow: its outbox is full".to_owned()));
+        self.registry
+            .doom(conn, "too slow: its outbox is full".to_owned());
         false
+    }
+
+    /// The crawl's figures for `AdminReply::Status`.
+    pub(super) fn snapshot(&self, now: Instant) -> StatusSnapshot {
+        self.figures
+            .snapshot(now, &self.frontier, &self.registry, &self.speed, &self.dns)
+    }
+
+    /// A component said what state it is in (paused on a full disk, or not).
+    /// Logged on a change only: an application sends its figures every 2 s.
+    fn on_state(&mut self, conn: ConnId, state: ComponentState) {
+        let role = self.registry.role_of(conn);
+        let before = self.registry.state_of(conn).and_then(|s| s.pause.as_ref());
+        match (before, &state.pause) {
+            (before, Some(p)) if before != Some(p) => tracing::warn!(
+                ?role,
+                %conn,
+                path = %p.path,
+                reason = ?p.reason,
+                "component paused"
+            ),
+            (Some(_), None) => tracing::info!(?role, %conn, "component resumed"),
+            _ => {}
+        }
+        self.registry.set_state(conn, state);
     }
 
     /// The dispatch stage's figures so far (see `stages.rs`).
     pub fn stage_times(&mut self) -> StageTimes {
-        self.stages.times(Instant::now())
+        self.figures.stages.times(Instant::now())
     }
 
     /// The periodic and follow-up work of one loop turn.
@@ -304,31 +316,34 @@ impl Engine {
                 self.frontier.tick(wall)?;
             }
             self.speed_step(now, wall);
-            if !self.robots_waiting.is_empty() {
+            if !self.robots.waiting.is_empty() {
                 self.robots_wait_step()?;
             }
             self.dispatch(now, wall)?;
             self.dns_step(now, wall);
             self.apps_step()?;
         }
-        if now >= self.next_progress {
+        if now >= self.progress.next {
             self.send_progress();
-            self.next_progress = now + Duration::from_millis(self.config.progress_interval_ms);
+            self.progress.next = now + Duration::from_millis(self.config.progress_interval_ms);
         }
-        if now >= self.next_status {
-            self.log_status(now);
-            self.next_status = now + Duration::from_millis(self.config.status_interval_ms);
+        if now >= self.figures.next_status {
+            self.figures
+                .log_status(now, &self.frontier, &self.registry, &self.speed, &self.dns);
+            self.figures.next_status = now + Duration::from_millis(self.config.status_interval_ms);
         }
         if self.stopping.is_none() {
             self.checkpoints.periodic(&self.frontier, now);
         }
-        self.rate.sample(now, self.metrics.pages_stored);
+        self.figures
+            .rate
+            .sample(now, self.figures.metrics.pages_stored);
         self.reap()
     }
 
     /// Drops the connections that failed a send.
     fn reap(&mut self) -> Result<(), ManagerError> {
-        for (conn, why) in std::mem::take(&mut self.doomed) {
+        for (conn, why) in self.registry.take_doomed() {
             if let Some(component) = self.registry.leave(conn) {
                 tracing::warn!(role = %component.role(), id = %component.id(), why, "dropping component");
                 component.close(ByeReason::ShuttingDown, why.clone());
@@ -351,13 +366,13 @@ impl Engine {
             wake = wake.min(now + delay.max(MIN_FRONTIER_SLEEP));
         }
         for due in [
-            self.bucket_wake,
+            self.pacing.bucket.wake(),
             Some(self.speed.next_due(now, wall)),
             self.dns.next_deadline(),
-            Some(self.next_progress),
-            Some(self.next_status),
+            Some(self.progress.next),
+            Some(self.figures.next_status),
             self.checkpoints.next_due(),
-            self.robots_waiting.iter().map(|w| w.next_try).min(),
+            self.robots.next_try(),
         ]
         .into_iter()
         .flatten()
@@ -393,7 +408,7 @@ impl Engine {
                 .outbox(conn)
                 .is_some_and(|outbox| outbox.send(Message::Drain { grace_ms }));
             if !sent {
-                self.doomed.push((conn, "cannot send Drain".to_owned()));
+                self.registry.doom(conn, "cannot send Drain".to_owned());
             }
         }
     }
@@ -422,7 +437,7 @@ impl Engine {
         tracing::info!(
             urls_queued = stats.urls_queued,
             outcomes_published = published,
-            pages_stored = self.metrics.pages_stored,
+            pages_stored = self.figures.metrics.pages_stored,
             "manager stopped cleanly"
         );
         Ok(())
@@ -436,7 +451,7 @@ impl Engine {
         }
         let resent = self.dns.expire(now);
         if resent > 0 {
-            self.metrics.dns_batches_resent += resent as u64;
+            self.figures.metrics.dns_batches_resent += resent as u64;
             tracing::warn!(
                 batches = resent,
                 "resolve batches unanswered in time: sending them again"
@@ -444,7 +459,7 @@ impl Engine {
         }
         self.dns.want(self.frontier.hosts_needing_dns(wall));
         for (conn, request, hosts) in self.dns.assign(&resolvers, now) {
-            self.metrics.dns_batches_sent += 1;
+            self.figures.metrics.dns_batches_sent += 1;
             // On failure the resolver is dropped and the batch is sent again.
             self.send(conn, Message::ResolveBatch { request, hosts });
         }
@@ -468,7 +483,7 @@ impl Engine {
     /// A resolver is gone: its unanswered batches are sent again.
     fn resolver_lost(&mut self, conn: ConnId, id: &ComponentId, why: &str) {
         let batches = self.dns.resolver_lost(conn);
-        self.metrics.dns_batches_resent += batches as u64;
+        self.figures.metrics.dns_batches_resent += batches as u64;
         if batches > 0 {
             tracing::warn!(role = %Role::Resolver, %id, why, batches,
                 "resolver gone: its unanswered batches will be sent again");
@@ -521,7 +536,7 @@ impl Engine {
     fn apply_target(&mut self, target: Target) {
         let was = self.frontier.target_rate();
         self.frontier.set_target_rate(target.pages_per_sec);
-        self.bucket.set_rate(target.pages_per_sec);
+        self.pacing.bucket.set_rate(target.pages_per_sec);
         let until = target.until_ms.map_or_else(|| "-".to_owned(), hhmm_of);
         tracing::info!(
             pages_per_sec = target.pages_per_sec,

@@ -1,6 +1,7 @@
-//! The crawl's figures: the status line (one INFO line every `status_interval_ms`:
-//! speed, its target and what limits it, queues, hosts, request files, components,
-//! memory) and the admin status ([`Engine::snapshot`], what `polycrawl status`,
+//! The crawl's figures ([`Figures`]): the status line (one INFO line every
+//! `status_interval_ms`: speed, its target and what limits it, queues, hosts, request
+//! files, components, memory) and the admin status ([`Figures::snapshot`], what
+//! `polycrawl status`,
 //! `GET /api/stats` and the admin page show). The speed figures come from
 //! [`SpeedHistory`](super::super::history).
 //!
@@ -8,14 +9,17 @@
 //! one frontier stats snapshot and one read of `/proc/self/status` per line; one
 //! frontier stats snapshot per admin status.
 
-use spool::protocol::{
-    ComponentState, HostCounts, MAX_BACKED_OFF, ReasonCount, Role, StatusSnapshot,
-};
+use spool::protocol::{HostCounts, MAX_BACKED_OFF, ReasonCount, Role, StatusSnapshot};
 use tokio::time::Instant;
 
-use super::super::conn::ConnId;
-use super::Engine;
+use super::super::dns::DnsBatches;
+use super::super::history::SpeedHistory;
+use super::super::metrics::Metrics;
+use super::super::registry::Registry;
+use super::super::speed::SpeedControl;
+use super::super::stages::StageClock;
 use crate::HostState;
+use crate::frontier::Frontier;
 
 /// The process's resident memory in bytes (Linux), if known.
 pub(super) fn rss_bytes() -> Option<u64> {
@@ -25,11 +29,35 @@ pub(super) fn rss_bytes() -> Option<u64> {
     Some(kib * 1024)
 }
 
-impl Engine {
-    /// The crawl's figures for `AdminReply::Status`.
-    pub(super) fn snapshot(&self, now: Instant) -> StatusSnapshot {
-        let stats = self.frontier.stats();
-        let totals = self.frontier.totals();
+/// The engine's own figures: counters, the speed history, the dispatch stages, and
+/// when the status line is due. See the [module docs](self).
+#[derive(Debug)]
+pub(super) struct Figures {
+    /// Counters.
+    pub metrics: Metrics,
+    /// Pages/s now, over the last minute and hour.
+    pub rate: SpeedHistory,
+    /// When the engine started.
+    pub started: Instant,
+    /// Next status line.
+    pub next_status: Instant,
+    /// How long dispatch starved (see `stages.rs`).
+    pub stages: StageClock,
+}
+
+impl Figures {
+    /// The crawl's figures for `AdminReply::Status`, with the frontier's, the
+    /// components', the speed control's and the resolve batches'.
+    pub fn snapshot(
+        &self,
+        now: Instant,
+        frontier: &Frontier,
+        registry: &Registry,
+        speed: &SpeedControl,
+        dns: &DnsBatches,
+    ) -> StatusSnapshot {
+        let stats = frontier.stats();
+        let totals = frontier.totals();
         let count = |states: &[HostState]| -> u64 {
             stats
                 .hosts_by_state
@@ -62,7 +90,7 @@ impl Engine {
             pages_per_sec: self.rate.per_sec(now) as f32,
             pages_per_sec_hour: self.rate.hour_per_sec(now) as f32,
             speed_chart: self.rate.chart(now),
-            target_pages_per_sec: self.frontier.target_rate() as f32,
+            target_pages_per_sec: frontier.target_rate() as f32,
             pages_total: stats.apps.iter().map(|a| a.pages_total).sum(),
             requests_total: totals.requests,
             bytes_total: totals.wire_bytes,
@@ -73,51 +101,37 @@ impl Engine {
             queued_urls: stats.urls_queued,
             in_flight: stats.in_flight as u64,
             in_flight_per_host: stats.in_flight_per_host.clone(),
-            dns_pending: (stats.dns_to_ask + self.dns.backlog_len()) as u64,
+            dns_pending: (stats.dns_to_ask + dns.backlog_len()) as u64,
             hosts,
-            backed_off: self
-                .frontier
-                .backed_off_hosts(crate::wall_clock_ms(), MAX_BACKED_OFF),
+            backed_off: frontier.backed_off_hosts(crate::wall_clock_ms(), MAX_BACKED_OFF),
             request_files_pending: stats.request_files_pending,
             request_files_loaded: stats.request_files_loaded,
             uptime_ms: millis(now.saturating_duration_since(self.started)),
-            components: self.registry.statuses(now, self.heartbeat_timeout),
-            speed: self.speed.status(),
-            pause: self.frontier.disk_pause().cloned(),
+            components: registry.statuses(now),
+            speed: speed.status(),
+            pause: frontier.disk_pause().cloned(),
         }
-    }
-
-    /// A component said what state it is in (paused on a full disk, or not).
-    /// Logged on a change only: an application sends its figures every 2 s.
-    pub(super) fn on_state(&mut self, conn: ConnId, state: ComponentState) {
-        let role = self.registry.role_of(conn);
-        let before = self.registry.state_of(conn).and_then(|s| s.pause.as_ref());
-        match (before, &state.pause) {
-            (before, Some(p)) if before != Some(p) => tracing::warn!(
-                ?role,
-                %conn,
-                path = %p.path,
-                reason = ?p.reason,
-                "component paused"
-            ),
-            (Some(_), None) => tracing::info!(?role, %conn, "component resumed"),
-            _ => {}
-        }
-        self.registry.set_state(conn, state);
     }
 
     /// Logs the status line.
-    pub(super) fn log_status(&self, now: Instant) {
-        let stats = self.frontier.stats();
+    pub fn log_status(
+        &self,
+        now: Instant,
+        frontier: &Frontier,
+        registry: &Registry,
+        speed: &SpeedControl,
+        dns: &DnsBatches,
+    ) {
+        let stats = frontier.stats();
         let rss_mib = rss_bytes().map_or(0, |b| b / (1 << 20));
         let pages_per_sec = (self.rate.per_sec(now) * 10.0).round() / 10.0;
-        let speed = self.speed.status();
+        let status = speed.status();
         tracing::info!(
             pages_per_sec,
             target = stats.target_rate,
-            target_source = ?self.speed.target().source,
-            fetches_per_sec = (f64::from(speed.fetches_per_sec) * 10.0).round() / 10.0,
-            speed_limit = speed.limit.describe(),
+            target_source = ?speed.target().source,
+            fetches_per_sec = (f64::from(status.fetches_per_sec) * 10.0).round() / 10.0,
+            speed_limit = status.limit.describe(),
             pages_stored = self.metrics.pages_stored,
             queued = stats.urls_queued,
             in_flight = stats.in_flight,
@@ -126,10 +140,10 @@ impl Engine {
             hosts_parked = stats.parked,
             request_files_pending = stats.request_files_pending,
             request_files_loaded = stats.request_files_loaded,
-            dns_backlog = self.dns.backlog_len(),
-            dns_batches = self.dns.outstanding(),
-            downloaders = self.registry.count(Role::Downloader),
-            resolvers = self.registry.count(Role::Resolver),
+            dns_backlog = dns.backlog_len(),
+            dns_batches = dns.outstanding(),
+            downloaders = registry.count(Role::Downloader),
+            resolvers = registry.count(Role::Resolver),
             rss_mib,
             "manager status"
         );

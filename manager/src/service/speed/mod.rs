@@ -7,7 +7,7 @@
 //! In order: an operator's `SetSpeed` (control port, or the admin page, which goes
 //! the same way), which holds until the schedule's next boundary (a window starting
 //! or ending), or for the rest of the run when there is no schedule; else the
-//! window of `manager.speed.schedule` the UTC time of day is in ([`schedule`]);
+//! window of `manager.speed.schedule` the UTC time of day is in ([`schedule`](super::config::schedule));
 //! else `manager.frontier.target_pages_per_sec`. So an operator who slows the crawl
 //! down at 14:00 stays in charge until the next planned change, and the plan then
 //! takes over again without anyone remembering to undo the override. An operator's
@@ -63,37 +63,27 @@
 //! Cost: O(1) per report and dispatch round; O(downloaders log downloaders) per
 //! interval.
 
-pub mod config;
 mod connections;
-pub(crate) mod schedule;
+mod target;
 
 use std::collections::HashMap;
 use std::time::Duration;
 
-use spool::protocol::{SpeedLimit, SpeedStatus, TargetSource};
+use spool::protocol::{SpeedLimit, SpeedStatus};
 use tokio::time::Instant;
 
-use self::config::SpeedConfig;
 use self::connections::{Bounds, plan};
-use self::schedule::Schedule;
+pub(crate) use self::target::Target;
+use self::target::TargetPlan;
 use super::config::InvalidConfig;
+use super::config::schedule::Schedule;
+use super::config::speed::SpeedConfig;
 use super::conn::ConnId;
 
 /// Below this share of the target, the status says what holds the crawl back.
 const ON_TARGET: f64 = 0.9;
 /// Weight of the newest interval in a downloader's mean job time.
 const NEW_WEIGHT: f64 = 0.5;
-
-/// A speed target and where it comes from.
-#[derive(Debug, Clone, Copy, PartialEq)]
-pub(crate) struct Target {
-    /// Pages (fetches) per second.
-    pub pages_per_sec: f64,
-    /// Config, schedule or operator.
-    pub source: TargetSource,
-    /// When the schedule may change it next (wall-clock ms); `None`: never.
-    pub until_ms: Option<u64>,
-}
 
 /// What bounded one dispatch round.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -106,24 +96,13 @@ pub(crate) enum Round {
     Downloaders,
 }
 
-/// An operator's target.
-#[derive(Debug, Clone, Copy)]
-struct Operator {
-    pages_per_sec: f64,
-    until_ms: Option<u64>,
-}
-
 /// Speed-control state of the engine. See the [module docs](self).
 #[derive(Debug)]
 pub(crate) struct SpeedControl {
-    schedule: Schedule,
-    base: f64,
+    /// The target in force (operator, schedule, base).
+    plan: TargetPlan,
     bounds: Bounds,
     interval: Duration,
-    operator: Option<Operator>,
-    target: Target,
-    /// Wall-clock ms at which the target must be worked out again.
-    next_check_ms: u64,
     next_adjust: Instant,
     interval_start: Instant,
     /// Fetches finished in this interval.
@@ -144,21 +123,13 @@ impl SpeedControl {
         config.validate()?;
         let interval = Duration::from_millis(config.adjust_interval_ms);
         Ok(Self {
-            schedule: Schedule::parse(&config.schedule)?,
-            base,
+            plan: TargetPlan::new(Schedule::parse(&config.schedule)?, base),
             bounds: Bounds {
                 min: config.min_connections,
                 max: config.max_connections,
                 headroom: config.connection_headroom,
             },
             interval,
-            operator: None,
-            target: Target {
-                pages_per_sec: base,
-                source: TargetSource::Config,
-                until_ms: None,
-            },
-            next_check_ms: 0,
             next_adjust: now + interval,
             interval_start: now,
             fetches: 0,
@@ -172,56 +143,17 @@ impl SpeedControl {
 
     /// The target in force at `wall`; `Some` when it differs from the last one.
     pub fn refresh(&mut self, wall: u64) -> Option<Target> {
-        if wall < self.next_check_ms {
-            return None;
-        }
-        let target = self.work_out(wall);
-        self.next_check_ms = target.until_ms.unwrap_or(u64::MAX);
-        let changed = target != self.target;
-        self.target = target;
-        changed.then_some(target)
-    }
-
-    fn work_out(&mut self, wall: u64) -> Target {
-        if let Some(op) = self.operator {
-            if op.until_ms.is_none_or(|until| wall < until) {
-                return Target {
-                    pages_per_sec: op.pages_per_sec,
-                    source: TargetSource::Operator,
-                    until_ms: op.until_ms,
-                };
-            }
-            self.operator = None;
-        }
-        let until_ms = self.schedule.next_boundary(wall);
-        match self.schedule.window_at(wall) {
-            Some(w) => Target {
-                pages_per_sec: w.pages_per_sec,
-                source: TargetSource::Schedule,
-                until_ms,
-            },
-            None => Target {
-                pages_per_sec: self.base,
-                source: TargetSource::Config,
-                until_ms,
-            },
-        }
+        self.plan.refresh(wall)
     }
 
     /// An operator's target, from `wall` to the schedule's next boundary.
     pub fn set_operator(&mut self, pages_per_sec: f64, wall: u64) -> Target {
-        self.operator = Some(Operator {
-            pages_per_sec,
-            until_ms: self.schedule.next_boundary(wall),
-        });
-        self.next_check_ms = 0;
-        self.refresh(wall);
-        self.target
+        self.plan.set_operator(pages_per_sec, wall)
     }
 
     /// The target in force.
     pub fn target(&self) -> Target {
-        self.target
+        self.plan.target()
     }
 
     /// A job of `conn` was reported (stored or failed) `out` after it was sent.
@@ -249,7 +181,7 @@ impl SpeedControl {
 
     /// When the next interval ends, or the target may change.
     pub fn next_due(&self, now: Instant, wall: u64) -> Instant {
-        let change = Duration::from_millis(self.next_check_ms.saturating_sub(wall));
+        let change = Duration::from_millis(self.plan.next_check_ms().saturating_sub(wall));
         self.next_adjust
             .min(now.checked_add(change).unwrap_or(self.next_adjust))
     }
@@ -272,7 +204,7 @@ impl SpeedControl {
             .max(0.001);
         self.fetches_per_sec = self.fetches as f64 / secs;
         let [_, hosts, room] = self.rounds;
-        self.limit = if self.fetches_per_sec >= ON_TARGET * self.target.pages_per_sec {
+        self.limit = if self.fetches_per_sec >= ON_TARGET * self.target().pages_per_sec {
             SpeedLimit::Target
         } else if idle() {
             SpeedLimit::Idle
@@ -301,7 +233,7 @@ impl SpeedControl {
             .iter()
             .map(|(conn, _)| self.mean_secs.get(conn).copied())
             .collect();
-        let Some(plan) = plan(self.target.pages_per_sec, self.bounds, &secs) else {
+        let Some(plan) = plan(self.target().pages_per_sec, self.bounds, &secs) else {
             return Vec::new();
         };
         downloaders
@@ -321,8 +253,8 @@ impl SpeedControl {
             means.iter().sum::<f64>() / means.len() as f64 * 1000.0
         };
         SpeedStatus {
-            source: self.target.source,
-            until_ms: self.target.until_ms,
+            source: self.target().source,
+            until_ms: self.target().until_ms,
             limit: self.limit,
             fetches_per_sec: self.fetches_per_sec as f32,
             mean_job_ms: mean_ms as f32,
@@ -339,7 +271,8 @@ fn worth_changing(current: u32, new: u32) -> bool {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::service::speed::config::ScheduleEntry;
+    use crate::service::config::speed::ScheduleEntry;
+    use spool::protocol::TargetSource;
 
     const DAY_MS: u64 = 86_400_000;
 

@@ -12,7 +12,7 @@
 //! This module must never read a clock: times are wall-clock milliseconds since
 //! the Unix epoch, passed in. Cost: O(windows) per question (a handful).
 
-use super::config::ScheduleEntry;
+use super::speed::ScheduleEntry;
 use crate::service::config::InvalidConfig;
 
 const MINUTE_MS: u64 = 60_000;

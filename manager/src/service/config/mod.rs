@@ -8,11 +8,14 @@
 //! core's). Times are milliseconds. This module must never read files or the
 //! environment: `ops` does, and overrides fields from flags.
 
+pub(crate) mod schedule;
+pub mod speed;
+
 use std::path::PathBuf;
 
 use serde::{Deserialize, Serialize};
 
-use super::speed::config::SpeedConfig;
+use self::speed::SpeedConfig;
 use crate::FrontierConfig;
 use crate::frontier::FrontierError;
 

@@ -34,7 +34,7 @@
 
 use std::time::Duration;
 
-use crate::config::FrontierConfig;
+use super::config::FrontierConfig;
 
 /// The facts about one host that its interval depends on.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]

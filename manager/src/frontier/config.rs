@@ -12,7 +12,7 @@
 use serde::{Deserialize, Serialize};
 use spool::ComponentId;
 
-use crate::frontier::FrontierError;
+use super::FrontierError;
 
 /// The largest `connections_per_host` accepted: more is a typo rather than a site's
 /// wish (browsers open 6), and the frontier scans a host's requests in flight
@@ -61,7 +61,7 @@ pub struct FrontierConfig {
     /// more than one. With 1 (the default, as in Polybot) the host's interval runs
     /// from the end of a request to the start of the next; above 1 it runs from the
     /// start of a request to the start of the next, and up to this many requests of
-    /// the host may be in flight at once (see [`crate::politeness`]). The per-IP
+    /// the host may be in flight at once (see [`super::politeness`]). The per-IP
     /// limits below still bound every start. 1 to [`MAX_CONNECTIONS_PER_HOST`].
     pub connections_per_host: u32,
     /// Requests in flight at once to one IP address, over all the hosts (origins) it

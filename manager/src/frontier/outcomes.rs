@@ -30,9 +30,9 @@ use spool::protocol::Pause;
 use spool::publish::Publisher;
 use spool::{AppId, ComponentId, Spool};
 
-use crate::frontier::FrontierError;
-use crate::frontier::records::PendingOutcome;
-use crate::frontier::store::{Batch, Cf, Store};
+use super::FrontierError;
+use super::records::PendingOutcome;
+use super::store::{Batch, Cf, Store};
 
 /// Priority written into outcome file names (there is only one kind of outcome file).
 const OUTCOME_PRIORITY: u8 = 0;

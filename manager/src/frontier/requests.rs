@@ -28,9 +28,9 @@ use spool::formats::{Request, RequestReader};
 use spool::name::SpoolName;
 use spool::{AppId, ComponentId, Spool};
 
-use crate::frontier::FrontierError;
-use crate::frontier::records::{FileProgress, META_FILE_PREFIX, file_key};
-use crate::frontier::store::{Cf, Store};
+use super::FrontierError;
+use super::records::{FileProgress, META_FILE_PREFIX, file_key};
+use super::store::{Cf, Store};
 
 /// URLs read from one request file, to be written in one batch.
 #[derive(Debug)]
@@ -70,15 +70,31 @@ pub(crate) struct RequestFiles {
     resumed: Vec<(AppId, Claimed)>,
     current: Option<Current>,
     quarantined: u64,
+    /// The request number the next URL gets (its place in the crawl order; stored
+    /// as `META_NEXT_REQNO` with the batch that queues the URL).
+    next_reqno: u64,
 }
 
 impl RequestFiles {
+    /// The request number of a URL queued now (loaded or requeued). O(1).
+    pub fn take_reqno(&mut self) -> u64 {
+        let reqno = self.next_reqno;
+        self.next_reqno += 1;
+        reqno
+    }
+
+    /// The request number the next URL gets, to store.
+    pub fn next_reqno(&self) -> u64 {
+        self.next_reqno
+    }
+
     /// The request queue of `spool`; finds the files a previous run claimed and did
     /// not finish (they are loaded first, after what their progress says is done).
     pub fn open(
         spool: Spool,
         component: ComponentId,
         scan_interval_ms: u64,
+        next_reqno: u64,
     ) -> Result<Self, FrontierError> {
         let mut files = Self {
             spool,
@@ -90,6 +106,7 @@ impl RequestFiles {
             resumed: Vec::new(),
             current: None,
             quarantined: 0,
+            next_reqno,
         };
         let mut resumed = Vec::new();
         for app in files.apps()? {
