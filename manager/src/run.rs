@@ -300,7 +300,7 @@ impl Control {
                 self.conns.spawn(task);
             }
             Ok((_, peer)) => {
-                tracing::warn!(%peer, max = MAX_CONNECTIONS, "too many control connections: closing a new one")
+                tracing::warn!(%peer, max = MAX_CONNECTIONS, "too many control connections: closing a new one");
             }
             Err(e) => {
                 // Out of file descriptors, usually: pause instead of spinning.

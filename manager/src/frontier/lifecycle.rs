@@ -257,9 +257,9 @@ impl Frontier {
     ) -> Result<(), FrontierError> {
         if let Some(ip) = Origin::literal_ip(&name) {
             let answer = if self.config.allow_private_addresses || super::dns::is_public(ip) {
-                super::dns::DnsAnswer::Addr(ip)
+                DnsAnswer::Addr(ip)
             } else {
-                super::dns::DnsAnswer::Forbidden(ip)
+                DnsAnswer::Forbidden(ip)
             };
             return self.apply_dns(id, &name, answer, u64::MAX, now_ms, batch);
         }
@@ -347,7 +347,7 @@ impl Frontier {
         record: HostRecord,
         batch: &mut Batch,
     ) -> Result<(), FrontierError> {
-        let Ok(origin) = super::origin::origin_of(&record.origin) else {
+        let Ok(origin) = origin_of(&record.origin) else {
             tracing::warn!(origin = %record.origin, "unparseable stored origin skipped");
             return Ok(());
         };
@@ -445,7 +445,7 @@ impl Frontier {
             batch.put(Cf::Origin, origin.as_bytes().to_vec(), &record);
         }
         if self.hosts.get(id).is_some_and(|h| !h.out.is_empty()) {
-            self.hosts.set_state(id, super::hosts::HostState::InFlight);
+            self.hosts.set_state(id, HostState::InFlight);
             self.save_host(id, batch);
             tracing::info!(host = %origin, %reason, detail, "host dropped; its requests in flight end first");
             return Ok(());
@@ -680,8 +680,7 @@ impl Frontier {
         let record = self.origin_record(&origin.key)?;
         if let Some(reason) = live_drop(&record, now_ms) {
             let detail = format!("{} was dropped earlier: {reason}", origin.key);
-            load.dropped
-                .insert(origin.key.clone(), (reason, detail.clone()));
+            load.dropped.insert(origin.key, (reason, detail.clone()));
             self.load_outcome(&mut load.batch, url, app, reason, &detail, now_ms);
             return Ok(None);
         }

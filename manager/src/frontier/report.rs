@@ -890,5 +890,5 @@ pub(crate) struct Finished {
     /// Its entry among the host's requests in flight (now removed).
     pub out: Out,
     /// The application of a page job.
-    pub app: Option<spool::AppId>,
+    pub app: Option<AppId>,
 }
