@@ -277,7 +277,8 @@ pub async fn run_measured(
                     address: anyone who reaches it reads the figures (changes need the token)");
             }
         }
-        let serve = web::serve(listener, web_settings, events_tx.clone(), web_stop.clone());
+        let asker = engine::AdminAsker::new(events_tx.clone());
+        let serve = web::serve(listener, web_settings, asker, web_stop.clone());
         tokio::spawn(serve)
     });
     let mut conns = JoinSet::new();
