@@ -36,14 +36,15 @@ impl Waiting {
         self.queue.push_back(job);
     }
 
-    /// Holds `job` until `after` starts; gives it back if a job is held after
-    /// `after` already.
-    pub(crate) fn hold(&mut self, after: JobId, job: FetchJob) -> Result<(), FetchJob> {
+    /// Holds `job` until `after` starts; gives it back (`Some`) if a job is held
+    /// after `after` already.
+    #[must_use]
+    pub(crate) fn hold(&mut self, after: JobId, job: FetchJob) -> Option<FetchJob> {
         if self.held.contains_key(&after) {
-            return Err(job);
+            return Some(job);
         }
         self.held.insert(after, job);
-        Ok(())
+        None
     }
 
     /// The first queued job, with the job held after it.
@@ -158,15 +159,15 @@ mod tests {
         let mut w = Waiting::default();
         w.push(job(1));
         w.push(job(2));
-        assert!(w.hold(JobId(1), job(3)).is_ok());
-        assert_eq!(w.hold(JobId(1), job(4)).map_err(|j| j.job), Err(JobId(4)));
+        assert!(w.hold(JobId(1), job(3)).is_none());
+        assert_eq!(w.hold(JobId(1), job(4)).map(|j| j.job), Some(JobId(4)));
         assert_eq!(w.queued(), 2);
         let (first, chained) = w.next().unwrap();
         assert_eq!(
             (first.job, chained.map(|j| j.job)),
             (JobId(1), Some(JobId(3)))
         );
-        assert!(w.hold(JobId(2), job(5)).is_ok());
+        assert!(w.hold(JobId(2), job(5)).is_none());
         let drained: Vec<JobId> = w.drain().into_iter().map(|j| j.job).collect();
         assert_eq!(drained, [JobId(2), JobId(5)]);
         assert!(w.drain().is_empty() && w.next().is_none());

@@ -7,7 +7,8 @@
 //! other input (a free slot, a finished task, a writer event). Jobs wait in a
 //! FIFO queue of the session, in the order the manager sent them; whenever the
 //! fetcher's concurrency limit has a free slot ([`Fetcher::acquire`]), the loop
-//! takes the first job and starts it as a task of a [`JoinSet`] holding that slot.
+//! takes the first job and starts it as a task of a
+//! [`JoinSet`](tokio::task::JoinSet) (in `jobs.rs`) holding that slot.
 //! So "not started" simply means "still in the queue". Reports and commits come
 //! back through the writer's ordered [`Event`] stream; the loop coalesces whatever
 //! is ready into one `FetchReports` message. Past [`MAX_QUEUED`] waiting jobs the
@@ -285,12 +286,12 @@ impl DownloaderRole<'_> {
             Some(after) => {
                 // If the job it follows started already (not the manager's way:
                 // both come in one batch), its report hands this one back.
-                let held = if self.pending.contains(after.job) {
+                let refused = if self.pending.contains(after.job) {
                     self.waiting.hold(after.job, job)
                 } else {
-                    Err(job)
+                    Some(job)
                 };
-                if let Err(job) = held {
+                if let Some(job) = refused {
                     debug!(job = %job.job, after = %after.job, "downloader: chained job with no job to follow, returned");
                     self.hand_back(job.job);
                 }

@@ -8,7 +8,8 @@
 //! request is routed, and before a byte of its body is read, the gate in
 //! `routes.rs` checks the `Host` and, for a mutation, the token, so an
 //! unauthenticated request can learn nothing from how its body is parsed; then the
-//! handler reads its typed parameters (`params.rs`) and hands an [`AdminCommand`] to
+//! handler reads its typed parameters (`params.rs`) and hands an
+//! [`AdminCommand`](spool::protocol::AdminCommand) to
 //! the core through the engine's admin API ([`AdminAsker`]: the same event queue as
 //! the control connections); the core answers it with the same code that answers
 //! `polycrawl status` and admin scripts on the control port (`engine/admin.rs`), so
