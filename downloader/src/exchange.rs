@@ -106,70 +106,76 @@ pub(crate) async fn exchange(
     limits: &Limits,
 ) -> Result<RawResponse, ExchangeError> {
     let addr = wire.addr;
-    let dead = |source| ExchangeError {
-        error: FetchError::Io { addr, source },
-        retryable: true,
-    };
     // Dropped when this exchange ends, however it ends: the address's spacing runs
     // from then too (a host's, with several requests in flight, runs from start to
     // start only).
     let _ip_over = ExchangeEnd::new(wire.gate, addr.ip(), wire.spacing);
-    {
-        // The host's turn first, then the address's (see `ip_gate`).
-        let _host_turn = match &wire.host {
-            Some((key, spacing)) => Some(wire.host_gate.turn(key.clone(), *spacing).await),
-            None => None,
-        };
-        let _turn = wire.gate.turn(addr.ip(), wire.spacing).await;
-        wire.times.sent_us = unix_us();
-        wire.times.written_us = 0;
-        wire.times.received_us = 0;
-        conn.write_all(request).await.map_err(dead)?;
-        conn.flush().await.map_err(dead)?;
-        wire.times.written_us = unix_us();
-    }
+    send(conn, wire, request).await?;
     let sent_at = Instant::now();
-
     let mut buf = BytesMut::with_capacity(READ_CHUNK);
+    let (head, head_len, first_byte) =
+        read_final_head(conn, &mut buf, addr, sent_at, limits).await?;
+    let framing = head::framing(&head, method)?;
+    let body = read_body(conn, buf, head_len, framing, limits.max_body_bytes).await?;
+    wire.times.received_us = unix_us();
+    let reusable = body.complete_and_alone && framing != Framing::Close && head.keep_alive();
+    Ok(RawResponse {
+        raw: body.raw,
+        head_len,
+        head,
+        payload: body.payload,
+        truncated: body.truncated,
+        reusable,
+        first_byte,
+    })
+}
+
+/// Waits for the host's turn, then the address's (see `ip_gate`), and writes
+/// `request`, stamping `sent_us` and `written_us`. A failed write is retryable:
+/// the (reused) connection was dead already.
+async fn send(conn: &mut Conn, wire: &mut Wire<'_>, request: &[u8]) -> Result<(), ExchangeError> {
+    let addr = wire.addr;
+    let dead = |source| ExchangeError {
+        error: FetchError::Io { addr, source },
+        retryable: true,
+    };
+    let _host_turn = match &wire.host {
+        Some((key, spacing)) => Some(wire.host_gate.turn(key.clone(), *spacing).await),
+        None => None,
+    };
+    let _turn = wire.gate.turn(addr.ip(), wire.spacing).await;
+    wire.times.sent_us = unix_us();
+    wire.times.written_us = 0;
+    wire.times.received_us = 0;
+    conn.write_all(request).await.map_err(dead)?;
+    conn.flush().await.map_err(dead)?;
+    wire.times.written_us = unix_us();
+    Ok(())
+}
+
+/// Reads heads into `buf` until the final (non-1xx) one: it, its length (the body
+/// starts there in `buf`) and the time to the first response byte. Interim heads
+/// are dropped from `buf` and count against `max_header_bytes` with the final one.
+async fn read_final_head(
+    conn: &mut Conn,
+    buf: &mut BytesMut,
+    addr: SocketAddr,
+    sent_at: Instant,
+    limits: &Limits,
+) -> Result<(ResponseHead, usize, Duration), ExchangeError> {
     let mut first_byte = None;
     let mut interim_bytes = 0;
-    let (head, head_len) = loop {
-        let mut end = HeadEnd::default();
-        let head_len = loop {
-            if let Some(n) = end.find(&buf) {
-                break n;
-            }
-            if interim_bytes + buf.len() >= limits.max_header_bytes {
-                return Err(too_large(limits).into());
-            }
-            let read = if first_byte.is_none() {
-                tokio::time::timeout(limits.first_byte_timeout, read_some(conn, &mut buf))
-                    .await
-                    .map_err(|_| FetchError::FirstByteTimeout {
-                        after: limits.first_byte_timeout,
-                    })?
-            } else {
-                read_some(conn, &mut buf).await
-            };
-            match read {
-                Ok(0) if first_byte.is_none() => {
-                    return Err(ExchangeError {
-                        error: FetchError::EmptyResponse,
-                        retryable: true,
-                    });
-                }
-                Ok(0) => return Err(FetchError::bad("connection closed inside the head").into()),
-                Ok(_) => {
-                    first_byte.get_or_insert_with(|| sent_at.elapsed());
-                }
-                Err(source) => {
-                    return Err(ExchangeError {
-                        error: FetchError::Io { addr, source },
-                        retryable: first_byte.is_none(),
-                    });
-                }
-            }
-        };
+    loop {
+        let head_len = read_head_end(
+            conn,
+            buf,
+            addr,
+            sent_at,
+            &mut first_byte,
+            interim_bytes,
+            limits,
+        )
+        .await?;
         if interim_bytes + head_len > limits.max_header_bytes {
             return Err(too_large(limits).into());
         }
@@ -186,23 +192,58 @@ pub(crate) async fn exchange(
             buf.advance(head_len);
             continue;
         }
-        break (head, head_len);
-    };
-    let first_byte = first_byte.unwrap_or_default();
+        return Ok((head, head_len, first_byte.unwrap_or_default()));
+    }
+}
 
-    let framing = head::framing(&head, method)?;
-    let body = read_body(conn, buf, head_len, framing, limits.max_body_bytes).await?;
-    wire.times.received_us = unix_us();
-    let reusable = body.complete_and_alone && framing != Framing::Close && head.keep_alive();
-    Ok(RawResponse {
-        raw: body.raw,
-        head_len,
-        head,
-        payload: body.payload,
-        truncated: body.truncated,
-        reusable,
-        first_byte,
-    })
+/// Reads until `buf` holds a whole head: its length. The reads before the first
+/// response byte (`first_byte`, set here) run under the first-byte timeout; an EOF
+/// or error before it is retryable.
+async fn read_head_end(
+    conn: &mut Conn,
+    buf: &mut BytesMut,
+    addr: SocketAddr,
+    sent_at: Instant,
+    first_byte: &mut Option<Duration>,
+    interim_bytes: usize,
+    limits: &Limits,
+) -> Result<usize, ExchangeError> {
+    let mut end = HeadEnd::default();
+    loop {
+        if let Some(n) = end.find(buf) {
+            return Ok(n);
+        }
+        if interim_bytes + buf.len() >= limits.max_header_bytes {
+            return Err(too_large(limits).into());
+        }
+        let read = if first_byte.is_none() {
+            tokio::time::timeout(limits.first_byte_timeout, read_some(conn, buf))
+                .await
+                .map_err(|_| FetchError::FirstByteTimeout {
+                    after: limits.first_byte_timeout,
+                })?
+        } else {
+            read_some(conn, buf).await
+        };
+        match read {
+            Ok(0) if first_byte.is_none() => {
+                return Err(ExchangeError {
+                    error: FetchError::EmptyResponse,
+                    retryable: true,
+                });
+            }
+            Ok(0) => return Err(FetchError::bad("connection closed inside the head").into()),
+            Ok(_) => {
+                first_byte.get_or_insert_with(|| sent_at.elapsed());
+            }
+            Err(source) => {
+                return Err(ExchangeError {
+                    error: FetchError::Io { addr, source },
+                    retryable: first_byte.is_none(),
+                });
+            }
+        }
+    }
 }
 
 fn too_large(limits: &Limits) -> FetchError {

@@ -1,13 +1,15 @@
-//! The response head: finding where it ends, parsing it with httparse, and deciding
-//! from it how the body is framed and whether the connection may be reused.
+//! The response head: finding where it ends, parsing it (with the workspace's one
+//! head parser, [`spool::http::parse_head`]), and deciding from it how the body is
+//! framed and whether the connection may be reused.
 //!
 //! The end of the head is found by an incremental scan for an empty line, so a server
-//! that trickles its head a byte at a time costs linear, not quadratic, work; httparse
-//! then runs once on the complete head. Parsing is lenient where real servers are
+//! that trickles its head a byte at a time costs linear, not quadratic, work; the
+//! parser then runs once on the complete head. Parsing is lenient where real servers are
 //! sloppy (bare LF, obsolete line folding, spaces before the colon) and strict where
 //! framing is at stake (conflicting Content-Length values are an error).
 
 use bytes::Bytes;
+use spool::http::{self, HttpError};
 
 use crate::error::FetchError;
 use crate::job::Method;
@@ -144,38 +146,28 @@ impl HeadEnd {
     }
 }
 
-/// Parses a complete head (as delimited by [`HeadEnd`]).
+/// Parses a complete head (as delimited by [`HeadEnd`]) with the parser the spool
+/// reads stored responses with ([`spool::http::parse_head`]); `max_bytes` is only
+/// named in the error.
 pub fn parse(head: &[u8], max_fields: usize, max_bytes: usize) -> Result<ResponseHead, FetchError> {
-    let mut fields = vec![httparse::EMPTY_HEADER; max_fields];
-    let mut resp = httparse::Response::new(&mut fields);
-    let mut config = httparse::ParserConfig::default();
-    config
-        .allow_spaces_after_header_name_in_responses(true)
-        .allow_obsolete_multiline_headers_in_responses(true)
-        .allow_multiple_spaces_in_response_status_delimiters(true);
-    match config.parse_response(&mut resp, head) {
-        Ok(httparse::Status::Complete(_)) => {}
-        Ok(httparse::Status::Partial) => return Err(FetchError::bad("incomplete response head")),
-        Err(httparse::Error::TooManyHeaders) => {
-            return Err(FetchError::HeadersTooLarge {
-                limit: max_bytes,
-                max_fields,
-            });
-        }
-        Err(e) => return Err(FetchError::bad(format!("unparsable head: {e}"))),
-    }
-    let (Some(version), Some(status)) = (resp.version, resp.code) else {
-        return Err(FetchError::bad("incomplete status line"));
-    };
-    let headers = resp
+    let parsed = http::parse_head(head, max_fields).map_err(|e| match e {
+        HttpError::TooManyFields { .. } => FetchError::HeadersTooLarge {
+            limit: max_bytes,
+            max_fields,
+        },
+        HttpError::IncompleteHead => FetchError::bad("incomplete response head"),
+        HttpError::Head(e) => FetchError::bad(format!("unparsable head: {e}")),
+        other => FetchError::bad(other.to_string()),
+    })?;
+    let headers = parsed
         .headers
-        .iter()
-        .map(|h| (h.name.to_ascii_lowercase(), Bytes::copy_from_slice(h.value)))
+        .into_iter()
+        .map(|(name, value)| (name, Bytes::copy_from_slice(value)))
         .collect();
     Ok(ResponseHead {
-        version,
-        status,
-        reason: resp.reason.unwrap_or("").to_owned(),
+        version: parsed.version,
+        status: parsed.status,
+        reason: parsed.reason.to_owned(),
         headers,
     })
 }

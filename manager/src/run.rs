@@ -24,7 +24,7 @@ use tokio_util::sync::CancellationToken;
 
 use crate::frontier::Frontier;
 use crate::service::conn::{self, ConnId, ConnSettings, Event};
-use crate::service::engine::Engine;
+use crate::service::engine::{AdminAsker, Engine};
 use crate::service::{InvalidConfig, ManagerConfig, ManagerError, StageTimes, robots_file, web};
 
 /// Events queued from connection tasks before they wait for the engine.
@@ -168,7 +168,8 @@ pub async fn run_measured(
                     address: anyone who reaches it reads the figures (changes need the token)");
             }
         }
-        let serve = web::serve(listener, web_settings, events_tx.clone(), web_stop.clone());
+        let asker = AdminAsker::new(events_tx.clone());
+        let serve = web::serve(listener, web_settings, asker, web_stop.clone());
         tokio::spawn(serve)
     });
     let mut control = Control {

@@ -1,8 +1,10 @@
 //! Reading a stored HTTP response: the block of a WARC `response` record, which holds
 //! the response exactly as received (still chunked, still content-encoded).
 //!
-//! [`StoredResponse::parse`] splits the head (status, header fields; lookup by name
-//! is case-insensitive) from the raw body. [`StoredResponse::payload`] removes the
+//! [`parse_head`] is the one HTTP/1.x response-head parser of the workspace: the
+//! downloader parses the heads it reads off the socket with it, and
+//! [`StoredResponse::parse`] splits a stored head (status, header fields; lookup by
+//! name is case-insensitive) from the raw body with it. [`StoredResponse::payload`] removes the
 //! chunked transfer coding (RFC 9112 section 7.1: chunk extensions and trailer fields
 //! skipped, bare LF accepted, a cut body kept and marked truncated).
 //! [`StoredResponse::entity_body`] then undoes `Content-Encoding` (gzip, x-gzip, and
@@ -34,6 +36,12 @@ pub enum HttpError {
     /// The head never ends (no empty line).
     #[error("incomplete response head")]
     IncompleteHead,
+    /// The head has more header fields than allowed.
+    #[error("response head with more than {max} header fields")]
+    TooManyFields {
+        /// The most allowed.
+        max: usize,
+    },
     /// The chunked framing is broken.
     #[error("bad chunked body: {0}")]
     Chunked(&'static str),
@@ -84,31 +92,12 @@ pub struct StoredResponse<'a> {
 impl<'a> StoredResponse<'a> {
     /// Parses `block` (a WARC response record's block).
     pub fn parse(block: &'a [u8]) -> Result<Self, HttpError> {
-        let mut fields = vec![httparse::EMPTY_HEADER; MAX_FIELDS];
-        let mut resp = httparse::Response::new(&mut fields);
-        let mut config = httparse::ParserConfig::default();
-        config
-            .allow_spaces_after_header_name_in_responses(true)
-            .allow_obsolete_multiline_headers_in_responses(true)
-            .allow_multiple_spaces_in_response_status_delimiters(true);
-        let head_len = match config.parse_response(&mut resp, block) {
-            Ok(httparse::Status::Complete(n)) => n,
-            Ok(httparse::Status::Partial) => return Err(HttpError::IncompleteHead),
-            Err(e) => return Err(HttpError::Head(e.to_string())),
-        };
-        let (Some(version), Some(status)) = (resp.version, resp.code) else {
-            return Err(HttpError::IncompleteHead);
-        };
-        let headers = resp
-            .headers
-            .iter()
-            .map(|h| (h.name.to_ascii_lowercase(), h.value))
-            .collect();
+        let head = parse_head(block, MAX_FIELDS)?;
         Ok(Self {
-            status,
-            version,
-            headers,
-            raw_body: &block[head_len..],
+            status: head.status,
+            version: head.version,
+            headers: head.headers,
+            raw_body: &block[head.len..],
         })
     }
 
@@ -188,6 +177,62 @@ impl<'a> StoredResponse<'a> {
         let payload = self.payload()?;
         decode(payload, &self.codings()?, cap)
     }
+}
+
+/// A response head parsed from bytes it borrows: what [`StoredResponse::parse`]
+/// reads from a WARC record and what the downloader reads off the socket.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Head<'a> {
+    /// The minor HTTP version (`1` for HTTP/1.1).
+    pub version: u8,
+    /// The status code (`200`).
+    pub status: u16,
+    /// The reason phrase (may be empty).
+    pub reason: &'a str,
+    /// Header fields in order: names lower-cased, values as sent.
+    pub headers: Vec<(String, &'a [u8])>,
+    /// The head's length in bytes, its final empty line included.
+    pub len: usize,
+}
+
+/// Parses the response head at the start of `bytes`, with at most `max_fields`
+/// header fields. Lenient where real servers are sloppy (bare LF, obsolete line
+/// folding, spaces before the colon, several spaces in the status line); strict
+/// about the rest: a head without an end, a status line without a version or code
+/// ([`HttpError::IncompleteHead`]), more fields than allowed
+/// ([`HttpError::TooManyFields`]), anything else not HTTP/1.x ([`HttpError::Head`]).
+/// One allocation of `max_fields` slots, and the lower-cased names.
+pub fn parse_head(bytes: &[u8], max_fields: usize) -> Result<Head<'_>, HttpError> {
+    let mut fields = vec![httparse::EMPTY_HEADER; max_fields];
+    let mut resp = httparse::Response::new(&mut fields);
+    let mut config = httparse::ParserConfig::default();
+    config
+        .allow_spaces_after_header_name_in_responses(true)
+        .allow_obsolete_multiline_headers_in_responses(true)
+        .allow_multiple_spaces_in_response_status_delimiters(true);
+    let len = match config.parse_response(&mut resp, bytes) {
+        Ok(httparse::Status::Complete(n)) => n,
+        Ok(httparse::Status::Partial) => return Err(HttpError::IncompleteHead),
+        Err(httparse::Error::TooManyHeaders) => {
+            return Err(HttpError::TooManyFields { max: max_fields });
+        }
+        Err(e) => return Err(HttpError::Head(e.to_string())),
+    };
+    let (Some(version), Some(status)) = (resp.version, resp.code) else {
+        return Err(HttpError::IncompleteHead);
+    };
+    let headers = resp
+        .headers
+        .iter()
+        .map(|h| (h.name.to_ascii_lowercase(), h.value))
+        .collect();
+    Ok(Head {
+        version,
+        status,
+        reason: resp.reason.unwrap_or(""),
+        headers,
+        len,
+    })
 }
 
 /// The codings named by `Content-Encoding` tokens (lower case), in order of
@@ -572,6 +617,34 @@ mod tests {
             r.entity_body(100).err(),
             Some(HttpError::Unsupported("br".into()))
         );
+    }
+
+    #[test]
+    fn one_head_parser_lenient_where_servers_are_sloppy() {
+        let text = b"HTTP/1.1  404  Not Found\nX-A : 1\nX-Folded: a\r\n b\n\nbody";
+        let head = parse_head(text, 8).unwrap();
+        assert_eq!(
+            (head.version, head.status, head.reason),
+            (1, 404, "Not Found")
+        );
+        assert_eq!(head.headers[0], ("x-a".to_owned(), &b"1"[..]));
+        assert_eq!(head.headers[1].0, "x-folded");
+        assert_eq!(&text[head.len..], b"body");
+        let many: String = (0..10).map(|i| format!("X-{i}: v\r\n")).collect();
+        let text = format!("HTTP/1.1 200 OK\r\n{many}\r\n");
+        assert_eq!(
+            parse_head(text.as_bytes(), 8),
+            Err(HttpError::TooManyFields { max: 8 })
+        );
+        assert!(parse_head(text.as_bytes(), 10).is_ok());
+        assert_eq!(
+            parse_head(b"HTTP/1.1 200 OK\r\n", 8),
+            Err(HttpError::IncompleteHead)
+        );
+        assert!(matches!(
+            parse_head(b"SSH-2.0-OpenSSH\r\n\r\n", 8),
+            Err(HttpError::Head(_))
+        ));
     }
 
     #[test]

@@ -87,11 +87,13 @@
 mod batch;
 pub mod config;
 pub mod error;
+mod jobs;
 pub mod metrics;
 mod pending;
 mod prepare;
 mod session;
 mod task;
+mod unsent;
 mod wire_log;
 mod writer;
 

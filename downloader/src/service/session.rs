@@ -7,7 +7,8 @@
 //! other input (a free slot, a finished task, a writer event). Jobs wait in a
 //! FIFO queue of the session, in the order the manager sent them; whenever the
 //! fetcher's concurrency limit has a free slot ([`Fetcher::acquire`]), the loop
-//! takes the first job and starts it as a task of a [`JoinSet`] holding that slot.
+//! takes the first job and starts it as a task of a
+//! [`JoinSet`](tokio::task::JoinSet) (in `jobs.rs`) holding that slot.
 //! So "not started" simply means "still in the queue". Reports and commits come
 //! back through the writer's ordered [`Event`] stream; the loop coalesces whatever
 //! is ready into one `FetchReports` message. Past [`MAX_QUEUED`] waiting jobs the
@@ -37,25 +38,25 @@
 //! send has the heartbeat timeout) or a bounded wait for the writer, nor report a
 //! job twice. Cost per message: O(1) plus the size of the batch.
 
-use std::collections::{HashMap, HashSet, VecDeque};
 use std::sync::Arc;
 
 use spool::protocol::client::{ClientRole, Link, Step};
 use spool::protocol::{
-    ByeReason, ComponentState, FetchJob, FetchReport, FetchResult, JobId, Load, Message,
-    ProtocolError, Role, Welcome,
+    ByeReason, ComponentState, FetchJob, JobId, Load, Message, ProtocolError, Role, Welcome,
 };
 use tokio::sync::mpsc;
-use tokio::task::{Id, JoinError, JoinSet};
+use tokio::task::{Id, JoinError};
 use tokio::time::Instant;
 use tokio_util::sync::CancellationToken;
 use tracing::{debug, error, info, warn};
 
 use crate::limit::Permit;
 use crate::service::error::WriteError;
+use crate::service::jobs::{Running, Waiting};
 use crate::service::metrics::MetricsSnapshot;
 use crate::service::pending::Pending;
 use crate::service::task::{self, Chain, JobEnv};
+use crate::service::unsent::Unsent;
 use crate::service::writer::{Command, Event};
 
 /// Events handled before the reports they produced are sent.
@@ -80,22 +81,17 @@ pub(crate) struct DownloaderRole<'a> {
     events: &'a mut mpsc::UnboundedReceiver<Event>,
     /// The connection's number (job ids are only unique within one connection).
     session: u64,
-    tasks: JoinSet<()>,
-    task_jobs: HashMap<Id, JobId>,
+    /// Job tasks running.
+    running: Running,
     /// Every job of this session without a report yet (queued or running).
     pending: Pending,
-    /// Jobs waiting for a slot, in the manager's order.
-    queue: VecDeque<FetchJob>,
-    /// Chained jobs (`spool::protocol::After`) by the job they follow, until that
-    /// job's task starts and takes its chained job along (`task::run`). Pending
-    /// like queued jobs. At most one per job it follows.
-    held: HashMap<JobId, FetchJob>,
+    /// Jobs not started: queued for a slot, or chained after a job (pending too).
+    waiting: Waiting,
     /// Cancelled when this connection drains or is lost: chained jobs inside
     /// running tasks are then not started.
     chain_stop: CancellationToken,
-    /// Jobs reported `Stored` into a page batch that is not published yet.
-    uncommitted: HashSet<JobId>,
-    reports: Vec<FetchReport>,
+    /// Reports not sent yet, and stored jobs whose commit is not sent yet.
+    unsent: Unsent,
     /// Winding down: no job is started any more.
     draining: bool,
     /// The writer was asked to publish everything; waiting for `Flushed`.
@@ -114,14 +110,11 @@ impl<'a> DownloaderRole<'a> {
             env,
             events,
             session: 0,
-            tasks: JoinSet::new(),
-            task_jobs: HashMap::new(),
+            running: Running::default(),
             pending: Pending::default(),
-            queue: VecDeque::new(),
-            held: HashMap::new(),
+            waiting: Waiting::default(),
             chain_stop: CancellationToken::new(),
-            uncommitted: HashSet::new(),
-            reports: Vec::new(),
+            unsent: Unsent::default(),
             draining: false,
             flushing: false,
             rate: (Instant::now(), env.metrics.snapshot()),
@@ -144,8 +137,7 @@ impl ClientRole for DownloaderRole<'_> {
     ) -> Result<(), ProtocolError> {
         self.session = session;
         self.chain_stop = CancellationToken::new();
-        self.uncommitted.clear();
-        self.reports.clear();
+        self.unsent.clear();
         self.draining = false;
         self.flushing = false;
         self.rate = (Instant::now(), self.env.metrics.snapshot());
@@ -156,7 +148,7 @@ impl ClientRole for DownloaderRole<'_> {
     }
 
     fn reading(&self) -> bool {
-        self.queue.len() < MAX_QUEUED
+        self.waiting.queued() < MAX_QUEUED
     }
 
     fn in_flight(&self) -> usize {
@@ -175,18 +167,18 @@ impl ClientRole for DownloaderRole<'_> {
         Load {
             in_flight: u32::try_from(fetcher.in_flight()).unwrap_or(u32::MAX),
             concurrency: u32::try_from(fetcher.concurrency()).unwrap_or(u32::MAX),
-            queued: u32::try_from(self.queue.len()).unwrap_or(u32::MAX),
+            queued: u32::try_from(self.waiting.queued()).unwrap_or(u32::MAX),
             done_per_sec: per_sec(done) as f32,
             bytes_per_sec: per_sec(now_snapshot.wire_bytes - before.wire_bytes) as u64,
         }
     }
 
     async fn next_work(&mut self) -> Work {
-        let dispatching = !self.queue.is_empty() && !self.draining;
-        let running = !self.tasks.is_empty();
+        let dispatching = self.waiting.queued() > 0 && !self.draining;
+        let running = !self.running.is_empty();
         tokio::select! {
             permit = self.env.fetcher.acquire(), if dispatching => Work::Slot(permit),
-            Some(joined) = self.tasks.join_next_with_id(), if running => Work::Joined(joined),
+            Some(joined) = self.running.join_next(), if running => Work::Joined(joined),
             Some(event) = self.events.recv() => Work::Event(event),
             // The events sender lives in `env`: the channel never closes.
             else => std::future::pending().await,
@@ -196,17 +188,15 @@ impl ClientRole for DownloaderRole<'_> {
     async fn on_work(&mut self, link: &Link, work: Work) -> Step<WriteError> {
         match work {
             Work::Slot(permit) => {
-                if let Some(job) = self.queue.pop_front() {
+                if let Some((job, chained)) = self.waiting.next() {
                     let id = job.job;
-                    let chain = self.held.remove(&id).map(|next| Chain {
+                    let chain = chained.map(|next| Chain {
                         next,
                         stop: self.chain_stop.clone(),
                     });
                     let env = Arc::clone(self.env);
-                    let task = self
-                        .tasks
-                        .spawn(task::run(env, self.session, job, permit, chain));
-                    self.task_jobs.insert(task.id(), id);
+                    let task = task::run(env, self.session, job, permit, chain);
+                    self.running.spawn(id, task);
                 }
                 Step::Continue
             }
@@ -227,7 +217,7 @@ impl ClientRole for DownloaderRole<'_> {
                         "downloader: jobs received while draining, returned"
                     );
                     self.env.metrics.returned(jobs.len() as u64);
-                    self.reports.extend(jobs.iter().map(|j| returned(j.job)));
+                    jobs.iter().for_each(|j| self.unsent.returned(j.job));
                     return self.send_reports(link).await;
                 }
                 jobs.into_iter().for_each(|job| self.start(job));
@@ -246,13 +236,12 @@ impl ClientRole for DownloaderRole<'_> {
     async fn begin_drain(&mut self, link: &Link) -> Step<WriteError> {
         self.draining = true;
         self.chain_stop.cancel(); // Chained jobs in running tasks come back too.
-        let waiting = self.queue.len() + self.held.len();
-        let held = self.held.drain().map(|(_, job)| job);
-        for job in self.queue.drain(..).chain(held) {
+        let waiting = self.waiting.drain();
+        for job in &waiting {
             self.pending.remove(job.job);
-            self.reports.push(returned(job.job));
+            self.unsent.returned(job.job);
         }
-        self.env.metrics.returned(waiting as u64);
+        self.env.metrics.returned(waiting.len() as u64);
         self.send_reports(link).await
     }
 
@@ -269,9 +258,7 @@ impl ClientRole for DownloaderRole<'_> {
         if self.flushing {
             return Step::Continue;
         }
-        self.tasks.abort_all();
-        while self.tasks.join_next().await.is_some() {}
-        self.task_jobs.clear();
+        self.running.abort_all().await;
         self.flush().await
     }
 
@@ -279,11 +266,9 @@ impl ClientRole for DownloaderRole<'_> {
     /// own (their reports go nowhere; their pages are still written).
     fn on_disconnected(&mut self) {
         self.chain_stop.cancel();
-        self.queue.clear();
-        self.held.clear();
+        self.waiting.clear();
         self.pending.drain();
-        self.task_jobs.clear();
-        self.tasks.detach_all();
+        self.running.detach_all();
     }
 }
 
@@ -297,15 +282,16 @@ impl DownloaderRole<'_> {
             return;
         }
         match job.after {
-            None => self.queue.push_back(job),
+            None => self.waiting.push(job),
             Some(after) => {
                 // If the job it follows started already (not the manager's way:
                 // both come in one batch), its report hands this one back.
-                let follows =
-                    self.pending.contains(after.job) && !self.held.contains_key(&after.job);
-                if follows {
-                    self.held.insert(after.job, job);
+                let refused = if self.pending.contains(after.job) {
+                    self.waiting.hold(after.job, job)
                 } else {
+                    Some(job)
+                };
+                if let Some(job) = refused {
                     debug!(job = %job.job, after = %after.job, "downloader: chained job with no job to follow, returned");
                     self.hand_back(job.job);
                 }
@@ -317,26 +303,21 @@ impl DownloaderRole<'_> {
     fn hand_back(&mut self, job: JobId) {
         if self.pending.remove(job).is_some() {
             self.env.metrics.returned(1);
-            self.reports.push(returned(job));
+            self.unsent.returned(job);
         }
     }
 
     /// Job `job` was reported while a job chained after it is still held here (it
     /// started before that one came, or never ran): that one is handed back.
     fn release(&mut self, job: JobId) {
-        if let Some(next) = self.held.remove(&job) {
+        if let Some(next) = self.waiting.release(job) {
             self.hand_back(next.job);
         }
     }
 
     /// A job task ended. A panic (a bug) hands its job back.
     fn reap(&mut self, joined: Result<(Id, ()), JoinError>) {
-        let (id, panicked) = match joined {
-            Ok((id, ())) => (id, None),
-            Err(e) => (e.id(), e.is_panic().then_some(e)),
-        };
-        let job = self.task_jobs.remove(&id);
-        if let (Some(e), Some(job)) = (panicked, job) {
+        if let Some((job, e)) = self.running.reap(joined) {
             error!(%job, error = %e, "downloader: job task panicked");
             self.release(job);
             self.hand_back(job);
@@ -378,16 +359,15 @@ impl DownloaderRole<'_> {
                     .flatten();
                 if let Some(app) = app {
                     if in_batch {
-                        self.uncommitted.insert(report.job);
                         self.pending.stored(app);
                     }
-                    self.reports.push(report);
+                    self.unsent.report(report, in_batch);
                 }
             }
             Event::Committed { file, jobs } => {
                 let mine: Vec<JobId> = jobs
                     .iter()
-                    .filter(|t| t.session == self.session && self.uncommitted.remove(&t.job))
+                    .filter(|t| t.session == self.session && self.unsent.commit(t.job))
                     .map(|t| t.job)
                     .collect();
                 if !mine.is_empty() {
@@ -455,7 +435,7 @@ impl DownloaderRole<'_> {
     async fn finish(&mut self, link: &Link) -> Step<WriteError> {
         let left: Vec<JobId> = self.pending.drain();
         self.env.metrics.returned(left.len() as u64);
-        self.reports.extend(left.iter().map(|id| returned(*id)));
+        left.iter().for_each(|id| self.unsent.returned(*id));
         if let Step::Lost(e) = self.send_reports(link).await {
             warn!(error = %e, "downloader: could not send the last reports");
         }
@@ -465,10 +445,11 @@ impl DownloaderRole<'_> {
     /// Sends the reports collected so far, in one message (split only if it would
     /// exceed the frame limit).
     async fn send_reports(&mut self, link: &Link) -> Step<WriteError> {
-        if self.reports.is_empty() {
+        let reports = self.unsent.take_reports();
+        if reports.is_empty() {
             return Step::Continue;
         }
-        let mut parts = vec![std::mem::take(&mut self.reports)];
+        let mut parts = vec![reports];
         while let Some(reports) = parts.pop() {
             let msg = Message::FetchReports { reports };
             match link.send(&msg).await {
@@ -493,12 +474,5 @@ impl DownloaderRole<'_> {
             }
         }
         Step::Continue
-    }
-}
-
-fn returned(job: JobId) -> FetchReport {
-    FetchReport {
-        job,
-        result: FetchResult::Returned,
     }
 }

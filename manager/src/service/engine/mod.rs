@@ -32,6 +32,8 @@ mod apps;
 mod downloaders;
 mod status;
 
+pub(crate) use admin::{AdminAsker, WebAsk};
+
 use std::collections::BTreeSet;
 use std::path::PathBuf;
 use std::time::Duration;

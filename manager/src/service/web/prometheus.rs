@@ -69,38 +69,51 @@ fn reasons(counts: &[ReasonCount]) -> Vec<(&'static str, &'static str, f64)> {
         .collect()
 }
 
-/// The snapshot as Prometheus text.
+/// One sample without labels.
+fn one(v: f64) -> [(&'static str, &'static str, f64); 1] {
+    [("", "", v)]
+}
+
+/// The snapshot as Prometheus text: the crawl's totals, then what is going on now.
 pub fn render(s: &StatusSnapshot) -> String {
     let mut out = String::with_capacity(4096);
-    let one = |v: f64| [("", "", v)];
-    family(
-        &mut out,
-        PAGES,
-        "counter",
-        "Pages stored over the crawl.",
-        &one(s.pages_total as f64),
-    );
-    family(
-        &mut out,
-        REQUESTS,
-        "counter",
-        "Fetches answered or failed over the crawl.",
-        &one(s.requests_total as f64),
-    );
-    family(
-        &mut out,
-        BYTES,
-        "counter",
-        "Response bytes received over the crawl.",
-        &one(s.bytes_total as f64),
-    );
-    family(
-        &mut out,
-        ROBOTS,
-        "counter",
-        "robots.txt verdicts obtained over the crawl.",
-        &one(s.robots_fetched as f64),
-    );
+    totals(&mut out, s);
+    responses(&mut out, s);
+    speed(&mut out, s);
+    work(&mut out, s);
+    hosts(&mut out, s);
+    process(&mut out, s);
+    out
+}
+
+/// The persistent totals: pages, fetches, bytes and robots.txt verdicts.
+fn totals(out: &mut String, s: &StatusSnapshot) {
+    let counters = [
+        (PAGES, "Pages stored over the crawl.", s.pages_total),
+        (
+            REQUESTS,
+            "Fetches answered or failed over the crawl.",
+            s.requests_total,
+        ),
+        (
+            BYTES,
+            "Response bytes received over the crawl.",
+            s.bytes_total,
+        ),
+        (
+            ROBOTS,
+            "robots.txt verdicts obtained over the crawl.",
+            s.robots_fetched,
+        ),
+    ];
+    for (name, help, v) in counters {
+        family(out, name, "counter", help, &one(v as f64));
+    }
+}
+
+/// How fetches ended: page responses by status class, fetch errors and outcomes by
+/// reason.
+fn responses(out: &mut String, s: &StatusSnapshot) {
     let mut classes = [0u64; 6];
     for c in &s.http_status {
         let class = usize::from(c.code / 100);
@@ -112,67 +125,73 @@ pub fn render(s: &StatusSnapshot) -> String {
         .map(|i| ("class", names[i], classes[i] as f64))
         .collect();
     family(
-        &mut out,
+        out,
         RESPONSES,
         "counter",
         "Page responses over the crawl by status class.",
         &by_class,
     );
     family(
-        &mut out,
+        out,
         FETCH_ERRORS,
         "counter",
         "Fetch attempts without a response over the crawl.",
         &reasons(&s.fetch_errors),
     );
     family(
-        &mut out,
+        out,
         OUTCOMES,
         "counter",
         "URLs ended without a page over the crawl.",
         &reasons(&s.outcomes),
     );
+}
+
+/// The speed over three windows and the target in force.
+fn speed(out: &mut String, s: &StatusSnapshot) {
     let speed = [
         ("window", "now", f64::from(s.pages_per_sec_now)),
         ("window", "minute", f64::from(s.pages_per_sec)),
         ("window", "hour", f64::from(s.pages_per_sec_hour)),
     ];
-    family(&mut out, SPEED, "gauge", "Pages stored per second.", &speed);
+    family(out, SPEED, "gauge", "Pages stored per second.", &speed);
     family(
-        &mut out,
+        out,
         TARGET,
         "gauge",
         "The speed target in force.",
         &one(f64::from(s.target_pages_per_sec)),
     );
-    family(
-        &mut out,
-        QUEUED_URLS,
-        "gauge",
-        "URLs in host queues, in flight included.",
-        &one(s.queued_urls as f64),
-    );
-    family(
-        &mut out,
-        IN_FLIGHT,
-        "gauge",
-        "Fetch jobs out at downloaders.",
-        &one(s.in_flight as f64),
-    );
-    family(
-        &mut out,
-        DNS_PENDING,
-        "gauge",
-        "Host names waiting for a resolver.",
-        &one(s.dns_pending as f64),
-    );
-    family(
-        &mut out,
-        REQUEST_FILES_PENDING,
-        "gauge",
-        "Request files not completely loaded.",
-        &one(s.request_files_pending as f64),
-    );
+}
+
+/// The work waiting and under way: queued URLs, jobs out, names to resolve,
+/// request files to load.
+fn work(out: &mut String, s: &StatusSnapshot) {
+    let gauges = [
+        (
+            QUEUED_URLS,
+            "URLs in host queues, in flight included.",
+            s.queued_urls,
+        ),
+        (IN_FLIGHT, "Fetch jobs out at downloaders.", s.in_flight),
+        (
+            DNS_PENDING,
+            "Host names waiting for a resolver.",
+            s.dns_pending,
+        ),
+        (
+            REQUEST_FILES_PENDING,
+            "Request files not completely loaded.",
+            s.request_files_pending,
+        ),
+    ];
+    for (name, help, v) in gauges {
+        family(out, name, "gauge", help, &one(v as f64));
+    }
+}
+
+/// Hosts in memory by state.
+fn hosts(out: &mut String, s: &StatusSnapshot) {
     let h = &s.hosts;
     let hosts = [
         ("state", "resolving", h.resolving as f64),
@@ -185,27 +204,30 @@ pub fn render(s: &StatusSnapshot) -> String {
         ("state", "dead", h.dead as f64),
     ];
     family(
-        &mut out,
+        out,
         HOSTS,
         "gauge",
         "Hosts by state (dead: over the crawl).",
         &hosts,
     );
+}
+
+/// The manager itself: components connected and uptime.
+fn process(out: &mut String, s: &StatusSnapshot) {
     family(
-        &mut out,
+        out,
         COMPONENTS,
         "gauge",
         "Components connected.",
         &one(s.components.len() as f64),
     );
     family(
-        &mut out,
+        out,
         UPTIME,
         "gauge",
         "Seconds since the manager started.",
         &one(s.uptime_ms as f64 / 1000.0),
     );
-    out
 }
 
 #[cfg(test)]
@@ -239,6 +261,38 @@ mod tests {
             "{text}"
         );
         assert!(text.ends_with('\n'));
+        let order: Vec<&str> = text
+            .lines()
+            .filter_map(|l| l.strip_prefix("# TYPE "))
+            .filter_map(|l| l.split(' ').next())
+            .collect();
+        assert_eq!(
+            order,
+            [
+                PAGES,
+                REQUESTS,
+                BYTES,
+                ROBOTS,
+                RESPONSES,
+                FETCH_ERRORS,
+                OUTCOMES,
+                SPEED,
+                TARGET,
+                QUEUED_URLS,
+                IN_FLIGHT,
+                DNS_PENDING,
+                REQUEST_FILES_PENDING,
+                HOSTS,
+                COMPONENTS,
+                UPTIME
+            ]
+        );
+        assert!(text.contains("# HELP polycrawl_received_bytes_total Response bytes received over the crawl.\n# TYPE polycrawl_received_bytes_total counter\npolycrawl_received_bytes_total 1000\n"), "{text}");
+        assert!(
+            text.contains("polycrawl_jobs_in_flight 1\n")
+                && text.contains("polycrawl_uptime_seconds 1.5\n"),
+            "{text}"
+        );
     }
 
     fn snapshot() -> StatusSnapshot {
