@@ -145,13 +145,10 @@ fn parse_xml(xml: &[u8]) -> Result<Option<Sitemap>, SitemapError> {
                 depth += 1;
                 let name = e.local_name();
                 match depth {
-                    1 => {
-                        kind = match name.as_ref() {
-                            b"urlset" => Some(SitemapKind::UrlSet),
-                            b"sitemapindex" => Some(SitemapKind::Index),
-                            _ => return Ok(None),
-                        };
-                    }
+                    1 => match root_kind(name.as_ref()) {
+                        Some(k) => kind = Some(k),
+                        None => return Ok(None),
+                    },
                     3 if name.as_ref() == b"loc" => {
                         in_loc = true;
                         loc.clear();
@@ -178,11 +175,10 @@ fn parse_xml(xml: &[u8]) -> Result<Option<Sitemap>, SitemapError> {
             }
             Event::Empty(e) if depth == 0 => {
                 // `<urlset/>`: an empty sitemap.
-                kind = match e.local_name().as_ref() {
-                    b"urlset" => Some(SitemapKind::UrlSet),
-                    b"sitemapindex" => Some(SitemapKind::Index),
-                    _ => return Ok(None),
-                };
+                match root_kind(e.local_name().as_ref()) {
+                    Some(k) => kind = Some(k),
+                    None => return Ok(None),
+                }
                 break;
             }
             Event::Text(t) if in_loc => {
@@ -194,25 +190,7 @@ fn parse_xml(xml: &[u8]) -> Result<Option<Sitemap>, SitemapError> {
                 loc.push_str(&text);
             }
             Event::GeneralRef(r) if in_loc => {
-                if let Some(c) = r
-                    .resolve_char_ref()
-                    .map_err(|e| bad(&reader, e.to_string()))?
-                {
-                    loc.push(c);
-                } else {
-                    let name = r.decode().map_err(|e| bad(&reader, e.to_string()))?;
-                    let c = match &*name {
-                        "amp" => '&',
-                        "lt" => '<',
-                        "gt" => '>',
-                        "quot" => '"',
-                        "apos" => '\'',
-                        other => {
-                            return Err(bad(&reader, format!("unknown entity &{other};")));
-                        }
-                    };
-                    loc.push(c);
-                }
+                loc.push(general_ref(&r).map_err(|message| bad(&reader, message))?);
             }
             Event::Eof => {
                 return match kind {
@@ -226,6 +204,31 @@ fn parse_xml(xml: &[u8]) -> Result<Option<Sitemap>, SitemapError> {
     }
     sitemap.kind = kind.unwrap_or(SitemapKind::UrlSet);
     Ok(Some(sitemap))
+}
+
+/// The kind of a sitemap whose root element is `name` (`None`: not a sitemap).
+fn root_kind(name: &[u8]) -> Option<SitemapKind> {
+    match name {
+        b"urlset" => Some(SitemapKind::UrlSet),
+        b"sitemapindex" => Some(SitemapKind::Index),
+        _ => None,
+    }
+}
+
+/// The character of a character reference or one of XML's five named entities.
+fn general_ref(r: &quick_xml::events::BytesRef<'_>) -> Result<char, String> {
+    if let Some(c) = r.resolve_char_ref().map_err(|e| e.to_string())? {
+        return Ok(c);
+    }
+    let name = r.decode().map_err(|e| e.to_string())?;
+    match &*name {
+        "amp" => Ok('&'),
+        "lt" => Ok('<'),
+        "gt" => Ok('>'),
+        "quot" => Ok('"'),
+        "apos" => Ok('\''),
+        other => Err(format!("unknown entity &{other};")),
+    }
 }
 
 #[cfg(test)]

@@ -25,16 +25,8 @@ pub fn scan(html: &[u8], raw: &mut RawPage) {
         if tag == Tag::Base && ns != HTML_NS {
             return Ok(());
         }
-        let names = [
-            "href",
-            "src",
-            "rel",
-            "name",
-            "content",
-            "http-equiv",
-            "xlink:href",
-        ];
-        let mut spans: [Option<(usize, usize)>; 7] = [None; 7];
+        let names = ["href", "src", "rel", "name", "content", "http-equiv"];
+        let mut spans: [Option<(usize, usize)>; 6] = [None; 6];
         buf.clear();
         for (slot, name) in names.iter().enumerate() {
             if slot == 6 && ns != SVG_NS {
@@ -55,7 +47,6 @@ pub fn scan(html: &[u8], raw: &mut RawPage) {
             name: get(3),
             content: get(4),
             http_equiv: get(5),
-            xlink_href: get(6),
         };
         page.borrow_mut().element(tag, &attrs);
         Ok(())

@@ -24,7 +24,7 @@ pub fn scan(html: &[u8], raw: &mut RawPage, buf: &mut String) {
         let Some(t) = Tag::from_name(&name) else {
             continue;
         };
-        let mut spans: [Option<(usize, usize)>; 7] = [None; 7];
+        let mut spans: [Option<(usize, usize)>; 6] = [None; 6];
         buf.clear();
         for attr in ATTR.captures_iter(&tag[2]) {
             let slot = match attr[1].to_ascii_lowercase().as_slice() {
@@ -34,7 +34,6 @@ pub fn scan(html: &[u8], raw: &mut RawPage, buf: &mut String) {
                 b"name" => 3,
                 b"content" => 4,
                 b"http-equiv" => 5,
-                b"xlink:href" => 6,
                 _ => continue,
             };
             if spans[slot].is_none() {
@@ -51,7 +50,6 @@ pub fn scan(html: &[u8], raw: &mut RawPage, buf: &mut String) {
         let get = |slot: usize| spans[slot].map(|(s, e)| &buf[s..e]);
         let attrs = Attrs {
             href: get(0),
-            xlink_href: get(6),
             src: get(1),
             rel: get(2),
             name: get(3),

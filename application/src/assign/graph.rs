@@ -45,8 +45,7 @@ use std::path::{Path, PathBuf};
 use url::Url;
 
 use super::AssignError;
-use crate::service::AppConfig;
-use crate::service::pages::{BatchReader, PageLinksOf};
+use crate::links::{BatchReader, LinkRules, PageLinksOf};
 
 /// FNV-1a 64 of a URL's bytes: the URL's identity in the graph.
 pub(crate) fn url_hash(url: &str) -> u64 {
@@ -219,8 +218,9 @@ impl Builder {
 
 impl HostGraph {
     /// Reads every stored page of the repository at `repo` (see the module docs),
-    /// extracting links under `config`'s canonicalization and body cap.
-    pub fn from_repository(repo: &Path, config: &AppConfig) -> Result<Self, AssignError> {
+    /// extracting links under `rules` (an `&AppConfig` gives its canonicalization and body cap).
+    pub fn from_repository(repo: &Path, rules: impl Into<LinkRules>) -> Result<Self, AssignError> {
+        let rules = rules.into();
         let warc = repo.join(storage::repository::WARC_DIR);
         if !warc.is_dir() {
             return Err(AssignError::NotARepository {
@@ -230,7 +230,7 @@ impl HostGraph {
         let mut files = Vec::new();
         collect_batches(&warc, &mut files)?;
         files.sort();
-        let mut reader = BatchReader::new(config.canon(), config.max_body_bytes);
+        let mut reader = BatchReader::new(rules.canon, rules.max_body_bytes);
         let mut builder = Builder::new();
         for file in &files {
             reader
@@ -397,6 +397,7 @@ pub(crate) mod tests {
     use spool::{AppId, ComponentId, Spool};
 
     use super::*;
+    use crate::service::AppConfig;
 
     /// A 200 HTML response linking `links`, or a 301 to `location`.
     fn raw(links: &[&str], location: Option<&str>) -> Vec<u8> {

@@ -1,8 +1,8 @@
 //! Link extraction: the followable links of an HTML page, as a browser's DOM
 //! (scripting off) holds them.
 //!
-//! [`Extractor::extract`] returns, in document order, the `href` of `<a>` (HTML, and
-//! SVG with `href` or `xlink:href`) and `<area>`, the `src` of `<iframe>` and of
+//! [`Extractor::extract`] returns, in document order, the `href` of `<a>` and
+//! `<area>`, the `src` of `<iframe>` and of
 //! `<frame>` inside a `<frameset>`, the `href` of `<link>` whose `rel` is
 //! navigational, and the URL of `<meta http-equiv=refresh content="N; url=...">`,
 //! resolved against the first `<base href>` (itself resolved against the page URL)
@@ -34,8 +34,10 @@
 //!   ordinary markup and CDATA is real; the breakout tags (`<p>`, `<div>`,
 //!   `<font color>`, `</p>`, ...) end it; integration points (`foreignObject`,
 //!   `desc`, `title`, `mi`..`mtext`, HTML `annotation-xml`) read HTML, and an HTML
-//!   element left open there keeps `</desc>` from closing it. SVG `<a>` is a link;
-//!   SVG or MathML `<base>`, `<link>`, `<iframe>`, `<area>`, `<frame>` are not.
+//!   element left open there keeps `</desc>` from closing it. Only HTML elements
+//!   carry links: SVG `<a>` (a browser's clickable SVG link) is not followed, as
+//!   html5ever's tree has it outside the HTML namespace, and SVG or MathML `<base>`,
+//!   `<link>`, `<iframe>`, `<area>`, `<frame>` are not either.
 //! - `<template>` contents are inert: no link, base or robots rule in them counts.
 //! - `<frame>` counts only inside `<frameset>`; a `<frameset>` in a body that has
 //!   shown nothing yet (the frameset-ok flag) replaces that body and its links;
@@ -86,6 +88,8 @@
 mod charset;
 mod entities;
 mod entity_table;
+#[cfg(test)]
+mod hard_pages;
 mod meta;
 mod names;
 mod page;

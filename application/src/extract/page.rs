@@ -53,8 +53,6 @@ impl Tag {
 pub struct Attrs<'a> {
     /// `href`.
     pub href: Option<&'a str>,
-    /// `xlink:href` on an SVG `<a>` (used when `href` is absent).
-    pub xlink_href: Option<&'a str>,
     /// `src`.
     pub src: Option<&'a str>,
     /// `rel`.
@@ -70,7 +68,7 @@ pub struct Attrs<'a> {
 /// Which element a link came from.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub enum LinkKind {
-    /// `<a href>` (HTML or SVG).
+    /// `<a href>`.
     Anchor,
     /// `<area href>`.
     Area,
@@ -209,7 +207,7 @@ impl RawPage {
         let event = self.events;
         self.events += 1;
         let (kind, value) = match tag {
-            Tag::A => (LinkKind::Anchor, attrs.href.or(attrs.xlink_href)),
+            Tag::A => (LinkKind::Anchor, attrs.href),
             Tag::Area => (LinkKind::Area, attrs.href),
             Tag::Frame => (LinkKind::Frame, attrs.src),
             Tag::Iframe => (LinkKind::Iframe, attrs.src),

@@ -55,12 +55,11 @@ pub(super) struct Scanner {
 
 /// Attribute slots, in [`Attrs`] order.
 const HREF: usize = 0;
-const XLINK_HREF: usize = 1;
-const SRC: usize = 2;
-const REL: usize = 3;
-const NAME: usize = 4;
-const CONTENT: usize = 5;
-const HTTP_EQUIV: usize = 6;
+const SRC: usize = 1;
+const REL: usize = 2;
+const NAME: usize = 3;
+const CONTENT: usize = 4;
+const HTTP_EQUIV: usize = 5;
 
 /// Character data that is not all ASCII whitespace (NUL is dropped in body).
 fn has_text(text: &[u8]) -> bool {
@@ -161,7 +160,7 @@ impl Scanner {
                 return Some(tag_end.next);
             }
             if !info.has(BREAKOUT) {
-                return self.foreign_start_tag(html, start, end, info, page);
+                return self.foreign_start_tag(html, start, end, info);
             }
             self.stack.break_out();
         }
@@ -184,18 +183,15 @@ impl Scanner {
         start: usize,
         end: usize,
         info: Info,
-        page: &mut RawPage,
     ) -> Option<usize> {
         let ns = match self.stack.top().map(|o| o.what) {
             Some(What::Foreign(ns, _)) => ns,
             _ => Ns::Svg,
         };
         let mut html_encoding = false;
+        // No foreign element carries a link: an SVG `<a>` is not in the HTML
+        // namespace, where a crawler's links are (html5ever's tree says the same).
         let tag_end = match (ns, info.kind) {
-            (Ns::Svg, Kind::Link(Tag::A)) => {
-                let record = !self.stack.in_template();
-                self.link_element(html, end, Tag::A, true, record, page)?
-            }
             (Ns::Math, Kind::AnnotationXml) => tag::attributes(html, end, |attr, value| {
                 if attr.eq_ignore_ascii_case(b"encoding") {
                     html_encoding |= value.eq_ignore_ascii_case(b"text/html")
@@ -260,9 +256,7 @@ impl Scanner {
         match info.kind {
             Kind::Link(Tag::Frame) => tag::skip(html, end),
             Kind::Link(t) => {
-                let next = self
-                    .link_element(html, end, t, false, !in_template, page)?
-                    .next;
+                let next = self.link_element(html, end, t, !in_template, page)?.next;
                 match t {
                     Tag::Iframe => raw_text_end(html, next, b"iframe"),
                     _ => Some(next),
@@ -339,7 +333,7 @@ impl Scanner {
                 tag::skip(html, end)
             }
             (Mode::Frameset, Kind::Link(Tag::Frame)) => self
-                .link_element(html, end, Tag::Frame, false, true, page)
+                .link_element(html, end, Tag::Frame, true, page)
                 .map(|e| e.next),
             (_, Kind::RawText(b"noframes")) => {
                 raw_text_end(html, tag::skip(html, end)?, b"noframes")
@@ -428,7 +422,6 @@ impl Scanner {
         html: &[u8],
         pos: usize,
         t: Tag,
-        foreign: bool,
         record: bool,
         page: &mut RawPage,
     ) -> Option<tag::TagEnd> {
@@ -436,14 +429,13 @@ impl Scanner {
             return tag::attributes(html, pos, |_, _| {});
         }
         let wanted: &[usize] = match t {
-            Tag::A if foreign => &[HREF, XLINK_HREF],
             Tag::A | Tag::Area | Tag::Base => &[HREF],
             Tag::Frame | Tag::Iframe => &[SRC],
             Tag::Link => &[REL, HREF],
             Tag::Meta => &[NAME, CONTENT, HTTP_EQUIV],
         };
-        let mut spans: [Option<(usize, usize)>; 7] = [None; 7];
-        let mut seen = [false; 7];
+        let mut spans: [Option<(usize, usize)>; 6] = [None; 6];
+        let mut seen = [false; 6];
         let values = &mut self.values;
         values.clear();
         let mut encoding = page.encoding();
@@ -468,7 +460,6 @@ impl Scanner {
         let get = |slot: usize| spans[slot].map(|(s, e)| &self.values[s..e]);
         let attrs = Attrs {
             href: get(HREF),
-            xlink_href: get(XLINK_HREF),
             src: get(SRC),
             rel: get(REL),
             name: get(NAME),
@@ -489,7 +480,6 @@ fn slot_of(name: &[u8]) -> Option<usize> {
         4 if eq("name") => NAME,
         7 if eq("content") => CONTENT,
         10 if eq("http-equiv") => HTTP_EQUIV,
-        10 if eq("xlink:href") => XLINK_HREF,
         _ => return None,
     })
 }

@@ -30,9 +30,9 @@ use super::distributor::{Move, plan};
 use super::party::{Met, Party};
 use super::{SeedsConfig, SeedsSummary};
 use crate::canon::{self, CanonConfig};
+use crate::links::{BatchReader, PageLinksOf};
 use crate::parts::{Ownership, host_of};
 use crate::service::crawl::{format_error, read_lines};
-use crate::service::pages::{BatchReader, PageLinksOf};
 use crate::service::scope::Scope;
 use crate::service::{AppConfig, AppError, End, PartMode};
 

@@ -10,7 +10,9 @@ use spool::name::Priority;
 use super::budget::BudgetRule;
 use super::error::AppError;
 use super::scope::Scope;
+use super::traps::TrapRules;
 use crate::canon::{CanonConfig, DEFAULT_MAX_URL_LEN, DEFAULT_SESSION_PARAMS};
+use crate::links::LinkRules;
 use crate::parts::Ownership;
 use crate::seen::{DEFAULT_BUFFER_BYTES, SeenConfig};
 
@@ -366,6 +368,16 @@ impl AppConfig {
         })
     }
 
+    /// The trap detectors' limits.
+    pub(crate) fn trap_rules(&self) -> TrapRules {
+        TrapRules {
+            max_steps: self.max_sequence_steps,
+            max_date_pages: self.max_date_pages_per_host,
+            years_past: self.max_date_years_past,
+            years_ahead: self.max_date_years_ahead,
+        }
+    }
+
     /// The host budget rule.
     pub(crate) fn budget_rule(&self) -> BudgetRule {
         BudgetRule {
@@ -525,4 +537,13 @@ impl AppConfig {
 
 pub(crate) fn invalid(field: &'static str, reason: String) -> AppError {
     AppError::Config { field, reason }
+}
+
+impl From<&AppConfig> for LinkRules {
+    fn from(config: &AppConfig) -> LinkRules {
+        LinkRules {
+            canon: config.canon(),
+            max_body_bytes: config.max_body_bytes,
+        }
+    }
 }

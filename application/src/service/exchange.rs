@@ -250,6 +250,37 @@ struct Sites {
     fix: bool,
 }
 
+impl Sites {
+    /// A two-level agent's side of the coordinator of the crawl `stem` under
+    /// `root`, with the parked URLs saved in the state folder (a partial last
+    /// line, from a crash, cut).
+    fn open(
+        config: &AppConfig,
+        root: &Spool,
+        stem: &str,
+        id: &ComponentId,
+    ) -> Result<Self, AppError> {
+        let parked_path = config.state_dir.join("parked");
+        fs::create_dir_all(&config.state_dir).map_err(|source| AppError::File {
+            path: config.state_dir.clone(),
+            source,
+        })?;
+        let parked = cut_partial_line(&parked_path)?;
+        Ok(Sites {
+            assign_dir: crate::coordinator::assignment_dir(root.root(), stem),
+            read: 0,
+            parked_path,
+            parked,
+            reported: Default::default(),
+            root: root.root().to_owned(),
+            stem: stem.to_owned(),
+            producer: id.clone(),
+            last_look: None,
+            fix: config.coverage_fix,
+        })
+    }
+}
+
 /// How often, at most, the owners' status files are read to find idle owners
 /// (and, in two-level mode, the assignment folder is listed).
 const LOOK_EVERY: Duration = Duration::from_millis(50);
@@ -316,24 +347,7 @@ impl Parts {
             })?;
             folders.push(root.exchange(&app)?);
             apps.push(coord);
-            let parked_path = config.state_dir.join("parked");
-            fs::create_dir_all(&config.state_dir).map_err(|source| AppError::File {
-                path: config.state_dir.clone(),
-                source,
-            })?;
-            let parked = cut_partial_line(&parked_path)?;
-            Some(Sites {
-                assign_dir: crate::coordinator::assignment_dir(root.root(), &stem),
-                read: 0,
-                parked_path,
-                parked,
-                reported: Default::default(),
-                root: root.root().to_owned(),
-                stem: stem.clone(),
-                producer: id.clone(),
-                last_look: None,
-                fix: config.coverage_fix,
-            })
+            Some(Sites::open(config, &root, &stem, id)?)
         } else {
             None
         };

@@ -90,7 +90,6 @@ mod deferred;
 pub mod error;
 pub mod exchange;
 mod pace;
-pub mod pages;
 mod pause;
 mod read_ahead;
 pub mod scope;
@@ -103,13 +102,22 @@ use spool::Spool;
 use tokio::sync::{mpsc, watch};
 use tokio_util::sync::CancellationToken;
 
+/// The page-batch reader, where it was before it moved to [`crate::links::batch`].
+pub use crate::links::batch as pages;
 pub use budget::HostCut;
 pub use config::{AppConfig, PartMode, Partitioning};
 pub use control::{ControlSettings, default_id};
-#[doc(hidden)]
-pub use crawl::CrashHook;
 pub use error::AppError;
 pub use summary::{End, Summary};
+
+/// Test hook: stop dead (like `kill -9`: nothing more is written) after this many
+/// request files have been published in this run.
+#[doc(hidden)]
+#[derive(Debug, Clone, Copy, Default)]
+pub struct CrashHook {
+    /// Request files published before the simulated crash.
+    pub after_request_files: Option<u64>,
+}
 
 /// Runs the application until the crawl is complete, `shutdown` is cancelled (after
 /// a checkpoint), or the manager refuses it. `seeds` add to `config.seeds_file`.

@@ -25,7 +25,7 @@ use spool::discover::Waker;
 use storage::{CheckedBatch, StorageError};
 
 use super::error::AppError;
-use super::pages::{BatchReader, PageLinksOf};
+use crate::links::{BatchReader, PageLinksOf};
 
 /// One batch, read.
 pub(crate) struct ReadBatch {

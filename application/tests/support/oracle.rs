@@ -11,8 +11,6 @@ use scraper::{Html, HtmlTreeSink, Node};
 use url::Url;
 
 const HTML_NS: &str = "http://www.w3.org/1999/xhtml";
-const XLINK_NS: &str = "http://www.w3.org/1999/xlink";
-const SVG_NS: &str = "http://www.w3.org/2000/svg";
 
 /// Parses `html` (in `encoding`, as a browser decides it) into a DOM.
 pub fn parse(html: &[u8], encoding: &'static Encoding) -> Html {
@@ -28,8 +26,9 @@ pub fn parse(html: &[u8], encoding: &'static Encoding) -> Html {
     driver::parse_document(HtmlTreeSink::new(Html::new_document()), opts).one(&*text)
 }
 
-/// Fills `raw` with the link elements of the DOM in tree order: HTML elements, and
-/// `<a>` in SVG. Template contents are not part of the document and are skipped.
+/// Fills `raw` with the link elements of the DOM in tree order: HTML elements only
+/// (an SVG `<a>` is not a link). Template contents are not part of the document and
+/// are skipped.
 pub fn scan(doc: &Html, raw: &mut RawPage) {
     // Depth-first, children in order: tree order. An explicit stack, since
     // hostile pages nest deeply.
@@ -51,18 +50,12 @@ fn element(el: &scraper::node::Element, ns: &str, raw: &mut RawPage) {
     let Some(tag) = Tag::from_name(&el.name.local) else {
         return;
     };
-    if !(ns == HTML_NS || ns == SVG_NS && tag == Tag::A) {
+    if ns != HTML_NS {
         return;
     }
     let plain = |name: &str| el.attr(name);
-    let xlink_href = el
-        .attrs
-        .iter()
-        .find(|(q, _)| &*q.ns == XLINK_NS && &*q.local == "href")
-        .map(|(_, v)| &**v);
     let attrs = Attrs {
         href: plain("href"),
-        xlink_href,
         src: plain("src"),
         rel: plain("rel"),
         name: plain("name"),

@@ -152,18 +152,20 @@ pub const CASES: &[Case] = &[
     case("plaintext", b"<a href=/yes><plaintext><a href=/no></plaintext><a href=/no2>", &["/yes"]),
     case("noscript_counts", b"<noscript><a href=/ns></noscript>", &["/ns"]),
     // Foreign content.
-    case("svg_links", b"<svg><a href=/svg-a><text>x</text></a><a xlink:href=/xl></a></svg>", &["/svg-a", "/xl"]),
-    case("svg_style_is_markup", b"<svg><style><a href=/in-svg-style></a></style></svg>", &["/in-svg-style"]),
-    case("svg_title_is_not_rcdata", b"<svg><title>t</title><a href=/after-title></a></svg>", &["/after-title"]),
+    // An SVG `<a>` is not in the HTML namespace: not a link (as html5ever's tree
+    // reads it, issue 30). Probes inside SVG use a breakout tag (`<b>`) instead.
+    case("svg_links", b"<svg><a href=/svg-a><text>x</text></a><a xlink:href=/xl></a></svg>", &[]),
+    case("svg_style_is_markup", b"<svg><style><b><a href=/in-svg-style></a></b></style></svg>", &["/in-svg-style"]),
+    case("svg_title_is_not_rcdata", b"<svg><title>t<b><a href=/in-title></a></b></title></svg>", &["/in-title"]),
     case("svg_self_closing", b"<svg/><style><a href=/no></style><a href=/yes>", &["/yes"]),
     case("svg_breakout", b"<svg><p><style><a href=/no></style></p></svg><a href=/yes>", &["/yes"]),
     case(
         "svg_foreign_object",
-        b"<svg><foreignObject><style><a href=/no></style><a href=/yes></a></foreignObject><style><a href=/svg></style></svg>",
+        b"<svg><foreignObject><style><a href=/no></style><a href=/yes></a></foreignObject><style><b><a href=/svg></a></b></style></svg>",
         &["/yes", "/svg"],
     ),
     case("math_text_point", b"<math><mi><style><a href=/no></style></mi></math><a href=/yes>", &["/yes"]),
-    case("font_breakout", b"<svg><font color=red><style><a href=/no></style></svg><svg><font><a href=/yes></svg>", &["/yes"]),
+    case("font_breakout", b"<svg><font color=red><style><a href=/no></style></svg><svg><font><style><b><a href=/yes></a></b></style></svg>", &["/yes"]),
     case("cdata_in_foreign_object", b"<svg><foreignObject><![CDATA[ <b> <a href=/no> ]]></foreignObject></svg>", &[]),
     case("svg_base_ignored", b"<svg><base href=/svgbase/></svg><a href=x>", &["/dir/x"]),
     // Where the tree builder drops or moves what the tokenizer saw.
@@ -188,15 +190,15 @@ pub const CASES: &[Case] = &[
     case("template_inert", b"<template><a href=/t></a><base href=/tb/><link rel=next href=/tl></template><a href=x>", &["/dir/x"]),
     case("template_nested", b"<template><template></template><a href=/t2></template><a href=/yes>", &["/yes"]),
     case("template_robots", b"<template><meta name=robots content=nofollow></template><a href=/yes>", &["/yes"]),
-    case("template_in_svg_is_svg", b"<svg><template><a href=/svg-template-a></a></template></svg>", &["/svg-template-a"]),
+    case("template_in_svg_is_svg", b"<svg><template><b><a href=/svg-template-a></a></b></template></svg>", &["/svg-template-a"]),
     case("template_closes_foreign", b"<template><svg><style></template><style><a href=/no></style><a href=/yes>", &["/yes"]),
     case("template_in_head", b"<head><template><meta http-equiv=refresh content=\"0; url=/no\"></template></head><a href=/yes>", &["/yes"]),
     // Foreign content: what is SVG or MathML, and where HTML breaks out.
-    case("svg_anchor_nested", b"<svg><g><a href=/g1><text>t</text></a></g><a xlink:href=/x2 href=/h2></a><A XLINK:HREF=/x3></A></svg>", &["/g1", "/h2", "/x3"]),
+    case("svg_anchor_nested", b"<svg><g><a href=/g1><text>t</text></a></g><a xlink:href=/x2 href=/h2></a><A XLINK:HREF=/x3></A></svg>", &[]),
     case("math_anchor_is_not_a_link", b"<math><mi><a href=/html-a>x</a></mi><a href=/math-a></a></math>", &["/html-a"]),
     case("math_breakout", b"<math><mrow><div><a href=/d></a></div></mrow></math><style><a href=/no></style>", &["/d"]),
     case("math_style_is_markup", b"<math><style><a href=/math-a></a></style></math><a href=/yes>", &["/yes"]),
-    case("foreign_link_elements", b"<svg><iframe src=/no><a href=/in-iframe></a></iframe><link rel=next href=/no2><area href=/no3><frame src=/no4><base href=/b/></svg><a href=x>", &["/in-iframe", "/dir/x"]),
+    case("foreign_link_elements", b"<svg><link rel=next href=/no2><area href=/no3><frame src=/no4><base href=/b/><iframe src=/no><b><a href=/in-iframe></a></b></iframe></svg><a href=x>", &["/in-iframe", "/dir/x"]),
     case("svg_end_p_breaks_out", b"<svg></p><style><a href=/no></style></svg><a href=/yes>", &["/yes"]),
     case("svg_end_br_breaks_out", b"<svg><g></br><style><a href=/no></style><a href=/yes>", &["/yes"]),
     differs(
@@ -206,15 +208,15 @@ pub const CASES: &[Case] = &[
         "the Standard makes annotation-xml with an HTML encoding an HTML integration point; \
          html5ever asks its tree sink, and scraper's answers no (the trait's default)",
     ),
-    case("annotation_xml_svg", b"<math><annotation-xml><svg><a href=/svg-in-math></a></svg></annotation-xml><a href=/math-a></a></math>", &["/svg-in-math"]),
+    case("annotation_xml_svg", b"<math><annotation-xml><svg><foreignObject><a href=/svg-in-math></a></foreignObject></svg></annotation-xml><a href=/math-a></a></math>", &["/svg-in-math"]),
     case("svg_in_math_is_math", b"<math><svg><a href=/no></a></svg></math><a href=/yes>", &["/yes"]),
-    case("svg_script_is_markup", b"<svg><script><a href=/in-svg-script></a></script></svg>", &["/in-svg-script"]),
+    case("svg_script_is_markup", b"<svg><script><b><a href=/in-svg-script></a></b></script></svg>", &["/in-svg-script"]),
     case("foreign_object_div_left_open", b"<svg><foreignObject><div></foreignObject><style><a href=/no></style><a href=/yes></svg>", &["/yes"]),
-    case("integration_point_closed", b"<svg><desc><b>x</b></desc><style><a href=/svg-style></a></style></svg>", &["/svg-style"]),
+    case("integration_point_closed", b"<svg><desc><b>x</b></desc><style><b><a href=/svg-style></a></b></style></svg>", &["/svg-style"]),
     case("cdata_in_html_inside_svg", b"<svg><foreignObject><div><![CDATA[<a href=/no>]]></div></foreignObject></svg><a href=/yes>", &["/yes"]),
-    case("svg_title_nested_math", b"<svg><title><math><title></title><style><a href=/math-style-a></a></style></math></title><style><a href=/svg-a></a></style></svg>", &["/svg-a"]),
+    case("svg_title_nested_math", b"<svg><title><math><title></title><style><a href=/math-style-a></a></style></math></title><style><b><a href=/svg-a></a></b></style></svg>", &["/svg-a"]),
     case("mglyph_stays_math", b"<math><mi><mglyph><a href=/no></a></mglyph><b><a href=/yes></a></b></mi></math>", &["/yes"]),
-    case("font_without_attrs_stays_svg", b"<svg><font face=x></font><style><a href=/no></style><svg><font><style><a href=/svg-a></a></style></font></svg>", &["/svg-a"]),
+    case("font_without_attrs_stays_svg", b"<svg><font face=x></font><style><a href=/no></style><svg><font><style><b><a href=/svg-a></a></b></style></font></svg>", &["/svg-a"]),
     // Head and after-body: elements still land in the body.
     case(
         "noscript_in_head",
@@ -250,7 +252,7 @@ pub const CASES: &[Case] = &[
     case("anchor_in_select", b"<select><option>1<a href=/sel>x</a></select>", &["/sel"]),
     case(
         "svg_title_with_markup",
-        b"<svg><title><a href=/t></a></title><style><a href=/s></style></svg>",
+        b"<svg><title><a href=/t></a></title><style><b><a href=/s></a></b></style></svg>",
         &["/t", "/s"],
     ),
 ];

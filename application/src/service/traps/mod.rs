@@ -33,7 +33,6 @@ use std::hash::{BuildHasher, BuildHasherDefault, DefaultHasher};
 use url::Url;
 
 use self::sequence::{HostShapes, Shape};
-use super::config::AppConfig;
 
 /// URLs kept per detector to show what it cut.
 pub const EXAMPLES: usize = 3;
@@ -113,17 +112,28 @@ pub(crate) struct Traps {
     page: Option<(String, Option<Shape>)>,
 }
 
+/// The detectors' limits (the app config's `max_sequence_steps`,
+/// `max_date_pages_per_host`, `max_date_years_past`, `max_date_years_ahead`;
+/// 0 years is no limit).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) struct TrapRules {
+    pub max_steps: u32,
+    pub max_date_pages: u32,
+    pub years_past: u32,
+    pub years_ahead: u32,
+}
+
 impl Traps {
-    /// The detectors of `config`, with the crawl's date `days` since 1970-01-01.
-    pub(crate) fn new(config: &AppConfig, days: i64) -> Self {
+    /// The detectors under `rules`, with the crawl's date `days` since 1970-01-01.
+    pub(crate) fn new(rules: TrapRules, days: i64) -> Self {
         let (year, month) = dates::year_month(days);
         let years = |n: u32| (n > 0).then_some(i64::from(n) * 12);
         Self {
-            max_steps: config.max_sequence_steps,
-            max_date_pages: config.max_date_pages_per_host as usize,
+            max_steps: rules.max_steps,
+            max_date_pages: rules.max_date_pages as usize,
             today: year * 12 + i64::from(month) - 1,
-            past: years(config.max_date_years_past),
-            ahead: years(config.max_date_years_ahead),
+            past: years(rules.years_past),
+            ahead: years(rules.years_ahead),
             hosts: HashMap::new(),
             examples: HashMap::new(),
             page: None,
@@ -231,6 +241,7 @@ fn shape(url: &Url) -> Option<Shape> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::service::config::AppConfig;
 
     /// 2025-06-15.
     const TODAY: i64 = 20_254;
@@ -238,7 +249,7 @@ mod tests {
     fn traps(edit: impl FnOnce(&mut AppConfig)) -> Traps {
         let mut c = AppConfig::default();
         edit(&mut c);
-        Traps::new(&c, TODAY)
+        Traps::new(c.trap_rules(), TODAY)
     }
 
     fn check(t: &mut Traps, url: &str, from: Option<&str>) -> Result<(), Detector> {

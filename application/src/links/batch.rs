@@ -22,9 +22,9 @@ use spool::http::StoredResponse;
 use spool::warc::{DEPTH_FIELD, HOPS_FIELD, Record, RecordType};
 use url::Url;
 
+use super::canonical_links;
 use crate::canon::{self, CanonConfig};
 use crate::extract::{Extractor, PageLinks};
-use crate::links::canonical_links;
 use crate::sitemap;
 
 /// What one response record gives.
@@ -32,6 +32,9 @@ use crate::sitemap;
 pub struct PageLinksOf {
     /// The record's `WARC-Target-URI`.
     pub url: String,
+    /// That URL parsed (`None` if it does not parse: then the page has no links),
+    /// so that no reader of the links parses it again.
+    pub page: Option<Url>,
     /// Its link depth (`Polycrawl-Depth`; `None` for records written without it).
     pub depth: Option<u32>,
     /// Redirects followed to reach it (`Polycrawl-Hops`; absent is 0).
@@ -99,9 +102,14 @@ impl BatchReader {
         let target = target.to_owned();
         let number = |name| rec.headers.get(name).and_then(|v| v.trim().parse().ok());
         let (depth, hops) = (number(DEPTH_FIELD), number(HOPS_FIELD).unwrap_or(0));
-        let (redirect, links) = self.links_of(&target, &rec.block);
+        let page_url = Url::parse(&target).ok();
+        let (redirect, links) = match &page_url {
+            Some(base) => self.links_of(base, &rec.block),
+            None => (None, Vec::new()),
+        };
         page(PageLinksOf {
             url: target,
+            page: page_url,
             depth,
             hops,
             redirect,
@@ -110,17 +118,14 @@ impl BatchReader {
     }
 
     /// The redirect target and the page's links.
-    fn links_of(&mut self, target: &str, block: &[u8]) -> (Option<Url>, Vec<Url>) {
-        let Ok(base) = Url::parse(target) else {
-            return (None, Vec::new());
-        };
+    fn links_of(&mut self, base: &Url, block: &[u8]) -> (Option<Url>, Vec<Url>) {
         let Ok(resp) = StoredResponse::parse(block) else {
             return (None, Vec::new());
         };
         let mut redirect = None;
         if resp.is_redirect() {
             if let Some(loc) = resp.location() {
-                redirect = canon::parse(loc, Some(&base), &self.canon).ok();
+                redirect = canon::parse(loc, Some(base), &self.canon).ok();
             }
         }
         let mut links = Vec::new();
@@ -133,14 +138,14 @@ impl BatchReader {
         };
         if !is_html(content_type, &body.bytes) {
             if self.sitemaps {
-                self.sitemap_links(&base, &body.bytes, &mut links);
+                self.sitemap_links(base, &body.bytes, &mut links);
             }
             return (redirect, links);
         }
         canonical_links(
             &mut self.extractor,
             &body.bytes,
-            &base,
+            base,
             content_type,
             &self.canon,
             &mut self.out,
@@ -211,7 +216,7 @@ mod tests {
             <?xml version=\"1.0\"?><urlset xmlns=\"http://www.sitemaps.org/schemas/sitemap/0.9\">\
             <url><loc>http://A.test:80/x/../one.html</loc></url>\
             <url><loc>two.html</loc></url><url><loc>mailto:x@a.test</loc></url></urlset>";
-        let target = "http://a.test/maps/sitemap.xml";
+        let target = &Url::parse("http://a.test/maps/sitemap.xml").unwrap();
         let mut off = BatchReader::new(CanonConfig::default(), 1 << 20);
         assert_eq!(off.links_of(target, block), (None, vec![]));
         let mut on = BatchReader::new(CanonConfig::default(), 1 << 20).with_sitemaps(true);
