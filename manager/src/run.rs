@@ -23,8 +23,9 @@ use tokio::time::sleep_until;
 use tokio_util::sync::CancellationToken;
 
 use crate::frontier::Frontier;
+use crate::service::ask::AdminAsker;
 use crate::service::conn::{self, ConnId, ConnSettings, Event};
-use crate::service::engine::{AdminAsker, Engine};
+use crate::service::engine::Engine;
 use crate::service::{InvalidConfig, ManagerConfig, ManagerError, StageTimes, robots_file, web};
 
 /// Events queued from connection tasks before they wait for the engine.

@@ -24,7 +24,7 @@ use tokio::net::TcpStream;
 use tokio::sync::mpsc;
 use tokio::time::{MissedTickBehavior, interval, timeout};
 
-use super::engine::WebAsk;
+use super::ask::WebAsk;
 
 /// A connection's number, unique within one run of the manager.
 pub(crate) type ConnId = u64;

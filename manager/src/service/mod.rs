@@ -76,6 +76,7 @@
 //! - let work pile up unbounded: the event queue, every outbox, DNS batches per
 //!   resolver and jobs per downloader are bounded.
 
+pub(crate) mod ask;
 mod checkpoint;
 pub mod config;
 pub(crate) mod conn;

@@ -1,9 +1,9 @@
 //! Operator commands, from the control port (`polycrawl status`, scripts: each
 //! `Admin` message gets one `AdminReply`) and from the admin web server (each API
 //! request is one command, handed over as a [`WebAsk`] and answered through it). Both
-//! go through [`Engine::execute_admin`], so they can never disagree. [`WebAsk`] is
-//! this module's API for the web server: the web server depends on it, never the
-//! other way round.
+//! go through [`Engine::execute_admin`], so they can never disagree. [`WebAsk`]
+//! (`service/ask.rs`) is how the web server reaches it: the web server never
+//! depends on the engine, nor the engine on the web server.
 //!
 //! `Status` and `Blacklist` are always allowed. Everything that changes the crawl
 //! (speed, blacklist, checkpoint, shutdown) needs the admin token: when
@@ -19,61 +19,13 @@
 use std::time::Duration;
 
 use spool::protocol::{AdminCommand, AdminReply, Message, Role};
-use tokio::sync::{mpsc, oneshot};
 use tokio::time::Instant;
 
-use super::super::conn::{ConnId, Event};
+use super::super::ask::WebAsk;
+use super::super::conn::ConnId;
 use super::super::error::ManagerError;
 use super::Engine;
 use crate::BlacklistEntry;
-
-/// A command from the admin web server for the core, and where its answer goes.
-#[derive(Debug)]
-pub(crate) struct WebAsk {
-    /// The command (a mutation's token is already checked).
-    pub command: AdminCommand,
-    /// The core's answer.
-    pub reply: oneshot::Sender<AdminReply>,
-}
-
-/// The core did not take or answer a command in time (busy or stopping).
-#[derive(Debug, Clone, Copy, PartialEq, Eq, thiserror::Error)]
-#[error("the manager did not answer in time (busy or stopping)")]
-pub(crate) struct Busy;
-
-/// How the admin web server asks the core: each command goes into the core's event
-/// queue as one [`WebAsk`] (the same queue as the control connections'), and its
-/// answer comes back through the ask's own channel.
-#[derive(Debug, Clone)]
-pub(crate) struct AdminAsker {
-    events: mpsc::Sender<Event>,
-}
-
-impl AdminAsker {
-    /// Asks through the core's event queue `events`.
-    pub(crate) fn new(events: mpsc::Sender<Event>) -> AdminAsker {
-        AdminAsker { events }
-    }
-
-    /// Hands `command` to the core and returns its answer; [`Busy`] when the queue
-    /// does not take it, or the core does not answer, within `patience` each.
-    pub(crate) async fn ask(
-        &self,
-        command: AdminCommand,
-        patience: Duration,
-    ) -> Result<AdminReply, Busy> {
-        let (reply, answer) = oneshot::channel();
-        let ask = WebAsk { command, reply };
-        match tokio::time::timeout(patience, self.events.send(Event::Web(ask))).await {
-            Ok(Ok(())) => {}
-            _ => return Err(Busy),
-        }
-        match tokio::time::timeout(patience, answer).await {
-            Ok(Ok(reply)) => Ok(reply),
-            _ => Err(Busy),
-        }
-    }
-}
 
 impl Engine {
     /// An admin command from `conn`.

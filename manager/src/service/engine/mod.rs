@@ -32,8 +32,6 @@ mod apps;
 mod downloaders;
 mod status;
 
-pub(crate) use admin::{AdminAsker, WebAsk};
-
 use std::collections::BTreeSet;
 use std::path::PathBuf;
 use std::time::Duration;

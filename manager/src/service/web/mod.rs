@@ -48,7 +48,7 @@ use tokio::task::JoinSet;
 use tokio::time::timeout;
 use tokio_util::sync::CancellationToken;
 
-use super::engine::AdminAsker;
+use super::ask::AdminAsker;
 
 /// Connections served at once.
 pub(crate) const MAX_CONNECTIONS: usize = 64;

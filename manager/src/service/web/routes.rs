@@ -45,7 +45,7 @@ use spool::protocol::{AdminCommand, AdminReply, Token};
 use super::params::{EntryParams, Params, ShutdownParams, SpeedParams};
 use super::reply::{self, Refusal};
 use super::{ASK_TIMEOUT, WebSettings, prometheus};
-use crate::service::engine::AdminAsker;
+use crate::service::ask::AdminAsker;
 
 /// What every handler shares: how to ask the core, the settings, and whether the
 /// listener is on loopback.
