@@ -1,6 +1,6 @@
 //! The start order of a run: the generated config and tokens, then every
 //! process (managers, resolvers, downloaders, the coordinator, the parts), each
-//! placed on its simulated machine when there are machines. [`start`] hands the
+//! placed on its simulated machine when there are machines. `start` hands the
 //! started processes to [`super::system::System`], which runs them.
 //!
 //! This module only starts processes; it must never wait on a crawl or stop one.

@@ -1,5 +1,5 @@
-//! [`Supervised`]: one process of a run under the supervisor, kept so it can be
-//! started again: its command ([`Spec`]: a `Command` cannot be cloned), its
+//! `Supervised`: one process of a run under the supervisor, kept so it can be
+//! started again: its command (`Spec`: a `Command` cannot be cloned), its
 //! current process, whether this start is ready, its deaths and restarts, and its
 //! CPU time over all its starts. [`super::supervise`] holds the rule it applies
 //! (restart with back-off, or give up on a crash loop); [`super::system`] runs the
