@@ -4,6 +4,8 @@
 //!
 //! - [`bench`](mod@bench): `polycrawl bench measure|check`, the peer benchmark's measuring
 //!   and judging tools (`ops/bench-peers.sh`).
+//! - [`cli`]: the command line: one subcommand per part, each dispatched to the
+//!   code that runs it (the binary's `main` only sets up the process and calls it).
 //! - [`config`]: the documented RON config (`polycrawl config --default`).
 //! - [`nfsim`]: `polycrawl nfsim`, the NFS stand-in (a FUSE pass-through with
 //!   attribute-cache delays and injected faults) for the multi-machine tests.
@@ -15,6 +17,7 @@
 //! return typed errors.
 
 pub mod bench;
+pub mod cli;
 pub mod config;
 pub mod nfsim;
 pub mod orchestrate;

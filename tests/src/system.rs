@@ -133,7 +133,7 @@ impl Knobs {
         let ca = ws.path("ca").display().to_string();
         format!(
             r#"(
-    spool: (scan_interval_ms: 200),
+    spool: (notify: true),
     control: (heartbeat_interval_ms: 500, heartbeat_timeout_ms: 3000),
     resolver: (name_servers: [{dns:?}], timeout_ms: 1000, attempts: 2),
     downloader: (

@@ -34,7 +34,7 @@ use super::dns::{DnsServer, Zone};
 use super::hosts::MIN_HOSTS;
 use super::http::{Server, accept_loop};
 use super::listen::{bind_all, raise_nofile_limit};
-use super::log::RequestLog;
+use super::log::{Flusher, RequestLog};
 use super::model::{Params, Web};
 use super::outfiles::{self, OutPaths};
 use super::pace::Pacer;
@@ -469,16 +469,7 @@ async fn serve(args: Args) -> Result<(), CliError> {
     if let Some(dir) = &args.export_static {
         return export_static(params, &args, &paths, dir);
     }
-    let plan = Web::new(params).with_orphans(args.orphans);
-    // Addresses with at least one host that is not dead get listeners.
-    let mut live: Vec<(u32, Ipv4Addr)> = plan
-        .hosts
-        .iter()
-        .filter(|h| !h.dead)
-        .map(|h| (h.addr_index, h.addr))
-        .collect();
-    live.sort_unstable();
-    live.dedup();
+    let live = live_addresses(&Web::new(params).with_orphans(args.orphans));
     let need = 2 * live.len() as u64 + 256;
     if need > nofile {
         return Err(CliError::TooFewFiles {
@@ -498,38 +489,18 @@ async fn serve(args: Args) -> Result<(), CliError> {
 
     let summary = outfiles::write_all(&web, &args.revision(), &paths)
         .map_err(io_err("writing the manifest files"))?;
-    let ca = SimCa::generate().map_err(tls_err("generating the CA"))?;
-    ca.write_ca_pem(&paths.ca)
-        .map_err(tls_err("writing the CA"))?;
-    let https_names = web.hosts.iter().filter(|h| h.https).map(|h| h.name.clone());
-    let acceptor = TlsAcceptor::from(
-        ca.server_config(https_names)
-            .map_err(tls_err("building the TLS config"))?,
-    );
-
-    let log = RequestLog::create(&paths.log).map_err(io_err("creating the request log"))?;
-    let flusher = log.start_flusher();
-    let mut zone = Zone::new(DNS_TTL);
-    for h in &web.hosts {
-        zone.insert(&h.name, h.addr);
-    }
-    let dns = DnsServer::start(args.dns_addr, Arc::new(zone))
-        .await
-        .map_err(io_err(format!(
-            "starting the DNS server on {}",
-            args.dns_addr
-        )))?;
-
-    // Handlers are in place before the ready line, so a SIGTERM right after it is
-    // handled (not the default action).
-    let mut term =
-        signal(SignalKind::terminate()).map_err(io_err("installing the SIGTERM handler"))?;
-    let mut int =
-        signal(SignalKind::interrupt()).map_err(io_err("installing the SIGINT handler"))?;
+    let services = Services::start(
+        args.dns_addr,
+        &paths,
+        web.hosts.iter().map(|h| (h.name.as_str(), h.addr, h.https)),
+    )
+    .await?;
+    let (acceptor, log) = (services.acceptor.clone(), Arc::clone(&services.log));
+    let dns = services.dns.local_addr();
 
     let server = Arc::new(Server {
         web: Arc::clone(&web),
-        log: Arc::clone(&log),
+        log,
         slow: Duration::from_millis(args.slow_ms),
         latency: Duration::from_millis(args.latency_ms),
         throttle: args.throttle.then(|| Throttled::new(&web)),
@@ -549,6 +520,36 @@ async fn serve(args: Args) -> Result<(), CliError> {
         ));
     }
 
+    print_ready(&args, &web, &addrs, dns, &paths, &summary);
+    services
+        .serve_until_stopped(tasks, args.exit_with_parent)
+        .await
+}
+
+/// The addresses (index, address) with at least one host that is not dead: they
+/// get listeners.
+fn live_addresses(plan: &Web) -> Vec<(u32, Ipv4Addr)> {
+    let mut live: Vec<(u32, Ipv4Addr)> = plan
+        .hosts
+        .iter()
+        .filter(|h| !h.dead)
+        .map(|h| (h.addr_index, h.addr))
+        .collect();
+    live.sort_unstable();
+    live.dedup();
+    live
+}
+
+/// The generated web's start-up lines and its ready line (see the module docs).
+fn print_ready(
+    args: &Args,
+    web: &Web,
+    addrs: &[Ipv4Addr],
+    dns: SocketAddr,
+    paths: &OutPaths,
+    summary: &outfiles::Summary,
+) {
+    let (http_port, https_port) = (web.params.http_port, web.params.https_port);
     let first = addrs.first().copied().unwrap_or(Ipv4Addr::LOCALHOST);
     let last = addrs.last().copied().unwrap_or(Ipv4Addr::LOCALHOST);
     let d = |p: &Path| p.display().to_string();
@@ -559,10 +560,7 @@ async fn serve(args: Args) -> Result<(), CliError> {
         web.addrs.len(),
         args.pages
     );
-    println!(
-        "websim: dns {}  http port {http_port}  https port {https_port}",
-        dns.local_addr()
-    );
+    println!("websim: dns {dns}  http port {http_port}  https port {https_port}");
     println!("websim: seeds     {}", d(&paths.seeds));
     println!("websim: CA        {}", d(&paths.ca));
     println!(
@@ -576,8 +574,7 @@ async fn serve(args: Args) -> Result<(), CliError> {
     println!("websim: hosts     {}", d(&paths.hosts));
     println!("websim: log       {}", d(&paths.log));
     println!(
-        "websim ready dns={} http_port={http_port} https_port={https_port} out={} seeds={} manifest={} never={} unreachable={} hosts={} log={} ca={} addresses={first}-{last} changes={} revision={}",
-        dns.local_addr(),
+        "websim ready dns={dns} http_port={http_port} https_port={https_port} out={} seeds={} manifest={} never={} unreachable={} hosts={} log={} ca={} addresses={first}-{last} changes={} revision={}",
         d(&paths.dir),
         d(&paths.seeds),
         d(&paths.manifest),
@@ -589,17 +586,91 @@ async fn serve(args: Args) -> Result<(), CliError> {
         d(&paths.changes),
         args.revision,
     );
-    use std::io::Write as _;
-    io::stdout().flush().map_err(io_err("writing to stdout"))?;
+}
 
-    let why = wait_for_stop(&mut term, &mut int, args.exit_with_parent).await;
-    tracing::info!(reason = why, "websim: stopping");
-    tasks.abort_all();
-    drop(dns);
-    log.flush().map_err(io_err("flushing the request log"))?;
-    drop(flusher);
-    println!("websim stopped ({why})");
-    Ok(())
+/// What a running websim serves besides its web, whichever web that is (the
+/// generated one, or the disk web): the CA and the TLS acceptor, the request log
+/// and its flusher, the DNS server, and the SIGTERM and SIGINT handlers (in place
+/// before the ready line, so a SIGTERM right after it is handled, not the
+/// default action).
+pub(crate) struct Services {
+    /// The TLS acceptor of every https host.
+    pub acceptor: TlsAcceptor,
+    /// The request log.
+    pub log: Arc<RequestLog>,
+    /// The DNS server.
+    pub dns: DnsServer,
+    flusher: Flusher,
+    term: Signal,
+    int: Signal,
+}
+
+impl Services {
+    /// Writes the CA to `paths.ca`, opens the request log at `paths.log`, and
+    /// starts the DNS server on `dns_addr` for `hosts` (name, address, whether it
+    /// serves https).
+    pub(crate) async fn start<'a>(
+        dns_addr: SocketAddr,
+        paths: &OutPaths,
+        hosts: impl Iterator<Item = (&'a str, Ipv4Addr, bool)> + Clone,
+    ) -> Result<Services, CliError> {
+        let ca = SimCa::generate().map_err(tls_err("generating the CA"))?;
+        ca.write_ca_pem(&paths.ca)
+            .map_err(tls_err("writing the CA"))?;
+        let https_names = hosts
+            .clone()
+            .filter(|&(_, _, https)| https)
+            .map(|(name, _, _)| name.to_owned());
+        let acceptor = TlsAcceptor::from(
+            ca.server_config(https_names)
+                .map_err(tls_err("building the TLS config"))?,
+        );
+        let log = RequestLog::create(&paths.log).map_err(io_err("creating the request log"))?;
+        let flusher = log.start_flusher();
+        let mut zone = Zone::new(DNS_TTL);
+        for (name, addr, _) in hosts {
+            zone.insert(name, addr);
+        }
+        let dns = DnsServer::start(dns_addr, Arc::new(zone))
+            .await
+            .map_err(io_err(format!("starting the DNS server on {dns_addr}")))?;
+        let term =
+            signal(SignalKind::terminate()).map_err(io_err("installing the SIGTERM handler"))?;
+        let int =
+            signal(SignalKind::interrupt()).map_err(io_err("installing the SIGINT handler"))?;
+        Ok(Services {
+            acceptor,
+            log,
+            dns,
+            flusher,
+            term,
+            int,
+        })
+    }
+
+    /// After the ready line: flushes stdout, serves `tasks` (the listeners) until
+    /// SIGTERM or SIGINT (or the parent's exit, with `exit_with_parent`), then
+    /// stops them, the DNS server and the log (flushed), and says so.
+    pub(crate) async fn serve_until_stopped(
+        mut self,
+        mut tasks: JoinSet<()>,
+        exit_with_parent: bool,
+    ) -> Result<(), CliError> {
+        use std::io::Write as _;
+        std::io::stdout()
+            .flush()
+            .map_err(io_err("writing to stdout"))?;
+        let why = wait_for_stop(&mut self.term, &mut self.int, exit_with_parent).await;
+        tracing::info!(reason = why, "websim: stopping");
+        tasks.abort_all();
+        drop(self.dns);
+        self.log
+            .flush()
+            .map_err(io_err("flushing the request log"))?;
+        drop(self.flusher);
+        println!("websim stopped ({why})");
+        Ok(())
+    }
 }
 
 /// `--export-static DIR`: the manifest files, the CA and the static web, then exit.

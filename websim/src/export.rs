@@ -34,8 +34,8 @@ use std::path::{Path, PathBuf};
 
 use super::html::render_page;
 use super::linkform::Scratch;
-use super::manifest::{WebGraph, bfs};
-use super::model::Web;
+use super::manifest::{Crawl, WebGraph, bfs};
+use super::model::{Target, Web};
 use super::respond::{self, Reply, Request, Scheme};
 use super::robots::REAL_ROBOTS_PATH;
 use super::tls::{SimCa, TlsError};
@@ -99,13 +99,7 @@ pub fn export(web: &Web, ca: &SimCa, dir: &Path) -> Result<Exported, ExportError
     let mut answers: BTreeMap<u32, FixedAnswers> = BTreeMap::new();
     let mut page = Vec::new();
     let mut scratch = Scratch::default();
-    let mut targets: Vec<String> = crawl.fetched.iter().map(|f| web.url(&f.node)).collect();
-    for h in 0..web.generated() {
-        if web.reachable(h) {
-            targets.push(web.host_url(h, "/robots.txt"));
-            targets.push(web.host_url(h, REAL_ROBOTS_PATH));
-        }
-    }
+    let targets = export_targets(web, &crawl);
     for url in &targets {
         let Some((scheme, host, target)) = split_url(url) else {
             return Err(ExportError::Unexportable {
@@ -165,6 +159,41 @@ pub fn export(web: &Web, ca: &SimCa, dir: &Path) -> Result<Exported, ExportError
         out.bytes += body.len() as u64;
     }
 
+    let tls = write_tls(web, ca, dir, &answers)?;
+
+    let mut conf = String::from(
+        "# Written by `polycrawl websim --export-static`: include inside an nginx http block.\n",
+    );
+    for (&h, a) in &answers {
+        server_blocks(&mut conf, web, h, a, &sites, &tls)?;
+        out.hosts += 1;
+    }
+    let path = dir.join("sites.conf");
+    fs::write(&path, conf).map_err(|source| ExportError::Io { path, source })?;
+    Ok(out)
+}
+
+/// Every URL to export: the manifest's fetches, and each reachable host's two
+/// robots.txt paths.
+fn export_targets(web: &Web, crawl: &Crawl<Target>) -> Vec<String> {
+    let mut targets: Vec<String> = crawl.fetched.iter().map(|f| web.url(&f.node)).collect();
+    for h in 0..web.generated() {
+        if web.reachable(h) {
+            targets.push(web.host_url(h, "/robots.txt"));
+            targets.push(web.host_url(h, REAL_ROBOTS_PATH));
+        }
+    }
+    targets
+}
+
+/// Writes `<dir>/tls/cert.pem` and `key.pem`, one certificate for every https
+/// host of `answers`, when there is one; returns the folder.
+fn write_tls(
+    web: &Web,
+    ca: &SimCa,
+    dir: &Path,
+    answers: &BTreeMap<u32, FixedAnswers>,
+) -> Result<PathBuf, ExportError> {
     let https: Vec<String> = answers
         .keys()
         .map(|&h| &web.hosts[h as usize])
@@ -180,17 +209,7 @@ pub fn export(web: &Web, ca: &SimCa, dir: &Path) -> Result<Exported, ExportError
             fs::write(&path, text).map_err(|source| ExportError::Io { path, source })?;
         }
     }
-
-    let mut conf = String::from(
-        "# Written by `polycrawl websim --export-static`: include inside an nginx http block.\n",
-    );
-    for (&h, a) in &answers {
-        server_blocks(&mut conf, web, h, a, &sites, &tls)?;
-        out.hosts += 1;
-    }
-    let path = dir.join("sites.conf");
-    fs::write(&path, conf).map_err(|source| ExportError::Io { path, source })?;
-    Ok(out)
+    Ok(tls)
 }
 
 /// The server blocks of host `h`.

@@ -37,7 +37,7 @@ use std::net::Ipv4Addr;
 
 use super::rng::{Rng, TAG_HOSTS};
 use super::robots::RobotsVariant;
-use super::traps::TrapSite;
+use super::trap_sites::TrapSite;
 
 /// The misbehaving host for downloader tests (never linked from pages).
 pub const MISBEHAVE_HOST: &str = "misbehave.websim.test";

@@ -28,8 +28,9 @@
 //! the port numbers. Frameset pages are small. Rendering copies precomputed chunks;
 //! its only allocations are a few small strings per page. O(page size).
 
+use super::hosts::Host;
 use super::linkform::{self, Base, Scratch};
-use super::links::TrapKind;
+use super::links::{PageLinks, TrapKind};
 use super::model::{Target, Web};
 use super::paths::Shape;
 use super::rng::{Rng, TAG_RENDER};
@@ -102,7 +103,6 @@ fn non_ascii_target(web: &Web, t: &Target) -> bool {
 pub fn render_page(web: &Web, h: u32, page: u32, out: &mut Vec<u8>, s: &mut Scratch) -> Charset {
     out.clear();
     let links = web.page_links(h, page);
-    let host = &web.hosts[h as usize];
     let seed = web.params.seed;
     let mut r = Rng::for_parts(&[seed, TAG_RENDER, u64::from(h), u64::from(page)]);
     let (scheme, _) = web.scheme_port(h);
@@ -129,16 +129,36 @@ pub fn render_page(web: &Web, h: u32, page: u32, out: &mut Vec<u8>, s: &mut Scra
             &path_only[..path_only.rfind('/').map_or(1, |i| i + 1)]
         }
     };
-    let ctx = Base {
-        web,
-        host: h,
-        scheme,
-        dir: base_dir,
-    };
-
-    let n = links.follow.len();
     let mut elems = [Elem::A; 32];
-    let elems = &mut elems[..n.min(32)];
+    let elems = &mut elems[..links.follow.len().min(32)];
+    choose_elems(&mut r, &links, elems);
+    let p = Page {
+        ctx: Base {
+            web,
+            host: h,
+            scheme,
+            dir: base_dir,
+        },
+        host: &web.hosts[h as usize],
+        page,
+        links: &links,
+        elems,
+    };
+    p.head(out, s, &mut r, meta_charset, base.as_ref());
+    if links.frameset {
+        p.frameset(out, s, &mut r);
+        return charset;
+    }
+    p.body(out, s, &mut r, non_ascii);
+    p.footer(out, &mut r);
+    charset
+}
+
+/// Which element carries each followable link: every one a `<frame>` in a
+/// frameset page; else mostly `<a>`, some `<link rel="alternate">`, `<area>`,
+/// `<iframe>`, and on a few pages one `<meta http-equiv="refresh">`.
+fn choose_elems(r: &mut Rng, links: &PageLinks, elems: &mut [Elem]) {
+    let n = links.follow.len();
     for e in elems.iter_mut() {
         *e = if links.frameset {
             Elem::Frame
@@ -154,213 +174,261 @@ pub fn render_page(web: &Web, h: u32, page: u32, out: &mut Vec<u8>, s: &mut Scra
     if !links.frameset && n > 0 && r.chance(20) {
         elems[r.below(n as u64) as usize] = Elem::Refresh;
     }
+}
 
-    // ---- head
-    push(out, "<!DOCTYPE html>\n<html lang=\"en\">\n<head>\n");
-    push(out, meta_charset);
-    push(out, "<title>");
-    push(out, &host.domain);
-    push(out, " &ndash; page ");
-    push_num(out, u64::from(page));
-    push(out, "</title>\n");
-    if let Some((dir, absolute)) = &base {
-        push(out, "<base href=\"");
-        if *absolute {
-            let mut origin = String::with_capacity(48);
-            web.write_origin(&mut origin, &me);
-            push(out, &origin);
-        }
-        push(out, dir);
-        push(out, "\">\n");
-    }
-    push(
-        out,
-        "<meta name=\"viewport\" content=\"width=device-width, initial-scale=1\">\n",
-    );
-    if links.nofollow {
-        push(out, NOFOLLOW_METAS[r.below(3) as usize]);
-    }
-    for (kind, t) in &links.traps {
-        if *kind == TrapKind::Stylesheet {
-            push(out, "<link rel=\"stylesheet\" href=\"");
-            web_path(out, web, t);
+/// One page being rendered: what is fixed once its links and elements are
+/// chosen. Its parts are written in order, each drawing from the page's
+/// generator in a fixed order (the page must stay a function of its seed).
+struct Page<'a> {
+    /// How links are written: the web, the host, the scheme, the base directory.
+    ctx: Base<'a>,
+    host: &'a Host,
+    page: u32,
+    links: &'a PageLinks,
+    /// The element of each followable link, in link order.
+    elems: &'a [Elem],
+}
+
+impl Page<'_> {
+    /// The `<head>`, up to (not including) `</head>`: title, `<base>`, robots
+    /// meta, the head's links, style and script (with their unfollowable URLs).
+    fn head(
+        &self,
+        out: &mut Vec<u8>,
+        s: &mut Scratch,
+        r: &mut Rng,
+        meta_charset: &str,
+        base: Option<&(String, bool)>,
+    ) {
+        let (web, links) = (self.ctx.web, self.links);
+        push(out, "<!DOCTYPE html>\n<html lang=\"en\">\n<head>\n");
+        push(out, meta_charset);
+        push(out, "<title>");
+        push(out, &self.host.domain);
+        push(out, " &ndash; page ");
+        push_num(out, u64::from(self.page));
+        push(out, "</title>\n");
+        if let Some((dir, absolute)) = base {
+            push(out, "<base href=\"");
+            if *absolute {
+                let mut origin = String::with_capacity(48);
+                let me = Target::Page {
+                    host: self.ctx.host,
+                    page: self.page,
+                };
+                web.write_origin(&mut origin, &me);
+                push(out, &origin);
+            }
+            push(out, dir);
             push(out, "\">\n");
         }
-    }
-    for (t, e) in links.follow.iter().zip(elems.iter()) {
-        match e {
-            Elem::Alternate => {
-                push(out, "<link rel=\"alternate\" hreflang=\"de\"");
-                linkform::write_attr(out, s, &mut r, &ctx, t, "href", false);
-                push(out, ">\n");
+        push(
+            out,
+            "<meta name=\"viewport\" content=\"width=device-width, initial-scale=1\">\n",
+        );
+        if links.nofollow {
+            push(out, NOFOLLOW_METAS[r.below(3) as usize]);
+        }
+        self.traps(
+            out,
+            TrapKind::Stylesheet,
+            "<link rel=\"stylesheet\" href=\"",
+            "\">\n",
+        );
+        for (t, e) in links.follow.iter().zip(self.elems.iter()) {
+            match e {
+                Elem::Alternate => {
+                    push(out, "<link rel=\"alternate\" hreflang=\"de\"");
+                    linkform::write_attr(out, s, r, &self.ctx, t, "href", false);
+                    push(out, ">\n");
+                }
+                Elem::Refresh => {
+                    push(out, "<meta http-equiv=\"refresh\" content=\"0; url=");
+                    let url = web.url(t);
+                    push(out, &url.replace('&', "&amp;"));
+                    push(out, "\">\n");
+                }
+                _ => {}
             }
-            Elem::Refresh => {
-                push(out, "<meta http-equiv=\"refresh\" content=\"0; url=");
-                let url = web.url(t);
-                push(out, &url.replace('&', "&amp;"));
-                push(out, "\">\n");
+        }
+        push(out, "<style>\n");
+        self.traps(
+            out,
+            TrapKind::Style,
+            "/* old: <a href=\"",
+            "\">archive</a> */\n",
+        );
+        push(
+            out,
+            "body{font-family:Georgia,serif;max-width:52em;margin:auto}\n</style>\n",
+        );
+        self.traps(
+            out,
+            TrapKind::Script,
+            "<script>\nvar tpl = \"<a href='",
+            "'>more</a>\";\nif (window.showMore) { document.body.insertAdjacentHTML(\"beforeend\", tpl); }\n</script>\n",
+        );
+    }
+
+    /// Each unfollowable URL of `kind`, between `before` and `after`.
+    fn traps(&self, out: &mut Vec<u8>, kind: TrapKind, before: &str, after: &str) {
+        for (k, t) in &self.links.traps {
+            if *k == kind {
+                push(out, before);
+                web_path(out, self.ctx.web, t);
+                push(out, after);
             }
-            _ => {}
         }
     }
-    push(out, "<style>\n");
-    for (kind, t) in &links.traps {
-        if *kind == TrapKind::Style {
-            push(out, "/* old: <a href=\"");
-            web_path(out, web, t);
-            push(out, "\">archive</a> */\n");
-        }
-    }
-    push(
-        out,
-        "body{font-family:Georgia,serif;max-width:52em;margin:auto}\n</style>\n",
-    );
-    for (kind, t) in &links.traps {
-        if *kind == TrapKind::Script {
-            push(out, "<script>\nvar tpl = \"<a href='");
-            web_path(out, web, t);
-            push(
-                out,
-                "'>more</a>\";\nif (window.showMore) { document.body.insertAdjacentHTML(\"beforeend\", tpl); }\n</script>\n",
-            );
-        }
-    }
-    if links.frameset {
-        for (kind, t) in &links.traps {
+
+    /// A frameset page's end: the body's unfollowable URLs in head comments,
+    /// then every link a `<frame src>`.
+    fn frameset(&self, out: &mut Vec<u8>, s: &mut Scratch, r: &mut Rng) {
+        for (kind, t) in &self.links.traps {
             if matches!(
                 kind,
                 TrapKind::Comment | TrapKind::Textarea | TrapKind::Image
             ) {
                 push(out, "<!-- <a href=\"");
-                web_path(out, web, t);
+                web_path(out, self.ctx.web, t);
                 push(out, "\">old frame</a> -->\n");
             }
         }
         push(out, "</head>\n<frameset cols=\"25%,*\">\n");
-        for (j, t) in links.follow.iter().enumerate() {
+        for (j, t) in self.links.follow.iter().enumerate() {
             push(out, "<frame name=\"f");
             push_num(out, j as u64);
             push(out, "\"");
-            linkform::write_attr(out, s, &mut r, &ctx, t, "src", false);
+            linkform::write_attr(out, s, r, &self.ctx, t, "src", false);
             push(out, ">\n");
         }
         push(out, "</frameset>\n</html>\n");
-        return charset;
-    }
-    push(out, "</head>\n<body>\n<header><div class=\"logo\">");
-    push(out, &host.name);
-    push(out, "</div></header>\n<main>\n<h1>");
-    push(out, &host.domain);
-    push(out, " &ndash; page ");
-    push_num(out, u64::from(page));
-    push(out, "</h1>\n");
-    if non_ascii {
-        push(out, text::UTF8_PARAGRAPH);
     }
 
-    // ---- body: paragraphs with the <a> links spread between them
-    let pool = text::pool();
-    let u = r.unit();
-    let target = 5000 + (25000.0 * u * u) as usize;
-    let a_links = elems.iter().filter(|e| **e == Elem::A).count();
-    // The paragraph count depends on (seed, host, page) only, never on the length of
-    // the URLs written so far, so that pages differ between ports only in the ports.
-    let fixed = 1000 + 90 * n;
-    let paragraphs = (target.saturating_sub(fixed) / pool.mean_len).max(1);
-    let mut emitted = 0;
-    let mut follow_iter = links.follow.iter().zip(elems.iter());
-    let mut k = 0;
-    while k < paragraphs {
-        if k % 4 == 0 {
-            push(out, "<h2 id=\"sec");
-            push_num(out, (k / 4) as u64);
-            push(out, "\">Section ");
-            push_num(out, (k / 4) as u64);
-            push(out, "</h2>\n");
+    /// `</head>` and the body up to `</main>`: the heading, paragraphs with the
+    /// `<a>` links spread between them, the body's unfollowable URLs, the image
+    /// map and the iframes.
+    fn body(&self, out: &mut Vec<u8>, s: &mut Scratch, r: &mut Rng, non_ascii: bool) {
+        push(out, "</head>\n<body>\n<header><div class=\"logo\">");
+        push(out, &self.host.name);
+        push(out, "</div></header>\n<main>\n<h1>");
+        push(out, &self.host.domain);
+        push(out, " &ndash; page ");
+        push_num(out, u64::from(self.page));
+        push(out, "</h1>\n");
+        if non_ascii {
+            push(out, text::UTF8_PARAGRAPH);
         }
-        push(out, pool.paragraph(r.next_u64()));
-        if k == 0 {
-            for (kind, t) in &links.traps {
-                if *kind == TrapKind::Comment {
-                    push(out, "<!-- removed 2019: <a href=\"");
-                    web_path(out, web, t);
-                    push(out, "\">old section</a> -->\n");
+        self.paragraphs(out, s, r);
+        for (kind, t) in &self.links.traps {
+            match kind {
+                TrapKind::Image => {
+                    push(out, "<img src=\"");
+                    web_path(out, self.ctx.web, t);
+                    push(out, "\" alt=\"\">\n");
                 }
-            }
-        }
-        k += 1;
-        let due = (k * a_links).div_ceil(paragraphs).min(a_links);
-        while emitted < due {
-            for (t, e) in follow_iter.by_ref() {
-                if *e == Elem::A {
-                    write_a(out, s, &mut r, &ctx, t);
-                    break;
+                TrapKind::Textarea => {
+                    push(out, "<textarea name=\"note\" rows=\"2\"><a href=\"");
+                    web_path(out, self.ctx.web, t);
+                    push(out, "\">draft</a></textarea>\n");
                 }
+                _ => {}
             }
-            emitted += 1;
         }
-    }
-    for (kind, t) in &links.traps {
-        match kind {
-            TrapKind::Image => {
-                push(out, "<img src=\"");
-                web_path(out, web, t);
-                push(out, "\" alt=\"\">\n");
-            }
-            TrapKind::Textarea => {
-                push(out, "<textarea name=\"note\" rows=\"2\"><a href=\"");
-                web_path(out, web, t);
-                push(out, "\">draft</a></textarea>\n");
-            }
-            _ => {}
-        }
-    }
-    if elems.contains(&Elem::Area) {
-        push(out, "<map name=\"nav\">\n");
-        for (t, e) in links.follow.iter().zip(elems.iter()) {
-            if *e == Elem::Area {
+        let links = || self.links.follow.iter().zip(self.elems.iter());
+        if self.elems.contains(&Elem::Area) {
+            push(out, "<map name=\"nav\">\n");
+            for (t, _) in links().filter(|(_, e)| **e == Elem::Area) {
                 push(out, "<area shape=\"rect\" coords=\"0,0,80,20\"");
-                linkform::write_attr(out, s, &mut r, &ctx, t, "href", false);
+                linkform::write_attr(out, s, r, &self.ctx, t, "href", false);
                 push(out, " alt=\"section\">\n");
             }
+            push(out, "</map>\n");
         }
-        push(out, "</map>\n");
-    }
-    for (t, e) in links.follow.iter().zip(elems.iter()) {
-        if *e == Elem::Iframe {
+        for (t, _) in links().filter(|(_, e)| **e == Elem::Iframe) {
             push(out, "<iframe");
-            linkform::write_attr(out, s, &mut r, &ctx, t, "src", false);
+            linkform::write_attr(out, s, r, &self.ctx, t, "src", false);
             push(
                 out,
                 " width=\"300\" height=\"150\" title=\"embedded\"></iframe>\n",
             );
         }
     }
-    push(out, "</main>\n<footer>\n");
-    if r.chance(500) {
-        push(out, "<a href=\"javascript:void(0)\">Back to top</a>\n");
+
+    /// The paragraphs, with section headings and the `<a>` links spread evenly
+    /// between them (and the comment traps after the first).
+    fn paragraphs(&self, out: &mut Vec<u8>, s: &mut Scratch, r: &mut Rng) {
+        let n = self.links.follow.len();
+        let pool = text::pool();
+        let u = r.unit();
+        let target = 5000 + (25000.0 * u * u) as usize;
+        let a_links = self.elems.iter().filter(|e| **e == Elem::A).count();
+        // The paragraph count depends on (seed, host, page) only, never on the length of
+        // the URLs written so far, so that pages differ between ports only in the ports.
+        let fixed = 1000 + 90 * n;
+        let paragraphs = (target.saturating_sub(fixed) / pool.mean_len).max(1);
+        let mut emitted = 0;
+        let mut follow_iter = self.links.follow.iter().zip(self.elems.iter());
+        let mut k = 0;
+        while k < paragraphs {
+            if k % 4 == 0 {
+                push(out, "<h2 id=\"sec");
+                push_num(out, (k / 4) as u64);
+                push(out, "\">Section ");
+                push_num(out, (k / 4) as u64);
+                push(out, "</h2>\n");
+            }
+            push(out, pool.paragraph(r.next_u64()));
+            if k == 0 {
+                self.traps(
+                    out,
+                    TrapKind::Comment,
+                    "<!-- removed 2019: <a href=\"",
+                    "\">old section</a> -->\n",
+                );
+            }
+            k += 1;
+            let due = (k * a_links).div_ceil(paragraphs).min(a_links);
+            while emitted < due {
+                for (t, e) in follow_iter.by_ref() {
+                    if *e == Elem::A {
+                        write_a(out, s, r, &self.ctx, t);
+                        break;
+                    }
+                }
+                emitted += 1;
+            }
+        }
     }
-    if r.chance(300) {
-        push(
-            out,
-            "<a href=\"JavaScript:window.open('/trap/js.html')\">Pop-up</a>\n",
-        );
+
+    /// `</main>`, the footer (links that name no fetchable URL) and the end.
+    fn footer(&self, out: &mut Vec<u8>, r: &mut Rng) {
+        let domain = &self.host.domain;
+        push(out, "</main>\n<footer>\n");
+        if r.chance(500) {
+            push(out, "<a href=\"javascript:void(0)\">Back to top</a>\n");
+        }
+        if r.chance(300) {
+            push(
+                out,
+                "<a href=\"JavaScript:window.open('/trap/js.html')\">Pop-up</a>\n",
+            );
+        }
+        if r.chance(500) {
+            push(out, "<a href=\"mailto:webmaster@");
+            push(out, domain);
+            push(out, "\">Contact</a>\n");
+        }
+        if r.chance(100) {
+            push(
+                out,
+                "<a href=\"data:text/html,%3Ca%20href%3D%22/trap/data.html%22%3Ex%3C/a%3E\">x</a>\n",
+            );
+        }
+        push(out, "<p>&copy; 2024 ");
+        push(out, domain);
+        push(out, "</p>\n</footer>\n</body>\n</html>\n");
     }
-    if r.chance(500) {
-        push(out, "<a href=\"mailto:webmaster@");
-        push(out, &host.domain);
-        push(out, "\">Contact</a>\n");
-    }
-    if r.chance(100) {
-        push(
-            out,
-            "<a href=\"data:text/html,%3Ca%20href%3D%22/trap/data.html%22%3Ex%3C/a%3E\">x</a>\n",
-        );
-    }
-    push(out, "<p>&copy; 2024 ");
-    push(out, &host.domain);
-    push(out, "</p>\n</footer>\n</body>\n</html>\n");
-    charset
 }
 
 /// Appends an unfollowable URL as a plain absolute path.

@@ -45,6 +45,7 @@ use tokio::io::{AsyncRead, AsyncReadExt, AsyncWrite, AsyncWriteExt};
 use tokio::net::TcpListener;
 use tokio_rustls::TlsAcceptor;
 
+use super::hosts::Host;
 use super::html::{Charset, render_page};
 use super::linkform::Scratch;
 use super::log::{self, Record, RequestLog};
@@ -52,7 +53,7 @@ use super::misbehave;
 use super::model::Web;
 use super::pace::{PACE_CHUNK, Pacer};
 use super::respond::{self, Reply, Request, Scheme};
-use super::revision::{Conditional, Revision, mark_changed};
+use super::revision::{Conditional, Revision, Validators, mark_changed};
 use super::throttle::Throttled;
 
 /// A connection that sends no complete request for this long is closed.
@@ -92,6 +93,53 @@ pub async fn accept_loop(
     addr_index: u32,
     tls: Option<TlsAcceptor>,
 ) {
+    accept_with(listener, Arc::new(OnAddress { server, addr_index }), tls).await;
+}
+
+/// The generated web's server as one address's listener sees it.
+struct OnAddress {
+    server: Arc<Server>,
+    addr_index: u32,
+}
+
+impl Connections for OnAddress {
+    async fn serve<S>(
+        self: Arc<Self>,
+        stream: S,
+        local: SocketAddr,
+        peer: SocketAddr,
+        scheme: Scheme,
+    ) where
+        S: AsyncRead + AsyncWrite + Unpin + Send + 'static,
+    {
+        connection(stream, &self.server, local, peer, self.addr_index, scheme).await;
+    }
+}
+
+/// What serves the connections [`accept_with`] accepts: the generated web's
+/// server (one listener's address) and the disk web's.
+pub(crate) trait Connections: Send + Sync + 'static {
+    /// Serves `stream` (plain, or after the TLS handshake) from `peer` on `local`
+    /// until it closes.
+    fn serve<S>(
+        self: Arc<Self>,
+        stream: S,
+        local: SocketAddr,
+        peer: SocketAddr,
+        scheme: Scheme,
+    ) -> impl Future<Output = ()> + Send
+    where
+        S: AsyncRead + AsyncWrite + Unpin + Send + 'static;
+}
+
+/// Accepts connections on `listener` forever, each served by `server` on a task
+/// of its own; with `tls`, after the TLS handshake (at most [`HANDSHAKE_TIMEOUT`]).
+/// An accept that fails (EMFILE and friends) backs off instead of spinning.
+pub(crate) async fn accept_with<C: Connections>(
+    listener: TcpListener,
+    server: Arc<C>,
+    tls: Option<TlsAcceptor>,
+) {
     let Ok(local) = listener.local_addr() else {
         return;
     };
@@ -99,7 +147,6 @@ pub async fn accept_loop(
         let (tcp, peer) = match listener.accept().await {
             Ok(x) => x,
             Err(e) => {
-                // EMFILE and friends: back off instead of spinning.
                 tracing::warn!(%local, error = %e, "websim: accept failed");
                 tokio::time::sleep(Duration::from_millis(50)).await;
                 continue;
@@ -107,12 +154,19 @@ pub async fn accept_loop(
         };
         let _ = tcp.set_nodelay(true);
         let server = Arc::clone(&server);
-        match &tls {
-            None => {
-                tokio::spawn(async move {
-                    connection(tcp, &server, local, peer, addr_index, Scheme::Http).await;
-                });
+        let tls = tls.clone();
+        tokio::spawn(async move {
+            let Some(acceptor) = tls else {
+                return server.serve(tcp, local, peer, Scheme::Http).await;
+            };
+            match tokio::time::timeout(HANDSHAKE_TIMEOUT, acceptor.accept(tcp)).await {
+                Ok(Ok(stream)) => server.serve(stream, local, peer, Scheme::Https).await,
+                Ok(Err(e)) => {
+                    tracing::debug!(%local, %peer, error = %e, "websim: tls handshake failed")
+                }
+                Err(_) => tracing::debug!(%local, %peer, "websim: tls handshake timed out"),
             }
+<<<<<<< HEAD
             Some(acceptor) => {
                 let acceptor = acceptor.clone();
                 tokio::spawn(async move {
@@ -129,6 +183,9 @@ pub async fn accept_loop(
                 });
             }
         }
+=======
+        });
+>>>>>>> kept
     }
 }
 
@@ -372,7 +429,6 @@ where
         }
     }
     let head_only = head.method == "HEAD";
-    let mut validators = None;
     let mut record = Record {
         start_us,
         end_us: 0,
@@ -388,7 +444,7 @@ where
         bytes: 0,
         user_agent: head.user_agent.as_deref(),
     };
-    let (status, content_type, location) = match reply {
+    let page_reply = match reply {
         Reply::Misbehave(m) => {
             record.write_from_us = log::now_us();
             let result = misbehave::serve(stream, m, head_only).await;
@@ -400,24 +456,78 @@ where
             log_record(server, b, &record);
             return result.map(|_| false);
         }
+        reply => reply,
+    };
+    let mut answer = fill_body(server, b, head, page_reply);
+    answer.retry_after = retry_after;
+    let status = answer.status;
+    let h = host.map(|h| &web.hosts[h as usize]);
+    let keep = !head.close && status != 400;
+    let sent = frame(b, &answer, h, head, keep)?;
+    let delay = if h.is_some_and(|h| h.slow) {
+        server.slow.max(server.latency)
+    } else {
+        server.latency
+    };
+    if !delay.is_zero() {
+        tokio::time::sleep_until(started + delay).await;
+    }
+    record.write_from_us = log::now_us();
+    let result = async {
+        write_paced(stream, &b.out, server.pace.as_ref(), peer).await?;
+        stream.flush().await
+    }
+    .await;
+    // First thing after the last byte is handed over: the stamps.
+    (record.end_us, record.service_us) = (log::now_us(), micros(started.elapsed()));
+    record.status = status;
+    record.bytes = if result.is_ok() { sent } else { 0 };
+    log_record(server, b, &record);
+    result.map(|()| keep)
+}
+
+/// A request's answer before its framing: status and headers, its body in the
+/// buffers.
+struct Answer {
+    status: u16,
+    content_type: &'static str,
+    location: Option<String>,
+    /// `Retry-After`, in seconds (a throttled page).
+    retry_after: Option<u32>,
+    /// `ETag` and `Last-Modified` (a page of a host that validates).
+    validators: Option<Validators>,
+}
+
+/// Puts the body of `reply` (a page, rendered, or a fixed reply; never a
+/// misbehaving one) into `b.body`: a 304 with no body for a page the request's
+/// validators match.
+fn fill_body(server: &Server, b: &mut Buffers, head: &Head, reply: Reply) -> Answer {
+    let web = &*server.web;
+    let mut answer = Answer {
+        status: 200,
+        content_type: "text/html; charset=utf-8",
+        location: None,
+        retry_after: None,
+        validators: None,
+    };
+    b.body.clear();
+    match reply {
         Reply::Page { host, page } => {
-            validators = server.revision.validators(web, host, page);
-            if validators
+            answer.validators = server.revision.validators(web, host, page);
+            if answer
+                .validators
                 .as_ref()
                 .is_some_and(|v| head.conditional.not_modified(v))
             {
-                b.body.clear();
-                (304, "text/html; charset=utf-8", None)
+                answer.status = 304;
             } else {
                 let charset = render_page(web, host, page, &mut b.body, &mut b.scratch);
                 if server.revision.changed(web, host, page) {
                     mark_changed(&mut b.body, server.revision.number);
                 }
-                let ct = match charset {
-                    Charset::Utf8 => "text/html; charset=utf-8",
-                    Charset::Legacy => "text/html",
-                };
-                (200, ct, None)
+                if charset == Charset::Legacy {
+                    answer.content_type = "text/html";
+                }
             }
         }
         Reply::Fixed {
@@ -426,12 +536,26 @@ where
             location,
             body,
         } => {
-            b.body.clear();
             b.body.extend_from_slice(body.as_bytes());
-            (status, content_type, location)
+            (answer.status, answer.content_type, answer.location) =
+                (status, content_type, location);
         }
-    };
-    let h = host.map(|h| &web.hosts[h as usize]);
+        Reply::Misbehave(_) => {}
+    }
+    answer
+}
+
+/// Writes the response of `answer` into `b.out`: its head, then its body from
+/// `b.body` (none for HEAD), gzipped and chunked as host `h` does. Returns the
+/// body bytes it holds.
+fn frame(
+    b: &mut Buffers,
+    answer: &Answer,
+    h: Option<&Host>,
+    head: &Head,
+    keep: bool,
+) -> io::Result<u64> {
+    let status = answer.status;
     let gzip_host = h.is_some_and(|h| h.gzip);
     let gzip = gzip_host && head.gzip && !b.body.is_empty();
     // A 304 has no body: no chunked framing, no Content-Length of a body.
@@ -443,24 +567,24 @@ where
         b.gz = enc.finish()?;
         std::mem::swap(&mut b.body, &mut b.gz);
     }
-    let keep = !head.close && status != 400;
     b.out.clear();
     let out = &mut b.out;
     write!(
         out,
-        "HTTP/1.1 {status} {}\r\nServer: websim\r\nContent-Type: {content_type}\r\n",
-        respond::reason(status)
+        "HTTP/1.1 {status} {}\r\nServer: websim\r\nContent-Type: {}\r\n",
+        respond::reason(status),
+        answer.content_type
     )?;
-    if let Some(loc) = &location {
+    if let Some(loc) = &answer.location {
         write!(out, "Location: {loc}\r\n")?;
     }
     if status == 405 {
         out.extend_from_slice(b"Allow: GET, HEAD\r\n");
     }
-    if let Some(secs) = retry_after {
+    if let Some(secs) = answer.retry_after {
         write!(out, "Retry-After: {secs}\r\n")?;
     }
-    if let Some(v) = &validators {
+    if let Some(v) = &answer.validators {
         write!(
             out,
             "ETag: {}\r\nLast-Modified: {}\r\n",
@@ -484,40 +608,20 @@ where
     } else {
         b"Connection: close\r\n\r\n"
     });
-    let mut sent = 0u64;
-    if !head_only {
-        sent = b.body.len() as u64;
-        if chunked {
-            for chunk in b.body.chunks(CHUNK) {
-                write!(out, "{:x}\r\n", chunk.len())?;
-                out.extend_from_slice(chunk);
-                out.extend_from_slice(b"\r\n");
-            }
-            out.extend_from_slice(b"0\r\n\r\n");
-        } else {
-            out.extend_from_slice(&b.body);
+    if head.method == "HEAD" {
+        return Ok(0);
+    }
+    if chunked {
+        for chunk in b.body.chunks(CHUNK) {
+            write!(out, "{:x}\r\n", chunk.len())?;
+            out.extend_from_slice(chunk);
+            out.extend_from_slice(b"\r\n");
         }
-    }
-    let delay = if h.is_some_and(|h| h.slow) {
-        server.slow.max(server.latency)
+        out.extend_from_slice(b"0\r\n\r\n");
     } else {
-        server.latency
-    };
-    if !delay.is_zero() {
-        tokio::time::sleep_until(started + delay).await;
+        out.extend_from_slice(&b.body);
     }
-    record.write_from_us = log::now_us();
-    let result = async {
-        write_paced(stream, &b.out, server.pace.as_ref(), peer).await?;
-        stream.flush().await
-    }
-    .await;
-    // First thing after the last byte is handed over: the stamps.
-    (record.end_us, record.service_us) = (log::now_us(), micros(started.elapsed()));
-    record.status = status;
-    record.bytes = if result.is_ok() { sent } else { 0 };
-    log_record(server, b, &record);
-    result.map(|()| keep)
+    Ok(b.body.len() as u64)
 }
 
 /// Writes `out`, with `pace` in pieces of at most [`PACE_CHUNK`] bytes, each after

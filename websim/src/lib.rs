@@ -22,8 +22,9 @@
 //! - [`text`], [`linkform`], [`html`]: page rendering.
 //! - [`robots`]: robots.txt variants and websim's own RFC 9309 matcher.
 //! - [`manifest`]: the breadth-first oracle; [`outfiles`]: the files it writes.
-//! - [`respond`]: routing rules; [`http`]: the server; [`misbehave`]: the
-//!   misbehaving host; [`traps`]: the trap hosts; [`log`]: the request log; [`listen`]: binding;
+//! - [`reply`]: what a request is answered, before it is written; [`respond`]:
+//!   routing rules; [`http`]: the server; [`misbehave`]: the
+//!   misbehaving host; [`traps`]: the trap hosts (their kinds and names: [`trap_sites`]); [`log`]: the request log; [`listen`]: binding;
 //!   [`pace`]: per-client pacing.
 //! - [`dns`]: the authoritative DNS server; [`tls`]: the CA and rustls configs.
 //! - [`diskweb`]: the disk web (`--from-repository REPO`): a stored crawl from a
@@ -111,6 +112,7 @@ pub mod orphans;
 pub mod outfiles;
 pub mod pace;
 pub mod paths;
+pub mod reply;
 pub mod respond;
 pub mod revision;
 pub mod rng;
@@ -119,6 +121,7 @@ pub mod sitemaps;
 pub mod text;
 pub mod throttle;
 pub mod tls;
+pub mod trap_sites;
 pub mod traps;
 
 pub use cli::{Args, CliError, run};

@@ -122,14 +122,22 @@ pub fn write_attr(
         8..10 => s.value.push('#'),
         _ => {}
     }
+    write_value(out, &s.value, r, name, upper);
+}
+
+/// Appends ` name="value"` for the URL `value` as spelled: a character reference
+/// for one slash now and then, double, single or no quotes, spaces around `=`.
+/// Draws from `r` after [`write_attr`]'s spelling, in a fixed order (the web must
+/// stay a function of its seed).
+fn write_value(out: &mut Vec<u8>, value: &str, r: &mut Rng, name: &str, upper: bool) {
     // The slash to write as a character reference, if any (never one of "//").
     let entity_slash = if r.chance(50) {
-        s.value
+        value
             .char_indices()
             .filter(|&(i, c)| {
                 c == '/'
-                    && s.value.as_bytes().get(i + 1) != Some(&b'/')
-                    && (i == 0 || s.value.as_bytes()[i - 1] != b'/')
+                    && value.as_bytes().get(i + 1) != Some(&b'/')
+                    && (i == 0 || value.as_bytes()[i - 1] != b'/')
             })
             .map(|(i, _)| i)
             .next_back()
@@ -141,7 +149,7 @@ pub fn write_attr(
         70..90 => Some(b'\''),
         _ => {
             let unsafe_char = |c: char| "&'\"=<>` ".contains(c);
-            if entity_slash.is_none() && !s.value.contains(unsafe_char) {
+            if entity_slash.is_none() && !value.contains(unsafe_char) {
                 None
             } else {
                 Some(b'"')
@@ -158,7 +166,7 @@ pub fn write_attr(
     if let Some(q) = quote {
         out.push(q);
     }
-    for (i, c) in s.value.char_indices() {
+    for (i, c) in value.char_indices() {
         match c {
             '&' => out.extend_from_slice(b"&amp;"),
             '/' if Some(i) == entity_slash => {

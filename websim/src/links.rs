@@ -47,7 +47,7 @@
 
 use super::model::{Target, Web};
 use super::rng::{Rng, TAG_LINKS, TAG_REDIRECT};
-use super::traps::TrapSite;
+use super::trap_sites::TrapSite;
 
 /// Where an unfollowable URL sits in the page.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -95,35 +95,128 @@ pub struct Chain {
 /// Redirect chain keys per origin host: `0..CHAIN_KEYS`.
 pub const CHAIN_KEYS: u32 = 64;
 
+/// The URLs of host `h`'s page in positions a crawler must not follow: traps in
+/// a comment, a script, a style and a textarea (each on some pages), the
+/// stylesheet, and up to two images.
+fn unfollowable(h: u32, r: &mut Rng) -> Vec<(TrapKind, Target)> {
+    let mut traps = Vec::with_capacity(6);
+    let kinds = [
+        (TrapKind::Comment, b'c', 300),
+        (TrapKind::Script, b's', 300),
+        (TrapKind::Style, b'y', 200),
+        (TrapKind::Textarea, b't', 50),
+    ];
+    for (kind, letter, per_mille) in kinds {
+        if r.chance(per_mille) {
+            let key = r.below(64) as u32;
+            traps.push((
+                kind,
+                Target::Trap {
+                    host: h,
+                    kind: letter,
+                    key,
+                },
+            ));
+        }
+    }
+    traps.push((TrapKind::Stylesheet, Target::Static { host: h, key: 0 }));
+    for _ in 0..r.below(3) {
+        let key = 1 + r.below(16) as u32;
+        traps.push((TrapKind::Image, Target::Static { host: h, key }));
+    }
+    traps
+}
+
+/// A page's component of its host and its place in the component's tree
+/// (without components: component 0, local index = page, the host's one tree).
+#[derive(Debug, Clone, Copy)]
+struct Component {
+    host: u32,
+    /// The host's pages.
+    pages: u32,
+    /// Components on the host (at least 1).
+    count: u32,
+    /// This page's component.
+    index: u32,
+    /// This page's index in its component.
+    local: u32,
+}
+
+impl Component {
+    /// Page `page` of host `host` (`pages` pages, `count` components).
+    fn of(host: u32, pages: u32, count: u32, page: u32) -> Component {
+        Component {
+            host,
+            pages,
+            count,
+            index: page % count,
+            local: page / count,
+        }
+    }
+
+    /// The page at index `local` of this component, if the host has it.
+    fn page(&self, local: u64) -> Option<Target> {
+        let p = local * u64::from(self.count) + u64::from(self.index);
+        (p < u64::from(self.pages)).then_some(Target::Page {
+            host: self.host,
+            page: p as u32,
+        })
+    }
+
+    /// Pages of this component (at least 1: this one).
+    fn size(&self) -> u64 {
+        (u64::from(self.pages) - u64::from(self.index)).div_ceil(u64::from(self.count))
+    }
+}
+
 impl Web {
     /// The links of page `page` of generated host `h`.
     pub fn page_links(&self, h: u32, page: u32) -> PageLinks {
-        let host = &self.hosts[h as usize];
-        let n = host.pages;
         let seed = self.params.seed;
         let mut r = Rng::for_parts(&[seed, TAG_LINKS, u64::from(h), u64::from(page)]);
         let nofollow = page != 0 && r.chance(10);
         let frameset = page != 0 && r.chance(8);
-        let mut follow = Vec::with_capacity(16);
-        // The page's component and its place in the component's tree (without
-        // components: component 0, local index = page, the host's one tree).
-        let k = self.components_of(h);
-        let (component, local) = (page % k, page / k);
-        let in_component = |local: u64| {
-            let p = local * u64::from(k) + u64::from(component);
-            (p < u64::from(n)).then_some(Target::Page {
-                host: h,
-                page: p as u32,
-            })
-        };
-        // Pages of this component (at least 1: this one).
-        let component_pages = (u64::from(n) - u64::from(component)).div_ceil(u64::from(k));
-        if local > 0 {
-            follow.extend(in_component(u64::from((local - 1) / 4)));
+        let comp = Component::of(h, self.hosts[h as usize].pages, self.components_of(h), page);
+        let mut follow = self.tree_links(comp, page);
+        let total = r.range(8, 13) as usize;
+        while follow.len() < total {
+            let t = self.drawn_link(comp, page, &mut r);
+            follow.push(t);
         }
-        let first_child = u64::from(local) * 4 + 1;
+        if nofollow {
+            follow.push(Target::Hidden { host: h, key: page });
+        }
+        if self.orphans() > 0 {
+            // `--orphans`: nothing of the host links its own orphans; the home
+            // page links the next host's (see `orphans.rs`).
+            for t in &mut follow {
+                *t = self.unorphan(h, *t);
+            }
+            if page == 0 {
+                follow.extend(self.orphan_links(h));
+            }
+        }
+        PageLinks {
+            follow,
+            traps: unfollowable(h, &mut r),
+            nofollow,
+            frameset,
+        }
+    }
+
+    /// The links every page of its kind has: its parent and children in its
+    /// component's tree; on a home page the next two hosts' home pages, and on the
+    /// most popular host's the sitemaps and trap hosts when they are on.
+    fn tree_links(&self, comp: Component, page: u32) -> Vec<Target> {
+        let h = comp.host;
+        let host = &self.hosts[h as usize];
+        let mut follow = Vec::with_capacity(16);
+        if comp.local > 0 {
+            follow.extend(comp.page(u64::from((comp.local - 1) / 4)));
+        }
+        let first_child = u64::from(comp.local) * 4 + 1;
         for c in first_child..first_child + 4 {
-            follow.extend(in_component(c));
+            follow.extend(comp.page(c));
         }
         if page == 0 {
             let next = self.ring_next(h);
@@ -148,117 +241,73 @@ impl Web {
                 }
             }
         }
-        let total = r.range(8, 13) as usize;
-        while follow.len() < total {
-            let t = match r.below(1000) {
-                0..200 => {
-                    let other = self.pick_linked(h, &mut r);
-                    let pages = self.hosts[other as usize].pages;
-                    let p = if r.chance(600) {
-                        0
-                    } else {
-                        r.below(u64::from(pages)) as u32
-                    };
-                    if other == h && k > 1 {
-                        // Its own host: a page of its own component.
-                        in_component(u64::from(p) % component_pages)
-                            .unwrap_or(Target::Page { host: h, page })
-                    } else {
-                        Target::Page {
-                            host: other,
-                            page: p,
-                        }
+        follow
+    }
+
+    /// One drawn link of page `page` (see the module docs for the shares).
+    fn drawn_link(&self, comp: Component, page: u32, r: &mut Rng) -> Target {
+        let h = comp.host;
+        let k = comp.count;
+        let own = Target::Page { host: h, page };
+        match r.below(1000) {
+            0..200 => {
+                let other = self.pick_linked(h, r);
+                let pages = self.hosts[other as usize].pages;
+                let p = if r.chance(600) {
+                    0
+                } else {
+                    r.below(u64::from(pages)) as u32
+                };
+                if other == h && k > 1 {
+                    // Its own host: a page of its own component.
+                    comp.page(u64::from(p) % comp.size()).unwrap_or(own)
+                } else {
+                    Target::Page {
+                        host: other,
+                        page: p,
                     }
                 }
-                200..225 => {
-                    let key = r.below(500) as u32;
-                    // Missing pages of one key class per component, so that two
-                    // components never link one URL.
-                    let key = if k > 1 {
-                        let key = key / k * k + component;
-                        if key >= 500 { key - k } else { key }
-                    } else {
-                        key
-                    };
-                    Target::Missing { host: h, key }
-                }
-                // Redirect chains and the loop join components (their hops
-                // are shared by the host): with components, a page of its own.
-                225..250 if k > 1 => {
-                    in_component(r.below(component_pages)).unwrap_or(Target::Page { host: h, page })
-                }
-                225..240 => Target::Redirect {
-                    origin: h,
-                    key: r.below(u64::from(CHAIN_KEYS)) as u32,
-                    step: 0,
-                },
-                240..250 if host.loops => Target::Loop { host: h, b: false },
-                250..258 => {
-                    let s = self.pick_https_linked(h, &mut r);
-                    let pages = self.hosts[s as usize].pages;
-                    let p = if r.chance(500) {
-                        0
-                    } else {
-                        r.below(u64::from(pages)) as u32
-                    };
-                    Target::Upgrade { host: s, page: p }
-                }
-                258..262 => Target::Nx {
-                    key: r.below(8) as u32,
-                },
-                _ => {
-                    // min of two draws: low page numbers are linked more often.
-                    let a = r.below(component_pages);
-                    let b = r.below(component_pages);
-                    in_component(a.min(b)).unwrap_or(Target::Page { host: h, page })
-                }
-            };
-            follow.push(t);
-        }
-        if nofollow {
-            follow.push(Target::Hidden { host: h, key: page });
-        }
-        if self.orphans() > 0 {
-            // `--orphans`: nothing of the host links its own orphans; the home
-            // page links the next host's (see `orphans.rs`).
-            for t in &mut follow {
-                *t = self.unorphan(h, *t);
             }
-            if page == 0 {
-                follow.extend(self.orphan_links(h));
+            200..225 => {
+                let key = r.below(500) as u32;
+                // Missing pages of one key class per component, so that two
+                // components never link one URL.
+                let key = if k > 1 {
+                    let key = key / k * k + comp.index;
+                    if key >= 500 { key - k } else { key }
+                } else {
+                    key
+                };
+                Target::Missing { host: h, key }
             }
-        }
-
-        let mut traps = Vec::with_capacity(6);
-        let kinds = [
-            (TrapKind::Comment, b'c', 300),
-            (TrapKind::Script, b's', 300),
-            (TrapKind::Style, b'y', 200),
-            (TrapKind::Textarea, b't', 50),
-        ];
-        for (kind, letter, per_mille) in kinds {
-            if r.chance(per_mille) {
-                let key = r.below(64) as u32;
-                traps.push((
-                    kind,
-                    Target::Trap {
-                        host: h,
-                        kind: letter,
-                        key,
-                    },
-                ));
+            // Redirect chains and the loop join components (their hops
+            // are shared by the host): with components, a page of its own.
+            225..250 if k > 1 => comp.page(r.below(comp.size())).unwrap_or(own),
+            225..240 => Target::Redirect {
+                origin: h,
+                key: r.below(u64::from(CHAIN_KEYS)) as u32,
+                step: 0,
+            },
+            240..250 if self.hosts[h as usize].loops => Target::Loop { host: h, b: false },
+            250..258 => {
+                let s = self.pick_https_linked(h, r);
+                let pages = self.hosts[s as usize].pages;
+                let p = if r.chance(500) {
+                    0
+                } else {
+                    r.below(u64::from(pages)) as u32
+                };
+                Target::Upgrade { host: s, page: p }
             }
-        }
-        traps.push((TrapKind::Stylesheet, Target::Static { host: h, key: 0 }));
-        for _ in 0..r.below(3) {
-            let key = 1 + r.below(16) as u32;
-            traps.push((TrapKind::Image, Target::Static { host: h, key }));
-        }
-        PageLinks {
-            follow,
-            traps,
-            nofollow,
-            frameset,
+            258..262 => Target::Nx {
+                key: r.below(8) as u32,
+            },
+            _ => {
+                // min of two draws: low page numbers are linked more often.
+                let a = r.below(comp.size());
+                let b = r.below(comp.size());
+                comp.page(a.min(b)).unwrap_or(own)
+            }
         }
     }
 

@@ -113,18 +113,7 @@ where
             stream.write_all(&bytes).await?;
             (0, bytes.len() as u64)
         }
-        Misbehavior::HugeHeaders => {
-            let mut head = String::with_capacity(HUGE_HEADERS + 256);
-            head.push_str("HTTP/1.1 200 OK\r\nContent-Type: text/plain\r\n");
-            let mut n = 0;
-            while head.len() < HUGE_HEADERS {
-                head.push_str(&format!("X-Filler-{n}: {}\r\n", "f".repeat(64)));
-                n += 1;
-            }
-            head.push_str("Content-Length: 2\r\nConnection: close\r\n\r\nok");
-            stream.write_all(head.as_bytes()).await?;
-            (200, 2)
-        }
+        Misbehavior::HugeHeaders => huge_headers(stream).await?,
         Misbehavior::ShortBody => {
             let head =
                 "HTTP/1.1 200 OK\r\nContent-Type: text/plain\r\nContent-Length: 100000\r\n\r\n";
@@ -132,38 +121,8 @@ where
             stream.write_all(&[b's'; 1000]).await?;
             (200, 1000)
         }
-        Misbehavior::HugeBody => {
-            let head = format!(
-                "HTTP/1.1 200 OK\r\nContent-Type: text/plain\r\nContent-Length: {HUGE_BODY}\r\nConnection: close\r\n\r\n"
-            );
-            stream.write_all(head.as_bytes()).await?;
-            let block = [b'x'; 64 * 1024];
-            let mut sent = 0u64;
-            while !head_only && sent < HUGE_BODY {
-                let n = (HUGE_BODY - sent).min(block.len() as u64) as usize;
-                stream.write_all(&block[..n]).await?;
-                sent += n as u64;
-            }
-            (200, sent)
-        }
-        Misbehavior::Stall => {
-            let head =
-                "HTTP/1.1 200 OK\r\nContent-Type: text/plain\r\nContent-Length: 100000\r\n\r\n";
-            stream.write_all(head.as_bytes()).await?;
-            stream.write_all(&[b'w'; 1000]).await?;
-            stream.flush().await?;
-            // Hold the connection until the client gives up (or STALL passes).
-            let mut sink = [0u8; 1024];
-            let _ = tokio::time::timeout(STALL, async {
-                while let Ok(n) = stream.read(&mut sink).await {
-                    if n == 0 {
-                        break;
-                    }
-                }
-            })
-            .await;
-            (200, 1000)
-        }
+        Misbehavior::HugeBody => huge_body(stream, head_only).await?,
+        Misbehavior::Stall => stall(stream).await?,
         Misbehavior::NoLength => {
             let body = "<html><body>The body ends when the connection does.</body></html>\n";
             let head = "HTTP/1.1 200 OK\r\nContent-Type: text/html\r\nConnection: close\r\n\r\n";
@@ -176,30 +135,95 @@ where
             stream.write_all(raw.as_bytes()).await?;
             (200, 16)
         }
-        Misbehavior::GzipBomb => {
-            let bomb = match BOMB.get() {
-                Some(b) => b,
-                None => {
-                    let built = tokio::task::spawn_blocking(build_bomb)
-                        .await
-                        .map_err(io::Error::other)??;
-                    BOMB.get_or_init(|| built)
-                }
-            };
-            let head = format!(
-                "HTTP/1.1 200 OK\r\nContent-Type: text/plain\r\nContent-Encoding: gzip\r\nContent-Length: {}\r\nConnection: close\r\n\r\n",
-                bomb.len()
-            );
-            stream.write_all(head.as_bytes()).await?;
-            if !head_only {
-                stream.write_all(bomb).await?;
-            }
-            (200, bomb.len() as u64)
-        }
+        Misbehavior::GzipBomb => gzip_bomb(stream, head_only).await?,
     };
     stream.flush().await?;
     let _ = stream.shutdown().await;
     Ok((status, sent))
+}
+
+/// Headers beyond any sane limit ([`HUGE_HEADERS`] bytes), then a 2-byte body.
+async fn huge_headers<S>(stream: &mut S) -> io::Result<(u16, u64)>
+where
+    S: AsyncWrite + Unpin,
+{
+    let mut head = String::with_capacity(HUGE_HEADERS + 256);
+    head.push_str("HTTP/1.1 200 OK\r\nContent-Type: text/plain\r\n");
+    let mut n = 0;
+    while head.len() < HUGE_HEADERS {
+        head.push_str(&format!("X-Filler-{n}: {}\r\n", "f".repeat(64)));
+        n += 1;
+    }
+    head.push_str("Content-Length: 2\r\nConnection: close\r\n\r\nok");
+    stream.write_all(head.as_bytes()).await?;
+    Ok((200, 2))
+}
+
+/// A [`HUGE_BODY`]-byte body (none for HEAD).
+async fn huge_body<S>(stream: &mut S, head_only: bool) -> io::Result<(u16, u64)>
+where
+    S: AsyncWrite + Unpin,
+{
+    let head = format!(
+        "HTTP/1.1 200 OK\r\nContent-Type: text/plain\r\nContent-Length: {HUGE_BODY}\r\nConnection: close\r\n\r\n"
+    );
+    stream.write_all(head.as_bytes()).await?;
+    let block = [b'x'; 64 * 1024];
+    let mut sent = 0u64;
+    while !head_only && sent < HUGE_BODY {
+        let n = (HUGE_BODY - sent).min(block.len() as u64) as usize;
+        stream.write_all(&block[..n]).await?;
+        sent += n as u64;
+    }
+    Ok((200, sent))
+}
+
+/// A head promising 100,000 bytes, 1,000 of them, then silence until the client
+/// gives up (or [`STALL`] passes).
+async fn stall<S>(stream: &mut S) -> io::Result<(u16, u64)>
+where
+    S: AsyncRead + AsyncWrite + Unpin,
+{
+    let head = "HTTP/1.1 200 OK\r\nContent-Type: text/plain\r\nContent-Length: 100000\r\n\r\n";
+    stream.write_all(head.as_bytes()).await?;
+    stream.write_all(&[b'w'; 1000]).await?;
+    stream.flush().await?;
+    // Hold the connection until the client gives up (or STALL passes).
+    let mut sink = [0u8; 1024];
+    let _ = tokio::time::timeout(STALL, async {
+        while let Ok(n) = stream.read(&mut sink).await {
+            if n == 0 {
+                break;
+            }
+        }
+    })
+    .await;
+    Ok((200, 1000))
+}
+
+/// A small gzip body that inflates to [`BOMB_INFLATED`] bytes (built once).
+async fn gzip_bomb<S>(stream: &mut S, head_only: bool) -> io::Result<(u16, u64)>
+where
+    S: AsyncWrite + Unpin,
+{
+    let bomb = match BOMB.get() {
+        Some(b) => b,
+        None => {
+            let built = tokio::task::spawn_blocking(build_bomb)
+                .await
+                .map_err(io::Error::other)??;
+            BOMB.get_or_init(|| built)
+        }
+    };
+    let head = format!(
+        "HTTP/1.1 200 OK\r\nContent-Type: text/plain\r\nContent-Encoding: gzip\r\nContent-Length: {}\r\nConnection: close\r\n\r\n",
+        bomb.len()
+    );
+    stream.write_all(head.as_bytes()).await?;
+    if !head_only {
+        stream.write_all(bomb).await?;
+    }
+    Ok((200, bomb.len() as u64))
 }
 
 static BOMB: OnceLock<Vec<u8>> = OnceLock::new();

@@ -435,7 +435,7 @@ impl Web {
             Target::Trap { kind, key, .. } => write!(out, "/trap/{}{key}.html", kind as char),
             Target::Hidden { key, .. } => write!(out, "/hidden/h{key}.html"),
             Target::TrapSite { page, .. } => {
-                super::traps::write_real_path(out, page);
+                super::trap_sites::write_real_path(out, page);
                 Ok(())
             }
             Target::Static { key: 0, .. } => write!(out, "/static/site.css"),

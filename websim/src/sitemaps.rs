@@ -27,7 +27,7 @@ use std::fmt::Write as _;
 use std::io::Write as _;
 
 use super::model::{Target, Web};
-use super::respond::{Body, Reply, not_found};
+use super::reply::{Body, Reply, not_found};
 
 /// The sitemap host.
 pub const SITEMAPS_HOST: &str = "www.sitemaps.test";
@@ -266,7 +266,7 @@ mod tests {
             .read_to_string(&mut xml)
             .unwrap();
         assert!(xml.contains("/only/p20.html</loc>") && xml.contains(FOREIGN[1]));
-        assert_eq!(route(&web, h, "/sitemap.xml"), not_found());
+        assert_eq!(route(&web, h, "/sitemap.xml"), crate::reply::not_found());
     }
 
     #[test]

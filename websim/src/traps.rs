@@ -27,100 +27,17 @@ use std::fmt::Write as _;
 use std::sync::atomic::{AtomicU64, Ordering};
 
 use super::model::Target;
-use super::respond::{Body, Reply, not_found};
+use super::reply::{Body, Reply, not_found};
 use super::rng::hash;
+pub use super::trap_sites::{
+    CALENDAR_HOST, CHAIN_HOPS, COUNTER_HOST, MAZE_HOST, PAGES_HOST, REDIRECTS_HOST, SESSION_PAGES,
+    SESSIONS_HOST, TrapSite, write_real_path,
+};
 
-/// The session-id trap host.
-pub const SESSIONS_HOST: &str = "www.sessions-trap.test";
-/// The year/month calendar trap host.
-pub const CALENDAR_HOST: &str = "www.calendar-trap.test";
-/// The redirect-chain trap host.
-pub const REDIRECTS_HOST: &str = "www.redirects-trap.test";
-/// The page-number sequence trap host.
-pub const PAGES_HOST: &str = "www.pages-trap.test";
-/// The counter trap host.
-pub const COUNTER_HOST: &str = "www.counter-trap.test";
-/// The maze trap host.
-pub const MAZE_HOST: &str = "www.maze-trap.test";
 /// A far-past month the calendar's home page links.
 pub const FAR_PAST: &str = "/cal/1970/01/";
 /// A far-future month the calendar's home page links.
 pub const FAR_FUTURE: &str = "/cal/2199/12/";
-/// Real pages of the sessions host.
-pub const SESSION_PAGES: u32 = 30;
-/// Hops of the redirect chain before its end page.
-pub const CHAIN_HOPS: u32 = 50;
-
-/// What a trap host does (see the module docs).
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
-pub enum TrapSite {
-    /// Fresh session ids on every link.
-    Sessions,
-    /// Endless months and days.
-    Calendar,
-    /// A chain of [`CHAIN_HOPS`] redirects.
-    Redirects,
-    /// Endless page numbers.
-    Pages,
-    /// Endless counters.
-    Counter,
-    /// An endless maze of words.
-    Maze,
-}
-
-impl TrapSite {
-    /// Every kind, in host order.
-    pub const ALL: [TrapSite; 6] = [
-        TrapSite::Sessions,
-        TrapSite::Calendar,
-        TrapSite::Redirects,
-        TrapSite::Pages,
-        TrapSite::Counter,
-        TrapSite::Maze,
-    ];
-
-    /// The host name.
-    pub fn host_name(self) -> &'static str {
-        match self {
-            TrapSite::Sessions => SESSIONS_HOST,
-            TrapSite::Calendar => CALENDAR_HOST,
-            TrapSite::Redirects => REDIRECTS_HOST,
-            TrapSite::Pages => PAGES_HOST,
-            TrapSite::Counter => COUNTER_HOST,
-            TrapSite::Maze => MAZE_HOST,
-        }
-    }
-
-    /// The `hosts.tsv` flag naming the kind.
-    pub fn flag(self) -> &'static str {
-        match self {
-            TrapSite::Sessions => "sessions",
-            TrapSite::Calendar => "calendar",
-            TrapSite::Redirects => "redirects",
-            TrapSite::Pages => "pages",
-            TrapSite::Counter => "counter",
-            TrapSite::Maze => "maze",
-        }
-    }
-
-    /// Number of real pages.
-    pub fn pages(self) -> u32 {
-        match self {
-            TrapSite::Sessions => SESSION_PAGES,
-            _ => 1,
-        }
-    }
-}
-
-/// Appends the path of real page `page` (`/` or `/p{page}.html`).
-pub fn write_real_path(out: &mut String, page: u32) {
-    if page == 0 {
-        out.push('/');
-    } else {
-        let _ = write!(out, "/p{page}.html");
-    }
-}
-
 /// The real pages real page `page` of a trap host links to (tree links on the
 /// sessions host: parent and up to three children; none elsewhere).
 pub fn real_links(kind: TrapSite, host: u32, page: u32) -> Vec<Target> {

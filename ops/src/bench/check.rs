@@ -185,6 +185,14 @@ pub struct Report {
     pub unexpected: Vec<String>,
     /// Fetch rates.
     pub rates: pace::Rates,
+    /// How the fetches kept the politeness intervals given.
+    pub politeness: Politeness,
+}
+
+/// How a run kept the politeness intervals it was given (each figure only when
+/// its interval was given).
+#[derive(Debug, Clone, Default)]
+pub struct Politeness {
     /// Per-origin politeness, when an interval was given.
     pub origins: Option<pace::GroupPace>,
     /// Per-IP politeness, when an interval was given.
@@ -194,6 +202,48 @@ pub struct Report {
     /// Requests started over what per-IP politeness allowed while addresses had
     /// work left ([`pace::work_bound_share`]), when an IP interval was given.
     pub work_bound_share: Option<f64>,
+}
+
+impl Politeness {
+    /// Judges `log` against the per-origin and per-IP intervals, over the hosts
+    /// `hosts` (for the bound).
+    fn judge(
+        log: &[Request],
+        hosts: &[HostRow],
+        interval_ms: Option<u64>,
+        ip_interval_ms: Option<u64>,
+    ) -> Politeness {
+        Politeness {
+            origins: interval_ms.map(|ms| pace::by_origin(log, ms * 1000)),
+            ips: ip_interval_ms.map(|ms| pace::by_ip(log, ms * 1000)),
+            work_bound_share: ip_interval_ms.and_then(|ms| pace::work_bound_share(log, ms * 1000)),
+            bound_per_s: pace::bound_per_s(hosts, interval_ms, ip_interval_ms),
+        }
+    }
+
+    /// Appends its ` key=value` fields to the check line `s`.
+    fn write_fields(&self, s: &mut String) {
+        let ms =
+            |us: Option<i64>| us.map_or("-".to_owned(), |u| format!("{:.1}", u as f64 / 1000.0));
+        for (name, p) in [("origin", &self.origins), ("ip", &self.ips)] {
+            if let Some(p) = p {
+                let _ = write!(
+                    s,
+                    " {name}s={} {name}_violations={} {name}_min_ms={} {name}_max_in_flight={}",
+                    p.groups,
+                    p.violations,
+                    ms(p.min_us),
+                    p.max_in_flight
+                );
+            }
+        }
+        if let Some(b) = self.bound_per_s {
+            let _ = write!(s, " bound_per_s={b:.1}");
+        }
+        if let Some(w) = self.work_bound_share {
+            let _ = write!(s, " work_bound_share={w:.3}");
+        }
+    }
 }
 
 /// Judges the run in websim's output directory `dir`.
@@ -262,11 +312,8 @@ pub fn judge(
     ] {
         v.sort();
     }
-    report.origins = interval_ms.map(|ms| pace::by_origin(&log, ms * 1000));
-    report.ips = ip_interval_ms.map(|ms| pace::by_ip(&log, ms * 1000));
-    report.work_bound_share = ip_interval_ms.and_then(|ms| pace::work_bound_share(&log, ms * 1000));
     let rows: Vec<HostRow> = hosts.into_values().collect();
-    report.bound_per_s = pace::bound_per_s(&rows, interval_ms, ip_interval_ms);
+    report.politeness = Politeness::judge(&log, &rows, interval_ms, ip_interval_ms);
     report.oracle = oracle;
     Ok(report)
 }
@@ -316,26 +363,7 @@ impl Report {
             self.rates.mid80_per_s,
             self.rates.peak_per_s,
         );
-        let ms =
-            |us: Option<i64>| us.map_or("-".to_owned(), |u| format!("{:.1}", u as f64 / 1000.0));
-        for (name, p) in [("origin", &self.origins), ("ip", &self.ips)] {
-            if let Some(p) = p {
-                let _ = write!(
-                    s,
-                    " {name}s={} {name}_violations={} {name}_min_ms={} {name}_max_in_flight={}",
-                    p.groups,
-                    p.violations,
-                    ms(p.min_us),
-                    p.max_in_flight
-                );
-            }
-        }
-        if let Some(b) = self.bound_per_s {
-            let _ = write!(s, " bound_per_s={b:.1}");
-        }
-        if let Some(w) = self.work_bound_share {
-            let _ = write!(s, " work_bound_share={w:.3}");
-        }
+        self.politeness.write_fields(&mut s);
         s
     }
 
@@ -443,7 +471,7 @@ mod tests {
         );
         assert_eq!(r.never_other, ["http://a.test:80/static/site.css"]);
         assert_eq!(r.unexpected, ["http://a.test:80/made-up"]);
-        assert!(r.origins.is_none() && r.bound_per_s.is_none());
+        assert!(r.politeness.origins.is_none() && r.politeness.bound_per_s.is_none());
         let line = r.line();
         assert!(
             line.starts_with(
@@ -455,10 +483,10 @@ mod tests {
         assert!(r.samples(5).contains("  not fetched: http://a.test:80/x\n"));
 
         let r = judge(dir.path(), "polycrawl", Some(2000), Some(2000)).unwrap();
-        let o = r.origins.unwrap();
+        let o = r.politeness.origins.unwrap();
         assert_eq!((o.groups, o.violations), (2, 7));
-        assert_eq!(r.ips.unwrap().groups, 1);
-        assert_eq!(r.bound_per_s, Some(1.0));
+        assert_eq!(r.politeness.ips.unwrap().groups, 1);
+        assert_eq!(r.politeness.bound_per_s, Some(1.0));
         assert!(
             r.line().contains(" origins=2 origin_violations=7 "),
             "{}",

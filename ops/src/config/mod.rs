@@ -39,8 +39,6 @@ pub struct Config {
 pub struct SpoolConfig {
     /// Root directory of the spool.
     pub root: PathBuf,
-    /// Rescan interval of a consumer, in milliseconds.
-    pub scan_interval_ms: u64,
     /// Whether change events are used as a wake-up hint.
     pub notify: bool,
 }
@@ -65,7 +63,6 @@ impl Default for SpoolConfig {
     fn default() -> Self {
         Self {
             root: PathBuf::from("spool"),
-            scan_interval_ms: 2000,
             notify: true,
         }
     }
@@ -165,9 +162,6 @@ impl Config {
         };
         if self.spool.root.as_os_str().is_empty() {
             return invalid("spool.root", "must not be empty".into());
-        }
-        if self.spool.scan_interval_ms == 0 {
-            return invalid("spool.scan_interval_ms", "must be greater than 0".into());
         }
         let c = &self.control;
         if !valid_host_port(&c.manager_addr) {
@@ -279,6 +273,18 @@ mod tests {
         assert!(msg.contains("scan_intervall_ms"), "{msg}");
     }
 
+    /// `spool.scan_interval_ms` was read by no service (each consumer has its own
+    /// scan period: `app.scan_interval_ms`, `manager.frontier.request_scan_interval_ms`):
+    /// a config that still sets it is refused like any unknown field, naming it.
+    #[test]
+    fn the_removed_spool_scan_interval_is_refused() {
+        let err = Config::parse("(spool: (scan_interval_ms: 2000))", "old.ron").unwrap_err();
+        let msg = err.to_string();
+        assert!(msg.contains("old.ron"), "{msg}");
+        assert!(msg.contains("spool"), "{msg}");
+        assert!(msg.contains("scan_interval_ms"), "{msg}");
+    }
+
     #[test]
     fn bad_type_names_the_field() {
         let err = Config::parse("(control: (max_frame_bytes: \"big\"))", "t").unwrap_err();
@@ -289,7 +295,6 @@ mod tests {
     #[test]
     fn bad_values_name_the_field() {
         for (text, field) in [
-            ("(spool: (scan_interval_ms: 0))", "spool.scan_interval_ms"),
             (
                 "(control: (max_frame_bytes: 10))",
                 "control.max_frame_bytes",

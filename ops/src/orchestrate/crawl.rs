@@ -25,11 +25,11 @@ use anyhow::Context;
 use tokio::runtime::Handle;
 use tokio_util::sync::CancellationToken;
 
-use super::parts::{Metrics, SplitArgs};
+use super::finish::finish;
+use super::layout::Layout;
+use super::parts::SplitArgs;
 use super::progress::Progress;
-use super::repo_scan::RepoScan;
-use super::summary;
-use super::system::{Ending, Layout, Plan, SupervisionArgs, System};
+use super::system::{Ending, Plan, SupervisionArgs, System};
 use crate::config::Config;
 
 /// Flags of `polycrawl crawl`.
@@ -128,56 +128,17 @@ pub(crate) fn run_with(
     );
     let mut progress = Progress::new(None);
     let result = system.wait(&mut progress, &shutdown, &rt);
-    progress.finish();
-    let stopped = system.stop();
-    let mut finished = result?;
-    if stopped.app_summary.is_some() {
-        finished.app_summary = stopped.app_summary.clone();
-    }
-    for (i, s) in stopped.part_summaries.iter().enumerate() {
-        if let (Some(s), Some(slot)) = (s, finished.part_summaries.get_mut(i)) {
-            *slot = Some(s.clone());
-        }
-    }
-    if !stopped.unclean.is_empty() {
-        eprintln!(
-            "crawl: did not stop cleanly: {}",
-            stopped.unclean.join(", ")
-        );
-    }
-    let parts = args.split.parts;
-    let scans = layout
-        .repositories(parts)
-        .iter()
-        .map(|r| RepoScan::read(r))
-        .collect::<anyhow::Result<Vec<_>>>()?;
-    let scan = RepoScan::merge(&scans);
-    print!(
-        "{}",
-        summary::render(
-            title,
-            &finished,
-            &layout,
-            &scan,
-            None,
-            summary::CpuUse {
-                processes: &stopped.cpu,
-                threads: &stopped.threads,
-                manager_stages: &stopped.manager_stages,
-                websim: None,
-            },
-        )
-    );
-    if parts > 1 {
-        let metrics = Metrics::compute(&scans, &finished.part_summaries, None);
-        print!("{}", metrics.render(args.split.mode, args.split.systems));
-        for (i, s) in finished.part_summaries.iter().enumerate() {
-            if let Some(s) = s {
-                println!("part {i}:     {s}");
-            }
-        }
-    }
-    match finished.ending {
+    let ended = finish(
+        system,
+        result,
+        progress,
+        || {},
+        "crawl",
+        &layout,
+        args.split.parts,
+    )?;
+    ended.print(title, &layout, None, None, &args.split);
+    match ended.finished.ending {
         Ending::GaveUp(why) => anyhow::bail!("{why}"),
         Ending::Complete | Ending::Interrupted => Ok(()),
     }

@@ -35,12 +35,12 @@ use tokio::runtime::Handle;
 use tokio_util::sync::CancellationToken;
 
 use super::child::Child;
+use super::finish::finish;
+use super::layout::Layout;
 use super::machines::Machines;
-use super::parts::{Metrics, SplitArgs};
+use super::parts::SplitArgs;
 use super::progress::Progress;
-use super::repo_scan::RepoScan;
-use super::summary;
-use super::system::{Ending, Layout, Plan, SupervisionArgs, System};
+use super::system::{Ending, Plan, SupervisionArgs, System};
 use super::websim_check::WebsimCheck;
 use crate::config::Config;
 
@@ -300,7 +300,6 @@ impl Ready {
 fn demo_config(layout: &Layout, ready: &Ready, args: &DemoArgs) -> Config {
     let mut c = Config::default();
     layout.apply(&mut c);
-    c.spool.scan_interval_ms = 500;
     c.resolver.name_servers = vec![ready.dns];
     c.downloader.allow_private = true;
     c.downloader.extra_ca_file = Some(ready.ca.clone());
@@ -488,15 +487,14 @@ fn manifest_rows(path: &Path) -> anyhow::Result<u64> {
         .count() as u64)
 }
 
-/// Runs the demo until the crawl is complete (or `shutdown`), then prints the
-/// summary; an error if a process fails or the crawl differs from the manifest.
-pub fn run(args: DemoArgs, shutdown: CancellationToken, rt: Handle) -> anyhow::Result<()> {
-    let mut layout = Layout::new(&args.out)?;
-    if args.machines {
-        layout = layout.with_export();
-    }
-    let resume = prepare_out(&layout.out, &args.web())?;
-    layout.create()?;
+/// Starts websim for `args` (the same web and ports when resuming `resume`) and
+/// waits for its ready line.
+fn start_websim(
+    args: &DemoArgs,
+    layout: &Layout,
+    resume: Option<&Resume>,
+    shutdown: &CancellationToken,
+) -> anyhow::Result<(Child, Ready)> {
     let exe = std::env::current_exe().context("finding the polycrawl binary")?;
     let mut cmd = Command::new(&exe);
     cmd.arg("websim");
@@ -505,7 +503,7 @@ pub fn run(args: DemoArgs, shutdown: CancellationToken, rt: Handle) -> anyhow::R
             std::path::absolute(repo).with_context(|| format!("resolving {}", repo.display()))?;
         cmd.arg("--from-repository").arg(repo);
     } else {
-        generated_web_flags(&mut cmd, &args);
+        generated_web_flags(&mut cmd, args);
     }
     cmd.arg("--out")
         .arg(layout.out.join("websim"))
@@ -518,7 +516,7 @@ pub fn run(args: DemoArgs, shutdown: CancellationToken, rt: Handle) -> anyhow::R
         // to this namespace, where websim runs.
         cmd.args(["--dns-addr", MACHINES_DNS]);
     }
-    if let Some(r) = &resume {
+    if let Some(r) = resume {
         // The disk web always serves on the stored URLs' ports.
         if args.disk_web.is_none() {
             cmd.args(["--http-port", &r.http_port.to_string()])
@@ -552,7 +550,61 @@ pub fn run(args: DemoArgs, shutdown: CancellationToken, rt: Handle) -> anyhow::R
         WEBSIM_READY,
         || shutdown.is_cancelled(),
     )?;
-    let mut ready = Ready::parse(&line)?;
+    let ready = Ready::parse(&line)?;
+    Ok((websim, ready))
+}
+
+/// Removes what an earlier `demo --machines` killed with SIGKILL left behind: its
+/// network namespaces and bridge (anywhere: found by name and their maker's pid
+/// being dead), and its dead mounts under this `--out` (which `prepare_out` could
+/// not remove otherwise). Says what it removed.
+fn remove_leftovers(layout: &Layout) {
+    let mut removed = super::machines::remove_stale();
+    removed.extend(
+        super::machines::unmount_dead(&layout.out.join("mnt"))
+            .into_iter()
+            .map(|p| format!("mount {}", p.display())),
+    );
+    if !removed.is_empty() {
+        eprintln!(
+            "demo: removed what a killed demo left behind: {}",
+            removed.join(", ")
+        );
+    }
+}
+
+/// Prints where the run is: the machines' table, the processes, the files.
+fn announce(layout: &Layout, system: &System, machines: Option<&Machines>, websim: &Child) {
+    system.announce_admin(layout);
+    if let Some(m) = machines {
+        print!("{}", placement_table(m, system));
+    }
+    let pids: Vec<String> = std::iter::once(format!("websim={}", websim.pid()))
+        .chain(system.pids().into_iter().map(|(n, p)| format!("{n}={p}")))
+        .collect();
+    eprintln!(
+        "demo: manager at {}; processes {}",
+        system.manager_addr(),
+        pids.join(" ")
+    );
+    eprintln!(
+        "demo: config {}, logs {}",
+        layout.config.display(),
+        layout.logs.display()
+    );
+}
+
+/// Runs the demo until the crawl is complete (or `shutdown`), then prints the
+/// summary; an error if a process fails or the crawl differs from the manifest.
+pub fn run(args: DemoArgs, shutdown: CancellationToken, rt: Handle) -> anyhow::Result<()> {
+    let mut layout = Layout::new(&args.out)?;
+    if args.machines {
+        layout = layout.with_export();
+    }
+    remove_leftovers(&layout);
+    let resume = prepare_out(&layout.out, &args.web())?;
+    layout.create()?;
+    let (mut websim, mut ready) = start_websim(&args, &layout, resume.as_ref(), &shutdown)?;
     if args.shuffle_seeds {
         ready.seeds = shuffled_seeds(&ready.seeds, &layout.out)?;
     }
@@ -586,106 +638,61 @@ pub fn run(args: DemoArgs, shutdown: CancellationToken, rt: Handle) -> anyhow::R
         strategy: args.strategy.clone(),
         site_policy: args.split.site_policy,
     };
-
+    let (parts, threads) = (plan.parts, plan.config.app.reader_threads);
     eprintln!(
         "{}",
-        super::sizing::line(
-            "demo",
-            plan.parts,
-            plan.downloaders,
-            plan.config.app.reader_threads
-        )
+        super::sizing::line("demo", parts, plan.downloaders, threads)
     );
     let mut system = System::start(&plan, &shutdown, "demo")?;
-    system.announce_admin(&layout);
-    if let Some(m) = &machines {
-        print!("{}", placement_table(m, &system));
-    }
-    let pids: Vec<String> = std::iter::once(format!("websim={}", websim.pid()))
-        .chain(system.pids().into_iter().map(|(n, p)| format!("{n}={p}")))
-        .collect();
-    eprintln!(
-        "demo: manager at {}; processes {}",
-        system.manager_addr(),
-        pids.join(" ")
-    );
-    eprintln!(
-        "demo: config {}, logs {}",
-        layout.config.display(),
-        layout.logs.display()
-    );
+    announce(&layout, &system, machines.as_ref(), &websim);
     let mut progress = Progress::new(plan.expected_pages);
     let result = system.wait(&mut progress, &shutdown, &rt);
-    progress.finish();
-    let stopped = system.stop();
-    // The processes are gone: unmount and remove the namespaces.
-    drop(machines);
-    let websim_status = websim.stop(WEBSIM_GRACE);
-    let mut finished = result?;
-    if stopped.app_summary.is_some() {
-        finished.app_summary = stopped.app_summary.clone();
-    }
-    for (i, s) in stopped.part_summaries.iter().enumerate() {
-        if let (Some(s), Some(slot)) = (s, finished.part_summaries.get_mut(i)) {
-            *slot = Some(s.clone());
-        }
-    }
-    if !stopped.unclean.is_empty() {
-        eprintln!("demo: did not stop cleanly: {}", stopped.unclean.join(", "));
-    }
+    let mut websim_status = None;
+    let after_stop = || {
+        // The processes are gone: unmount and remove the namespaces.
+        drop(machines);
+        websim_status = websim.stop(WEBSIM_GRACE);
+    };
+    let ended = finish(system, result, progress, after_stop, "demo", &layout, parts)?;
     if !websim_status.is_some_and(|s| s.success()) {
         eprintln!("demo: websim did not stop cleanly; its request log may be incomplete");
     }
-
-    let parts = args.split.parts;
-    let scans = layout
-        .repositories(parts)
-        .iter()
-        .map(|r| RepoScan::read(r))
-        .collect::<anyhow::Result<Vec<_>>>()?;
-    let scan = RepoScan::merge(&scans);
     let logs: Vec<&Path> = record.logs.iter().map(PathBuf::as_path).collect();
     let check = if args.strategy.seed_by_seed() {
         let parties = ready.manifest.with_file_name("parties.tsv");
-        WebsimCheck::run_parties(&scan.ok_urls, &parties, &ready.never, &logs)?
+        WebsimCheck::run_parties(&ended.scan.ok_urls, &parties, &ready.never, &logs)?
     } else {
-        WebsimCheck::run_logs(&scan.ok_urls, &ready.manifest, &ready.never, &logs)?
+        WebsimCheck::run_logs(&ended.scan.ok_urls, &ready.manifest, &ready.never, &logs)?
     };
-    print!(
-        "{}",
-        summary::render(
-            "polycrawl demo",
-            &finished,
-            &layout,
-            &scan,
-            Some(&check),
-            summary::CpuUse {
-                processes: &stopped.cpu,
-                threads: &stopped.threads,
-                manager_stages: &stopped.manager_stages,
-                websim: Some(websim.cpu()),
-            },
-        )
+    let websim_cpu = Some(websim.cpu());
+    ended.print(
+        "polycrawl demo",
+        &layout,
+        Some(&check),
+        websim_cpu,
+        &args.split,
     );
-    if parts > 1 {
-        let metrics = Metrics::compute(&scans, &finished.part_summaries, Some(check.expected));
-        print!("{}", metrics.render(args.split.mode, args.split.systems));
-        for (i, s) in finished.part_summaries.iter().enumerate() {
-            if let Some(s) = s {
-                println!("part {i}:     {s}");
-            }
-        }
-    }
-    match finished.ending {
+    judge(&args, &ended.finished.ending, &check, &layout)
+}
+
+/// The demo's verdict: an error if a process kept dying, or if a crawl that
+/// must cover the web exactly differs from websim's manifest. A complete demo
+/// removes its resume record (the next demo on the directory starts afresh).
+fn judge(
+    args: &DemoArgs,
+    ending: &Ending,
+    check: &WebsimCheck,
+    layout: &Layout,
+) -> anyhow::Result<()> {
+    match ending {
         Ending::Complete => {}
         Ending::Interrupted => return Ok(()),
         Ending::GaveUp(why) => anyhow::bail!("{why}"),
     }
-    // Complete: the next demo on this directory starts afresh.
     let _ = std::fs::remove_file(layout.out.join(RESUME));
     // Firewall mode may miss pages and cross-over mode may fetch a page twice:
     // their figures are the result, not a failure.
-    if parts > 1 && !args.split.full_coverage() {
+    if args.split.parts > 1 && !args.split.full_coverage() {
         return Ok(());
     }
     anyhow::ensure!(

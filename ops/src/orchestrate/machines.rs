@@ -27,8 +27,15 @@
 //! `ip` (iproute2), `/dev/fuse` and `fusermount3`; without them `create` says
 //! which is missing.
 //!
+//! A demo killed with SIGKILL cannot clean up: its namespaces and bridge stay, and
+//! its mounts stay behind as dead FUSE mounts (their nfsim died with the demo).
+//! [`remove_stale`], run by every `polycrawl demo` before it starts, removes the
+//! namespaces, bridges and veths named `pcd<PID>...` whose PID no longer runs,
+//! and [`unmount_dead`] the dead mounts under the demo's own `<out>/mnt`.
+//!
 //! This module must never touch a namespace, interface, route or mount it did not
-//! make, nor change the root namespace's routes or global sysctls.
+//! make (a stale one: made by a demo, by its name, whose maker is dead), nor
+//! change the root namespace's routes or global sysctls.
 
 use std::net::Ipv4Addr;
 use std::path::{Path, PathBuf};
@@ -43,6 +50,10 @@ use super::child::Child;
 const MOUNT_TIMEOUT: Duration = Duration::from_secs(20);
 /// How long an nfsim gets to unmount after SIGTERM.
 const UNMOUNT_GRACE: Duration = Duration::from_secs(5);
+
+/// The prefix of every name this module gives: the bridge `pcd<PID>`, namespaces
+/// `pcd<PID>-<role>`, veths `pcdv<PID>x<I>` (and, inside a namespace, `pcdp...`).
+const PREFIX: &str = "pcd";
 
 /// One simulated machine.
 #[derive(Debug, Clone)]
@@ -192,7 +203,7 @@ impl Machines {
         while used.contains(&format!(" 10.{a}.{b}.")) {
             b = b.wrapping_add(1);
         }
-        let bridge = format!("pcd{pid}");
+        let bridge = format!("{PREFIX}{pid}");
         ip(&["link", "add", &bridge, "type", "bridge"])?;
         let mut machines = Machines {
             bridge,
@@ -235,9 +246,9 @@ impl Machines {
     fn add(&mut self, role: &str, addr: Ipv4Addr, mount: &Path) -> anyhow::Result<()> {
         let pid = std::process::id();
         let i = self.placement.machines.len();
-        let netns = format!("pcd{pid}-{role}");
-        let veth = format!("pcdv{pid}x{i}");
-        let peer = format!("pcdp{pid}x{i}");
+        let netns = format!("{PREFIX}{pid}-{role}");
+        let veth = format!("{PREFIX}v{pid}x{i}");
+        let peer = format!("{PREFIX}p{pid}x{i}");
         ip(&["netns", "add", &netns])?;
         self.placement.machines.push(Machine {
             role: role.to_owned(),
@@ -337,6 +348,113 @@ impl Machines {
     }
 }
 
+/// The pid of the demo that made `name` (a namespace `pcd<PID>-<role>`, a bridge
+/// `pcd<PID>` or a veth `pcdv<PID>x<I>`), if this module named it.
+fn maker(name: &str) -> Option<u32> {
+    let rest = name.strip_prefix(PREFIX)?;
+    let (rest, veth) = match rest.strip_prefix('v') {
+        Some(rest) => (rest, true),
+        None => (rest, false),
+    };
+    let digits = rest.len() - rest.trim_start_matches(|c: char| c.is_ascii_digit()).len();
+    let (pid, tail) = rest.split_at(digits);
+    let ours = if veth {
+        tail.strip_prefix('x')
+            .is_some_and(|i| !i.is_empty() && i.bytes().all(|b| b.is_ascii_digit()))
+    } else {
+        tail.is_empty() || tail.len() > 1 && tail.starts_with('-')
+    };
+    if pid.is_empty() || !ours {
+        return None;
+    }
+    pid.parse().ok()
+}
+
+/// Whether process `pid` runs (in this pid namespace).
+fn running(pid: u32) -> bool {
+    Path::new("/proc").join(pid.to_string()).exists()
+}
+
+/// The first word of each line of `ip ARGS` (names: `ip netns list`), or of the
+/// second field for `ip -o link` (`3: pcd12: <...>`, a veth as `pcdv12x0@if5`).
+fn ip_names(args: &[&str]) -> Vec<String> {
+    let Ok(out) = Command::new("ip").args(args).stdin(Stdio::null()).output() else {
+        return Vec::new();
+    };
+    let text = String::from_utf8_lossy(&out.stdout);
+    let link = args.contains(&"link");
+    text.lines()
+        .filter_map(|l| {
+            let word = if link {
+                l.split_whitespace().nth(1)?.trim_end_matches(':')
+            } else {
+                l.split_whitespace().next()?
+            };
+            Some(word.split('@').next().unwrap_or(word).to_owned())
+        })
+        .collect()
+}
+
+/// Removes what demos killed before they could clean up left (see the module
+/// docs): namespaces, then veths and bridges named by this module whose maker no
+/// longer runs. Returns what it removed (nothing when there is nothing to remove
+/// or `ip` is missing); a removal that fails is left, with a line on stderr.
+pub fn remove_stale() -> Vec<String> {
+    let stale = |name: &String| maker(name).is_some_and(|pid| !running(pid));
+    let mut removed = Vec::new();
+    for ns in ip_names(&["netns", "list"]).iter().filter(|n| stale(n)) {
+        match ip(&["netns", "del", ns]) {
+            Ok(()) => removed.push(format!("namespace {ns}")),
+            Err(e) => eprintln!("demo: cannot remove a killed demo's namespace: {e:#}"),
+        }
+    }
+    // A veth goes with its peer's namespace; one left over, and the bridges.
+    for link in ip_names(&["-o", "link", "show"])
+        .iter()
+        .filter(|n| stale(n))
+    {
+        match ip(&["link", "del", link]) {
+            Ok(()) => removed.push(format!("link {link}")),
+            Err(e) => eprintln!("demo: cannot remove a killed demo's link: {e:#}"),
+        }
+    }
+    removed
+}
+
+/// Unmounts (lazily) every FUSE mount under `mnt` whose server is gone (a killed
+/// demo's nfsim): such a mount answers "transport endpoint is not connected" and
+/// cannot be removed. Returns the mount points it unmounted.
+pub fn unmount_dead(mnt: &Path) -> Vec<PathBuf> {
+    let Ok(mnt) = mnt.canonicalize() else {
+        return Vec::new(); // Not there: nothing mounted.
+    };
+    let Ok(info) = std::fs::read_to_string("/proc/self/mountinfo") else {
+        return Vec::new();
+    };
+    let mut unmounted = Vec::new();
+    for point in info.lines().filter_map(|l| l.split(' ').nth(4)) {
+        let point = PathBuf::from(point);
+        let dead =
+            std::fs::metadata(&point).is_err_and(|e| e.kind() == std::io::ErrorKind::NotConnected);
+        if !point.starts_with(&mnt) || !dead {
+            continue;
+        }
+        let done = Command::new("fusermount3")
+            .arg("-u")
+            .arg("-z")
+            .arg(&point)
+            .stdin(Stdio::null())
+            .status()
+            .is_ok_and(|s| s.success());
+        if done {
+            unmounted.push(point);
+        } else {
+            eprintln!("demo: cannot unmount the dead mount {}", point.display());
+        }
+    }
+    unmounted
+}
+
 impl Drop for Machines {
     fn drop(&mut self) {
         for (nfsim, m) in self.nfsims.iter_mut().zip(&self.placement.machines) {
@@ -356,5 +474,42 @@ impl Drop for Machines {
             let _ = ip(&["netns", "del", &m.netns]);
         }
         let _ = ip(&["link", "del", &self.bridge]);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn only_names_this_module_gives_have_a_maker() {
+        assert_eq!(maker("pcd1234"), Some(1234));
+        assert_eq!(maker("pcd1234-mgr0"), Some(1234));
+        assert_eq!(maker("pcdv1234x3"), Some(1234));
+        // The tests' namespaces (`pc-PID-ROLE`, `pcbPID`), other names, and
+        // names that only look alike.
+        for name in [
+            "pc-1234-mgr0",
+            "pcb1234",
+            "pcv1234x0",
+            "pcd",
+            "pcd-mgr0",
+            "pcd1234-",
+            "pcd1234x",
+            "pcdv1234",
+            "pcdv1234x",
+            "pcdp1234x0",
+            "pcdx1",
+            "eth0",
+            "docker0",
+        ] {
+            assert_eq!(maker(name), None, "{name}");
+        }
+    }
+
+    #[test]
+    fn a_running_maker_is_not_stale() {
+        assert!(running(std::process::id()));
+        assert!(!running(u32::MAX));
     }
 }

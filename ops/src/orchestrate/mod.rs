@@ -5,8 +5,16 @@
 //! - [`child`]: [`child::Child`], a started process owned by a guard (SIGTERM,
 //!   grace, SIGKILL, reaped; killed on drop), tied to the orchestrator by the
 //!   kernel's parent-death signal and in a process group of its own.
-//! - [`system`]: [`system::System`]: generated config, tokens, start order, the
-//!   watch loop that restarts a process that dies, and the stop order.
+//! - [`layout`]: [`layout::Layout`], where a run keeps its files under `--out`,
+//!   and the run's config and secret files.
+//! - [`launch`]: the start order (the generated config and tokens, then every
+//!   process, placed on its machine).
+//! - [`system`]: [`system::System`], the running system: the watch loop that
+//!   restarts a process that dies, and the stop order.
+//! - [`supervised`]: one process under the supervisor (its command, kept to
+//!   start it again, its deaths, restarts and CPU time).
+//! - [`finish`]: the one end of a crawl and a demo (stop, the processes' last
+//!   lines, the repositories read back, the summary).
 //! - [`exits`]: wake-ups on a child's exit (SIGCHLD), so the watch loop and the
 //!   stops see an exit at once rather than at their next poll.
 //! - [`supervise`]: the restart rule: a process killed after it worked is always
@@ -35,6 +43,9 @@ pub mod contact;
 pub mod crawl;
 pub mod demo;
 pub mod exits;
+pub mod finish;
+pub mod launch;
+pub mod layout;
 pub mod machines;
 pub mod parts;
 pub mod progress;
@@ -44,6 +55,7 @@ pub mod sizing;
 pub mod strategy;
 pub mod summary;
 pub mod supervise;
+pub mod supervised;
 pub mod system;
 pub mod threads;
 pub mod websim_check;

@@ -38,9 +38,10 @@ use tokio::runtime::Handle;
 use tokio_util::sync::CancellationToken;
 
 use super::crawl::{CrawlArgs, run_with};
+use super::layout::Layout;
 use super::parts::SplitArgs;
 use super::strategy::StrategyArgs;
-use super::system::{Layout, SupervisionArgs};
+use super::system::SupervisionArgs;
 use crate::config::Config;
 
 /// Flags of `polycrawl recrawl`.

@@ -4,8 +4,9 @@
 use std::fmt::Write as _;
 use std::time::Duration;
 
+use super::layout::Layout;
 use super::repo_scan::RepoScan;
-use super::system::{Ending, Finished, Layout};
+use super::system::{Ending, Finished};
 use super::threads::{ThreadCpu, busiest_line};
 use super::websim_check::WebsimCheck;
 
@@ -102,25 +103,7 @@ pub fn render(
     } else {
         0.0
     };
-    match &finished.ending {
-        Ending::Complete => {
-            let _ = writeln!(o, "{what}: crawl complete in {secs:.1} s");
-        }
-        Ending::Interrupted => {
-            let _ = writeln!(
-                o,
-                "{what}: interrupted after {secs:.1} s; state kept: the same command resumes the crawl"
-            );
-        }
-        Ending::GaveUp(why) => {
-            // The reason's first line; its log tail follows in the error below.
-            let _ = writeln!(
-                o,
-                "{what}: stopped after {secs:.1} s: {}",
-                why.lines().next().unwrap_or("a process kept dying")
-            );
-        }
-    }
+    let _ = writeln!(o, "{}", ending_line(what, &finished.ending, secs));
     if !finished.restarts.is_empty() {
         let parts: Vec<String> = finished
             .restarts
@@ -143,29 +126,7 @@ pub fn render(
         );
     }
     let split = finished.part_summaries.len() > 1;
-    let outcomes = if split {
-        // Each part's outcomes, in part order.
-        finished
-            .part_summaries
-            .iter()
-            .enumerate()
-            .map(|(i, s)| {
-                let s = s
-                    .as_deref()
-                    .map_or("unknown", |s| outcomes_of(s).unwrap_or("none"));
-                format!("part {i}: {s}")
-            })
-            .collect::<Vec<_>>()
-            .join("; ")
-    } else {
-        finished
-            .app_summary
-            .as_deref()
-            .map(|s| outcomes_of(s).unwrap_or("none"))
-            .unwrap_or("unknown (no summary line from the application)")
-            .to_owned()
-    };
-    let _ = writeln!(o, "errors:     {outcomes}");
+    let _ = writeln!(o, "errors:     {}", outcomes(finished));
     let _ = writeln!(
         o,
         "data:       {:.1} MiB of WARC in {} files",
@@ -196,35 +157,82 @@ pub fn render(
         repo.join(storage::repository::WARC_DIR).display()
     );
     if let Some(c) = check {
-        let _ = writeln!(
-            o,
-            "coverage: {}/{} ({:.1} %)",
-            c.fetched,
-            c.expected,
-            c.percent()
-        );
-        for url in &c.missing_sample {
-            let _ = writeln!(o, "  not stored: {url}");
-        }
-        let _ = writeln!(o, "duplicate fetches: {}", c.duplicates.len());
-        for url in c.duplicates.iter().take(5) {
-            let _ = writeln!(o, "  fetched twice: {url}");
-        }
-        let _ = writeln!(o, "robots-disallowed fetches: {}", c.never_fetched.len());
-        for url in c.never_fetched.iter().take(5) {
-            let _ = writeln!(o, "  must never be fetched: {url}");
-        }
-        let _ = writeln!(
-            o,
-            "requests:   {} to websim ({} repeated robots.txt fetches: 5xx retries, http and https origins)",
-            c.requests, c.robots_repeats
-        );
+        check_lines(&mut o, c);
     }
     if let (Some(s), false) = (&finished.app_summary, split) {
         let _ = writeln!(o, "app:        {s}");
     }
     let _ = writeln!(o, "logs:       {}", layout.logs.display());
     o
+}
+
+/// The first line: how the run ended, after how long.
+fn ending_line(what: &str, ending: &Ending, secs: f64) -> String {
+    match ending {
+        Ending::Complete => format!("{what}: crawl complete in {secs:.1} s"),
+        Ending::Interrupted => format!(
+            "{what}: interrupted after {secs:.1} s; state kept: the same command resumes the crawl"
+        ),
+        // The reason's first line; its log tail follows in the error below.
+        Ending::GaveUp(why) => format!(
+            "{what}: stopped after {secs:.1} s: {}",
+            why.lines().next().unwrap_or("a process kept dying")
+        ),
+    }
+}
+
+/// The `errors:` line's text: the application's outcome counts, each part's in
+/// part order for a split crawl.
+fn outcomes(finished: &Finished) -> String {
+    if finished.part_summaries.len() > 1 {
+        finished
+            .part_summaries
+            .iter()
+            .enumerate()
+            .map(|(i, s)| {
+                let s = s
+                    .as_deref()
+                    .map_or("unknown", |s| outcomes_of(s).unwrap_or("none"));
+                format!("part {i}: {s}")
+            })
+            .collect::<Vec<_>>()
+            .join("; ")
+    } else {
+        finished
+            .app_summary
+            .as_deref()
+            .map(|s| outcomes_of(s).unwrap_or("none"))
+            .unwrap_or("unknown (no summary line from the application)")
+            .to_owned()
+    }
+}
+
+/// The demo's lines against websim's oracle: coverage, duplicate and
+/// robots-disallowed fetches with samples, requests.
+fn check_lines(o: &mut String, c: &WebsimCheck) {
+    let _ = writeln!(
+        o,
+        "coverage: {}/{} ({:.1} %)",
+        c.fetched,
+        c.expected,
+        c.percent()
+    );
+    for url in &c.missing_sample {
+        let _ = writeln!(o, "  not stored: {url}");
+    }
+    let _ = writeln!(o, "duplicate fetches: {}", c.duplicates.len());
+    for url in c.duplicates.iter().take(5) {
+        let _ = writeln!(o, "  fetched twice: {url}");
+    }
+    let _ = writeln!(o, "robots-disallowed fetches: {}", c.never_fetched.len());
+    for url in c.never_fetched.iter().take(5) {
+        let _ = writeln!(o, "  must never be fetched: {url}");
+    }
+    let _ = writeln!(
+        o,
+        "requests:   {} to websim ({} repeated robots.txt fetches: 5xx retries, http and https origins)",
+        c.requests, c.robots_repeats
+    );
 }
 
 #[cfg(test)]

@@ -1,5 +1,6 @@
 //! The restart rule of `polycrawl crawl` and `polycrawl demo`: what the
-//! supervisor ([`super::system`]) does when one of its processes dies.
+//! supervisor ([`super::system`], over [`super::supervised`]) does when one of its
+//! processes dies.
 //!
 //! A process dies for two kinds of reasons, and the rule tells them apart:
 //! - **Killed after it worked**: the OOM killer, an operator, a node reboot, a
@@ -40,6 +41,10 @@ pub const BACKOFF_RESET: Duration = Duration::from_secs(30);
 pub const REGISTERED: &str = "registered with the manager";
 /// The stdout line the manager prints once it listens.
 pub const LISTENING: &str = "manager listening addr=";
+/// The coordinator's process name (two-level mode).
+pub const COORDINATOR: &str = "coordinator";
+/// The stdout line `polycrawl coordinator` prints once it runs.
+pub const COORDINATOR_READY: &str = "coordinator ready ";
 
 /// When a process that keeps dying is given up on (see the module docs).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

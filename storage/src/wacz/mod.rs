@@ -95,6 +95,48 @@ fn write_parts(
         ..WaczSummary::default()
     };
     // archive/: every WARC file, as it is.
+    let base_of = write_archive(&mut zip, repo, warcs)?;
+    // indexes/index.cdxj, and the page list beside it into a temp file.
+    write_index(&mut zip, repo, &base_of, pages_tmp, &mut summary)?;
+
+    // pages/pages.jsonl
+    let mut input = BufReader::new(File::open(pages_tmp).map_err(StorageError::io(pages_tmp))?);
+    let len = fs::metadata(pages_tmp)
+        .map_err(StorageError::io(pages_tmp))?
+        .len();
+    zip.entry("pages/pages.jsonl", len, |w| {
+        io::copy(&mut input, w).map(|_| ())
+    })?;
+
+    // datapackage.json and its digest.
+    let package = DataPackage {
+        profile: "data-package".into(),
+        wacz_version: WACZ_VERSION.into(),
+        title: title.to_owned(),
+        created: package::iso_date(&spool::warc::WarcDate::now().to_cdx_timestamp()),
+        software: concat!("polycrawl ", env!("CARGO_PKG_VERSION")).into(),
+        resources: std::mem::take(&mut zip.resources),
+    };
+    let bytes = package.encode();
+    zip.raw("datapackage.json", &bytes)?;
+    zip.raw("datapackage-digest.json", &package::digest_json(&bytes))?;
+    let mut file = zip
+        .zip
+        .finish()
+        .map_err(|e| zip_error(partial, e))?
+        .into_inner()
+        .map_err(|e| StorageError::io(partial)(e.into_error()))?;
+    summary.bytes = file.stream_position().map_err(StorageError::io(partial))?;
+    Ok((file, summary))
+}
+
+/// Stores every WARC file under `archive/` as it is; returns each one's entry
+/// name by its path under the repository's `warc/` folder (as the index names it).
+fn write_archive(
+    zip: &mut Entries,
+    repo: &RepositoryReader,
+    warcs: &[(String, PathBuf)],
+) -> Result<HashMap<String, String>> {
     let mut base_of: HashMap<String, String> = HashMap::new();
     for (base, path) in warcs {
         let mut input = File::open(path).map_err(StorageError::io(path))?;
@@ -105,8 +147,19 @@ fn write_parts(
         let rel = path.strip_prefix(&repo.warc).unwrap_or(path);
         base_of.insert(rel.to_string_lossy().into_owned(), base.clone());
     }
+    Ok(base_of)
+}
 
-    // indexes/index.cdxj, and the page list beside it into a temp file.
+/// Stores `indexes/index.cdxj` (the repository's index, sorted, each line naming
+/// its WARC file's entry by `base_of`) and writes the page list (`pages.jsonl`'s
+/// lines: the HTML pages answered 200) to `pages_tmp`, counting both in `summary`.
+fn write_index(
+    zip: &mut Entries,
+    repo: &RepositoryReader,
+    base_of: &HashMap<String, String>,
+    pages_tmp: &Path,
+    summary: &mut WaczSummary,
+) -> Result<()> {
     let mut pages = BufWriter::new(File::create(pages_tmp).map_err(StorageError::io(pages_tmp))?);
     pages
         .write_all(PAGES_HEADER.as_bytes())
@@ -155,36 +208,7 @@ fn write_parts(
         .into_inner()
         .map_err(|e| StorageError::io(pages_tmp)(e.into_error()))?;
     drop(pages);
-
-    // pages/pages.jsonl
-    let mut input = BufReader::new(File::open(pages_tmp).map_err(StorageError::io(pages_tmp))?);
-    let len = fs::metadata(pages_tmp)
-        .map_err(StorageError::io(pages_tmp))?
-        .len();
-    zip.entry("pages/pages.jsonl", len, |w| {
-        io::copy(&mut input, w).map(|_| ())
-    })?;
-
-    // datapackage.json and its digest.
-    let package = DataPackage {
-        profile: "data-package".into(),
-        wacz_version: WACZ_VERSION.into(),
-        title: title.to_owned(),
-        created: package::iso_date(&spool::warc::WarcDate::now().to_cdx_timestamp()),
-        software: concat!("polycrawl ", env!("CARGO_PKG_VERSION")).into(),
-        resources: std::mem::take(&mut zip.resources),
-    };
-    let bytes = package.encode();
-    zip.raw("datapackage.json", &bytes)?;
-    zip.raw("datapackage-digest.json", &package::digest_json(&bytes))?;
-    let mut file = zip
-        .zip
-        .finish()
-        .map_err(|e| zip_error(partial, e))?
-        .into_inner()
-        .map_err(|e| StorageError::io(partial)(e.into_error()))?;
-    summary.bytes = file.stream_position().map_err(StorageError::io(partial))?;
-    Ok((file, summary))
+    Ok(())
 }
 
 /// The ZIP being written and the resources listed so far.

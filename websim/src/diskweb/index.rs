@@ -166,17 +166,28 @@ pub fn block_status(block: &[u8]) -> u16 {
     }
 }
 
-impl DiskWeb {
-    /// Reads the repository at `repo` (its `warc/` folder, any depth, `.warc.gz`
-    /// and `.warc` files).
-    pub fn load(repo: &Path) -> Result<DiskWeb, LoadError> {
-        let mut files = Vec::new();
-        collect(&repo.join("warc"), &mut files)?;
-        files.sort();
-        let mut urls: HashMap<String, Stored> = HashMap::new();
-        let mut names: BTreeSet<String> = BTreeSet::new();
-        let mut listeners: BTreeSet<(u8, u16)> = BTreeSet::new();
-        let mut skipped = 0;
+/// What a repository's response records hold, before the hosts are numbered.
+struct Scanned {
+    /// Every stored URL (its host not numbered yet).
+    urls: HashMap<String, Stored>,
+    /// The stored hosts' names, lower case.
+    names: BTreeSet<String>,
+    /// The (scheme, port) pairs the URLs carry.
+    listeners: BTreeSet<(u8, u16)>,
+    /// Response records not served (no URL, an unreadable one, a 304).
+    skipped: u64,
+}
+
+impl Scanned {
+    /// Reads every response record of `files` (in order: a URL stored twice is
+    /// served as its last record).
+    fn read(files: &[PathBuf]) -> Result<Scanned, LoadError> {
+        let mut scanned = Scanned {
+            urls: HashMap::new(),
+            names: BTreeSet::new(),
+            listeners: BTreeSet::new(),
+            skipped: 0,
+        };
         let mut rec = Record::default();
         for (k, path) in files.iter().enumerate() {
             let file = File::open(path).map_err(|source| LoadError::Io {
@@ -191,38 +202,60 @@ impl DiskWeb {
                     source,
                 })?
             {
-                if rec.headers.record_type() != Some(RecordType::Response) {
-                    continue;
-                }
-                let Some(uri) = rec.headers.target_uri() else {
-                    skipped += 1;
-                    continue;
-                };
-                let Some(parts) = split_url(uri) else {
-                    skipped += 1;
-                    continue;
-                };
-                let status = block_status(&rec.block);
-                if status == 304 {
-                    skipped += 1;
-                    continue;
-                }
-                names.insert(parts.host.to_ascii_lowercase());
-                listeners.insert((parts.scheme as u8, parts.port));
-                let stored = Stored {
-                    file: k as u32,
-                    offset: rec.location.offset,
-                    length: rec.location.length,
-                    status,
-                    depth: rec
-                        .headers
-                        .get(DEPTH_FIELD)
-                        .and_then(|d| d.trim().parse().ok()),
-                    host: 0,
-                };
-                urls.insert(uri.to_owned(), stored);
+                scanned.add(k as u32, &rec);
             }
         }
+        Ok(scanned)
+    }
+
+    /// Adds record `rec` of file `file`, if it is a response to serve.
+    fn add(&mut self, file: u32, rec: &Record) {
+        if rec.headers.record_type() != Some(RecordType::Response) {
+            return;
+        }
+        let Some(uri) = rec.headers.target_uri() else {
+            self.skipped += 1;
+            return;
+        };
+        let Some(parts) = split_url(uri) else {
+            self.skipped += 1;
+            return;
+        };
+        let status = block_status(&rec.block);
+        if status == 304 {
+            self.skipped += 1;
+            return;
+        }
+        self.names.insert(parts.host.to_ascii_lowercase());
+        self.listeners.insert((parts.scheme as u8, parts.port));
+        let stored = Stored {
+            file,
+            offset: rec.location.offset,
+            length: rec.location.length,
+            status,
+            depth: rec
+                .headers
+                .get(DEPTH_FIELD)
+                .and_then(|d| d.trim().parse().ok()),
+            host: 0,
+        };
+        self.urls.insert(uri.to_owned(), stored);
+    }
+}
+
+impl DiskWeb {
+    /// Reads the repository at `repo` (its `warc/` folder, any depth, `.warc.gz`
+    /// and `.warc` files).
+    pub fn load(repo: &Path) -> Result<DiskWeb, LoadError> {
+        let mut files = Vec::new();
+        collect(&repo.join("warc"), &mut files)?;
+        files.sort();
+        let Scanned {
+            mut urls,
+            names,
+            listeners,
+            skipped,
+        } = Scanned::read(&files)?;
         if urls.is_empty() {
             return Err(LoadError::Empty {
                 repo: repo.to_path_buf(),

@@ -22,14 +22,15 @@
 use std::io::{self, Write as _};
 use std::net::SocketAddr;
 use std::sync::Arc;
-use std::time::Duration;
 
 use tokio::io::{AsyncRead, AsyncWrite, AsyncWriteExt};
 use tokio::net::TcpListener;
 use tokio_rustls::TlsAcceptor;
 
 use super::index::DiskWeb;
-use crate::http::{HANDSHAKE_TIMEOUT, Head, Next, error_reply, micros, next_request, write_paced};
+use crate::http::{
+    Connections, Head, Next, accept_with, error_reply, micros, next_request, write_paced,
+};
 use crate::log::{self, Record, RequestLog};
 use crate::pace::Pacer;
 use crate::respond::{self, Body, Reply, Scheme, host_name};
@@ -48,37 +49,20 @@ pub struct DiskServer {
 /// Accepts connections on `listener` (the address of host `host`, or of several)
 /// forever; with `tls`, each connection is an https one.
 pub async fn accept_loop(listener: TcpListener, server: Arc<DiskServer>, tls: Option<TlsAcceptor>) {
-    let Ok(local) = listener.local_addr() else {
-        return;
-    };
-    loop {
-        let (tcp, peer) = match listener.accept().await {
-            Ok(x) => x,
-            Err(e) => {
-                tracing::warn!(%local, error = %e, "websim: accept failed");
-                tokio::time::sleep(Duration::from_millis(50)).await;
-                continue;
-            }
-        };
-        let _ = tcp.set_nodelay(true);
-        let server = Arc::clone(&server);
-        let tls = tls.clone();
-        tokio::spawn(async move {
-            match tls {
-                None => connection(tcp, &server, local, peer, Scheme::Http).await,
-                Some(acceptor) => {
-                    match tokio::time::timeout(HANDSHAKE_TIMEOUT, acceptor.accept(tcp)).await {
-                        Ok(Ok(stream)) => {
-                            connection(stream, &server, local, peer, Scheme::Https).await;
-                        }
-                        Ok(Err(e)) => {
-                            tracing::debug!(%local, %peer, error = %e, "websim: tls handshake failed");
-                        }
-                        Err(_) => tracing::debug!(%local, %peer, "websim: tls handshake timed out"),
-                    }
-                }
-            }
-        });
+    accept_with(listener, server, tls).await;
+}
+
+impl Connections for DiskServer {
+    async fn serve<S>(
+        self: Arc<Self>,
+        stream: S,
+        local: SocketAddr,
+        peer: SocketAddr,
+        scheme: Scheme,
+    ) where
+        S: AsyncRead + AsyncWrite + Unpin + Send + 'static,
+    {
+        connection(stream, &self, local, peer, scheme).await;
     }
 }
 

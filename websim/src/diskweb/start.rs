@@ -8,25 +8,20 @@
 //! `http_port` and `https_port` are the first port of each scheme (0 if the stored
 //! crawl has no URL of that scheme); `ports` lists them all.
 
-use std::net::Ipv4Addr;
+use std::net::{Ipv4Addr, SocketAddr};
 use std::path::Path;
 use std::sync::Arc;
 
-use tokio::signal::unix::{SignalKind, signal};
 use tokio::task::JoinSet;
-use tokio_rustls::TlsAcceptor;
 
 use super::index::DiskWeb;
 use super::outfiles;
 use super::serve::{DiskServer, accept_loop};
-use crate::cli::{Args, CliError, DNS_TTL, io_err, tls_err, wait_for_stop};
-use crate::dns::{DnsServer, Zone};
+use crate::cli::{Args, CliError, Services, io_err};
 use crate::listen::bind_all;
-use crate::log::RequestLog;
 use crate::outfiles::OutPaths;
 use crate::pace::Pacer;
 use crate::respond::Scheme;
-use crate::tls::SimCa;
 
 /// Serves the repository at `repo` until SIGINT or SIGTERM (or the parent's exit
 /// with `--exit-with-parent`). `nofile`: the file-descriptor limit.
@@ -63,44 +58,41 @@ pub async fn serve_repository(
     }
 
     let summary = outfiles::write_all(&web, paths).map_err(io_err("writing the manifest files"))?;
-    let ca = SimCa::generate().map_err(tls_err("generating the CA"))?;
-    ca.write_ca_pem(&paths.ca)
-        .map_err(tls_err("writing the CA"))?;
-    let https_names = web.hosts.iter().filter(|h| h.https).map(|h| h.name.clone());
-    let acceptor = TlsAcceptor::from(
-        ca.server_config(https_names)
-            .map_err(tls_err("building the TLS config"))?,
-    );
-    let log = RequestLog::create(&paths.log).map_err(io_err("creating the request log"))?;
-    let flusher = log.start_flusher();
-    let mut zone = Zone::new(DNS_TTL);
-    for h in &web.hosts {
-        zone.insert(&h.name, h.addr);
-    }
-    let dns = DnsServer::start(args.dns_addr, Arc::new(zone))
-        .await
-        .map_err(io_err(format!(
-            "starting the DNS server on {}",
-            args.dns_addr
-        )))?;
-    let mut term =
-        signal(SignalKind::terminate()).map_err(io_err("installing the SIGTERM handler"))?;
-    let mut int =
-        signal(SignalKind::interrupt()).map_err(io_err("installing the SIGINT handler"))?;
-
+    let services = Services::start(
+        args.dns_addr,
+        paths,
+        web.hosts.iter().map(|h| (h.name.as_str(), h.addr, h.https)),
+    )
+    .await?;
+    let dns = services.dns.local_addr();
     let server = Arc::new(DiskServer {
         web: Arc::clone(&web),
-        log: Arc::clone(&log),
+        log: Arc::clone(&services.log),
         pace: args.pace_per_client.map(Pacer::new),
     });
     let mut tasks = JoinSet::new();
     for (scheme, _, listeners) in bound {
         for l in listeners {
-            let tls = (scheme == Scheme::Https).then(|| acceptor.clone());
+            let tls = (scheme == Scheme::Https).then(|| services.acceptor.clone());
             tasks.spawn(accept_loop(l, Arc::clone(&server), tls));
         }
     }
 
+    print_ready(&web, repo, &addrs, dns, paths, &summary);
+    services
+        .serve_until_stopped(tasks, args.exit_with_parent)
+        .await
+}
+
+/// The disk web's start-up lines and its ready line (see the module docs).
+fn print_ready(
+    web: &DiskWeb,
+    repo: &Path,
+    addrs: &[Ipv4Addr],
+    dns: SocketAddr,
+    paths: &OutPaths,
+    summary: &outfiles::DiskSummary,
+) {
     let first_port = |s: Scheme| {
         web.listeners
             .iter()
@@ -125,15 +117,13 @@ pub async fn serve_repository(
         web.files.len(),
     );
     println!(
-        "websim: dns {}  ports {}  seeds {} ({})",
-        dns.local_addr(),
+        "websim: dns {dns}  ports {}  seeds {} ({})",
         ports.join(","),
         d(&paths.seeds),
         summary.seeds
     );
     println!(
-        "websim ready dns={} http_port={} https_port={} ports={} out={} seeds={} manifest={} never={} unreachable={} hosts={} log={} ca={} addresses={first}-{last} repository={} pages={}",
-        dns.local_addr(),
+        "websim ready dns={dns} http_port={} https_port={} ports={} out={} seeds={} manifest={} never={} unreachable={} hosts={} log={} ca={} addresses={first}-{last} repository={} pages={}",
         first_port(Scheme::Http),
         first_port(Scheme::Https),
         ports.join(","),
@@ -148,17 +138,4 @@ pub async fn serve_repository(
         d(repo),
         summary.pages,
     );
-    use std::io::Write as _;
-    std::io::stdout()
-        .flush()
-        .map_err(io_err("writing to stdout"))?;
-
-    let why = wait_for_stop(&mut term, &mut int, args.exit_with_parent).await;
-    tracing::info!(reason = why, "websim: stopping");
-    tasks.abort_all();
-    drop(dns);
-    log.flush().map_err(io_err("flushing the request log"))?;
-    drop(flusher);
-    println!("websim stopped ({why})");
-    Ok(())
 }

@@ -1,0 +1,158 @@
+//! The subcommands that read a finished crawl's host graph: `polycrawl assign`
+//! (METIS assignment files, replicated URLs, the partitioning table) and
+//! `polycrawl quality` (the share of important pages over the downloads).
+//!
+//! This module must never write into a repository; what it writes (assignment
+//! and replicated-URL files) is published crash-safely by `application::assign`.
+
+use std::path::PathBuf;
+
+use anyhow::Context;
+
+use crate::config::Config;
+
+#[derive(Debug, clap::Args)]
+pub(super) struct AssignArgs {
+    /// The finished crawl's WARC repository (read only; no ingest may run).
+    #[arg(long, value_name = "DIR")]
+    repo: PathBuf,
+    /// Number of application parts (K).
+    #[arg(long, value_name = "K", requires = "out",
+          required_unless_present_any = ["evaluate", "table", "replicate"])]
+    parts: Option<u32>,
+    /// Where to write the assignment file (published crash-safely).
+    #[arg(long, value_name = "FILE", requires = "parts",
+          required_unless_present_any = ["evaluate", "table", "replicate"])]
+    out: Option<PathBuf>,
+    /// Also write the N most-linked URLs of the crawl (back-links: distinct stored
+    /// pages linking to them) as a replicated-URL file for every part
+    /// (`polycrawl app --replicated`, `demo --replicated`).
+    #[arg(long, value_name = "N", requires = "replicated")]
+    replicate: Option<usize>,
+    /// Where to write the replicated-URL file (published crash-safely).
+    #[arg(long, value_name = "FILE", requires = "replicate")]
+    replicated: Option<PathBuf>,
+    /// Write nothing: print URLs exchanged per page and balance of URL-hash,
+    /// site-hash, hierarchical, METIS and METIS with top-N replication, at every
+    /// K of --ks and N of --tops, one table (page level, on this repository).
+    #[arg(long, conflicts_with_all = ["out", "parts", "evaluate", "replicate"])]
+    table: bool,
+    /// --table: the numbers of parts.
+    #[arg(long, value_name = "K,..", value_delimiter = ',', default_values_t = [2u32, 4, 8])]
+    ks: Vec<u32>,
+    /// --table: the numbers of replicated most-linked URLs.
+    #[arg(long, value_name = "N,..", value_delimiter = ',', default_values_t = [100usize, 1000])]
+    tops: Vec<usize>,
+    /// Largest part's stored pages over the mean, at most.
+    #[arg(long, value_name = "RATIO", default_value_t = application::assign::DEFAULT_IMBALANCE)]
+    imbalance: f64,
+    /// Write nothing: print the figures of this existing assignment file (K from
+    /// its header) against the hash, on the repository's host graph.
+    #[arg(long, value_name = "FILE", conflicts_with_all = ["out", "parts"])]
+    evaluate: Option<PathBuf>,
+    /// The crawl's config file: its app section's canonicalization and body cap
+    /// apply [default: the defaults].
+    #[arg(long, value_name = "FILE")]
+    config: Option<PathBuf>,
+}
+
+#[derive(Debug, clap::Args)]
+pub(super) struct QualityArgs {
+    /// A complete crawl of the same web (its back-link counts rank the pages).
+    #[arg(long, value_name = "DIR")]
+    reference: PathBuf,
+    /// How many of the reference's most-linked pages count as important.
+    #[arg(long, value_name = "N", default_value_t = 100)]
+    top: usize,
+    /// The crawl's config file: its app section's canonicalization and body cap
+    /// apply to the reference [default: the defaults].
+    #[arg(long, value_name = "FILE")]
+    config: Option<PathBuf>,
+    /// The crawl's repositories: one, or one per part of a split crawl (merged in
+    /// download order by their records' dates).
+    #[arg(required = true, value_name = "DIR")]
+    repos: Vec<PathBuf>,
+}
+
+/// `polycrawl assign`: the host graph, then METIS and the file, or the evaluation
+/// of a file; one summary line either way.
+pub(super) fn assign_command(args: AssignArgs) -> anyhow::Result<()> {
+    use application::assign::{self, HostGraph, evaluate};
+    use application::parts::Ownership;
+    let config = Config::load_or_default(args.config.as_deref())?;
+    let read_started = std::time::Instant::now();
+    let graph = HostGraph::from_repository(&args.repo, &config.app)?;
+    if args.table {
+        let started = std::time::Instant::now();
+        let rows = assign::table::table(&graph, &args.ks, &args.tops, args.imbalance)?;
+        // The cost of the evaluation: reading the repository, then the rows.
+        println!(
+            "assign table hosts={} pages={} urls={} read_seconds={:.2} table_seconds={:.2}",
+            graph.host_count(),
+            graph.page_count(),
+            graph.url_count(),
+            (started - read_started).as_secs_f64(),
+            started.elapsed().as_secs_f64()
+        );
+        print!("{}", assign::table::Table(&rows));
+        return Ok(());
+    }
+    if let (Some(n), Some(file)) = (args.replicate, &args.replicated) {
+        let list = assign::replicated_list(&graph, n);
+        assign::save_replicated(&list, file)?;
+        println!(
+            "replicated urls={} most_linked={} least_linked={} out={}",
+            list.urls.len(),
+            list.urls.first().map_or(0, |u| u.1),
+            list.urls.last().map_or(0, |u| u.1),
+            file.display()
+        );
+        if args.parts.is_none() {
+            return Ok(());
+        }
+    }
+    let (parts, label, ownership) = match (&args.evaluate, args.parts, &args.out) {
+        (Some(file), _, _) => {
+            let text =
+                std::fs::read(file).with_context(|| format!("cannot read {}", file.display()))?;
+            let table = spool::formats::AssignmentTable::read(&text[..])
+                .with_context(|| format!("assignment file {}", file.display()))?;
+            let k = table.parts;
+            (k, "file", Ownership::assigned(table, k, file)?)
+        }
+        (None, Some(k), Some(out)) => {
+            let table = assign::partition(&graph, k, args.imbalance)?;
+            let ownership = Ownership::assigned(table.clone(), k, out)?;
+            assign::save(&table, out)?;
+            (k, "partition", ownership)
+        }
+        _ => anyhow::bail!("give --parts and --out, or --evaluate FILE"),
+    };
+    let hash = evaluate(&graph, &Ownership::hashed(parts)?);
+    let chosen = evaluate(&graph, &ownership);
+    // How many times fewer URLs cross parts than with the hash ("-" when none cross).
+    let ratio = match chosen.cut_urls {
+        0 => "-".to_owned(),
+        cut => format!("{:.2}x", hash.cut_urls as f64 / cut as f64),
+    };
+    println!(
+        "assign hosts={} pages={} parts={parts} hash: {hash} {label}: {chosen} fewer={ratio}{}",
+        graph.host_count(),
+        graph.total_pages(),
+        args.out
+            .map(|o| format!(" out={}", o.display()))
+            .unwrap_or_default()
+    );
+    Ok(())
+}
+
+/// `polycrawl quality`: the reference's top-N, then the crawl's curve.
+pub(super) fn quality_command(args: QualityArgs) -> anyhow::Result<()> {
+    use application::assign::{HostGraph, quality};
+    let config = Config::load_or_default(args.config.as_deref())?;
+    let reference = HostGraph::from_repository(&args.reference, &config.app)?;
+    let top = quality::top_set(&reference, args.top);
+    let order = quality::download_order(&args.repos)?;
+    print!("{}", quality::curve(&order, &top));
+    Ok(())
+}

@@ -1,0 +1,203 @@
+//! The `polycrawl` command line: [`Cli`], one subcommand per part of the crawler,
+//! each dispatched to the module that runs it. The flags of each subcommand live
+//! beside the code that reads them: the services (`services.rs`), the tools
+//! (`tools.rs`), the host-graph commands (`assign.rs`), the two-level
+//! coordinator (`coordinator.rs`), and `crawl`, `demo`, `recrawl` in
+//! [`crate::orchestrate`].
+//!
+//! This module only parses and dispatches; it must never hold a subcommand's
+//! logic.
+
+use clap::{Parser, Subcommand};
+
+mod assign;
+mod coordinator;
+mod services;
+mod tools;
+
+use assign::{AssignArgs, QualityArgs};
+use coordinator::CoordinatorArgs;
+use services::{AppArgs, DownloaderArgs, ManagerArgs, ServiceArgs};
+use tools::{ConfigArgs, GetArgs, LinksArgs, RobotsArgs, StatusArgs, WaczArgs};
+
+/// polycrawl: a high-performance distributed web crawler after Polybot.
+#[derive(Debug, Parser)]
+#[command(name = "polycrawl", version, about)]
+pub struct Cli {
+    #[command(subcommand)]
+    command: Command,
+}
+
+#[derive(Debug, Subcommand)]
+enum Command {
+    /// Start the crawl manager (queues, politeness, robots, DNS cache, admin page).
+    Manager(ManagerArgs),
+    /// Start a downloader that registers with the manager.
+    Downloader(DownloaderArgs),
+    /// Start a DNS resolver that registers with the manager.
+    Resolver(ServiceArgs),
+    /// Start a crawling application: breadth-first (the default) or seed-by-seed.
+    App(AppArgs),
+    /// Print a page stored in the repository (WARC headers and HTTP response).
+    Get(GetArgs),
+    /// Package a finished crawl's repository as one WACZ file (ReplayWeb.page, pywb).
+    Wacz(WaczArgs),
+    /// Run the whole system on this machine against real seeds.
+    Crawl(crate::orchestrate::crawl::CrawlArgs),
+    /// Revisit a finished crawl's URLs with conditional requests (If-None-Match,
+    /// If-Modified-Since), storing 304s and unchanged pages as revisit records.
+    Recrawl(crate::orchestrate::recrawl::RecrawlArgs),
+    /// Run the whole system against the simulated web, with progress.
+    Demo(crate::orchestrate::demo::DemoArgs),
+    /// Show a running crawl's figures in the terminal.
+    Status(StatusArgs),
+    /// Start websim, the simulated web (many hosts on 127.x.y.z, its own DNS).
+    Websim(websim::Args),
+    /// Print the documented default config, or check a config file.
+    Config(ConfigArgs),
+    /// Check URLs against a robots.txt file, as the manager would (RFC 9309).
+    Robots(RobotsArgs),
+    /// Benchmark tools: measure a command's cost, judge a crawl by websim's log.
+    #[command(subcommand)]
+    Bench(crate::bench::BenchCommand),
+    /// Print the canonical links the application would follow from an HTML file.
+    Links(LinksArgs),
+    /// Assign hosts to K application parts from a finished crawl's repository
+    /// (METIS on the host graph), write its most-linked URLs for replication,
+    /// evaluate an assignment file against the hash, or compare partitioning
+    /// schemes page by page (--table).
+    Assign(AssignArgs),
+    /// Cho and Garcia-Molina's quality metric: the share of a complete reference
+    /// crawl's most-linked pages that a crawl (one or several part repositories)
+    /// holds after each 10 % of its downloads.
+    Quality(QualityArgs),
+    /// Mount an NFS stand-in over a shared directory (one client machine's view).
+    Nfsim(crate::nfsim::NfsimArgs),
+    /// Start the coordinator of a two-level crawl: site-level duplicate check and
+    /// run-time assignment of new sites to the agents, through the shared spool.
+    Coordinator(CoordinatorArgs),
+}
+
+impl Cli {
+    /// Runs the subcommand.
+    ///
+    /// # Errors
+    /// Whatever the subcommand fails with, its causes chained (print it with
+    /// [`one_line`]).
+    pub fn run(self) -> anyhow::Result<()> {
+        match self.command {
+            Command::Manager(args) => services::manager_command(args),
+            Command::Downloader(args) => services::downloader_command(args),
+            Command::Resolver(args) => services::resolver_command(args),
+            Command::App(args) => services::app_command(args),
+            Command::Get(args) => tools::get_command(args),
+            Command::Wacz(args) => tools::wacz_command(args),
+            Command::Crawl(args) => {
+                orchestrate(|s, rt| crate::orchestrate::crawl::run(args, s, rt))
+            }
+            Command::Recrawl(args) => {
+                orchestrate(|s, rt| crate::orchestrate::recrawl::run(args, s, rt))
+            }
+            Command::Demo(args) => orchestrate(|s, rt| crate::orchestrate::demo::run(args, s, rt)),
+            Command::Status(args) => tools::status_command(args),
+            Command::Websim(args) => Ok(websim::run(args)?),
+            Command::Nfsim(args) => crate::nfsim::run(args),
+            Command::Bench(command) => {
+                // `bench measure` exits with the measured command's exit code.
+                let code = crate::bench::run(command)?;
+                if code != 0 {
+                    std::process::exit(i32::from(code));
+                }
+                Ok(())
+            }
+            Command::Robots(args) => tools::robots_command(args),
+            Command::Links(args) => tools::links_command(args),
+            Command::Assign(args) => assign::assign_command(args),
+            Command::Quality(args) => assign::quality_command(args),
+            Command::Coordinator(args) => coordinator::coordinator_command(args),
+            Command::Config(args) => tools::config_command(args),
+        }
+    }
+}
+
+/// `err` and its causes on one line, `: `-separated, as `{:#}` prints them, but
+/// without a cause whose text already ends the line: an error whose message embeds
+/// its source (`#[error("repository I/O on {path}: {source}")]`) would otherwise
+/// print that source twice.
+pub fn one_line(err: &anyhow::Error) -> String {
+    let mut line = err.to_string();
+    for cause in err.chain().skip(1) {
+        let text = cause.to_string();
+        if !line.ends_with(&text) {
+            line.push_str(": ");
+            line.push_str(&text);
+        }
+    }
+    line
+}
+
+/// Runs `demo` or `crawl` on this thread (they block, watching child processes)
+/// while a runtime's workers serve the signal handler and the status reads:
+/// SIGINT/SIGTERM cancel the token it is given.
+fn orchestrate<F>(run: F) -> anyhow::Result<()>
+where
+    F: FnOnce(tokio_util::sync::CancellationToken, tokio::runtime::Handle) -> anyhow::Result<()>,
+{
+    let shutdown = tokio_util::sync::CancellationToken::new();
+    let runtime = tokio::runtime::Runtime::new()?;
+    runtime.spawn(shutdown_on_signal(shutdown.clone()));
+    run(shutdown, runtime.handle().clone())
+}
+
+/// Cancels `shutdown` on SIGINT (Ctrl-C) or SIGTERM.
+pub(crate) async fn shutdown_on_signal(shutdown: tokio_util::sync::CancellationToken) {
+    use tokio::signal::unix::{SignalKind, signal};
+    let term = async {
+        match signal(SignalKind::terminate()) {
+            Ok(mut term) => term.recv().await,
+            Err(_) => std::future::pending::<Option<()>>().await,
+        }
+    };
+    tokio::select! {
+        _ = tokio::signal::ctrl_c() => {}
+        _ = term => {}
+    }
+    tracing::info!("signal received, shutting down");
+    shutdown.cancel();
+}
+
+#[cfg(test)]
+mod tests {
+    use super::one_line;
+
+    #[derive(Debug, thiserror::Error)]
+    #[error("repository I/O on {path}: {source}")]
+    struct Embeds {
+        path: &'static str,
+        source: std::io::Error,
+    }
+
+    #[test]
+    fn a_cause_is_printed_once() {
+        let io = || std::io::Error::new(std::io::ErrorKind::NotFound, "no such file");
+        let embedded = anyhow::Error::new(Embeds {
+            path: "/r/warc",
+            source: io(),
+        });
+        assert_eq!(
+            one_line(&embedded),
+            "repository I/O on /r/warc: no such file"
+        );
+        let wrapped = anyhow::Error::new(io()).context("open /r").context("get");
+        assert_eq!(one_line(&wrapped), "get: open /r: no such file");
+        let both = anyhow::Error::new(Embeds {
+            path: "/r/warc",
+            source: io(),
+        })
+        .context("get http://x/");
+        assert_eq!(
+            one_line(&both),
+            "get http://x/: repository I/O on /r/warc: no such file"
+        );
+    }
+}
