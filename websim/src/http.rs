@@ -166,26 +166,7 @@ pub(crate) async fn accept_with<C: Connections>(
                 }
                 Err(_) => tracing::debug!(%local, %peer, "websim: tls handshake timed out"),
             }
-<<<<<<< HEAD
-            Some(acceptor) => {
-                let acceptor = acceptor.clone();
-                tokio::spawn(async move {
-                    match tokio::time::timeout(HANDSHAKE_TIMEOUT, acceptor.accept(tcp)).await {
-                        Ok(Ok(stream)) => {
-                            connection(stream, &server, local, peer, addr_index, Scheme::Https)
-                                .await;
-                        }
-                        Ok(Err(e)) => {
-                            tracing::debug!(%local, %peer, error = %e, "websim: tls handshake failed");
-                        }
-                        Err(_) => tracing::debug!(%local, %peer, "websim: tls handshake timed out"),
-                    }
-                });
-            }
-        }
-=======
         });
->>>>>>> kept
     }
 }
 
