@@ -657,9 +657,7 @@ impl Services {
         exit_with_parent: bool,
     ) -> Result<(), CliError> {
         use std::io::Write as _;
-        std::io::stdout()
-            .flush()
-            .map_err(io_err("writing to stdout"))?;
+        io::stdout().flush().map_err(io_err("writing to stdout"))?;
         let why = wait_for_stop(&mut self.term, &mut self.int, exit_with_parent).await;
         tracing::info!(reason = why, "websim: stopping");
         tasks.abort_all();

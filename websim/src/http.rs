@@ -162,7 +162,7 @@ pub(crate) async fn accept_with<C: Connections>(
             match tokio::time::timeout(HANDSHAKE_TIMEOUT, acceptor.accept(tcp)).await {
                 Ok(Ok(stream)) => server.serve(stream, local, peer, Scheme::Https).await,
                 Ok(Err(e)) => {
-                    tracing::debug!(%local, %peer, error = %e, "websim: tls handshake failed")
+                    tracing::debug!(%local, %peer, error = %e, "websim: tls handshake failed");
                 }
                 Err(_) => tracing::debug!(%local, %peer, "websim: tls handshake timed out"),
             }

@@ -266,7 +266,7 @@ mod tests {
             .read_to_string(&mut xml)
             .unwrap();
         assert!(xml.contains("/only/p20.html</loc>") && xml.contains(FOREIGN[1]));
-        assert_eq!(route(&web, h, "/sitemap.xml"), crate::reply::not_found());
+        assert_eq!(route(&web, h, "/sitemap.xml"), not_found());
     }
 
     #[test]

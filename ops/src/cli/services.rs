@@ -322,7 +322,7 @@ fn registration(args: ServiceArgs) -> anyhow::Result<(Config, Registration)> {
 pub(super) fn serve<F, Fut, E>(service: F) -> anyhow::Result<()>
 where
     F: FnOnce(tokio_util::sync::CancellationToken) -> Fut,
-    Fut: std::future::Future<Output = Result<(), E>>,
+    Fut: Future<Output = Result<(), E>>,
     E: std::error::Error + Send + Sync + 'static,
 {
     let shutdown = tokio_util::sync::CancellationToken::new();
