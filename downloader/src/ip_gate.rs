@@ -338,6 +338,59 @@ mod tests {
         assert_eq!(gate.len(), 1, "only the new entry is left");
     }
 
+    /// Politeness is about time, not the wall clock: on tokio's paused clock a
+    /// writer's turns come a spacing after the end of the previous exchange, to the
+    /// millisecond, and the test takes no real time.
+    #[tokio::test(start_paused = true)]
+    async fn on_the_paused_clock_turns_wait_out_the_spacing_from_the_exchange_end() {
+        let gate = IpGate::default();
+        let spacing = Duration::from_secs(30);
+        let t0 = Instant::now();
+        let real = std::time::Instant::now();
+        let mut starts = Vec::new();
+        for _ in 0..4 {
+            let turn = gate.turn(ip(1), spacing).await;
+            starts.push(t0.elapsed());
+            // The request takes 2 s to write, its response 5 s more.
+            tokio::time::sleep(Duration::from_secs(2)).await;
+            drop(turn);
+            let _exchange = ExchangeEnd::new(&gate, ip(1), spacing);
+            tokio::time::sleep(Duration::from_secs(5)).await;
+        }
+        let secs: Vec<u64> = starts.iter().map(Duration::as_secs).collect();
+        assert_eq!(
+            secs,
+            [0, 37, 74, 111],
+            "2 s write + 5 s response + 30 s spacing"
+        );
+        assert!(starts.iter().all(|d| d.subsec_nanos() == 0), "{starts:?}");
+        assert!(real.elapsed() < Duration::from_secs(10), "no real waiting");
+    }
+
+    /// Three writers asking at once for one address and one host get their turns a
+    /// spacing apart, the longer of the two spacings deciding (paused clock).
+    #[tokio::test(start_paused = true)]
+    async fn on_the_paused_clock_concurrent_writers_take_turns() {
+        let ips = IpGate::default();
+        let hosts = HostGate::default();
+        let t0 = Instant::now();
+        let writer = || async {
+            // The host's turn first, then the address's (as the exchange does).
+            let host = hosts
+                .turn("http://a.test:80".to_owned(), Duration::from_secs(4))
+                .await;
+            let addr = ips.turn(ip(7), Duration::from_secs(10)).await;
+            let at = t0.elapsed();
+            drop(addr);
+            drop(host);
+            at
+        };
+        let (a, b, c) = tokio::join!(writer(), writer(), writer());
+        let mut secs = vec![a.as_secs(), b.as_secs(), c.as_secs()];
+        secs.sort_unstable();
+        assert_eq!(secs, [0, 10, 20]);
+    }
+
     #[test]
     fn hosts_are_gated_like_addresses() {
         let gate = HostGate::default();
