@@ -107,6 +107,7 @@ mod config;
 mod error;
 mod files;
 pub mod format;
+mod handoff;
 mod merge;
 mod reader;
 mod set;
