@@ -42,14 +42,18 @@
 //! crash between publishing requests and saving the state requests those URLs
 //! again (duplicate fetches, after a crash only), and lines appended to the
 //! candidate file or `parties.tsv` after the last save may appear twice.
-//! Not yet: a full disk stops the app with an error instead of waiting (the
-//! breadth-first app's `DiskWait`), and the state is rewritten whole at each save
-//! (O(active parties' URLs) per save).
+//! Request files are published by the breadth-first crawl's request output, which
+//! waits out a full disk (`DiskWait`). Not yet: a full disk while saving the state
+//! or storing a batch stops the app with an error instead of waiting, and the
+//! state is rewritten whole at each save (O(active parties' URLs) per save).
 
 pub mod distributor;
 pub mod party;
 
+mod batches;
 mod crawl;
+mod holdings;
+mod records;
 
 use std::fmt;
 use std::path::{Path, PathBuf};

@@ -98,6 +98,7 @@
 //! # Layout
 //!
 //! `set.rs` the caller's side, `stats.rs` its counters; `buffer.rs` the arena; `merge.rs` the merge thread;
+//! `handoff.rs` the caller's end of that thread;
 //! `batch.rs` [`NewBatch`]; `format.rs`, `writer.rs`, `reader.rs` the file;
 //! `files.rs` the folder; `config.rs`, `error.rs`.
 
@@ -107,6 +108,7 @@ mod config;
 mod error;
 mod files;
 pub mod format;
+mod handoff;
 mod merge;
 mod reader;
 mod set;

@@ -1,14 +1,9 @@
 //! [`SeenSet`]: the caller's side. Inserts go into a buffer; a full buffer goes to the
 //! merge thread; the merge thread's new batches come back through a channel.
 
-use std::collections::VecDeque;
 use std::fs;
 use std::path::{Path, PathBuf};
-use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::mpsc::{self, Receiver, SyncSender, TryRecvError};
 use std::sync::{Arc, Mutex};
-use std::thread::{self, JoinHandle};
-use std::time::{Duration, Instant};
 
 use super::batch::NewBatch;
 use super::buffer::Buffer;
@@ -16,7 +11,8 @@ use super::config::SeenConfig;
 use super::error::SeenError;
 use super::files;
 use super::format::MAX_KEY_LEN;
-use super::merge::{self, DiskState, Job, OnMerged, Worker};
+use super::handoff::MergeThread;
+use super::merge::{self, DiskState, Job};
 use super::stats::SeenStats;
 
 /// Longest payload, in bytes.
@@ -35,18 +31,10 @@ pub struct SeenSet {
     pending: u64,
     /// The newest generation handed to the caller (or opened).
     delivered: u64,
-    /// Buffers handed off whose result has not been taken from `results`.
-    in_flight: u64,
-    ready: VecDeque<NewBatch>,
-    jobs: Option<SyncSender<Job>>,
-    results: Receiver<Result<NewBatch, SeenError>>,
-    worker: Option<JoinHandle<()>>,
-    cancel: Arc<AtomicBool>,
+    /// What the merge thread keeps up to date: the newest generation on disk.
     state: Arc<Mutex<DiskState>>,
-    on_merged: OnMerged,
+    merges: MergeThread,
     inserts: u64,
-    blocked: Duration,
-    stopped: bool,
 }
 
 impl SeenSet {
@@ -91,38 +79,16 @@ impl SeenSet {
             files::remove_generations(dir, |g| g > generation)?;
         }
         let state = Arc::new(Mutex::new(disk));
-        let cancel = Arc::new(AtomicBool::new(false));
-        let (jobs_tx, jobs_rx) = mpsc::sync_channel(0);
-        let (results_tx, results) = mpsc::channel();
-        let on_merged = OnMerged::default();
-        let worker = Worker {
-            dir: dir.to_owned(),
-            restart_interval: config.restart_interval,
-            cancel: cancel.clone(),
-            state: state.clone(),
-            on_merged: on_merged.clone(),
-        };
-        let handle = thread::Builder::new()
-            .name("seen-merge".into())
-            .spawn(move || worker.run(jobs_rx, results_tx))
-            .map_err(SeenError::io(dir))?;
+        let merges = MergeThread::start(dir, config.restart_interval, state.clone())?;
         Ok(SeenSet {
             dir: dir.to_owned(),
             buffer: Buffer::new(config.buffer_bytes),
             config,
             pending: generation + 1,
             delivered: generation,
-            in_flight: 0,
-            ready: VecDeque::new(),
-            jobs: Some(jobs_tx),
-            results,
-            worker: Some(handle),
-            cancel,
             state,
-            on_merged,
+            merges,
             inserts: 0,
-            blocked: Duration::ZERO,
-            stopped: false,
         })
     }
 
@@ -133,7 +99,7 @@ impl SeenSet {
     /// buffer's merge is still running: then it blocks until that merge completes
     /// (back-pressure; counted in [`SeenStats::blocked`]).
     pub fn insert(&mut self, key: &[u8], payload: &[u8]) -> Result<(), SeenError> {
-        if self.stopped {
+        if self.merges.is_stopped() {
             return Err(SeenError::Stopped);
         }
         if key.len() > MAX_KEY_LEN {
@@ -159,28 +125,23 @@ impl SeenSet {
     /// Merges what is buffered now and waits for every merge to complete (end of
     /// crawl, checkpoint). Their batches wait for [`SeenSet::try_recv_new`].
     pub fn flush(&mut self) -> Result<(), SeenError> {
-        if self.stopped {
+        if self.merges.is_stopped() {
             return Err(SeenError::Stopped);
         }
         if !self.buffer.is_empty() {
             self.hand_off()?;
         }
-        while self.in_flight > 0 {
-            if let Some(batch) = self.receive(true)? {
-                self.ready.push_back(batch);
-            }
-        }
-        Ok(())
+        self.merges.wait_all()
     }
 
     /// Starts merging what is buffered now, unless a merge is running (then the
     /// buffer keeps growing and goes next): eager when idle, batched when busy.
     /// Never waits. Returns whether a merge started.
     pub fn merge_now(&mut self) -> Result<bool, SeenError> {
-        if self.stopped {
+        if self.merges.is_stopped() {
             return Err(SeenError::Stopped);
         }
-        if self.buffer.is_empty() || self.in_flight > 0 {
+        if self.buffer.is_empty() || self.merges.is_busy() {
             return Ok(false);
         }
         // The worker is idle, so the rendezvous hand-off does not wait.
@@ -193,12 +154,12 @@ impl SeenSet {
     /// of polling [`SeenSet::try_recv_new`]. Set once; a second call is ignored.
     /// `wake` runs on the merge thread: it must be quick and must not block.
     pub fn wake_on_merge(&self, wake: impl Fn() + Send + Sync + 'static) {
-        let _ = self.on_merged.set(Box::new(wake));
+        self.merges.wake_on_merge(wake);
     }
 
     /// True while a merge runs or a finished merge's batch waits to be received.
     pub fn is_merging(&self) -> bool {
-        self.in_flight > 0 || !self.ready.is_empty()
+        self.merges.is_merging()
     }
 
     /// Keys buffered that no merge has taken yet (repeats counted).
@@ -215,27 +176,21 @@ impl SeenSet {
     /// merge thread.
     pub fn close(mut self) -> Result<Vec<NewBatch>, SeenError> {
         self.flush()?;
-        Ok(self.ready.drain(..).collect())
+        Ok(self.merges.drain_ready())
     }
 
     /// The next batch of new keys if a merge has completed; never blocks. Batches
     /// come in generation order. A merge's error is returned once, here or from
     /// `insert`/`flush`; after it the set is stopped.
     pub fn try_recv_new(&mut self) -> Result<Option<NewBatch>, SeenError> {
-        let batch = match self.ready.pop_front() {
-            Some(batch) => Some(batch),
-            None => self.receive(false)?,
-        };
+        let batch = self.merges.next(false)?;
         Ok(self.deliver(batch))
     }
 
     /// The next batch of new keys, waiting for the running merge if there is one;
     /// `None` when no merge is running and none is waiting.
     pub fn recv_new(&mut self) -> Result<Option<NewBatch>, SeenError> {
-        let batch = match self.ready.pop_front() {
-            Some(batch) => Some(batch),
-            None => self.receive(true)?,
-        };
+        let batch = self.merges.next(true)?;
         Ok(self.deliver(batch))
     }
 
@@ -304,7 +259,7 @@ impl SeenSet {
             inserts: self.inserts,
             buffered_inserts: self.buffer.len() as u64,
             buffered_bytes: self.buffer.bytes() as u64,
-            blocked: self.blocked,
+            blocked: self.merges.blocked(),
         }
     }
 
@@ -322,66 +277,8 @@ impl SeenSet {
             generation: self.pending,
             buffer,
         };
-        let started = Instant::now();
-        let sent = self
-            .jobs
-            .as_ref()
-            .is_some_and(|jobs| jobs.send(job).is_ok());
-        self.blocked += started.elapsed();
-        if sent {
-            self.pending += 1;
-            self.in_flight += 1;
-            return Ok(());
-        }
-        // The merge thread has stopped: its error is in the channel.
-        self.stopped = true;
-        loop {
-            match self.receive(true)? {
-                Some(batch) => self.ready.push_back(batch),
-                None => return Err(SeenError::Stopped),
-            }
-        }
-    }
-
-    /// Takes one result from the merge thread, if one is due.
-    fn receive(&mut self, block: bool) -> Result<Option<NewBatch>, SeenError> {
-        if self.in_flight == 0 {
-            return Ok(None);
-        }
-        let result = if block {
-            self.results.recv().ok()
-        } else {
-            match self.results.try_recv() {
-                Ok(result) => Some(result),
-                Err(TryRecvError::Empty) => return Ok(None),
-                Err(TryRecvError::Disconnected) => None,
-            }
-        };
-        match result {
-            Some(Ok(batch)) => {
-                self.in_flight -= 1;
-                Ok(Some(batch))
-            }
-            Some(Err(e)) => {
-                self.in_flight -= 1;
-                self.stopped = true;
-                Err(e)
-            }
-            None => {
-                self.in_flight = 0;
-                self.stopped = true;
-                Err(SeenError::WorkerPanicked)
-            }
-        }
-    }
-}
-
-impl Drop for SeenSet {
-    fn drop(&mut self) {
-        self.cancel.store(true, Ordering::Relaxed);
-        self.jobs = None;
-        if let Some(worker) = self.worker.take() {
-            let _ = worker.join();
-        }
+        self.merges.hand_off(job)?;
+        self.pending += 1;
+        Ok(())
     }
 }

@@ -112,6 +112,9 @@
 //! for the metrics; no decision uses them, so a crash that counts a file twice
 //! is harmless.
 
+mod outbox;
+mod status;
+
 use std::collections::BTreeMap;
 use std::fs;
 use std::io::Write as _;
@@ -119,12 +122,15 @@ use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
 use spool::claim::Consumer;
-use spool::formats::{ExchangeHeader, ExchangeWriter, Hints};
-use spool::name::{FileKind, Priority};
+use spool::name::Priority;
 use spool::publish::{Publisher, durable_rename};
-use spool::{AppId, ComponentId, Spool, SpoolDir};
-use tracing::warn;
+use spool::{AppId, ComponentId, Spool};
 use url::Url;
+
+use self::outbox::Outboxes;
+use self::status::StatusBoard;
+pub use self::status::status_counters;
+pub(crate) use self::status::{Status, quiet};
 
 use super::config::{AppConfig, PartMode};
 use super::error::AppError;
@@ -186,7 +192,8 @@ impl Foreign {
     }
 }
 
-/// The part-specific state of one application part.
+/// The part-specific state of one application part: where URLs belong, and the
+/// parts that carry them (outboxes, status board, two-level sites).
 pub(crate) struct Parts {
     pub own: u32,
     pub count: u32,
@@ -194,32 +201,18 @@ pub(crate) struct Parts {
     ownership: Ownership,
     /// The replicated URLs (`parts::replicated`): never sent, the owner seeds them.
     replicated: Replicated,
-    /// Publishers into every other part's exchange folder (none for our own).
-    outboxes: Vec<Option<Publisher>>,
     /// Our own exchange folder.
     pub inbox: Consumer,
-    /// Every part's exchange folder, for the termination check.
-    folders: Vec<SpoolDir>,
-    status_dir: PathBuf,
-    apps: Vec<String>,
-    own_app: String,
-    /// The `idle` flag in our status file as last written.
-    written_idle: Option<bool>,
-    urls_per_file: usize,
+    /// Exchange mode: one file of foreign URLs per owner.
+    outbox: Outboxes,
+    /// The status files and exchange folders of the end-of-crawl check.
+    board: StatusBoard,
+    /// `<state>/crossover`: the cross-over mode's kept URLs.
     crossover: PathBuf,
-    /// `<state>/outbox/`: one file of foreign URLs per owner (exchange mode).
-    outbox_dir: PathBuf,
-    /// Per part: URLs in its outbox file, and since when (this run) it has any.
-    waiting: Vec<(u64, Option<Instant>)>,
-    max_age: Duration,
-    /// When the owners' status files were last read for idle owners.
-    last_look: Option<Instant>,
     /// Votes for other parts' hosts since the last hand-on (see [`Parts::vote`]).
     votes: Vec<(u32, Foreign)>,
     /// Two-level mode: the coordinator's assignments and the parked URLs.
     sites: Option<Sites>,
-    /// When our status file was last written.
-    written_at: Option<Instant>,
 }
 
 /// Parked URLs split by [`Parts::parked_ready`]: this part's own (URL, depth),
@@ -285,16 +278,6 @@ impl Sites {
 /// (and, in two-level mode, the assignment folder is listed).
 const LOOK_EVERY: Duration = Duration::from_millis(50);
 
-/// How often a busy two-level agent rewrites its status file (its pages so far).
-const BUSY_STATUS_EVERY: Duration = Duration::from_secs(1);
-
-/// One part's status file.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub(crate) struct Status {
-    pub idle: bool,
-    pub version: u64,
-}
-
 impl Parts {
     /// The part state for a split crawl; `None` when `parts == 1`.
     pub(crate) fn open(
@@ -351,47 +334,34 @@ impl Parts {
         } else {
             None
         };
-        let status_dir = root.root().join("parts");
-        // Every part makes it, each on its own machine.
-        spool::layout::create_dir_all_shared(&status_dir).map_err(|source| AppError::File {
-            path: status_dir.clone(),
-            source,
-        })?;
+        let board = StatusBoard::open(
+            root.root().join("parts"),
+            apps,
+            own_app.as_str().to_owned(),
+            folders,
+        )?;
         // Local to this part.
-        let outbox_dir = config.state_dir.join("outbox");
-        fs::create_dir_all(&outbox_dir).map_err(|source| AppError::File {
-            path: outbox_dir.clone(),
-            source,
-        })?;
+        let outbox = Outboxes::open(
+            config.state_dir.join("outbox"),
+            outboxes,
+            config.part,
+            config.exchange_urls_per_file,
+            Duration::from_millis(config.exchange_max_age_ms),
+        )?;
         let crossover = config.state_dir.join("crossover");
         cut_partial_line(&crossover)?;
-        let mut waiting = Vec::new();
-        for j in 0..count {
-            let lines = cut_partial_line(&outbox_dir.join(j.to_string()))?;
-            waiting.push((lines, (lines > 0).then(Instant::now)));
-        }
         Ok(Some(Self {
             own: config.part,
             count,
             mode: config.part_mode,
             ownership,
             replicated,
-            outboxes,
             inbox: Consumer::new(root.exchange(own_app)?, id.clone())?,
-            folders,
-            status_dir,
-            apps,
-            own_app: own_app.as_str().to_owned(),
-            written_idle: None,
-            urls_per_file: config.exchange_urls_per_file,
+            outbox,
+            board,
             crossover,
-            outbox_dir,
-            waiting,
-            max_age: Duration::from_millis(config.exchange_max_age_ms),
-            last_look: None,
             votes: Vec::new(),
             sites,
-            written_at: None,
         }))
     }
 
@@ -636,26 +606,7 @@ impl Parts {
                 self.keep(&foreign)?;
             }
             PartMode::Exchange | PartMode::TwoLevel => {
-                let mut by_owner: BTreeMap<u32, String> = BTreeMap::new();
-                let mut counts: BTreeMap<u32, u64> = BTreeMap::new();
-                for (owner, url) in foreign {
-                    if owner == self.own || owner >= self.count {
-                        continue;
-                    }
-                    let text = by_owner.entry(owner).or_default();
-                    text.push_str(&url.line());
-                    *counts.entry(owner).or_default() += 1;
-                }
-                let now = Instant::now();
-                for (owner, text) in by_owner {
-                    append_synced(&self.outbox_path(owner), &text)?;
-                    let w = &mut self.waiting[owner as usize];
-                    w.0 += counts[&owner];
-                    w.1.get_or_insert(now);
-                    if w.0 >= self.urls_per_file as u64 {
-                        self.flush(owner, priority, counters)?;
-                    }
-                }
+                self.outbox.add(foreign, priority, counters)?;
             }
         }
         Ok(())
@@ -670,99 +621,9 @@ impl Parts {
         counters: &mut PartCounters,
         all: bool,
     ) -> Result<bool, AppError> {
-        if self.waiting.iter().all(|w| w.0 == 0) {
-            return Ok(false);
-        }
-        let now = Instant::now();
-        let look = all || self.last_look.is_none_or(|t| now >= t + LOOK_EVERY);
-        if !look {
-            return Ok(false);
-        }
-        self.last_look = Some(now);
-        let statuses = if all { Vec::new() } else { self.statuses() };
-        let mut sent = false;
-        for owner in 0..self.count {
-            let (n, since) = self.waiting[owner as usize];
-            if n == 0 {
-                continue;
-            }
-            let idle_owner = statuses
-                .get(owner as usize)
-                .is_some_and(|s| s.as_ref().is_some_and(|s| s.idle));
-            let old = since.is_some_and(|t| now >= t + self.max_age);
-            if all || old || idle_owner || n >= self.urls_per_file as u64 {
-                self.flush(owner, priority, counters)?;
-                sent = true;
-            }
-        }
-        Ok(sent)
-    }
-
-    fn outbox_path(&self, owner: u32) -> PathBuf {
-        self.outbox_dir.join(owner.to_string())
-    }
-
-    /// Sends `owner`'s outbox as exchange files, then removes it.
-    fn flush(
-        &mut self,
-        owner: u32,
-        priority: Priority,
-        counters: &mut PartCounters,
-    ) -> Result<(), AppError> {
-        let path = self.outbox_path(owner);
-        let text = match fs::read_to_string(&path) {
-            Ok(t) => t,
-            Err(e) if e.kind() == std::io::ErrorKind::NotFound => String::new(),
-            Err(source) => return Err(AppError::File { path, source }),
-        };
-        let mut urls: Vec<Foreign> = Vec::new();
-        for line in text.lines() {
-            match Foreign::parse(line) {
-                Some(url) => urls.push(url),
-                None => warn!(file = %path.display(), line, "app: outbox line skipped"),
-            }
-        }
-        let (files, n) = self.send(owner, &urls, priority)?;
-        counters.sent_files += files;
-        counters.sent_urls += n;
-        match fs::remove_file(&path) {
-            Ok(()) => {}
-            Err(e) if e.kind() == std::io::ErrorKind::NotFound => {}
-            Err(source) => return Err(AppError::File { path, source }),
-        }
-        self.waiting[owner as usize] = (0, None);
-        Ok(())
-    }
-
-    /// Publishes `urls` into part `to`'s exchange folder; returns (files, URLs).
-    fn send(&self, to: u32, urls: &[Foreign], priority: Priority) -> Result<(u64, u64), AppError> {
-        let Some(Some(publisher)) = self.outboxes.get(to as usize) else {
-            return Ok((0, 0));
-        };
-        let header = ExchangeHeader {
-            from: self.own,
-            to,
-            parts: self.count,
-        };
-        let (mut files, mut sent) = (0, 0);
-        for chunk in urls.chunks(self.urls_per_file) {
-            let mut w = ExchangeWriter::new(Vec::new(), header).map_err(format_error)?;
-            for url in chunk {
-                let hints = Hints {
-                    depth: Some(url.depth),
-                    hops: (url.hops > 0).then_some(url.hops),
-                    via: url.via.clone(),
-                    ..Hints::default()
-                };
-                w.write(&url.url, &hints).map_err(format_error)?;
-            }
-            let n = w.count();
-            let data = w.finish().map_err(format_error)?;
-            publisher.publish(priority, FileKind::Exchange, &data)?;
-            files += 1;
-            sent += n;
-        }
-        Ok((files, sent))
+        let board = &self.board;
+        self.outbox
+            .send_due(priority, counters, all, || board.statuses())
     }
 
     /// Appends foreign URLs to the cross-over file, fsynced.
@@ -812,116 +673,28 @@ impl Parts {
         }
     }
 
-    fn status_path(&self, app: &str) -> PathBuf {
-        self.status_dir.join(format!("{app}.status"))
-    }
-
     /// Writes our status file if the idle flag changed (or was never written);
-    /// in two-level mode also while busy, at most every [`BUSY_STATUS_EVERY`], so
-    /// the coordinator's balanced policy sees the pages so far.
+    /// in two-level mode also while busy, at most every second, so the
+    /// coordinator's balanced policy sees the pages so far.
     pub(crate) fn set_idle(
         &mut self,
         idle: bool,
         c: &PartCounters,
         pages: u64,
     ) -> Result<(), AppError> {
-        let stale = self.sites.is_some()
-            && !idle
-            && self
-                .written_at
-                .is_some_and(|t| t.elapsed() >= BUSY_STATUS_EVERY);
-        if self.written_idle == Some(idle) && !stale {
-            return Ok(());
-        }
-        self.written_at = Some(Instant::now());
-        let path = self.status_path(&self.own_app);
-        let tmp = self
-            .status_dir
-            .join(format!(".{}.status.tmp", self.own_app));
-        let io = |source| AppError::File {
-            path: tmp.clone(),
-            source,
-        };
-        let text = format!(
-            "idle={} version={} sent_files={} sent_urls={} applied_files={} applied_urls={} \
-             dropped={} kept={} crossed={} parked={} released={} reported={} sites={} \
-             pages={}\n",
-            u8::from(idle),
-            spool::name::now_micros(),
-            c.sent_files,
-            c.sent_urls,
-            c.applied_files,
-            c.applied_urls,
-            c.dropped,
-            c.kept,
-            c.crossed,
-            c.parked,
-            c.released,
-            c.reported,
-            c.sites,
-            pages
-        );
-        let mut file = fs::File::create(&tmp).map_err(io)?;
-        file.write_all(text.as_bytes()).map_err(io)?;
-        durable_rename(file, &tmp, &path)?;
-        self.written_idle = Some(idle);
-        Ok(())
+        self.board.set_idle(idle, self.sites.is_some(), c, pages)
     }
 
     /// Every part's status, in part order; `None` for a part without a (readable)
     /// status file yet.
     pub(crate) fn statuses(&self) -> Vec<Option<Status>> {
-        self.apps
-            .iter()
-            .map(|app| {
-                fs::read_to_string(self.status_path(app))
-                    .ok()
-                    .and_then(|t| parse_status(&t))
-            })
-            .collect()
+        self.board.statuses()
     }
 
     /// Exchange files anywhere: waiting in a folder or claimed by their receiver.
     pub(crate) fn in_flight(&self) -> Result<usize, AppError> {
-        let mut n = 0;
-        for dir in &self.folders {
-            n += dir.list()?.len();
-            n += files_under(&dir.claimed_root());
-        }
-        Ok(n)
+        self.board.in_flight()
     }
-}
-
-/// Rule for the end of an exchange-mode crawl (see the module docs): every part
-/// idle in both reads with unchanged versions, and no exchange file in between.
-pub(crate) fn quiet(first: &[Option<Status>], in_flight: usize, second: &[Option<Status>]) -> bool {
-    let all_idle = |s: &[Option<Status>]| s.iter().all(|s| s.as_ref().is_some_and(|s| s.idle));
-    all_idle(first) && in_flight == 0 && all_idle(second) && first == second
-}
-
-/// Parses a status line (`idle=1 version=V ...`).
-pub(crate) fn parse_status(text: &str) -> Option<Status> {
-    let mut idle = None;
-    let mut version = None;
-    for word in text.split_whitespace() {
-        match word.split_once('=')? {
-            ("idle", v) => idle = Some(v == "1"),
-            ("version", v) => version = v.parse().ok(),
-            _ => {}
-        }
-    }
-    Some(Status {
-        idle: idle?,
-        version: version?,
-    })
-}
-
-/// The counters of a status file, by name (for the metrics).
-pub fn status_counters(text: &str) -> BTreeMap<String, u64> {
-    text.split_whitespace()
-        .filter_map(|w| w.split_once('='))
-        .filter_map(|(k, v)| Some((k.to_owned(), v.parse().ok()?)))
-        .collect()
 }
 
 /// Appends `text` (whole lines) to `path` and fsyncs it.
@@ -961,18 +734,6 @@ fn cut_partial_line(path: &Path) -> Result<u64, AppError> {
     Ok(bytes[..whole].iter().filter(|&&b| b == b'\n').count() as u64)
 }
 
-/// Files in the folders directly under `dir` (claimed files, one folder per consumer).
-fn files_under(dir: &Path) -> usize {
-    let Ok(entries) = fs::read_dir(dir) else {
-        return 0;
-    };
-    entries
-        .flatten()
-        .filter(|e| e.file_type().is_ok_and(|t| t.is_dir()))
-        .map(|e| fs::read_dir(e.path()).map_or(0, |d| d.flatten().count()))
-        .sum()
-}
-
 fn format_error(e: spool::formats::FormatError) -> AppError {
     AppError::File {
         path: PathBuf::from("<exchange file>"),
@@ -983,37 +744,6 @@ fn format_error(e: spool::formats::FormatError) -> AppError {
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    fn st(idle: bool, version: u64) -> Option<Status> {
-        Some(Status { idle, version })
-    }
-
-    #[test]
-    fn quiet_needs_all_idle_unchanged_and_nothing_in_flight() {
-        let a = vec![st(true, 1), st(true, 2)];
-        assert!(quiet(&a, 0, &a));
-        assert!(!quiet(&a, 1, &a), "a file in flight");
-        assert!(!quiet(&a, 0, &[st(true, 1), st(true, 3)]), "a part worked");
-        assert!(!quiet(
-            &[st(true, 1), st(false, 2)],
-            0,
-            &[st(true, 1), st(false, 2)]
-        ));
-        assert!(
-            !quiet(&[st(true, 1), None], 0, &[st(true, 1), None]),
-            "not started"
-        );
-    }
-
-    #[test]
-    fn status_lines_parse() {
-        let line = "idle=1 version=77 sent_files=2 sent_urls=9\n";
-        assert_eq!(parse_status(line), st(true, 77));
-        assert_eq!(parse_status("idle=0 version=3"), st(false, 3));
-        assert_eq!(parse_status("idle=1"), None);
-        assert_eq!(parse_status("garbage"), None);
-        assert_eq!(status_counters(line).get("sent_urls"), Some(&9));
-    }
 
     #[test]
     fn part_ids_and_modes_are_checked() {
@@ -1130,7 +860,7 @@ mod tests {
         append_synced(&outbox, "http://cut.x/\t4").unwrap();
         drop(p0);
         let mut p0 = Parts::open(&c0, &spool, &app0, &id).unwrap().unwrap();
-        assert_eq!(p0.waiting[1].0, 2);
+        assert_eq!(p0.outbox.waiting[1].0, 2);
         p0.hand_on(
             vec![u("http://c.x/", 1, 0)],
             Priority::NORMAL,
@@ -1151,7 +881,7 @@ mod tests {
         assert!(p0.send_due(Priority::NORMAL, &mut counters, false).unwrap());
         assert_eq!((counters.sent_files, counters.sent_urls), (2, 4));
         // Old enough: goes even to a busy owner.
-        p0.max_age = Duration::ZERO;
+        p0.outbox.max_age = Duration::ZERO;
         p1.set_idle(false, &PartCounters::default(), 0).unwrap();
         p0.hand_on(
             vec![u("http://e.x/", 1, 0)],
@@ -1159,7 +889,7 @@ mod tests {
             &mut counters,
         )
         .unwrap();
-        p0.last_look = None;
+        p0.outbox.last_look = None;
         assert!(p0.send_due(Priority::NORMAL, &mut counters, false).unwrap());
         assert_eq!((counters.sent_files, counters.sent_urls), (3, 5));
         // What reached part 1, hints included; nothing cut or doubled.
@@ -1191,7 +921,7 @@ mod tests {
             &mut counters,
         )
         .unwrap();
-        p0.max_age = Duration::from_secs(3600);
+        p0.outbox.max_age = Duration::from_secs(3600);
         assert!(p0.send_due(Priority::NORMAL, &mut counters, true).unwrap());
         assert_eq!(p0.in_flight().unwrap(), 1);
     }

@@ -90,7 +90,7 @@ mod deferred;
 pub mod error;
 pub mod exchange;
 mod pace;
-mod pause;
+pub(crate) mod pause;
 mod read_ahead;
 pub mod scope;
 pub mod state;
