@@ -684,6 +684,14 @@ impl Frontier {
             self.load_outcome(&mut load.batch, url, app, reason, &detail, now_ms);
             return Ok(None);
         }
+        let id = self.create_host(&origin, &record);
+        load.created.push(id);
+        Ok(Some(id))
+    }
+
+    /// A new host for `origin`, with the robots.txt its stored record caches (the
+    /// one place hosts are made, for loading and for reported links); O(1).
+    pub(crate) fn create_host(&mut self, origin: &Origin, record: &OriginRecord) -> HostId {
         let id = self.hosts.new_id();
         let mut host = Host::new(
             id,
@@ -694,8 +702,7 @@ impl Frontier {
         );
         host.robots = self.robots_from_cache(record.robots.as_ref());
         self.hosts.insert(host);
-        load.created.push(id);
-        Ok(Some(id))
+        id
     }
 
     /// Appends `request` (request number `reqno`) to host `id`'s queue.

@@ -114,7 +114,7 @@ use spool::protocol::{FetchPurpose, FetchReport, FetchResult, JobId, StoredPage}
 use spool::{AppId, OutcomeReason, Validators};
 use url::Url;
 
-use super::hosts::{Host, HostId, Out, RobotsChase, RobotsInForce};
+use super::hosts::{HostId, Out, RobotsChase, RobotsInForce};
 use super::jobs::Holder;
 use super::lifecycle::live_drop;
 use super::origin::{Origin, origin_of, origin_of_parsed};
@@ -836,17 +836,8 @@ impl Frontier {
                     self.commit(batch)?;
                     return Ok(false);
                 }
-                let id = self.hosts.new_id();
+                let id = self.create_host(&origin, &record);
                 batch.put(Cf::Meta, META_NEXT_HOST.to_vec(), &self.hosts.next_id());
-                let mut host = Host::new(
-                    id,
-                    Arc::from(origin.key.as_str()),
-                    Arc::from(origin.name.as_str()),
-                    origin.port,
-                    0,
-                );
-                host.robots = self.robots_from_cache(record.robots.as_ref());
-                self.hosts.insert(host);
                 (id, true)
             }
         };
