@@ -128,17 +128,6 @@ fn status_kib(field: &str) -> u64 {
         .unwrap_or(0)
 }
 
-fn machine() -> String {
-    let cpuinfo = std::fs::read_to_string("/proc/cpuinfo").unwrap_or_default();
-    let model = cpuinfo
-        .lines()
-        .find(|l| l.starts_with("model name"))
-        .and_then(|l| l.split(':').nth(1))
-        .map_or("unknown CPU".to_owned(), |m| m.trim().to_owned());
-    let cores = std::thread::available_parallelism().map_or(0, |n| n.get());
-    format!("{model}, {cores} cores available")
-}
-
 fn secs(d: Duration) -> f64 {
     d.as_secs_f64()
 }
@@ -156,7 +145,7 @@ fn main() {
             tmp.path().to_owned()
         }
     };
-    println!("machine: {}", machine());
+    println!("machine: {}", test_support::proc::machine());
     println!(
         "urls: {}, buffer: {} MiB, folder: {}",
         args.urls,

@@ -147,48 +147,18 @@ async fn server() -> SocketAddr {
     addr
 }
 
-/// The name and user + system CPU time of one `/proc/.../stat` line.
-fn stat_cpu(stat: &str) -> Option<(&str, Duration)> {
-    let (open, close) = (stat.find('(')?, stat.rfind(')')?);
-    let fields: Vec<&str> = stat[close + 1..].split_whitespace().collect();
-    // After "(comm)": state is field 3, utime 14, stime 15.
-    let get = |i: usize| {
-        fields
-            .get(i)
-            .and_then(|f| f.parse::<u64>().ok())
-            .unwrap_or(0)
-    };
-    let ticks = get(11) + get(12);
-    // USER_HZ = 100 on Linux.
-    Some((&stat[open + 1..close], Duration::from_millis(ticks * 10)))
-}
-
 /// CPU time of this process's threads whose name starts with one of `prefixes`.
 fn thread_cpu(prefixes: &[&str]) -> Duration {
-    let mut cpu = Duration::ZERO;
-    for task in std::fs::read_dir("/proc/self/task")
+    test_support::proc::threads(std::process::id())
         .into_iter()
-        .flatten()
-        .flatten()
-    {
-        let Ok(stat) = std::fs::read_to_string(task.path().join("stat")) else {
-            continue;
-        };
-        if let Some((name, t)) = stat_cpu(&stat)
-            && prefixes.iter().any(|p| name.starts_with(p))
-        {
-            cpu += t;
-        }
-    }
-    cpu
+        .filter(|(_, stat)| prefixes.iter().any(|p| stat.name.starts_with(p)))
+        .map(|(_, stat)| stat.cpu)
+        .sum()
 }
 
 /// CPU time of another process (all its threads).
 fn pid_cpu(pid: u32) -> Duration {
-    std::fs::read_to_string(format!("/proc/{pid}/stat"))
-        .ok()
-        .and_then(|s| stat_cpu(&s).map(|(_, t)| t))
-        .unwrap_or_default()
+    test_support::proc::cpu_time(pid).unwrap_or_default()
 }
 
 fn process_cpu() -> Duration {
@@ -196,26 +166,6 @@ fn process_cpu() -> Duration {
     let tv =
         |t: nix::sys::time::TimeVal| Duration::new(t.tv_sec() as u64, t.tv_usec() as u32 * 1000);
     tv(u.user_time()) + tv(u.system_time())
-}
-
-fn machine() -> String {
-    let info = std::fs::read_to_string("/proc/cpuinfo").unwrap_or_default();
-    let model = info
-        .lines()
-        .find_map(|l| {
-            l.strip_prefix("model name")
-                .map(|m| m.trim_start_matches([' ', '\t', ':']))
-        })
-        .unwrap_or("unknown CPU")
-        .to_owned();
-    let cores = std::thread::available_parallelism().map_or(0, |n| n.get());
-    format!("{model}, {cores} cores")
-}
-
-/// The 1, 5 and 15 minute load averages.
-fn loadavg() -> String {
-    let s = std::fs::read_to_string("/proc/loadavg").unwrap_or_default();
-    s.split_whitespace().take(3).collect::<Vec<_>>().join(" ")
 }
 
 /// Raises the soft file-descriptor limit to the hard one: thousands of hosts mean
@@ -407,7 +357,7 @@ fn run(
     let spool = tempfile::tempdir().unwrap();
     let manager = site_rt.block_on(FakeManager::start(FakeManager::config(TOKEN)));
     let manager_addr = manager.addr();
-    let load = loadavg();
+    let load = test_support::proc::load_average();
 
     // The downloader, on a runtime of its own (as `polycrawl downloader` runs it).
     let dl_rt = tokio::runtime::Builder::new_multi_thread()
@@ -565,7 +515,7 @@ fn measure(
     }
     println!(
         "summary over {runs} runs: median (min-max); load average now {}",
-        loadavg()
+        test_support::proc::load_average()
     );
     println!(
         "| concurrency | pages/s | downloader CPU-ms/page | whole process CPU-ms/page |{}",
@@ -662,7 +612,11 @@ fn main() {
         std::process::exit(2)
     });
     raise_nofile_limit();
-    println!("machine: {}; load average {}", machine(), loadavg());
+    println!(
+        "machine: {}; load average {}",
+        test_support::proc::machine(),
+        test_support::proc::load_average()
+    );
     // The manager (and the in-process site) run on one runtime with one worker thread.
     let site_rt = tokio::runtime::Builder::new_multi_thread()
         .worker_threads(1)

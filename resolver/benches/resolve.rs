@@ -62,7 +62,11 @@ async fn bench(concurrency: u32) {
     let warm = resolver.resolve_batch(names(0, WARMUP)).await;
     assert_eq!(failures(&warm), 0, "warm-up failed");
 
-    println!("machine: {} ({} cores)", cpu_model(), cores());
+    println!(
+        "machine: {} ({} cores)",
+        test_support::proc::cpu_model(),
+        test_support::proc::cores()
+    );
     println!(
         "resolver: {BATCH} distinct names per batch, max_concurrent {concurrency}, UDP to websim DNS on 127.0.0.1"
     );
@@ -106,20 +110,4 @@ fn failures(answers: &[spool::protocol::HostAnswer]) -> usize {
         .iter()
         .filter(|a| !matches!(a.result, Resolution::Addresses { .. }))
         .count()
-}
-
-fn cpu_model() -> String {
-    std::fs::read_to_string("/proc/cpuinfo")
-        .ok()
-        .and_then(|info| {
-            info.lines()
-                .find(|l| l.starts_with("model name"))
-                .and_then(|l| l.split_once(':'))
-                .map(|(_, model)| model.trim().to_owned())
-        })
-        .unwrap_or_else(|| "unknown CPU".into())
-}
-
-fn cores() -> usize {
-    std::thread::available_parallelism().map_or(1, |n| n.get())
 }

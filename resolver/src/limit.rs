@@ -193,13 +193,16 @@ mod tests {
         assert_eq!(limiter.set_limit(u32::MAX), MAX_CONCURRENCY);
     }
 
-    #[tokio::test]
+    /// On tokio's paused clock: the 10 ms pass at once, and exactly.
+    #[tokio::test(start_paused = true)]
     async fn cancelled_waiters_leave_the_queue() {
         let limiter = Limiter::new(1);
         let held = limiter.acquire().await;
+        let asked = tokio::time::Instant::now();
         let waiting =
             tokio::time::timeout(std::time::Duration::from_millis(10), limiter.acquire()).await;
         assert!(waiting.is_err());
+        assert_eq!(asked.elapsed(), std::time::Duration::from_millis(10));
         assert_eq!(limiter.stats().queued, 0);
         drop(held);
     }

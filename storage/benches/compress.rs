@@ -251,19 +251,6 @@ fn report_per_page(what: &str, per_pass: Duration, bytes: usize, pages: usize) {
 }
 
 fn print_machine() {
-    let cpuinfo = std::fs::read_to_string("/proc/cpuinfo").unwrap_or_default();
-    let model = cpuinfo
-        .lines()
-        .find_map(|l| {
-            l.strip_prefix("model name")
-                .map(|r| r.trim_start_matches([' ', '\t', ':']))
-        })
-        .unwrap_or("unknown");
-    let listed = cpuinfo
-        .lines()
-        .filter(|l| l.starts_with("processor"))
-        .count();
-    let usable = std::thread::available_parallelism().map_or(0, |n| n.get());
-    println!("machine: {model}, {listed} cores listed in /proc/cpuinfo, {usable} usable");
+    println!("machine: {}", test_support::proc::machine());
     println!("one core used; other work on the machine may slow the figures");
 }

@@ -20,14 +20,9 @@ const BATCHES: u64 = 12;
 const PAGES_PER_BATCH: u64 = 500;
 
 fn main() {
-    let cpuinfo = fs::read_to_string("/proc/cpuinfo").unwrap_or_default();
-    let model = cpuinfo
-        .lines()
-        .find_map(|l| l.strip_prefix("model name"))
-        .map_or("unknown", |r| r.trim_start_matches([' ', '\t', ':']));
     println!(
-        "machine: {model}, {} cores; three rounds, each in a fresh repository",
-        std::thread::available_parallelism().map_or(0, |n| n.get())
+        "machine: {}; three rounds, each in a fresh repository",
+        test_support::proc::machine()
     );
     for _ in 0..3 {
         round();

@@ -6,8 +6,9 @@
 //!   `cargo build -p ops` on first use so tests never run a stale one.
 //! - [`process`]: test-support's [`process::ProcessGuard`], a child process with
 //!   its stdout read line by line and its stderr kept in a file; killed (SIGKILL)
-//!   and reaped on drop; [`process::cpu_time`], a process's CPU time (re-exported:
-//!   the one copy lives in `tests/support`, shared with the other crates' tests).
+//!   and reaped on drop (re-exported: the one copy lives in `tests/support`,
+//!   shared with the other crates' tests and with `polycrawl`); [`proc`], what
+//!   `/proc` says of a process (its CPU time, state and start time).
 //! - [`websim`]: [`websim::Websim`], a running `polycrawl websim` in a temporary
 //!   directory, with its ready line parsed and readers for its output files and
 //!   request log.
@@ -24,6 +25,9 @@
 //!   with websim's log, each violation named with the side that saw it.
 //! - [`netns`]: [`netns::Net`], network namespaces on a bridge (one per "machine"),
 //!   reaching the root namespace's 127.x (websim) and each other; removed on drop.
+//!   Re-exported from test-support: `polycrawl demo --machines` makes its
+//!   machines with the same harness (the tests' names start `pct`, the demo's
+//!   `pcd`).
 //! - [`nfsim`]: [`nfsim::Mount`], one machine's NFS-like view of a shared
 //!   directory (`polycrawl nfsim`), unmounted on drop.
 //! - [`spoolout`]: [`spoolout::Returned`], the pages and outcomes the system handed
@@ -43,9 +47,10 @@
 pub mod bin;
 pub mod browser;
 pub mod http;
-pub mod netns;
+pub use test_support::netns;
 pub mod nfsim;
 pub mod politeness;
+pub use test_support::proc;
 pub use test_support::process;
 pub mod repository;
 pub mod requestlog;

@@ -60,7 +60,7 @@ fn an_open_web_crawl_without_a_contact_stops_before_any_request() {
     if let Some(why) = netns::unusable() {
         panic!("this test needs a network namespace: {why}");
     }
-    let ns = Isolated::new("contact");
+    let ns = Isolated::new("pct", "contact").expect("an isolated namespace");
     let dir = tempfile::tempdir().expect("tempdir");
     std::fs::write(
         dir.path().join("seeds.txt"),

@@ -150,7 +150,8 @@ struct Machine {
 struct Cluster {
     procs: Vec<Proc>,
     machines: Vec<Machine>,
-    net: Net,
+    /// Held, not read: removes the namespaces and the bridge when the cluster drops.
+    _net: Net,
     token: String,
     config: PathBuf,
     local: PathBuf,
@@ -191,10 +192,10 @@ impl Cluster {
         let config = dir.path().join("config.ron");
         let wire_log = logs.join("wire.tsv");
         std::fs::write(&config, config_text(ws, knobs, &wire_log)).expect("writing the config");
-        let mut net = Net::new();
+        let mut net = Net::new("pct").expect("the machines' bridge");
         let mut machines = Vec::new();
         for role in ["mgr0", "dl0", "mgr1", "dl1", "app0", "app1"] {
-            let ns = net.add(role);
+            let ns = net.add(role).expect("a machine's namespace");
             let mount = Mount::start(
                 &format!("nfsim-{role}"),
                 &export,
@@ -208,7 +209,7 @@ impl Cluster {
         Cluster {
             procs: Vec::new(),
             machines,
-            net,
+            _net: net,
             token: "control-token-for-tests".to_owned(),
             config,
             local,
@@ -239,7 +240,7 @@ impl Cluster {
     fn spawn(&mut self, i: usize) {
         let p = &self.procs[i];
         let ns = &self.machines[p.machine].ns;
-        let mut cmd = self.net.command(ns, bin::polycrawl());
+        let mut cmd = ns.command(bin::polycrawl());
         cmd.args(&p.args)
             .env("POLYCRAWL_TOKEN", &self.token)
             .env_remove("POLYCRAWL_ADMIN_TOKEN")

@@ -107,7 +107,7 @@ fn per_second(log: &[LogLine], from: u64, to: u64) -> Vec<usize> {
 
 /// CPU seconds (user + system) the process `pid` has used.
 fn cpu_secs(pid: u32) -> f64 {
-    tests::process::cpu_time(pid)
+    tests::proc::cpu_time(pid)
         .expect("/proc/<pid>/stat of a running process")
         .as_secs_f64()
 }

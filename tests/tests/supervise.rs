@@ -31,7 +31,8 @@ use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
 use tests::bin;
 use tests::politeness;
-use tests::process::{ProcessGuard, children_by_environment, proc_stat};
+use tests::proc::Stat;
+use tests::process::{ProcessGuard, children_by_environment};
 use tests::repository::RepoScan;
 use tests::requestlog;
 use tests::system::Knobs;
@@ -129,7 +130,7 @@ fn wait_pids(out: &Path, n: usize, crawl: &mut ProcessGuard) -> Vec<(String, u32
 /// Whether the process that had `start` as its start time is still alive (a
 /// zombie waiting for its new parent to reap it is dead).
 fn alive(pid: u32, start: u64) -> bool {
-    proc_stat(pid).is_some_and(|(state, s)| s == start && state != 'Z')
+    Stat::of(pid).is_some_and(|s| s.start == start && s.state != 'Z')
 }
 
 /// Page requests websim must have served before a test calls the crawl busy.
@@ -169,7 +170,7 @@ fn sigkill_of_the_crawl_leaves_no_process_behind() {
     };
     let started: Vec<(String, u32, u64)> = pids
         .iter()
-        .filter_map(|(n, p)| proc_stat(*p).map(|(_, s)| (n.clone(), *p, s)))
+        .filter_map(|(n, p)| Stat::of(*p).map(|s| (n.clone(), *p, s.start)))
         .collect();
     assert_eq!(started.len(), 5, "children not running: {pids:?}");
     let crawl_pid = crawl.pid();
@@ -321,7 +322,7 @@ fn a_process_in_a_crash_loop_is_given_up_on_with_a_one_line_reason() {
     let others: Vec<(String, u32, u64)> = read_pids(&out)
         .iter()
         .filter(|(n, _)| n != "app")
-        .filter_map(|(n, p)| proc_stat(*p).map(|(_, s)| (n.clone(), *p, s)))
+        .filter_map(|(n, p)| Stat::of(*p).map(|s| (n.clone(), *p, s.start)))
         .collect();
     nix::sys::signal::kill(pid, nix::sys::signal::Signal::SIGKILL).expect("SIGKILL to the app");
 

@@ -50,20 +50,6 @@ fn thread_cpu() -> Duration {
     t(u.user_time()) + t(u.system_time())
 }
 
-fn machine() -> String {
-    let cpuinfo = std::fs::read_to_string("/proc/cpuinfo").unwrap_or_default();
-    let model = cpuinfo
-        .lines()
-        .find_map(|l| {
-            l.strip_prefix("model name")
-                .and_then(|r| r.split_once(':'))
-                .map(|(_, m)| m.trim().to_owned())
-        })
-        .unwrap_or_else(|| "unknown CPU".to_owned());
-    let cores = std::thread::available_parallelism().map_or(1, |n| n.get());
-    format!("{model}, {cores} cores")
-}
-
 fn plain(web: &Web, h: u32) -> bool {
     let x = &web.hosts[h as usize];
     !x.https && !x.gzip && !x.chunked && !x.slow && !x.dead && !x.misbehave
@@ -80,7 +66,7 @@ fn main() {
     let connections = env_or("WEBSIM_BENCH_CONNECTIONS", 32) as usize;
     let _ = raise_nofile_limit();
     println!("websim serving benchmark");
-    println!("machine: {}", machine());
+    println!("machine: {}", test_support::proc::machine());
 
     // Render-only figure first (no network): the page generator's own speed.
     let web0 = Web::new(Params {

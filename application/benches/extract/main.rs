@@ -164,18 +164,6 @@ fn accuracy(scanner: Scanner, pages: &[(Page, BTreeSet<String>)]) -> (f64, f64, 
     (ratio(hit, truth), ratio(hit, found), exact)
 }
 
-fn cpu_model() -> String {
-    std::fs::read_to_string("/proc/cpuinfo")
-        .ok()
-        .and_then(|s| {
-            s.lines()
-                .find(|l| l.starts_with("model name"))
-                .and_then(|l| l.split(':').nth(1))
-                .map(|m| m.trim().to_owned())
-        })
-        .unwrap_or_else(|| "unknown".to_owned())
-}
-
 fn main() {
     let secs = std::env::var("EXTRACT_BENCH_SECS")
         .ok()
@@ -184,7 +172,7 @@ fn main() {
     let budget = Duration::from_secs_f64(secs);
     println!(
         "machine: {} ({} threads visible, 1 used)",
-        cpu_model(),
+        test_support::proc::cpu_model(),
         std::thread::available_parallelism().map_or(0, |n| n.get())
     );
     println!(

@@ -39,31 +39,10 @@ pub fn stored(job: spool::protocol::JobId) -> FetchReport {
     }
 }
 
-pub fn cpu_model() -> String {
-    std::fs::read_to_string("/proc/cpuinfo")
-        .ok()
-        .and_then(|s| {
-            s.lines()
-                .find(|l| l.starts_with("model name"))
-                .and_then(|l| l.split(':').nth(1))
-                .map(|m| m.trim().to_owned())
-        })
-        .unwrap_or_else(|| "unknown CPU".into())
-}
+pub use test_support::proc::{cores, cpu_model};
 
-pub fn cores() -> usize {
-    std::thread::available_parallelism().map_or(1, |n| n.get())
-}
-
-/// A `kB` line of /proc/self/status (`VmHWM` is the peak resident set size).
+/// A `kB` field of /proc/self/status (`VmHWM` is the peak resident set size).
 pub fn proc_status(key: &str) -> String {
-    std::fs::read_to_string("/proc/self/status")
-        .ok()
-        .and_then(|s| {
-            s.lines()
-                .find(|l| l.starts_with(key))
-                .and_then(|l| l.split(':').nth(1))
-                .map(|v| v.trim().to_owned())
-        })
-        .unwrap_or_else(|| "unknown".into())
+    test_support::proc::status_kib(None, key)
+        .map_or_else(|| "unknown".to_owned(), |k| format!("{k} kB"))
 }

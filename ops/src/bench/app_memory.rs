@@ -226,30 +226,22 @@ fn watch(
     let mut steady = 0;
     let until = Instant::now() + Duration::from_secs(args.steady_secs);
     while Instant::now() < until {
-        steady = steady.max(status_kib(pid, "VmRSS:")?);
+        steady = steady.max(status_kib(pid, "VmRSS")?);
         std::thread::sleep(Duration::from_millis(100));
     }
     Ok(AppMemory {
         urls: n,
         published,
         seconds,
-        peak_rss_kib: status_kib(pid, "VmHWM:")?,
+        peak_rss_kib: status_kib(pid, "VmHWM")?,
         steady_rss_kib: steady,
     })
 }
 
 /// A field of `/proc/PID/status`, in KiB.
 fn status_kib(pid: u32, field: &str) -> anyhow::Result<u64> {
-    let status = std::fs::read_to_string(format!("/proc/{pid}/status"))?;
-    let line = status
-        .lines()
-        .find(|l| l.starts_with(field))
-        .with_context(|| format!("no {field} in /proc/{pid}/status"))?;
-    let kib = line
-        .split_whitespace()
-        .nth(1)
-        .with_context(|| format!("bad line {line:?}"))?;
-    Ok(kib.parse()?)
+    test_support::proc::status_kib(Some(pid), field)
+        .with_context(|| format!("no {field} in /proc/{pid}/status"))
 }
 
 /// Whether `dir` or a directory below it holds a file (a batch not yet consumed).

@@ -297,23 +297,10 @@ fn sample_until_done(
 
 /// Every process below `root` (not `root` itself), from `/proc/<pid>/stat`.
 fn descendants(root: i32) -> Vec<i32> {
-    let Ok(dir) = std::fs::read_dir("/proc") else {
-        return Vec::new();
-    };
     let mut children: HashMap<i32, Vec<i32>> = HashMap::new();
-    for entry in dir.flatten() {
-        let Some(pid) = entry
-            .file_name()
-            .to_str()
-            .and_then(|n| n.parse::<i32>().ok())
-        else {
-            continue;
-        };
-        let Ok(stat) = std::fs::read_to_string(format!("/proc/{pid}/stat")) else {
-            continue; // Gone meanwhile.
-        };
-        if let Some(ppid) = parent_of(&stat) {
-            children.entry(ppid).or_default().push(pid);
+    for (pid, stat) in test_support::proc::processes() {
+        if let (Ok(pid), Ok(parent)) = (i32::try_from(pid), i32::try_from(stat.parent)) {
+            children.entry(parent).or_default().push(pid);
         }
     }
     let mut out = Vec::new();
@@ -327,18 +314,9 @@ fn descendants(root: i32) -> Vec<i32> {
     out
 }
 
-/// The parent pid (field 4) of a `/proc/<pid>/stat` line; the command name
-/// (field 2) is in parentheses and may hold spaces.
-fn parent_of(stat: &str) -> Option<i32> {
-    let rest = &stat[stat.rfind(')')? + 1..];
-    rest.split_ascii_whitespace().nth(1)?.parse().ok()
-}
-
 /// `VmRSS` of a process in KiB (`None` for a zombie or a process gone).
 fn rss_kib(pid: i32) -> Option<u64> {
-    let status = std::fs::read_to_string(format!("/proc/{pid}/status")).ok()?;
-    let line = status.lines().find(|l| l.starts_with("VmRSS:"))?;
-    line.split_ascii_whitespace().nth(1)?.parse().ok()
+    test_support::proc::status_kib(Some(u32::try_from(pid).ok()?), "VmRSS")
 }
 
 #[cfg(test)]
@@ -353,12 +331,6 @@ mod tests {
             grace_s: 5,
             command: cmd.iter().map(OsString::from).collect(),
         }
-    }
-
-    #[test]
-    fn stat_parent_field() {
-        assert_eq!(parent_of("42 (a b) c) S 7 42 42 0"), Some(7));
-        assert_eq!(parent_of("42 (x)"), None);
     }
 
     #[test]

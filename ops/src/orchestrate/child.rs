@@ -45,6 +45,7 @@ use anyhow::Context;
 use super::threads::Threads;
 use nix::sys::signal::{Signal, kill};
 use nix::unistd::Pid;
+use test_support::proc::cpu_time;
 
 /// The environment variable that carries the orchestrator's pid to a child that
 /// must die with it (see [`die_with_parent`]).
@@ -53,10 +54,6 @@ pub const PARENT_ENV: &str = "POLYCRAWL_PARENT_PID";
 /// How often a stopping child is checked for its exit if no exit wakes the wait
 /// (`exits.rs`).
 const POLL: Duration = Duration::from_millis(5);
-
-/// Units of the times in `/proc/<pid>/stat`: the kernel reports them in USER_HZ,
-/// which is 100 on every Linux architecture (`getconf CLK_TCK`).
-const USER_HZ: u64 = 100;
 
 /// A running child process, killed and reaped on drop.
 #[derive(Debug)]
@@ -322,29 +319,6 @@ pub fn die_with_parent() -> anyhow::Result<()> {
     Ok(())
 }
 
-/// CPU time (user + system) process `pid` has used so far, from `/proc/<pid>/stat`;
-/// `None` once it is reaped (or on a system without `/proc`).
-pub fn cpu_time(pid: u32) -> Option<Duration> {
-    let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
-    stat_cpu(&stat)
-}
-
-/// utime + stime (fields 14 and 15) of a `/proc/<pid>/stat` line, in ticks. The
-/// command name (field 2) is in parentheses and may hold spaces: fields are counted
-/// after its closing parenthesis.
-/// The CPU time of a `/proc/<pid>/stat` (or `/proc/<pid>/task/<tid>/stat`) line.
-pub(super) fn stat_cpu(stat: &str) -> Option<Duration> {
-    Some(Duration::from_millis(cpu_ticks(stat)? * 1000 / USER_HZ))
-}
-
-fn cpu_ticks(stat: &str) -> Option<u64> {
-    let rest = &stat[stat.rfind(')')? + 1..];
-    let mut fields = rest.split_ascii_whitespace().skip(11); // field 3 is the first
-    let utime: u64 = fields.next()?.parse().ok()?;
-    let stime: u64 = fields.next()?.parse().ok()?;
-    Some(utime + stime)
-}
-
 /// An exit status in words.
 pub fn describe(status: Option<ExitStatus>) -> String {
     match status {
@@ -356,13 +330,6 @@ pub fn describe(status: Option<ExitStatus>) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn cpu_fields_are_counted_after_the_command_name() {
-        let stat = "4242 (dl 1 (x)) S 1 4242 4242 0 -1 4194560 100 0 0 0 250 30 0 0 20 0 1 0";
-        assert_eq!(cpu_ticks(stat), Some(280));
-        assert_eq!(cpu_ticks("4242 (x) S 1"), None);
-    }
 
     #[test]
     fn a_busy_child_reports_its_cpu_time_after_exit() {

@@ -51,23 +51,14 @@ impl Threads {
     /// Reads the threads of `pid` now (a process that is gone leaves the figures
     /// as they were).
     pub fn sample_now(&mut self, pid: u32) {
-        let Ok(dir) = std::fs::read_dir(format!("/proc/{pid}/task")) else {
-            return;
-        };
-        for entry in dir.flatten() {
-            let Some(tid) = entry
-                .file_name()
-                .to_str()
-                .and_then(|s| s.parse::<u32>().ok())
-            else {
-                continue;
-            };
-            let Ok(stat) = std::fs::read_to_string(entry.path().join("stat")) else {
-                continue;
-            };
-            if let Some(t) = parse_stat(&stat) {
-                self.by_tid.insert(tid, t);
-            }
+        for (tid, stat) in test_support::proc::threads(pid) {
+            self.by_tid.insert(
+                tid,
+                ThreadCpu {
+                    name: stat.name,
+                    cpu: stat.cpu,
+                },
+            );
         }
     }
 
@@ -85,16 +76,6 @@ impl Threads {
         all.sort_by(|a, b| b.cpu.cmp(&a.cpu).then_with(|| a.name.cmp(&b.name)));
         all
     }
-}
-
-/// Name and utime + stime of a `/proc/<pid>/task/<tid>/stat` line.
-fn parse_stat(stat: &str) -> Option<ThreadCpu> {
-    let open = stat.find('(')?;
-    let close = stat.rfind(')')?;
-    Some(ThreadCpu {
-        name: stat.get(open + 1..close)?.to_owned(),
-        cpu: super::child::stat_cpu(stat)?,
-    })
 }
 
 /// The busiest thread among `processes` (name, its threads) as the summary line's
@@ -119,19 +100,6 @@ pub fn busiest_line(processes: &[(String, Vec<ThreadCpu>)], total: Duration) -> 
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn stat_lines_give_name_and_time() {
-        let stat = "4242 (app reader) S 1 2 3 4 5 6 7 8 9 10 250 30 0 0 20 0";
-        assert_eq!(
-            parse_stat(stat),
-            Some(ThreadCpu {
-                name: "app reader".into(),
-                cpu: Duration::from_millis(2800),
-            })
-        );
-        assert_eq!(parse_stat("4242 (x) S 1"), None);
-    }
 
     #[test]
     fn a_busy_thread_of_this_process_is_found() {

@@ -7,8 +7,12 @@
 //!   each connection to the test; [`manager::FakeManager::report_progress`], a
 //!   manager that reports an application's crawl busy or idle.
 //! - [`process`]: [`process::ProcessGuard`], a child process killed and reaped
-//!   on drop, its stdout read line by line; a process's CPU time; the processes a
-//!   polycrawl process started.
+//!   on drop, its stdout read line by line; the processes a polycrawl process
+//!   started.
+//! - [`proc`]: what `/proc` says: a process's or thread's CPU time, state and
+//!   start ([`proc::Stat`]), its threads, `VmRSS`-like fields, the CPU model.
+//! - [`netns`]: network namespaces on a bridge as machines on one host
+//!   ([`netns::Net`], [`netns::Isolated`]), and removing what a killed maker left.
 //! - [`wait`]: waiting for a state with a deadline ([`wait::until`],
 //!   [`wait::until_async`]), so that no test sleeps a fixed time hoping a state
 //!   has come.
@@ -19,10 +23,16 @@
 //! was built against. Only `spool`'s own `#[cfg(test)]` unit tests (a second build
 //! of `spool`) must not use it, and they do not.
 //!
+//! `polycrawl` (the `ops` package, the orchestrator rather than a service) uses
+//! [`netns`] for `demo --machines`, [`proc`] for its CPU figures and the fake
+//! manager for `bench app-memory`: one harness for the demo and the tests.
+//!
 //! This crate must never be a dependency of a service's shipping code; it binds and
 //! connects only on 127.0.0.0/8, port 0; it never sleeps a fixed time to wait for a
 //! state (a poll interval inside a deadline is the only sleep).
 
 pub mod manager;
+pub mod netns;
+pub mod proc;
 pub mod process;
 pub mod wait;

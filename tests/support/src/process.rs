@@ -1,8 +1,7 @@
 //! A child process owned by the test: stdout is read line by line on a thread (so
 //! the pipe never fills), stderr goes to a file (shown when something goes wrong),
 //! and dropping the guard kills (SIGKILL) and reaps the process, even when the test
-//! panics. [`cpu_time`] reads any process's CPU time from `/proc`,
-//! [`children_by_environment`] finds the live processes a polycrawl process
+//! panics. [`children_by_environment`] finds the live processes a polycrawl process
 //! started (they carry its pid in their environment), so a test waits for them to
 //! be gone instead of sleeping.
 //!
@@ -19,6 +18,8 @@ use std::time::{Duration, Instant};
 
 use nix::sys::signal::{Signal, kill};
 use nix::unistd::Pid;
+
+use crate::proc::Stat;
 
 /// A running child process, killed on drop.
 #[derive(Debug)]
@@ -187,18 +188,6 @@ impl Drop for ProcessGuard {
     }
 }
 
-/// `(state, start time)` of process `pid` from `/proc/<pid>/stat`; `None` if there
-/// is no such process.
-pub fn proc_stat(pid: u32) -> Option<(char, u64)> {
-    let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
-    let rest = &stat[stat.rfind(')')? + 1..];
-    let fields: Vec<&str> = rest.split_whitespace().collect();
-    // Field 3 (state) is the first after the name; field 22 is the start time.
-    let state = fields.first()?.chars().next()?;
-    let start = fields.get(19)?.parse().ok()?;
-    Some((state, start))
-}
-
 /// Live processes whose environment says `parent` started them
 /// (`POLYCRAWL_PARENT_PID=<parent>`, set by `polycrawl crawl` and `demo` for
 /// their children); a zombie is not live.
@@ -220,34 +209,11 @@ pub fn children_by_environment(parent: u32) -> Vec<u32> {
             continue;
         };
         let has = env.split(|b| *b == 0).any(|v| v == needle.as_bytes());
-        if has && proc_stat(pid).is_some_and(|(state, _)| state != 'Z') {
+        if has && Stat::of(pid).is_some_and(|s| s.state != 'Z') {
             found.push(pid);
         }
     }
     found
-}
-
-/// Units of the times in `/proc/<pid>/stat`: the kernel reports them in USER_HZ,
-/// which is 100 on every Linux architecture (`getconf CLK_TCK`).
-const USER_HZ: u64 = 100;
-
-/// CPU time (user + system) process `pid` has used so far, from `/proc/<pid>/stat`;
-/// `None` once it is reaped. `polycrawl`'s supervisor has its own (shipping code
-/// does not depend on this crate for what it does): `ops::orchestrate::child::cpu_time`.
-pub fn cpu_time(pid: u32) -> Option<Duration> {
-    let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
-    Some(Duration::from_millis(cpu_ticks(&stat)? * 1000 / USER_HZ))
-}
-
-/// utime + stime (fields 14 and 15) of a `/proc/<pid>/stat` line, in ticks. The
-/// command name (field 2) is in parentheses and may hold spaces: fields are counted
-/// after its closing parenthesis.
-fn cpu_ticks(stat: &str) -> Option<u64> {
-    let rest = &stat[stat.rfind(')')? + 1..];
-    let mut fields = rest.split_ascii_whitespace().skip(11); // field 3 is the first
-    let utime: u64 = fields.next()?.parse().ok()?;
-    let stime: u64 = fields.next()?.parse().ok()?;
-    Some(utime + stime)
 }
 
 /// Panics, saying what to run, unless `python3` can import `module` (the tests'
@@ -281,37 +247,4 @@ pub fn run_ok(what: &str, mut cmd: Command, dir: &Path) -> String {
         text.chars().take(6000).collect::<String>()
     );
     text
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn cpu_fields_are_counted_after_the_command_name() {
-        let stat = "4242 (dl 1 (x)) S 1 4242 4242 0 -1 4194560 100 0 0 0 250 30 0 0 20 0 1 0";
-        assert_eq!(cpu_ticks(stat), Some(280));
-        assert_eq!(cpu_ticks("4242 (x) S 1"), None);
-    }
-
-    #[test]
-    fn a_busy_process_shows_its_cpu_time() {
-        // Spins until /proc shows 100 ms more (on a loaded machine that takes longer
-        // than 100 ms of wall time); a reader that does not see it fails at 30 s.
-        let me = std::process::id();
-        let before = cpu_time(me).expect("/proc/self/stat");
-        let deadline = Instant::now() + Duration::from_secs(30);
-        let mut x = 0u64;
-        let mut used = Duration::ZERO;
-        while used < Duration::from_millis(100) && Instant::now() < deadline {
-            for _ in 0..100_000 {
-                x = std::hint::black_box(x.wrapping_mul(6364136223846793005).wrapping_add(1));
-            }
-            used = cpu_time(me).expect("/proc/self/stat") - before;
-        }
-        assert!(
-            used >= Duration::from_millis(100),
-            "{used:?} after 30 s of spinning"
-        );
-    }
 }
