@@ -88,6 +88,33 @@ impl Outbox {
     }
 }
 
+/// A test's end of an [`Outbox`]: reads what the engine queued for the connection,
+/// as the connection's writer would send it.
+#[cfg(test)]
+#[derive(Debug)]
+pub(crate) struct Sent(mpsc::Receiver<Out>);
+
+#[cfg(test)]
+impl Sent {
+    /// An outbox of the usual size and the test's end of it.
+    pub fn pair() -> (Outbox, Sent) {
+        let (tx, rx) = mpsc::channel(OUTBOX);
+        (Outbox(tx), Sent(rx))
+    }
+
+    /// The messages queued since the last call, in order (a close as its `Bye`).
+    pub fn take(&mut self) -> Vec<Message> {
+        let mut msgs = Vec::new();
+        while let Ok(out) = self.0.try_recv() {
+            msgs.push(match out {
+                Out::Send(msg) => msg,
+                Out::Close(reason, detail) => Message::Bye { reason, detail },
+            });
+        }
+        msgs
+    }
+}
+
 /// What every connection task needs.
 #[derive(Debug)]
 pub(crate) struct ConnSettings {

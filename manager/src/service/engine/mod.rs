@@ -31,6 +31,8 @@ mod admin;
 mod apps;
 mod downloaders;
 mod status;
+#[cfg(test)]
+mod tests;
 
 use std::collections::BTreeSet;
 use std::path::PathBuf;
