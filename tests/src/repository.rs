@@ -105,8 +105,10 @@ pub fn warc_files(repo: &Path) -> Result<Vec<PathBuf>, String> {
 }
 
 /// The length of the first append to repository WARC file `path`: every page
-/// batch starts with its `warcinfo` record and is appended whole (with the revisit
-/// records storage adds after it), so the first append ends where the second
+/// batch starts with its `warcinfo` record (the downloader's, `software:
+/// polycrawl/...`) and is appended whole, with the revisit records storage adds
+/// after it, which open with a `warcinfo` of their own (`software:
+/// polycrawl-storage/...`). So the first append ends where the second batch's
 /// `warcinfo` starts, or at the end of the file.
 ///
 /// # Errors
@@ -124,7 +126,11 @@ pub fn first_append_len(path: &Path) -> Result<u64, String> {
         .read_into(&mut rec)
         .map_err(|e| format!("{}: {e}", path.display()))?
     {
-        if rec.headers.record_type() == Some(RecordType::Warcinfo) {
+        let revisits_info = rec
+            .block
+            .windows(REVISITS_SOFTWARE.len())
+            .any(|w| w == REVISITS_SOFTWARE);
+        if rec.headers.record_type() == Some(RecordType::Warcinfo) && !revisits_info {
             infos += 1;
             if infos == 2 {
                 return Ok(rec.location.offset);
@@ -133,6 +139,10 @@ pub fn first_append_len(path: &Path) -> Result<u64, String> {
     }
     Ok(len)
 }
+
+/// The `software` field of the warcinfo record that opens storage's revisit
+/// records (part of an append, not the start of one).
+const REVISITS_SOFTWARE: &[u8] = b"software: polycrawl-storage/";
 
 fn collect(dir: &Path, out: &mut Vec<PathBuf>) -> Result<(), String> {
     let entries = match std::fs::read_dir(dir) {
@@ -149,4 +159,40 @@ fn collect(dir: &Path, out: &mut Vec<PathBuf>) -> Result<(), String> {
         }
     }
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use spool::warc::{RecordId, RecordLocation, WarcDate, WarcHeaders, WarcWriter};
+
+    fn warcinfo(w: &mut WarcWriter<Vec<u8>>, software: &str) -> RecordLocation {
+        let block = spool::warc::warc_fields_block(&[("software", software)]).unwrap();
+        let head = WarcHeaders::warcinfo(RecordId::random(), WarcDate::now(), None).unwrap();
+        w.write_record(&head, &block).unwrap()
+    }
+
+    /// A batch, its revisit records (opened by storage's own warcinfo), then the
+    /// next batch: the first append is the batch and its revisits together.
+    #[test]
+    fn the_first_append_takes_in_the_revisit_records_after_the_batch() {
+        let dir = tempfile::tempdir().unwrap();
+        let mut w = WarcWriter::new(Vec::new());
+        warcinfo(&mut w, "polycrawl/0.1.0");
+        warcinfo(&mut w, "polycrawl-storage/0.1.0");
+        let second = warcinfo(&mut w, "polycrawl/0.1.0");
+        warcinfo(&mut w, "polycrawl-storage/0.1.0");
+        let bytes = w.finish().unwrap();
+        let path = dir.path().join("two.warc.gz");
+        std::fs::write(&path, &bytes).unwrap();
+        assert_eq!(first_append_len(&path), Ok(second.offset));
+
+        // One batch with its revisits: the whole file.
+        let mut w = WarcWriter::new(Vec::new());
+        warcinfo(&mut w, "polycrawl/0.1.0");
+        warcinfo(&mut w, "polycrawl-storage/0.1.0");
+        let bytes = w.finish().unwrap();
+        std::fs::write(&path, &bytes).unwrap();
+        assert_eq!(first_append_len(&path), Ok(bytes.len() as u64));
+    }
 }
