@@ -7,94 +7,28 @@
 
 use std::fs;
 use std::io::ErrorKind;
-use std::path::{Path, PathBuf};
-use std::process::{Child, Command, Stdio};
+use std::path::Path;
 use std::thread::sleep;
 use std::time::{Duration, Instant};
 
+use test_support::nfsim::{self, Mount};
+
 const DELAY_MS: u64 = 1200;
 
-/// A running `polycrawl nfsim`; SIGTERM, then lazy unmount and SIGKILL, on drop.
-struct Mount {
-    child: Child,
-    dir: PathBuf,
-}
-
-fn mounted(dir: &Path) -> bool {
-    let Ok(info) = fs::read_to_string("/proc/self/mountinfo") else {
-        return false;
-    };
-    let want = dir.to_string_lossy();
-    info.lines()
-        .any(|l| l.split(' ').nth(4) == Some(want.as_ref()))
-}
-
-impl Mount {
-    fn start(backing: &Path, dir: &Path, delay_ms: u64, extra: &[&str]) -> Mount {
-        fs::create_dir_all(dir).unwrap();
-        let child = Command::new(env!("CARGO_BIN_EXE_polycrawl"))
-            .arg("nfsim")
-            .arg("--backing")
-            .arg(backing)
-            .arg("--mount")
-            .arg(dir)
-            .arg("--visibility-delay-ms")
-            .arg(delay_ms.to_string())
-            .args(extra)
-            .stdout(Stdio::null())
-            .stderr(Stdio::inherit())
-            .spawn()
-            .unwrap();
-        let dir = fs::canonicalize(dir).unwrap();
-        let mut mount = Mount { child, dir };
-        let deadline = Instant::now() + Duration::from_secs(10);
-        while !mounted(&mount.dir) {
-            if let Ok(Some(status)) = mount.child.try_wait() {
-                panic!("nfsim exited before mounting: {status}");
-            }
-            assert!(Instant::now() < deadline, "nfsim did not mount in 10 s");
-            sleep(Duration::from_millis(20));
-        }
-        mount
-    }
-
-    fn path(&self, rel: &str) -> PathBuf {
-        self.dir.join(rel)
-    }
-}
-
-impl Drop for Mount {
-    fn drop(&mut self) {
-        let pid = nix::unistd::Pid::from_raw(self.child.id() as i32);
-        let _ = nix::sys::signal::kill(pid, nix::sys::signal::Signal::SIGTERM);
-        let deadline = Instant::now() + Duration::from_secs(5);
-        while Instant::now() < deadline {
-            if let Ok(Some(_)) = self.child.try_wait() {
-                break;
-            }
-            sleep(Duration::from_millis(20));
-        }
-        if mounted(&self.dir) {
-            let _ = Command::new("umount").arg("-l").arg(&self.dir).status();
-        }
-        let _ = self.child.kill();
-        let _ = self.child.wait();
-    }
-}
-
-/// Why FUSE cannot be used here, if it cannot.
-fn fuse_unusable() -> Option<String> {
-    if let Err(e) = fs::OpenOptions::new()
-        .read(true)
-        .write(true)
-        .open("/dev/fuse")
-    {
-        return Some(format!("/dev/fuse cannot be opened: {e}"));
-    }
-    let found = std::env::var_os("PATH")
-        .map(|p| std::env::split_paths(&p).any(|d| d.join("fusermount3").exists()))
-        .unwrap_or(false);
-    (!found).then(|| "fusermount3 is not installed (apt-get install fuse3)".to_owned())
+/// Mounts `backing` at `dir` with `polycrawl nfsim` (test-support's guard:
+/// unmounted on drop); its stderr goes to `<name>.stderr` beside the mount point.
+fn mount(backing: &Path, dir: &Path, delay_ms: u64, extra: &[&str]) -> Mount {
+    let logs = dir.parent().expect("a mount point with a parent");
+    let name = dir.file_name().and_then(|n| n.to_str()).unwrap_or("nfsim");
+    Mount::start(
+        Path::new(env!("CARGO_BIN_EXE_polycrawl")),
+        name,
+        backing,
+        dir,
+        delay_ms,
+        extra,
+        logs,
+    )
 }
 
 fn names(dir: &Path) -> Vec<String> {
@@ -108,27 +42,27 @@ fn names(dir: &Path) -> Vec<String> {
 
 #[test]
 fn two_clients_see_each_other_after_the_delay_and_themselves_at_once() {
-    if let Some(why) = fuse_unusable() {
+    if let Some(why) = nfsim::unusable() {
         eprintln!("SKIPPED: {why}");
         return;
     }
     let tmp = tempfile::tempdir().unwrap();
     let backing = tmp.path().join("export");
     fs::create_dir(&backing).unwrap();
-    let a = Mount::start(&backing, &tmp.path().join("a"), DELAY_MS, &[]);
-    let b = Mount::start(&backing, &tmp.path().join("b"), DELAY_MS, &[]);
+    let a = mount(&backing, &tmp.path().join("a"), DELAY_MS, &[]);
+    let b = mount(&backing, &tmp.path().join("b"), DELAY_MS, &[]);
 
     // Written through a: a sees it at once, b only after the delay.
     let t0 = Instant::now();
     fs::write(a.path("one"), b"hello").unwrap();
     assert_eq!(fs::read(a.path("one")).unwrap(), b"hello");
-    assert_eq!(names(&a.dir), ["one"]);
-    assert!(names(&b.dir).is_empty(), "b listed a's file at once");
+    assert_eq!(names(a.dir()), ["one"]);
+    assert!(names(b.dir()).is_empty(), "b listed a's file at once");
     assert_eq!(
         fs::metadata(b.path("one")).unwrap_err().kind(),
         ErrorKind::NotFound
     );
-    while names(&b.dir).is_empty() {
+    while names(b.dir()).is_empty() {
         assert!(t0.elapsed() < Duration::from_millis(DELAY_MS + 3000));
         sleep(Duration::from_millis(50));
     }
@@ -141,11 +75,11 @@ fn two_clients_see_each_other_after_the_delay_and_themselves_at_once() {
 
     // A file dropped straight into the export is foreign to both.
     fs::write(backing.join("direct"), b"x").unwrap();
-    assert!(!names(&a.dir).contains(&"direct".to_owned()));
+    assert!(!names(a.dir()).contains(&"direct".to_owned()));
     test_support::wait::until(
         "a to list the file dropped into the export",
         Duration::from_millis(DELAY_MS + 3000),
-        || names(&a.dir).contains(&"direct".to_owned()),
+        || names(a.dir()).contains(&"direct".to_owned()),
     );
 
     // Directories and renames made by a client are its own at once.
@@ -171,7 +105,7 @@ fn two_clients_see_each_other_after_the_delay_and_themselves_at_once() {
 
 #[test]
 fn faults_are_injected_on_demand() {
-    if let Some(why) = fuse_unusable() {
+    if let Some(why) = nfsim::unusable() {
         eprintln!("SKIPPED: {why}");
         return;
     }
@@ -180,13 +114,13 @@ fn faults_are_injected_on_demand() {
     fs::create_dir(&backing).unwrap();
     fs::write(backing.join("f"), b"data").unwrap();
     sleep(Duration::from_millis(50));
-    let stale = Mount::start(
+    let stale = mount(
         &backing,
         &tmp.path().join("stale"),
         0,
         &["--estale-per-million", "1000000"],
     );
-    let eio = Mount::start(
+    let eio = mount(
         &backing,
         &tmp.path().join("eio"),
         0,
@@ -196,7 +130,7 @@ fn faults_are_injected_on_demand() {
     assert_eq!(err.raw_os_error(), Some(nix::libc::ESTALE), "{err}");
     let err = fs::read(eio.path("f")).unwrap_err();
     assert_eq!(err.raw_os_error(), Some(nix::libc::EIO), "{err}");
-    let err = fs::read_dir(eio.dir.clone()).map(|_| ()).unwrap_err();
+    let err = fs::read_dir(eio.dir()).map(|_| ()).unwrap_err();
     assert_eq!(err.raw_os_error(), Some(nix::libc::EIO), "{err}");
     let err = fs::rename(eio.path("f"), eio.path("g")).unwrap_err();
     assert_eq!(err.raw_os_error(), Some(nix::libc::EIO), "{err}");
@@ -211,7 +145,7 @@ fn faults_are_injected_on_demand() {
 #[test]
 fn spool_claims_treat_eio_as_try_again_and_lose_nothing() {
     use spool::name::{FileKind, Priority};
-    if let Some(why) = fuse_unusable() {
+    if let Some(why) = nfsim::unusable() {
         eprintln!("SKIPPED: {why}");
         return;
     }
@@ -224,7 +158,7 @@ fn spool_claims_treat_eio_as_try_again_and_lose_nothing() {
         .publish(Priority::NORMAL, FileKind::PageBatch, b"batch")
         .unwrap();
     let name = local.list().unwrap().remove(0);
-    let faulty = Mount::start(
+    let faulty = mount(
         &backing,
         &tmp.path().join("client"),
         0,

@@ -29,7 +29,8 @@
 //!   machines with the same harness (the tests' names start `pct`, the demo's
 //!   `pcd`).
 //! - [`nfsim`]: [`nfsim::Mount`], one machine's NFS-like view of a shared
-//!   directory (`polycrawl nfsim`), unmounted on drop.
+//!   directory (`polycrawl nfsim`), unmounted on drop (re-exported from
+//!   test-support: ops' nfsim tests use the same guard).
 //! - [`spoolout`]: [`spoolout::Returned`], the pages and outcomes the system handed
 //!   back in the spool.
 //! - [`repository`]: [`repository::RepoScan`], the responses an application stored
@@ -48,7 +49,7 @@ pub mod bin;
 pub mod browser;
 pub mod http;
 pub use test_support::netns;
-pub mod nfsim;
+pub use test_support::nfsim;
 pub mod politeness;
 pub use test_support::proc;
 pub use test_support::process;

@@ -197,6 +197,7 @@ impl Cluster {
         for role in ["mgr0", "dl0", "mgr1", "dl1", "app0", "app1"] {
             let ns = net.add(role).expect("a machine's namespace");
             let mount = Mount::start(
+                &bin::polycrawl(),
                 &format!("nfsim-{role}"),
                 &export,
                 &dir.path().join("mnt").join(role),

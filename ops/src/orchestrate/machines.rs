@@ -42,11 +42,12 @@
 
 use std::net::Ipv4Addr;
 use std::path::{Path, PathBuf};
-use std::process::{Command, Stdio};
+use std::process::Command;
 use std::time::{Duration, Instant};
 
 use anyhow::Context;
 use test_support::netns::{self, Net};
+use test_support::nfsim::{self, mounted};
 
 use super::child::Child;
 
@@ -112,32 +113,15 @@ pub struct Machines {
     net: Net,
 }
 
-/// Whether `dir` is a mount point now.
-fn mounted(dir: &Path) -> bool {
-    let want = dir.to_string_lossy();
-    std::fs::read_to_string("/proc/self/mountinfo").is_ok_and(|info| {
-        info.lines()
-            .any(|l| l.split(' ').nth(4) == Some(want.as_ref()))
-    })
-}
-
 /// What is missing to simulate machines here, if anything.
 fn check_prerequisites() -> anyhow::Result<()> {
     anyhow::ensure!(
         nix::unistd::geteuid().is_root(),
         "--machines needs root (network namespaces and FUSE mounts)"
     );
-    std::fs::OpenOptions::new()
-        .read(true)
-        .write(true)
-        .open("/dev/fuse")
-        .context("--machines needs /dev/fuse (the NFS stand-in is a FUSE file system)")?;
-    let found = std::env::var_os("PATH")
-        .is_some_and(|p| std::env::split_paths(&p).any(|d| d.join("fusermount3").exists()));
-    anyhow::ensure!(
-        found,
-        "--machines needs fusermount3 (apt-get install fuse3; ops/setup.sh does)"
-    );
+    if let Some(why) = nfsim::unusable() {
+        anyhow::bail!("--machines needs FUSE for its NFS stand-in: {why}");
+    }
     Ok(())
 }
 
@@ -268,14 +252,7 @@ pub fn unmount_dead(mnt: &Path) -> Vec<PathBuf> {
         if !point.starts_with(&mnt) || !dead {
             continue;
         }
-        let done = Command::new("fusermount3")
-            .arg("-u")
-            .arg("-z")
-            .arg(&point)
-            .stdin(Stdio::null())
-            .status()
-            .is_ok_and(|s| s.success());
-        if done {
+        if nfsim::unmount_lazily(&point) {
             unmounted.push(point);
         } else {
             eprintln!("demo: cannot unmount the dead mount {}", point.display());
@@ -290,11 +267,7 @@ impl Drop for Machines {
             nfsim.terminate();
             let _ = nfsim.wait_or_kill(Instant::now() + UNMOUNT_GRACE);
             if mounted(&m.mount) {
-                let _ = Command::new("fusermount3")
-                    .arg("-u")
-                    .arg("-z")
-                    .arg(&m.mount)
-                    .status();
+                nfsim::unmount_lazily(&m.mount);
             }
         }
         self.nfsims.clear();

@@ -13,6 +13,8 @@
 //!   start ([`proc::Stat`]), its threads, `VmRSS`-like fields, the CPU model.
 //! - [`netns`]: network namespaces on a bridge as machines on one host
 //!   ([`netns::Net`], [`netns::Isolated`]), and removing what a killed maker left.
+//! - [`nfsim`]: [`nfsim::Mount`], one machine's NFS-like view of a shared
+//!   directory (`polycrawl nfsim`), unmounted on drop; whether FUSE can be used.
 //! - [`wait`]: waiting for a state with a deadline ([`wait::until`],
 //!   [`wait::until_async`]), so that no test sleeps a fixed time hoping a state
 //!   has come.
@@ -33,6 +35,7 @@
 
 pub mod manager;
 pub mod netns;
+pub mod nfsim;
 pub mod proc;
 pub mod process;
 pub mod wait;

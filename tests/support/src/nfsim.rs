@@ -4,7 +4,9 @@
 //! `ops/src/nfsim/mod.rs`), owned by a [`Mount`] guard that unmounts on drop
 //! (SIGTERM, then `fusermount3 -u -z` if the mount is still there, then SIGKILL),
 //! also when the test panicked. [`unusable`] says why FUSE cannot be used here,
-//! if it cannot.
+//! if it cannot; [`mounted`] and [`unmount_lazily`] are what `polycrawl demo
+//! --machines` uses for its own mounts too. The tests package's multi-machine
+//! tests and ops' nfsim tests mount through [`Mount`].
 //!
 //! This module must never unmount anything it did not mount.
 
@@ -15,7 +17,6 @@ use std::time::{Duration, Instant};
 use nix::sys::signal::{Signal, kill};
 use nix::unistd::Pid;
 
-use crate::bin;
 use crate::process::ProcessGuard;
 
 /// How long a mount may take to appear.
@@ -47,6 +48,18 @@ pub fn mounted(dir: &Path) -> bool {
         .any(|l| l.split(' ').nth(4) == Some(want.as_ref()))
 }
 
+/// Detaches the FUSE mount at `dir` (`fusermount3 -u -z`): for a mount whose
+/// server is gone or did not unmount in time. Whether it succeeded.
+pub fn unmount_lazily(dir: &Path) -> bool {
+    Command::new("fusermount3")
+        .arg("-u")
+        .arg("-z")
+        .arg(dir)
+        .stdin(std::process::Stdio::null())
+        .status()
+        .is_ok_and(|s| s.success())
+}
+
 /// A mounted `polycrawl nfsim`.
 #[derive(Debug)]
 pub struct Mount {
@@ -55,13 +68,15 @@ pub struct Mount {
 }
 
 impl Mount {
-    /// Mounts `backing` at `dir` (created if needed) with `delay_ms` of visibility
-    /// delay and `extra` flags (e.g. `--eio-per-million 100`), and waits until the
-    /// mount is there. `name` names the process's stderr file in `log_dir`.
+    /// Mounts `backing` at `dir` (created if needed) with `polycrawl` (the binary
+    /// to run `nfsim` of), `delay_ms` of visibility delay and `extra` flags (e.g.
+    /// `--eio-per-million 100`), and waits until the mount is there. `name` names
+    /// the process's stderr file in `log_dir`.
     ///
     /// # Panics
     /// If it does not mount, with nfsim's output.
     pub fn start(
+        polycrawl: &Path,
         name: &str,
         backing: &Path,
         dir: &Path,
@@ -71,7 +86,7 @@ impl Mount {
     ) -> Mount {
         std::fs::create_dir_all(dir).expect("creating the mount point");
         let dir = std::fs::canonicalize(dir).expect("the mount point");
-        let mut cmd = Command::new(bin::polycrawl());
+        let mut cmd = Command::new(polycrawl);
         cmd.arg("nfsim")
             .arg("--backing")
             .arg(backing)
@@ -110,6 +125,11 @@ impl Mount {
         &self.dir
     }
 
+    /// `rel` as this client sees it.
+    pub fn path(&self, rel: &str) -> PathBuf {
+        self.dir.join(rel)
+    }
+
     /// The nfsim process's pid.
     pub fn pid(&self) -> Option<u32> {
         self.process.as_ref().map(ProcessGuard::pid)
@@ -124,11 +144,7 @@ impl Drop for Mount {
         let _ = kill(Pid::from_raw(process.pid() as i32), Signal::SIGTERM);
         let _ = process.wait_exit(UNMOUNT_GRACE);
         if mounted(&self.dir) {
-            let _ = Command::new("fusermount3")
-                .arg("-u")
-                .arg("-z")
-                .arg(&self.dir)
-                .status();
+            unmount_lazily(&self.dir);
         }
         drop(process); // SIGKILL if still running, and reap.
     }
