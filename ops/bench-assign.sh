@@ -91,7 +91,7 @@ ws() { printf '%s\n' "$line" | sed -n "s/.* $1=\([^ ]*\).*/\1/p"; }
 cat >"$work/config.ron" <<CONF
 // Written by ops/bench-assign.sh.
 (
-    app: (allowed_domains: []),
+    app: (scope: open, allowed_domains: []),
     resolver: (name_servers: ["$(ws dns)"]),
     downloader: (allow_private: true, extra_ca_file: Some("$(ws ca)")),
     manager: (

@@ -98,7 +98,7 @@ ws() { printf '%s\n' "$line" | sed -n "s/.* $1=\([^ ]*\).*/\1/p"; }
 cat >"$work/config.ron" <<CONF
 // Written by ops/bench-partitioning.sh.
 (
-    app: (allowed_domains: []),
+    app: (scope: open, allowed_domains: []),
     resolver: (name_servers: ["$(ws dns)"]),
     downloader: (allow_private: true, extra_ca_file: Some("$(ws ca)")),
     manager: (

@@ -10,6 +10,7 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Duration;
 
+use application::service::scope::ScopeKind;
 use application::service::{self, AppConfig, ControlSettings, CrashHook, End};
 use flate2::Compression;
 use flate2::write::GzEncoder;
@@ -445,6 +446,8 @@ async fn the_emitted_request_stream_is_unshuffled() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn redirect_chains_end_at_the_hop_limit_and_hosts_at_their_budget() {
     let mut d = dirs();
+    // An open crawl within these domains: its hosts get budgets.
+    d.config.scope = ScopeKind::Open;
     d.config.allowed_domains = vec!["s.test".into(), "t.test".into()];
     d.config.host_budget_base = 3;
     d.config.host_budget_per_linking_site = 2;
@@ -529,6 +532,8 @@ async fn redirect_chains_end_at_the_hop_limit_and_hosts_at_their_budget() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn seeds_get_the_seed_budget_and_trusted_hosts_the_max() {
     let mut d = dirs();
+    // An open crawl within these domains: its hosts get budgets.
+    d.config.scope = ScopeKind::Open;
     d.config.allowed_domains = vec!["s.test".into(), "t.test".into()];
     d.config.host_budget_base = 1;
     d.config.host_budget_seed = 3;
@@ -668,6 +673,8 @@ async fn depths_are_right_after_a_restart() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn host_budgets_survive_a_restart() {
     let mut d = dirs();
+    // An open crawl within these domains: its hosts get budgets.
+    d.config.scope = ScopeKind::Open;
     d.config.allowed_domains = vec!["s.test".into(), "t.test".into()];
     d.config.host_budget_base = 3;
     d.config.host_budget_per_linking_site = 2;

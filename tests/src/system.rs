@@ -120,7 +120,7 @@ impl Knobs {
         };
         let text = knobs.config(ws, "unused-admin-token").replacen(
             "(\n",
-            "(\n    app: (allowed_domains: [], urls_per_request_file: 200, scan_interval_ms: 200),\n",
+            "(\n    app: (scope: open, allowed_domains: [], urls_per_request_file: 200, scan_interval_ms: 200),\n",
             1,
         );
         let path = dir.join(name);

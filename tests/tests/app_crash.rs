@@ -44,6 +44,7 @@ fn app_section(seeds: &Path, dirs: &AppDirs) -> String {
         state_dir: {state:?},
         repository_dir: {repo:?},
         seeds_file: Some({seeds:?}),
+        scope: open,
         allowed_domains: [],
         urls_per_request_file: 100,
         scan_interval_ms: 200,

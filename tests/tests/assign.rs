@@ -35,7 +35,7 @@ use tests::websim::Websim;
 fn crawl_config(ws: &Websim, dir: &Path) -> std::path::PathBuf {
     let text = Knobs::default().config(ws, "unused-admin-token").replacen(
         "(\n",
-        "(\n    app: (allowed_domains: [], urls_per_request_file: 200, scan_interval_ms: 200),\n",
+        "(\n    app: (scope: open, allowed_domains: [], urls_per_request_file: 200, scan_interval_ms: 200),\n",
         1,
     );
     let path = dir.join("config.ron");

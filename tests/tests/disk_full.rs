@@ -110,6 +110,7 @@ fn app_section(seeds: &Path, state: &Path, repo: &Path) -> String {
         state_dir: {state:?},
         repository_dir: {repo:?},
         seeds_file: Some({seeds:?}),
+        scope: open,
         allowed_domains: [],
         urls_per_request_file: 100,
         scan_interval_ms: 200,

@@ -121,7 +121,7 @@ fn config_text(ws: &Websim, knobs: &Knobs, wire_log: &Path) -> String {
     .replacen(
         "manager: (",
         &format!(
-            "app: (\n        scan_interval_ms: 200,\n        idle_check_ms: {IDLE_CHECK_MS},\n        \
+            "app: (\n        scope: open,\n        scan_interval_ms: 200,\n        idle_check_ms: {IDLE_CHECK_MS},\n        \
              urls_per_request_file: 500,\n        parts: {PARTS},\n    ),\n    \
              manager: (\n        admin_http: \"\","
         ),

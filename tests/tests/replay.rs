@@ -119,7 +119,7 @@ async fn a_crawl_is_archived_packaged_and_replayed_by_pywb() {
     let config = knobs.config(&ws, "unused-admin-token").replacen(
         "(\n",
         &format!(
-            "(\n    app: (allowed_domains: [], urls_per_request_file: 200, scan_interval_ms: 200, \
+            "(\n    app: (scope: open, allowed_domains: [], urls_per_request_file: 200, scan_interval_ms: 200, \
              warc_max_bytes: {WARC_MAX_BYTES}),\n"
         ),
         1,

@@ -42,7 +42,7 @@ fn crawl(ws: &Websim) -> (System, RepoScan, String) {
     let repo: PathBuf = sys.dir().join("repository");
     let app_section = format!(
         "    app: (\n        state_dir: {:?},\n        repository_dir: {:?},\n        \
-         seeds_file: Some({:?}),\n        scan_interval_ms: 200,\n        idle_check_ms: 500,\n    ),\n",
+         seeds_file: Some({:?}),\n        scope: open,\n        scan_interval_ms: 200,\n        idle_check_ms: 500,\n    ),\n",
         state.display().to_string(),
         repo.display().to_string(),
         ws.path("seeds").display().to_string(),

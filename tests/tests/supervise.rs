@@ -75,7 +75,7 @@ fn crawl_config(ws: &Websim, knobs: &Knobs, dir: &Path) -> PathBuf {
         )
         .replacen(
             "(\n",
-            "(\n    app: (allowed_domains: [], urls_per_request_file: 200, scan_interval_ms: 200),\n",
+            "(\n    app: (scope: open, allowed_domains: [], urls_per_request_file: 200, scan_interval_ms: 200),\n",
             1,
         );
     let path = dir.join("config.ron");

@@ -98,11 +98,19 @@ impl SeedCrawl {
             started: Instant::now(),
             seeds,
         };
-        if crawl.records.first_start() {
-            let mut input = extra_seeds;
-            if let Some(path) = &config.seeds_file {
-                input.extend(read_lines(path)?);
+        let mut input = extra_seeds;
+        if let Some(path) = &config.seeds_file {
+            input.extend(read_lines(path)?);
+        }
+        // Every seed's site is in scope (of every party: a party's links may
+        // lead to another seed's site), also after a restart.
+        let canon_config = config.canon();
+        for seed in &input {
+            if let Ok(url) = canon::parse(seed, None, &canon_config) {
+                crawl.scope.add_seed(&url);
             }
+        }
+        if crawl.records.first_start() {
             crawl.take_seeds(input, &owned, &config)?;
             crawl.save()?;
         } else {

@@ -1,9 +1,14 @@
-//! Per-host page budgets, after IRLbot's BEAST: a host may have as many URLs
-//! requested as other sites vouch for. Its budget is
+//! Per-host page budgets, after IRLbot's BEAST: in an open crawl (`scope: open`)
+//! a host may have as many URLs requested as other sites vouch for. Its budget is
 //! `min(base + per_site * linking_sites, max)`, where `linking_sites` counts the
 //! distinct *other* sites with a page linking (or redirecting) to it.
 //!
-//! A seed is one vote, not trust: a crawl of the open web is seeded from lists of
+//! In a scoped crawl (every other `scope`, the default) the hosts in scope are the
+//! user's word: every host gets `max` (default 1,000,000), a ceiling that only a
+//! runaway host reaches, and a URL cut by it is counted as `host_ceiling`, never
+//! silently. Traps are the detectors' job (`traps`), not the budgets'.
+//!
+//! In an open crawl a seed is one vote, not trust: a crawl of the open web is seeded from lists of
 //! sites nobody has vetted, and a seed may be a trap. A seed's host starts from
 //! `seed_base` (default 500) instead of `base` (100), and grows with linking sites
 //! like any host. Only hosts the operator names as trusted (`trusted_hosts`,
@@ -47,6 +52,8 @@ const FORMAT_LINE: &str = "polycrawl-budgets 1";
 /// The budget rule's settings (see the module docs).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(crate) struct BudgetRule {
+    /// A scoped crawl: every host gets `max` (the ceiling).
+    pub scoped: bool,
     /// Budget of a host no other site links to; 0 turns budgets off.
     pub base: u64,
     /// Budget of a seed's host before any other site links to it.
@@ -197,7 +204,7 @@ impl HostBudgets {
         let rule = self.rule;
         let mut budget = if rule.base == 0 {
             u64::MAX
-        } else if b.trusted {
+        } else if b.trusted || rule.scoped {
             rule.max
         } else {
             let base = if b.seed { rule.seed_base } else { rule.base };
@@ -352,6 +359,7 @@ mod tests {
     use super::*;
 
     const RULE: BudgetRule = BudgetRule {
+        scoped: false,
         base: 3,
         seed_base: 5,
         per_site: 2,
@@ -488,5 +496,41 @@ mod tests {
         admitted(&mut b, host, 3);
         assert_eq!(b.admit(host), (false, Some(3)));
         assert_eq!(b.admit(host), (false, None));
+    }
+
+    #[test]
+    fn a_scoped_crawl_gives_every_host_the_ceiling() {
+        let mut b = HostBudgets::new(BudgetRule {
+            scoped: true,
+            ..RULE
+        });
+        b.seed(b"test.s");
+        assert_eq!(
+            admitted(&mut b, b"test.s", 20),
+            9,
+            "a seed's host: the ceiling"
+        );
+        assert_eq!(admitted(&mut b, b"test.t", 20), 9, "any host in scope too");
+        assert_eq!(b.cut(), 22);
+        let mut capped = HostBudgets::new(BudgetRule {
+            scoped: true,
+            cap: 4,
+            ..RULE
+        });
+        assert_eq!(
+            admitted(&mut capped, b"test.t", 20),
+            4,
+            "max_pages_per_host"
+        );
+        let mut off = HostBudgets::new(BudgetRule {
+            scoped: true,
+            base: 0,
+            ..RULE
+        });
+        assert_eq!(
+            admitted(&mut off, b"test.t", 20),
+            20,
+            "budgets off: no ceiling"
+        );
     }
 }

@@ -9,7 +9,7 @@ use spool::name::Priority;
 
 use super::budget::BudgetRule;
 use super::error::AppError;
-use super::scope::Scope;
+use super::scope::{Scope, ScopeKind};
 use super::traps::TrapRules;
 use crate::canon::{CanonConfig, DEFAULT_MAX_URL_LEN, DEFAULT_SESSION_PARAMS};
 use crate::links::LinkRules;
@@ -37,12 +37,33 @@ pub struct AppConfig {
     /// A file of seed URLs, one a line (`#` comments and blank lines ignored).
     /// Seeds can also come from the command line. Default none.
     pub seeds_file: Option<PathBuf>,
-    /// Host suffixes in scope (`example.com` admits `example.com` and
-    /// `www.example.com`); empty admits every host. Default empty.
+    /// Which hosts and URLs the crawl keeps to ([`ScopeKind`]): `site` (the
+    /// seeds' sites: a seed's host without `www.` and every host under it),
+    /// `host` (the seeds' hosts exactly), `domain` (the seeds' registered
+    /// domains), `prefix` (URLs under a seed's path prefix) or `open` (every host:
+    /// an open crawl, whose hosts get budgets). In every kind but `open` the hosts
+    /// in scope are the user's word: no host budget cuts them, only the ceiling
+    /// `host_budget_max`. Default `site`.
+    pub scope: ScopeKind,
+    /// A requeue file: an earlier run's `cut.tsv` (`<state_dir>/cut.tsv`, one
+    /// `URL<TAB>rule` a line), read at every start. Each URL in it that this
+    /// crawl cut and never requested is requested once, at depth 0, whatever the
+    /// scope, trap detectors and budgets; the others are skipped. Used on the
+    /// same crawl (`--out`) after raising the limit that cut (`polycrawl crawl
+    /// --requeue FILE`). Default none.
+    pub requeue_file: Option<PathBuf>,
+    /// Host suffixes added to the scope (`example.com` admits `example.com` and
+    /// `www.example.com`); with `scope: open`, the only hosts crawled when not
+    /// empty. Default empty.
     pub allowed_domains: Vec<String>,
+    /// Regexes: a URL matching any of them is in scope, whatever the scope's
+    /// kind (`deny_patterns` still apply). Default empty.
+    pub allow_patterns: Vec<String>,
     /// Longest canonical URL followed, in bytes. Default 2048.
     pub max_url_len: usize,
-    /// Deepest link followed (seeds are depth 0). Default 64.
+    /// Deepest link followed (seeds are depth 0); a link past it is a cut
+    /// (`depth`), except with 0: a crawl of the seeds alone (a recrawl's list).
+    /// Default 64.
     pub max_depth: u32,
     /// Conditional requests (a recrawl, `polycrawl recrawl`): every URL requested
     /// whose newest capture in the repository is a 200 carries that response's
@@ -54,17 +75,21 @@ pub struct AppConfig {
     /// Most URLs requested per host over the crawl, whatever its budget; 0 =
     /// unlimited. Default 0.
     pub max_pages_per_host: u64,
-    /// Budget of a host no other site links to: URLs requested at most (see
-    /// `host_budget_per_linking_site`); 0 turns host budgets off. Default 100.
+    /// Open crawls (`scope: open`): budget of a host no other site links to: URLs
+    /// requested at most (see `host_budget_per_linking_site`). 0 turns host
+    /// budgets off, in a scoped crawl the ceiling too. Default 100.
     pub host_budget_base: u64,
     /// A host's budget grows by this much per distinct other site linking to it,
     /// up to `host_budget_max` (IRLbot's BEAST). Default 100.
     pub host_budget_per_linking_site: u64,
-    /// Budget of a seed's host before any other site links to it (it grows by
-    /// `host_budget_per_linking_site` like any host's, up to `host_budget_max`): a
-    /// seed is one vote, not trust. Default 500.
+    /// Open crawls: budget of a seed's host before any other site links to it
+    /// (it grows by `host_budget_per_linking_site` like any host's, up to
+    /// `host_budget_max`): in an open crawl a seed list is nobody's word, a seed is
+    /// one vote, not trust. Default 500.
     pub host_budget_seed: u64,
-    /// The largest budget, and that of a trusted host. Default 1000000.
+    /// The largest budget, that of a trusted host, and in a scoped crawl (every
+    /// `scope` but `open`) the ceiling of every host in scope: a host reaching it
+    /// has its further URLs cut, and the summary says so. Default 1000000.
     pub host_budget_max: u64,
     /// Hosts the operator trusts: their budget is `host_budget_max`. A name covers
     /// the host and its subdomains (`acme.test` covers `www.acme.test`).
@@ -273,7 +298,10 @@ impl Default for AppConfig {
             warc_max_bytes: 1_000_000_000,
             warc_max_age_secs: 3600,
             seeds_file: None,
+            scope: ScopeKind::Site,
+            requeue_file: None,
             allowed_domains: Vec::new(),
+            allow_patterns: Vec::new(),
             max_url_len: DEFAULT_MAX_URL_LEN,
             max_depth: 64,
             conditional_requests: false,
@@ -381,6 +409,7 @@ impl AppConfig {
     /// The host budget rule.
     pub(crate) fn budget_rule(&self) -> BudgetRule {
         BudgetRule {
+            scoped: self.scope.is_scoped(),
             base: self.host_budget_base,
             seed_base: self.host_budget_seed,
             per_site: self.host_budget_per_linking_site,

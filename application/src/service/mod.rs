@@ -86,6 +86,7 @@ mod budget;
 pub mod config;
 pub mod control;
 pub(crate) mod crawl;
+pub mod cuts;
 mod deferred;
 pub mod error;
 pub mod exchange;

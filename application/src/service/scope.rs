@@ -2,23 +2,107 @@
 //! the seen-set insert, so a rejected link costs nothing downstream (and may still
 //! be followed if found again at a smaller depth).
 //!
-//! Rules, in order: allowed host suffixes, depth, deny regexes, repeated path
-//! segment, calendar depth. The URL length and the scheme are canonicalization's
-//! (see [`crate::canon`]); the per-host budget is applied when new URLs are
-//! requested (it needs the seen set's answer). O(URL length) per check plus the
-//! regexes (linear-time, the `regex` crate).
+//! The scope is the user's word. By default ([`ScopeKind::Site`]) a crawl keeps to
+//! the sites of its seeds, as Heritrix (the seeds' SURT prefixes), wget (the
+//! seeds' hosts) and Browsertrix (the seeds' prefixes) do; `scope: open` makes it a
+//! crawl of every host (Polybot's research crawl), where hosts are nobody's word
+//! and get budgets (`budget.rs`). `allowed_domains` and `allow_patterns` add to
+//! any scope (with `open` and `allowed_domains` set, only those domains are
+//! crawled); `deny_patterns` take away from it.
+//!
+//! Rules, in order: scope, depth, deny regexes, repeated path segment, calendar
+//! depth. The URL length and the scheme are canonicalization's (see
+//! [`crate::canon`]); the per-host budget is applied when new URLs are requested (it
+//! needs the seen set's answer). O(URL length) per check plus the regexes
+//! (linear-time, the `regex` crate); the seeds' names are a hash set, looked up
+//! once per label of the host (or per `/` of the path for `prefix`): memory
+//! O(seeds).
+//!
+//! This module never counts or records cuts: the caller does.
+
+use std::collections::HashSet;
+use std::fmt;
 
 use regex::Regex;
+use serde::{Deserialize, Serialize};
 use url::Url;
 
 use super::config::{AppConfig, invalid};
 use super::error::AppError;
 
+/// Which hosts and URLs a crawl keeps to (`app.scope`; see the module docs).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize, Default)]
+#[serde(rename_all = "lowercase")]
+pub enum ScopeKind {
+    /// The seeds' sites: a seed's host without a leading `www.`, and every host
+    /// under it (seed `https://www.acme.test/` admits `acme.test`,
+    /// `www.acme.test` and `docs.acme.test`, not `acme.org`).
+    #[default]
+    Site,
+    /// The seeds' hosts exactly (wget's default).
+    Host,
+    /// The seeds' registered domains (public suffix list) and every host under
+    /// them (seed `docs.acme.co.uk` admits `www.acme.co.uk`).
+    Domain,
+    /// URLs under a seed's path prefix, up to its last `/`, on either scheme
+    /// (Browsertrix's `prefix`: seed `https://acme.test/docs/index.html` admits
+    /// `http://acme.test/docs/a/b.html`, not `https://acme.test/blog/`).
+    Prefix,
+    /// Every host (or, with `allowed_domains`, every host under them): an open
+    /// crawl, whose hosts nobody vetted; host budgets apply.
+    Open,
+}
+
+impl ScopeKind {
+    /// Every kind, for help texts.
+    pub const ALL: [ScopeKind; 5] = [
+        ScopeKind::Site,
+        ScopeKind::Host,
+        ScopeKind::Domain,
+        ScopeKind::Prefix,
+        ScopeKind::Open,
+    ];
+
+    /// Its name in the config file, on the command line and in the summary.
+    pub fn name(self) -> &'static str {
+        match self {
+            ScopeKind::Site => "site",
+            ScopeKind::Host => "host",
+            ScopeKind::Domain => "domain",
+            ScopeKind::Prefix => "prefix",
+            ScopeKind::Open => "open",
+        }
+    }
+
+    /// Whether the hosts in scope are the user's word (every kind but `open`):
+    /// then no host budget cuts them, only the ceiling `host_budget_max`.
+    pub fn is_scoped(self) -> bool {
+        self != ScopeKind::Open
+    }
+}
+
+impl fmt::Display for ScopeKind {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.name())
+    }
+}
+
+impl std::str::FromStr for ScopeKind {
+    type Err = String;
+
+    fn from_str(s: &str) -> Result<Self, String> {
+        Self::ALL
+            .into_iter()
+            .find(|k| k.name() == s)
+            .ok_or_else(|| format!("{s:?}: expected site, host, domain, prefix or open"))
+    }
+}
+
 /// Why a link is not followed.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum OutOfScope {
-    /// The host is not under an allowed domain.
-    Domain,
+    /// Outside the crawl's scope (its kind, `allowed_domains`, `allow_patterns`).
+    Outside,
     /// Deeper than `max_depth`.
     Depth,
     /// Matches a deny pattern.
@@ -32,7 +116,12 @@ pub enum OutOfScope {
 /// The compiled scope rules.
 #[derive(Debug, Clone)]
 pub struct Scope {
+    kind: ScopeKind,
+    /// The seeds' names for `site`, `host` and `domain` (lower case), or their
+    /// prefixes (`host[:port]/path/`, no scheme) for `prefix`.
+    seeds: HashSet<String>,
     allowed: Vec<String>,
+    allow: Vec<Regex>,
     max_depth: u32,
     deny: Vec<Regex>,
     max_repeated: u32,
@@ -41,44 +130,119 @@ pub struct Scope {
 }
 
 impl Scope {
-    /// Compiles the rules of `config`.
+    /// Compiles the rules of `config`; the seeds come with [`Scope::add_seed`].
     pub fn new(config: &AppConfig) -> Result<Self, AppError> {
-        let deny = config
-            .deny_patterns
-            .iter()
-            .map(|p| Regex::new(p).map_err(|e| invalid("deny_patterns", e.to_string())))
-            .collect::<Result<_, _>>()?;
+        let regexes = |field: &'static str, patterns: &[String]| -> Result<Vec<Regex>, AppError> {
+            patterns
+                .iter()
+                .map(|p| Regex::new(p).map_err(|e| invalid(field, e.to_string())))
+                .collect()
+        };
         let calendar = match config.calendar_pattern.as_str() {
             "" => None,
             p => Some(Regex::new(p).map_err(|e| invalid("calendar_pattern", e.to_string()))?),
         };
         Ok(Self {
+            kind: config.scope,
+            seeds: HashSet::new(),
             allowed: config
                 .allowed_domains
                 .iter()
                 .map(|d| d.trim_matches('.').to_ascii_lowercase())
                 .filter(|d| !d.is_empty())
                 .collect(),
+            allow: regexes("allow_patterns", &config.allow_patterns)?,
             max_depth: config.depth_limit(),
-            deny,
+            deny: regexes("deny_patterns", &config.deny_patterns)?,
             max_repeated: config.max_repeated_segment,
             calendar,
             calendar_max_depth: config.calendar_max_depth,
         })
     }
 
+    /// The kind of scope.
+    pub fn kind(&self) -> ScopeKind {
+        self.kind
+    }
+
+    /// Takes `seed` (canonical) into the scope: its site, host, registered
+    /// domain or prefix, by the kind. Nothing for `open`.
+    pub fn add_seed(&mut self, seed: &Url) {
+        let host = seed.host_str().unwrap_or_default().to_ascii_lowercase();
+        let name = match self.kind {
+            ScopeKind::Open => return,
+            ScopeKind::Host => host,
+            ScopeKind::Site => match host.strip_prefix("www.") {
+                Some(rest) if rest.contains('.') => rest.to_owned(),
+                _ => host,
+            },
+            ScopeKind::Domain => match seed.domain().and_then(psl::domain_str) {
+                Some(domain) => domain.to_ascii_lowercase(),
+                None => host,
+            },
+            ScopeKind::Prefix => {
+                let path = seed.path();
+                let dir = &path[..path.rfind('/').map_or(0, |i| i + 1)];
+                format!("{}{dir}", authority(seed))
+            }
+        };
+        self.seeds.insert(name);
+    }
+
+    /// How the summary and the logs name this scope: `site (16 seed sites)`,
+    /// `open`, ...
+    pub fn describe(&self) -> String {
+        let mut text = self.kind.name().to_owned();
+        let what = match self.kind {
+            ScopeKind::Open => None,
+            ScopeKind::Site => Some("seed sites"),
+            ScopeKind::Host => Some("seed hosts"),
+            ScopeKind::Domain => Some("seed domains"),
+            ScopeKind::Prefix => Some("seed prefixes"),
+        };
+        let mut parts = Vec::new();
+        if let Some(what) = what {
+            parts.push(format!("{} {what}", self.seeds.len()));
+        }
+        if !self.allowed.is_empty() {
+            parts.push(format!("{} allowed domains", self.allowed.len()));
+        }
+        if !self.allow.is_empty() {
+            parts.push(format!("{} allow patterns", self.allow.len()));
+        }
+        if !parts.is_empty() {
+            text.push_str(&format!(" ({})", parts.join(", ")));
+        }
+        text
+    }
+
+    /// Whether `url` is inside the scope (its kind, `allowed_domains`,
+    /// `allow_patterns`), whatever its depth.
+    pub fn contains(&self, url: &Url) -> bool {
+        let host = url.host_str().unwrap_or_default();
+        if under_any(host, self.allowed.iter().map(String::as_str)) {
+            return true;
+        }
+        if self.allow.iter().any(|r| r.is_match(url.as_str())) {
+            return true;
+        }
+        match self.kind {
+            ScopeKind::Open => self.allowed.is_empty(),
+            ScopeKind::Host => self.seeds.contains(host),
+            ScopeKind::Site | ScopeKind::Domain => suffixes(host).any(|s| self.seeds.contains(s)),
+            ScopeKind::Prefix => {
+                let authority = authority(url);
+                let path = url.path();
+                path.match_indices('/')
+                    .any(|(i, _)| self.seeds.contains(&format!("{authority}{}", &path[..=i])))
+            }
+        }
+    }
+
     /// Whether `url` (canonical) found at `depth` is followed.
     pub fn check(&self, url: &Url, depth: u32) -> Result<(), OutOfScope> {
-        let host = url.host_str().unwrap_or_default();
-        if !self.allowed.is_empty()
-            && !self.allowed.iter().any(|d| {
-                host == d
-                    || (host.len() > d.len()
-                        && host.ends_with(d.as_str())
-                        && host.as_bytes()[host.len() - d.len() - 1] == b'.')
-            })
-        {
-            return Err(OutOfScope::Domain);
+        if !self.contains(url) {
+            return Err(OutOfScope::Outside);
         }
         if depth > self.max_depth {
             return Err(OutOfScope::Depth);
@@ -98,6 +262,30 @@ impl Scope {
         }
         Ok(())
     }
+}
+
+/// The host, and with it its port when the URL names one (`acme.test:8080`).
+fn authority(url: &Url) -> String {
+    let host = url.host_str().unwrap_or_default().to_ascii_lowercase();
+    match url.port() {
+        Some(port) => format!("{host}:{port}"),
+        None => host,
+    }
+}
+
+/// `host` and every name it is under (`a.b.test`, `b.test`, `test`).
+fn suffixes(host: &str) -> impl Iterator<Item = &str> {
+    std::iter::once(host).chain(host.match_indices('.').map(move |(i, _)| &host[i + 1..]))
+}
+
+/// Whether `host` is one of `names` or under one, on a label boundary.
+fn under_any<'a>(host: &str, mut names: impl Iterator<Item = &'a str>) -> bool {
+    names.any(|d| {
+        host == d
+            || (host.len() > d.len()
+                && host.ends_with(d)
+                && host.as_bytes()[host.len() - d.len() - 1] == b'.')
+    })
 }
 
 /// How many times the most repeated non-empty segment of `path` occurs.
@@ -121,10 +309,112 @@ fn repeated_segment(path: &str) -> u32 {
 mod tests {
     use super::*;
 
+    /// The rules of an open crawl edited by `edit`.
     fn scope(edit: impl FnOnce(&mut AppConfig)) -> Scope {
-        let mut c = AppConfig::default();
+        let mut c = AppConfig {
+            scope: ScopeKind::Open,
+            ..AppConfig::default()
+        };
         edit(&mut c);
         c.scope().unwrap()
+    }
+
+    /// The rules of a `kind` crawl of `seeds`.
+    fn seeded(kind: ScopeKind, seeds: &[&str]) -> Scope {
+        let mut s = scope(|c| c.scope = kind);
+        for seed in seeds {
+            s.add_seed(&Url::parse(seed).unwrap());
+        }
+        s
+    }
+
+    fn inside(s: &Scope, url: &str) -> bool {
+        check(s, url, 0) != Err(OutOfScope::Outside)
+    }
+
+    #[test]
+    fn the_default_scope_is_the_seeds_sites() {
+        assert_eq!(AppConfig::default().scope, ScopeKind::Site);
+        let s = seeded(
+            ScopeKind::Site,
+            &["https://www.acme.test/docs/", "http://wiki.other.test/"],
+        );
+        for url in [
+            "https://www.acme.test/",
+            "http://acme.test/a",
+            "https://docs.acme.test/x",
+            "https://wiki.other.test/y",
+            "https://a.wiki.other.test/y",
+        ] {
+            assert!(inside(&s, url), "{url}");
+        }
+        for url in [
+            "https://acme.org/",
+            "https://other.test/",
+            "https://www.other.test/",
+            "https://badacme.test/",
+        ] {
+            assert!(!inside(&s, url), "{url}");
+        }
+        assert_eq!(s.describe(), "site (2 seed sites)");
+        let none = seeded(ScopeKind::Site, &[]);
+        assert!(!inside(&none, "https://acme.test/"), "no seeds, no sites");
+    }
+
+    #[test]
+    fn host_domain_and_prefix_scopes() {
+        let host = seeded(ScopeKind::Host, &["https://www.acme.test/"]);
+        assert!(inside(&host, "http://www.acme.test/a"));
+        assert!(!inside(&host, "http://acme.test/a"));
+        assert!(!inside(&host, "http://x.www.acme.test/a"));
+        let domain = seeded(
+            ScopeKind::Domain,
+            &["https://docs.acme.co.uk/", "https://127.0.0.1:8080/"],
+        );
+        assert!(inside(&domain, "http://www.acme.co.uk/"));
+        assert!(inside(&domain, "http://acme.co.uk/"));
+        assert!(
+            !inside(&domain, "http://other.co.uk/"),
+            "co.uk is a public suffix"
+        );
+        assert!(inside(&domain, "http://127.0.0.1/"));
+        let prefix = seeded(
+            ScopeKind::Prefix,
+            &["https://acme.test/docs/index.html", "http://b.test:8080/"],
+        );
+        assert!(inside(&prefix, "http://acme.test/docs/a/b.html"));
+        assert!(inside(&prefix, "https://acme.test/docs/"));
+        assert!(!inside(&prefix, "https://acme.test/docs"));
+        assert!(!inside(&prefix, "https://acme.test/blog/"));
+        assert!(inside(&prefix, "http://b.test:8080/any"));
+        assert!(!inside(&prefix, "http://b.test/any"), "another port");
+    }
+
+    #[test]
+    fn allowed_domains_and_allow_patterns_add_to_the_scope() {
+        let mut s = scope(|c| {
+            c.scope = ScopeKind::Site;
+            c.allowed_domains = vec!["cdn.test".into()];
+            c.allow_patterns = vec![r"^https://files\.test/pub/".into()];
+        });
+        s.add_seed(&Url::parse("https://acme.test/").unwrap());
+        assert!(inside(&s, "https://acme.test/"));
+        assert!(inside(&s, "https://img.cdn.test/a.png"));
+        assert!(inside(&s, "https://files.test/pub/x"));
+        assert!(!inside(&s, "https://files.test/private/x"));
+        assert_eq!(
+            s.describe(),
+            "site (1 seed sites, 1 allowed domains, 1 allow patterns)"
+        );
+        let open = scope(|c| c.allowed_domains = vec!["cdn.test".into()]);
+        assert!(inside(&open, "https://a.cdn.test/"));
+        assert!(
+            !inside(&open, "https://acme.test/"),
+            "open within allowed_domains"
+        );
+        for kind in ScopeKind::ALL {
+            assert_eq!(kind.name().parse::<ScopeKind>(), Ok(kind));
+        }
     }
 
     fn check(s: &Scope, url: &str, depth: u32) -> Result<(), OutOfScope> {
@@ -139,13 +429,13 @@ mod tests {
         assert_eq!(check(&s, "https://x.b.test/", 0), Ok(()));
         assert_eq!(
             check(&s, "https://badexample.com/", 0),
-            Err(OutOfScope::Domain)
+            Err(OutOfScope::Outside)
         );
         assert_eq!(
             check(&s, "https://example.com.evil/", 0),
-            Err(OutOfScope::Domain)
+            Err(OutOfScope::Outside)
         );
-        let all = scope(|_| {});
+        let all = scope(|c| c.allowed_domains.clear());
         assert_eq!(check(&all, "https://anything.test/", 0), Ok(()));
     }
 

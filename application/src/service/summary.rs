@@ -2,8 +2,12 @@
 
 use std::collections::BTreeMap;
 use std::fmt;
+use std::path::PathBuf;
 
-/// Why the crawl loop returned.
+use super::cuts::RuleCuts;
+
+/// Why the crawl loop returned. A crawl that ended [`End::Complete`] with URLs in
+/// scope cut says `Incomplete` in its summary line (see [`Summary::verdict`]).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum End {
     /// Everything requested ended as a page or an outcome.
@@ -47,6 +51,33 @@ pub struct Summary {
     pub most_cut: Vec<crate::service::HostCut>,
     /// In a split crawl: this part, the number of parts, the mode and the counters.
     pub part: Option<PartLine>,
+    /// The crawl's scope, as `Scope::describe` says it.
+    pub scope: String,
+    /// In-scope URLs cut and never requested, by rule (`cuts.rs`).
+    pub cuts: BTreeMap<String, RuleCuts>,
+    /// The list of those URLs (`cut.tsv`), when there are any.
+    pub cut_file: Option<PathBuf>,
+}
+
+impl Summary {
+    /// How the summary line names the end: `Complete` only when everything
+    /// requested ended and nothing in scope was cut, `Incomplete` when it ended
+    /// with cuts; otherwise the end's own name (`MaxPages`, `Shutdown`, ...).
+    pub fn verdict(&self) -> String {
+        match self.end {
+            End::Complete if !self.cuts.is_empty() => "Incomplete".to_owned(),
+            end => format!("{end:?}"),
+        }
+    }
+
+    /// URLs and hosts cut in scope, all rules (a URL counts under one rule; a
+    /// host under each rule that cut it).
+    pub fn cut_totals(&self) -> RuleCuts {
+        RuleCuts {
+            urls: self.cuts.values().map(|c| c.urls).sum(),
+            hosts: self.cuts.values().map(|c| c.hosts).sum(),
+        }
+    }
 }
 
 /// A part's figures in the summary.
@@ -67,8 +98,12 @@ impl fmt::Display for Summary {
         let outcomes: u64 = self.outcomes.values().sum();
         write!(
             f,
-            "app {}: {:?}: {} URLs requested, {} pages stored, {} outcomes",
-            self.app, self.end, self.urls_requested, self.pages_stored, outcomes
+            "app {}: {}: {} URLs requested, {} pages stored, {} outcomes",
+            self.app,
+            self.verdict(),
+            self.urls_requested,
+            self.pages_stored,
+            outcomes
         )?;
         if !self.outcomes.is_empty() {
             let parts: Vec<String> = self
@@ -93,6 +128,24 @@ impl fmt::Display for Summary {
              redirects cut",
             self.seen_keys, self.batches_quarantined, self.budget_cut, self.redirects_cut
         )?;
+        write!(f, ", scope {}", self.scope)?;
+        if !self.cuts.is_empty() {
+            let total = self.cut_totals();
+            let parts: Vec<String> = self
+                .cuts
+                .iter()
+                .map(|(rule, c)| format!("{rule}={}/{}", c.urls, c.hosts))
+                .collect();
+            write!(
+                f,
+                ", cut in scope: {} URLs (URLs/hosts by rule: {})",
+                total.urls,
+                parts.join(" ")
+            )?;
+            if let Some(file) = &self.cut_file {
+                write!(f, ", listed in {}", file.display())?;
+            }
+        }
         if !self.trap_cuts.is_empty() {
             let parts: Vec<String> = self
                 .trap_cuts

@@ -156,7 +156,7 @@ fn measure_in(n: u64, args: &AppMemoryArgs, dir: &Path) -> anyhow::Result<AppMem
     std::fs::write(
         &config,
         format!(
-            "(\n    app: (\n        app: {APP:?},\n        allowed_domains: [],\n        \
+            "(\n    app: (\n        app: {APP:?},\n        scope: open,\n        allowed_domains: [],\n        \
              host_budget_base: 0,\n        scan_interval_ms: 200,\n{buffer}    ),\n)\n"
         ),
     )?;

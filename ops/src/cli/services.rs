@@ -46,6 +46,10 @@ pub(super) struct AppArgs {
     /// The application id, overriding app.app.
     #[arg(long, value_name = "APP")]
     app: Option<String>,
+    /// Which hosts and URLs the crawl keeps to, overriding app.scope: site (the
+    /// default: the seeds' sites), host, domain, prefix or open (every host).
+    #[arg(long, value_name = "KIND")]
+    scope: Option<application::service::scope::ScopeKind>,
     /// A file of seed URLs, overriding app.seeds_file.
     #[arg(long, value_name = "FILE")]
     seeds: Option<PathBuf>,
@@ -170,6 +174,9 @@ pub(super) fn app_command(args: AppArgs) -> anyhow::Result<()> {
     let app = &mut config.app;
     if let Some(v) = args.app {
         app.app = v;
+    }
+    if let Some(v) = args.scope {
+        app.scope = v;
     }
     if let Some(v) = args.seeds {
         app.seeds_file = Some(v);

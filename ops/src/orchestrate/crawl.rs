@@ -48,6 +48,19 @@ pub struct CrawlArgs {
     #[arg(long, default_value_t = super::sizing::default_downloaders(),
           value_parser = clap::value_parser!(u32).range(1..=64))]
     pub downloaders: u32,
+    /// Which hosts and URLs the crawl keeps to, overriding app.scope: site (the
+    /// default: the seeds' sites, a seed's host without www. and every host under
+    /// it), host (the seeds' hosts exactly), domain (the seeds' registered
+    /// domains), prefix (URLs under a seed's path prefix) or open (every host;
+    /// host budgets apply). In every scope but open the sites are crawled whole:
+    /// no host budget cuts them.
+    #[arg(long, value_name = "KIND")]
+    pub scope: Option<application::service::scope::ScopeKind>,
+    /// Request once the URLs of an earlier run's cut list (`<out>/state/app/cut.tsv`)
+    /// that this crawl cut, whatever the rules (raise the limit that cut them
+    /// first); the same `--out` resumes the crawl.
+    #[arg(long, value_name = "FILE")]
+    pub requeue: Option<PathBuf>,
     /// Stop after this many stored pages, overriding app.max_pages.
     #[arg(long, value_name = "N")]
     pub max_pages: Option<u64>,
@@ -90,6 +103,24 @@ pub(crate) fn run_with(
         .map_err(anyhow::Error::msg)?;
     layout.apply(&mut config);
     config.app.seeds_file = Some(seeds.clone());
+    if let Some(scope) = args.scope {
+        config.app.scope = scope;
+    }
+    if let Some(file) = &args.requeue {
+        let file =
+            std::path::absolute(file).with_context(|| format!("resolving {}", file.display()))?;
+        anyhow::ensure!(file.is_file(), "no requeue file at {}", file.display());
+        config.app.requeue_file = Some(file);
+    }
+    eprintln!(
+        "crawl: scope {}{}",
+        config.app.scope,
+        if config.app.scope.is_scoped() {
+            " (the seeds' sites are crawled whole; `--scope open` for every host)"
+        } else {
+            " (every host; host budgets apply)"
+        }
+    );
     args.strategy.apply(&mut config.app);
     args.split.apply(&mut config.app);
     if !config.downloader.allow_private || !config.manager.frontier.allow_private_addresses {

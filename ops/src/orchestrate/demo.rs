@@ -305,6 +305,8 @@ fn demo_config(layout: &Layout, ready: &Ready, args: &DemoArgs) -> Config {
     c.downloader.extra_ca_file = Some(ready.ca.clone());
     c.downloader.max_batch_age_ms = 1000;
     c.app.seeds_file = Some(ready.seeds.clone());
+    // Polybot's research crawl: every host websim's pages lead to.
+    c.app.scope = application::service::scope::ScopeKind::Open;
     c.app.allowed_domains = Vec::new();
     c.app.scan_interval_ms = 500;
     c.app.urls_per_request_file = 500;

@@ -108,6 +108,8 @@ pub fn run(args: RecrawlArgs, shutdown: CancellationToken, rt: Handle) -> anyhow
         config: None,
         downloaders: args.downloaders,
         max_pages: None,
+        scope: None,
+        requeue: None,
         supervision: args.supervision,
         // One part: the recrawl stores into the one repository it read.
         split: SplitArgs {

@@ -103,7 +103,13 @@ pub fn render(
     } else {
         0.0
     };
-    let _ = writeln!(o, "{}", ending_line(what, &finished.ending, secs));
+    let cut = finished
+        .part_summaries
+        .iter()
+        .flatten()
+        .chain(&finished.app_summary)
+        .any(|l| l.contains(": Incomplete:"));
+    let _ = writeln!(o, "{}", ending_line(what, &finished.ending, secs, cut));
     if !finished.restarts.is_empty() {
         let parts: Vec<String> = finished
             .restarts
@@ -167,8 +173,13 @@ pub fn render(
 }
 
 /// The first line: how the run ended, after how long.
-fn ending_line(what: &str, ending: &Ending, secs: f64) -> String {
+/// `cut`: some application cut URLs in scope (its line says `Incomplete`).
+fn ending_line(what: &str, ending: &Ending, secs: f64, cut: bool) -> String {
     match ending {
+        Ending::Complete if cut => format!(
+            "{what}: crawl incomplete in {secs:.1} s: URLs in scope were cut (the app line \
+             counts them by rule and names the cut.tsv that lists them)"
+        ),
         Ending::Complete => format!("{what}: crawl complete in {secs:.1} s"),
         Ending::Interrupted => format!(
             "{what}: interrupted after {secs:.1} s; state kept: the same command resumes the crawl"

@@ -599,9 +599,9 @@ fn read_summary(app: &mut AppPart) -> bool {
     let deadline = Instant::now() + SUMMARY_WAIT;
     loop {
         app.lines.extend(app.proc.child_mut().new_lines());
-        let complete = app
-            .summary()
-            .is_some_and(|l| l.contains(": Complete:") || l.contains(": MaxPages:"));
+        let complete = app.summary().is_some_and(|l| {
+            l.contains(": Complete:") || l.contains(": Incomplete:") || l.contains(": MaxPages:")
+        });
         if complete || Instant::now() >= deadline {
             return complete;
         }

@@ -2,9 +2,11 @@
 //! (seeds, exchanged URLs, sitemaps), the scope and trap checks before a URL goes
 //! into the seen set, and after a merge the host budgets that admit a new URL,
 //! hold it until its host's budget grows (`deferred.rs`) or cut it. It owns the
-//! budgets, the held URLs and the trap detectors, and saves the first two. It must
-//! never write request files nor touch the seen set: it answers, the crawl loop acts.
+//! budgets, the held URLs, the trap detectors and the record of every in-scope URL
+//! cut (`cuts.rs`), and saves them. It must never write request files nor touch the
+//! seen set: it answers, the crawl loop acts.
 
+use std::collections::HashSet;
 use std::path::Path;
 use std::time::Instant;
 
@@ -18,6 +20,7 @@ use crate::canon::{self, CanonConfig, Rejected};
 use crate::seen::MAX_KEY_LEN;
 use crate::service::budget::{self, HostBudgets};
 use crate::service::config::AppConfig;
+use crate::service::cuts::{Cuts, RuleCuts};
 use crate::service::deferred::{Deferred, Held, MAX_HELD, SITES_HELD};
 use crate::service::error::AppError;
 use crate::service::pause::DiskWait;
@@ -25,6 +28,20 @@ use crate::service::scope::{OutOfScope, Scope};
 use crate::service::state;
 use crate::service::traps::{Detector, Traps};
 use crate::service::unshuffle::key_host;
+
+/// The rule name of a URL cut by a scoped crawl's ceiling.
+pub(crate) const HOST_CEILING: &str = "host_ceiling";
+/// The rule name of a URL cut by an open crawl's host budget.
+pub(crate) const HOST_BUDGET: &str = "host_budget";
+/// The rule name of a URL in scope cut by `max_depth`.
+pub(crate) const DEPTH: &str = "depth";
+
+/// Every rule a cut can name: the trap detectors', depth and the budgets'.
+fn cut_rules() -> Vec<&'static str> {
+    let mut rules: Vec<&'static str> = Detector::ALL.iter().map(|d| d.name()).collect();
+    rules.extend([DEPTH, HOST_CEILING, HOST_BUDGET]);
+    rules
+}
 
 /// The crawl's admission rules and their state.
 #[derive(Debug)]
@@ -38,6 +55,18 @@ pub(crate) struct Admission {
     deferred: Deferred,
     /// When the budgets were last saved (`None`: not this run).
     budgets_saved: Option<Instant>,
+    /// Every in-scope URL cut and not requested since.
+    cuts: Cuts,
+    /// The name budget cuts go under: [`HOST_CEILING`] or [`HOST_BUDGET`].
+    budget_rule: &'static str,
+    /// Whether a link past `max_depth` is a cut (not when `max_depth` is 0).
+    depth_cuts: bool,
+    /// Requeued URLs a budget cut (already in the seen set): they go with the
+    /// next publication as they are.
+    requeued: Vec<Box<[u8]>>,
+    /// Requeued URLs a detector or the depth cut, put into the seen set: no
+    /// budget holds them when their merge publishes them.
+    forced: HashSet<Box<[u8]>>,
 }
 
 impl Admission {
@@ -66,9 +95,20 @@ impl Admission {
         let per_site = usize::try_from(config.host_budget_per_linking_site).unwrap_or(usize::MAX);
         let mut deferred = Deferred::new(per_site.saturating_mul(SITES_HELD), MAX_HELD);
         deferred.load(state_dir, last_published, key_host)?;
+        let scope = config.scope()?;
+        let budget_rule = if scope.kind().is_scoped() {
+            HOST_CEILING
+        } else {
+            HOST_BUDGET
+        };
         Ok(Self {
+            cuts: Cuts::open(state_dir, &cut_rules())?,
+            budget_rule,
+            requeued: Vec::new(),
+            forced: HashSet::new(),
+            depth_cuts: config.max_depth > 0,
             canon: config.canon(),
-            scope: config.scope()?,
+            scope,
             traps: Traps::new(config.trap_rules(), Traps::today()),
             max_redirect_hops: config.max_redirect_hops,
             budgets,
@@ -82,10 +122,17 @@ impl Admission {
         canon::parse(url, None, &self.canon)
     }
 
-    /// Seed hosts get the seed budget.
+    /// A seed: its site (host, domain, prefix) is in scope, its host gets the
+    /// seed budget.
     pub(crate) fn seed(&mut self, url: &Url) {
+        self.scope.add_seed(url);
         self.budgets
             .seed(key_host(reversed_host_key(url).as_bytes()));
+    }
+
+    /// How the summary names the scope.
+    pub(crate) fn scope_text(&self) -> String {
+        self.scope.describe()
     }
 
     /// The redirect, scope and trap checks of `url` at `reach`, found on `from`
@@ -97,18 +144,29 @@ impl Admission {
         reach: Reach,
         from: Option<&Url>,
         ledger: &mut Ledger,
-    ) -> Option<String> {
+    ) -> Result<Option<String>, AppError> {
         if reach.hops > self.max_redirect_hops {
             ledger.progress.redirects_cut += 1;
             self.traps.cut(Detector::RedirectHops, url.as_str());
+            if self.scope.contains(url) {
+                self.cuts.cut(Detector::RedirectHops.name(), url.as_str())?;
+            }
             ledger.touched();
-            return None;
+            return Ok(None);
         }
         let checked = match self.scope.check(url, reach.depth) {
             Ok(()) => self.traps.check(url, from),
             Err(OutOfScope::RepeatedSegment) => Err(Detector::RepeatedSegment),
             Err(OutOfScope::Calendar) => Err(Detector::CalendarDepth),
-            Err(_) => return None,
+            Err(OutOfScope::Depth) => {
+                // `max_depth: 0` crawls a list (a recrawl): its links are not in
+                // scope, nothing is cut.
+                if self.depth_cuts {
+                    self.cuts.cut(DEPTH, url.as_str())?;
+                }
+                return Ok(None);
+            }
+            Err(OutOfScope::Outside | OutOfScope::Denied) => return Ok(None),
         };
         if let Err(detector) = checked {
             *ledger
@@ -117,11 +175,12 @@ impl Admission {
                 .entry(detector.name().to_owned())
                 .or_default() += 1;
             self.traps.cut(detector, url.as_str());
+            self.cuts.cut(detector.name(), url.as_str())?;
             ledger.touched();
-            return None;
+            return Ok(None);
         }
         let key = reversed_host_key(url);
-        (key.len() <= MAX_KEY_LEN).then_some(key)
+        Ok((key.len() <= MAX_KEY_LEN).then_some(key))
     }
 
     /// A link from `site` to `key`'s host: true if that is a new linking site (then
@@ -154,7 +213,15 @@ impl Admission {
 
     /// Whether the new URL `key` goes out now; if its host's budget is used up it
     /// is held (within bounds, else cut) and the answer is no.
-    pub(crate) fn admit(&mut self, key: &[u8], reach: Reach, generation: u64) -> bool {
+    pub(crate) fn admit(
+        &mut self,
+        key: &[u8],
+        reach: Reach,
+        generation: u64,
+    ) -> Result<bool, AppError> {
+        if !self.forced.is_empty() && self.forced.remove(key) {
+            return Ok(true);
+        }
         let host = key_host(key);
         let (admitted, first_cut) = self.budgets.admit(host);
         if let Some(budget) = first_cut {
@@ -166,6 +233,12 @@ impl Admission {
             );
         }
         if !admitted {
+            if let Some(url) = std::str::from_utf8(key)
+                .ok()
+                .and_then(|k| canon::key::url_from_key(k).ok())
+            {
+                self.cuts.cut(self.budget_rule, url.as_str())?;
+            }
             let held = Held {
                 key: key.into(),
                 depth: reach.depth,
@@ -174,7 +247,54 @@ impl Admission {
             };
             self.deferred.hold(host, held);
         }
-        admitted
+        Ok(admitted)
+    }
+
+    /// `url` goes into a request file: if it was cut, it no longer counts.
+    pub(crate) fn requested(&mut self, url: &Url) -> Result<(), AppError> {
+        self.cuts.requested(url)
+    }
+
+    /// `url` from a requeue file (`requeue_file`: an earlier run's `cut.tsv`):
+    /// if this crawl cut it and never requested it, its seen-set key, for the
+    /// crawl loop to insert; the next publication requests it whatever the
+    /// rules. `None`: not cut here, or requested since (so a requeue is taken
+    /// once, also across restarts).
+    pub(crate) fn requeue(&mut self, url: &Url) -> Option<String> {
+        let rule = self.cuts.rule_of(url.as_str())?;
+        let key = reversed_host_key(url);
+        if rule == HOST_CEILING || rule == HOST_BUDGET {
+            // In the seen set already: its merge finds it old.
+            self.requeued.push(key.as_bytes().into());
+        } else {
+            self.forced.insert(key.as_bytes().into());
+        }
+        Some(key)
+    }
+
+    /// The requeued URLs that go with the next publication as they are.
+    pub(crate) fn take_requeued(&mut self) -> Vec<Box<[u8]>> {
+        std::mem::take(&mut self.requeued)
+    }
+
+    /// Makes the cut record durable (before a generation is recorded).
+    pub(crate) fn sync_cuts(&mut self) -> Result<(), AppError> {
+        self.cuts.sync()
+    }
+
+    /// Writes the list of cut URLs (`cut.tsv`); its path and the totals by rule.
+    pub(crate) fn finish_cuts(
+        &mut self,
+    ) -> Result<
+        (
+            Option<std::path::PathBuf>,
+            std::collections::BTreeMap<String, RuleCuts>,
+        ),
+        AppError,
+    > {
+        let totals = self.cuts.totals();
+        let file = self.cuts.finish()?;
+        Ok(((!totals.is_empty()).then_some(file), totals))
     }
 
     /// Saves the held URLs if they changed, waiting out a full disk.

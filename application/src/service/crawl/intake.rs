@@ -14,7 +14,7 @@ use spool::OutcomeReason;
 use spool::claim::{Claimed, Consumer};
 use spool::discover::{Discovery, Waker};
 use spool::formats::{ExchangeReader, OutcomeReader};
-use tracing::warn;
+use tracing::{info, warn};
 
 use super::reach::Reach;
 use super::{Crawl, Linking};
@@ -211,6 +211,9 @@ impl Crawl {
             let pending = self.seen.pending_generation();
             self.intake.seeds_generation = Some(self.intake.input_done(pending));
         }
+        if let Some(path) = self.config.requeue_file.clone() {
+            self.requeue(&path)?;
+        }
         for claimed in self.intake.pages.resume()? {
             self.intake.read_ahead.submit(claimed)?;
         }
@@ -226,6 +229,35 @@ impl Crawl {
         for claimed in resumed {
             self.exchange_file(claimed)?;
         }
+        Ok(())
+    }
+
+    /// Takes back the URLs of a requeue file (`requeue_file`: an earlier run's
+    /// `cut.tsv`) that this crawl cut and never requested: each is requested once,
+    /// at depth 0, whatever the scope, detectors and budgets (`cuts.rs`).
+    fn requeue(&mut self, path: &std::path::Path) -> Result<(), AppError> {
+        let (mut taken, mut skipped) = (0u64, 0u64);
+        for line in crate::service::cuts::read_requeue(path)? {
+            let key = match self.admission.parse(&line) {
+                Ok(url) => self.admission.requeue(&url),
+                Err(_) => None,
+            };
+            let Some(key) = key else {
+                skipped += 1;
+                continue;
+            };
+            let generation = self.seen.pending_generation();
+            self.seen
+                .insert(key.as_bytes(), &Reach::default().to_bytes())?;
+            self.intake.inserted(generation);
+            taken += 1;
+        }
+        info!(
+            file = %path.display(),
+            taken,
+            skipped,
+            "app: requeued the cut URLs of a file (skipped: not cut in this crawl, or requested since)"
+        );
         Ok(())
     }
 

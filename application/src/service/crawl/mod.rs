@@ -201,15 +201,15 @@ impl Crawl {
         loop {
             if self.stop.is_cancelled() {
                 self.checkpoint()?;
-                return Ok(self.summary(End::Shutdown));
+                return self.summary(End::Shutdown);
             }
             self.report_figures();
             match self.work()? {
-                Turn::Crashed => return Ok(self.summary(End::Crashed)),
+                Turn::Crashed => return self.summary(End::Crashed),
                 Turn::Worked => self.completion.worked(),
                 Turn::Idle => {
                     if let Some(end) = self.idle()? {
-                        return Ok(self.summary(end));
+                        return self.summary(end);
                     }
                 }
             }
@@ -357,7 +357,7 @@ impl Crawl {
             reach.depth = parts.site_depth(url, &from.page, reach.depth);
         }
         let page = from.map(|f| &f.page);
-        let Some(key) = self.admission.check(url, reach, page, &mut self.ledger) else {
+        let Some(key) = self.admission.check(url, reach, page, &mut self.ledger)? else {
             return Ok(());
         };
         if let Some(from) = from
@@ -384,7 +384,13 @@ impl Crawl {
         } else {
             self.admission.release_held(&mut self.ledger)
         };
-        let mut entries: Vec<(&[u8], Reach)> = Vec::with_capacity(batch.len() + released.len());
+        let requeued = if stopping {
+            Vec::new()
+        } else {
+            self.admission.take_requeued()
+        };
+        let mut entries: Vec<(&[u8], Reach)> =
+            Vec::with_capacity(batch.len() + released.len() + requeued.len());
         entries.extend(released.iter().map(|h| {
             let reach = Reach {
                 depth: h.depth,
@@ -392,6 +398,7 @@ impl Crawl {
             };
             (&*h.key, reach)
         }));
+        entries.extend(requeued.iter().map(|k| (&**k, Reach::default())));
         let cut_before = self.admission.budget_cuts();
         let mut foreign: Vec<(u32, Foreign)> = Vec::new();
         let mut parked: Vec<Foreign> = Vec::new();
@@ -421,7 +428,7 @@ impl Crawl {
                 }
             }
             // Held until the host's budget grows, within bounds (else cut).
-            if self.admission.admit(key, reach, generation) {
+            if self.admission.admit(key, reach, generation)? {
                 entries.push((key, reach));
             }
         }
@@ -434,6 +441,9 @@ impl Crawl {
                     .iter()
                     .filter_map(|&(key, reach)| Some((url_of_key(key)?, reach)))
                     .collect();
+                for (url, _) in &urls {
+                    self.admission.requested(url)?;
+                }
                 let n = self.output.publish(&urls, &self.repo, &self.wait)?;
                 if n == 0 {
                     continue;
@@ -462,6 +472,7 @@ impl Crawl {
     fn record(&mut self, generation: u64) -> Result<(), AppError> {
         let state_dir = self.ledger.dir().to_owned();
         self.admission.save_held(&state_dir, &self.wait)?;
+        self.admission.sync_cuts()?;
         self.ledger.progress.last_published = generation;
         if self.intake.seeds_covered(generation) {
             self.ledger.progress.seeds_done = true;
@@ -546,9 +557,18 @@ impl Crawl {
         self.wait.set_figures(figures);
     }
 
-    fn summary(&self, end: End) -> Summary {
+    /// The summary of a crawl that ends with `end`; unless it crashed, the list
+    /// of cut URLs is written first (`cuts.rs`).
+    fn summary(&mut self, end: End) -> Result<Summary, AppError> {
+        let (cut_file, cuts) = match end {
+            End::Crashed => (None, Default::default()),
+            _ => self.admission.finish_cuts()?,
+        };
         let progress = &self.ledger.progress;
-        Summary {
+        Ok(Summary {
+            scope: self.admission.scope_text(),
+            cuts,
+            cut_file,
             app: self.config.app.clone(),
             end,
             urls_requested: progress.urls_requested,
@@ -568,7 +588,7 @@ impl Crawl {
                 mode: p.mode,
                 counters: progress.parts.clone(),
             }),
-        }
+        })
     }
 }
 
