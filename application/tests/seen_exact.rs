@@ -265,3 +265,25 @@ fn a_full_buffer_blocks_only_while_the_previous_merge_runs() {
     let new: usize = set.close().unwrap().iter().map(NewBatch::len).sum();
     assert!(new > 0);
 }
+
+/// `contains_sorted` answers from the newest generation's file, key by key.
+#[test]
+fn contains_sorted_reads_the_newest_generation() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut set = SeenSet::open(dir.path(), SeenConfig::default()).unwrap();
+    assert_eq!(
+        set.contains_sorted(&[b"a"]).unwrap(),
+        [false],
+        "no file yet"
+    );
+    for key in [&b"b"[..], b"d", b"f"] {
+        set.insert(key, b"").unwrap();
+    }
+    set.flush().unwrap();
+    set.try_recv_new().unwrap().unwrap();
+    let keys: [&[u8]; 6] = [b"a", b"b", b"c", b"d", b"d", b"g"];
+    assert_eq!(
+        set.contains_sorted(&keys).unwrap(),
+        [false, true, false, true, true, false]
+    );
+}

@@ -850,3 +850,106 @@ async fn robots_sitemaps_are_requested_and_sitemaps_read_across_a_crash() {
         "sitemap lines are no outcomes: {outcomes:?}"
     );
 }
+
+/// Runs the app until the fake manager, idle, lets it end; its summary.
+async fn run_to_end(config: &AppConfig, spool: &Path, seeds: Vec<String>) -> service::Summary {
+    let idle = Arc::new(AtomicBool::new(true));
+    let addr = fake_manager(idle).await;
+    let app = tokio::spawn(service::run(
+        config.clone(),
+        Spool::new(spool),
+        seeds,
+        control(&addr),
+        CancellationToken::new(),
+    ));
+    tokio::time::timeout(Duration::from_secs(20), app)
+        .await
+        .expect("the app ends once the manager is idle")
+        .unwrap()
+        .unwrap()
+}
+
+/// Issue 37, Done-when 5: a scoped crawl whose host reaches its ceiling and whose
+/// links go past `max_depth` ends `Incomplete`, names the rules and lists every cut
+/// URL in `cut.tsv`; fed back (`requeue_file`, the ceiling raised) the same crawl
+/// requests exactly those URLs, once, and then calls itself complete; fed back
+/// again it requests nothing.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn cuts_make_a_crawl_incomplete_and_the_cut_list_fed_back_crawls_exactly_them() {
+    let mut d = dirs();
+    d.config.host_budget_max = 4;
+    d.config.max_depth = 1;
+    let idle = Arc::new(AtomicBool::new(false));
+    let addr = fake_manager(idle.clone()).await;
+    let app = tokio::spawn(service::run(
+        d.config.clone(),
+        Spool::new(&d.spool),
+        vec!["https://s.test/".into()],
+        control(&addr),
+        CancellationToken::new(),
+    ));
+    assert_eq!(
+        wait_requests(&d.spool, 1).await,
+        [("https://s.test/".to_owned(), 0)]
+    );
+    // Ten pages of the seed's site (the ceiling of 4 takes the seed and 3), and a
+    // link out of scope (not a cut: the user did not name that site).
+    let mut links: Vec<String> = (0..10).map(|i| format!("/p{i}")).collect();
+    links.push("https://other.test/x".into());
+    let refs: Vec<&str> = links.iter().map(String::as_str).collect();
+    publish_batch(&d.spool, 0, &[("https://s.test/", html(&refs))]);
+    let mut first = wait_requests(&d.spool, 3).await;
+    // A page at depth 1 links one at depth 2: past max_depth, a cut.
+    let at_depth_1 = first[0].0.clone();
+    publish_batch(&d.spool, 1, &[(&at_depth_1, html(&["/deep", "/p0"]))]);
+    tokio::time::sleep(Duration::from_millis(500)).await;
+    first.extend(take_requests(&d.spool));
+    idle.store(true, Ordering::SeqCst);
+    let summary = tokio::time::timeout(Duration::from_secs(20), app)
+        .await
+        .expect("the app ends once the manager is idle")
+        .unwrap()
+        .unwrap();
+    assert_eq!(first.len(), 3, "{first:?}");
+    assert_eq!(summary.end, End::Complete);
+    assert_eq!(summary.verdict(), "Incomplete");
+    let line = summary.to_string();
+    assert!(line.starts_with("app bfs: Incomplete: "), "{line}");
+    assert!(
+        line.contains("host_ceiling=7/1") && line.contains("depth=1/1"),
+        "{line}"
+    );
+    let cut_file = summary.cut_file.clone().expect("a cut list");
+    let listed = std::fs::read_to_string(&cut_file).unwrap();
+    let mut cut: Vec<&str> = listed
+        .lines()
+        .map(|l| l.split('\t').next().unwrap())
+        .collect();
+    cut.sort_unstable();
+    let requested: BTreeSet<&str> = first.iter().map(|(u, _)| u.as_str()).collect();
+    let mut expected: Vec<String> = (0..10)
+        .map(|i| format!("https://s.test/p{i}"))
+        .filter(|u| !requested.contains(u.as_str()))
+        .collect();
+    expected.push("https://s.test/deep".into());
+    expected.sort_unstable();
+    assert_eq!(cut, expected, "{listed}");
+
+    // Fed back with the ceiling raised: exactly the cut URLs, once each.
+    d.config.host_budget_max = 100;
+    d.config.requeue_file = Some(cut_file.clone());
+    let again = run_to_end(&d.config, &d.spool, Vec::new()).await;
+    let mut second: Vec<String> = take_requests(&d.spool)
+        .into_iter()
+        .map(|(u, _)| u)
+        .collect();
+    second.sort_unstable();
+    assert_eq!(second, expected, "the requeued URLs, each once");
+    assert_eq!(again.verdict(), "Complete", "{again}");
+    assert!(again.cuts.is_empty() && again.cut_file.is_none(), "{again}");
+
+    // Taken once: a third run with the same file requests nothing.
+    let third = run_to_end(&d.config, &d.spool, Vec::new()).await;
+    assert!(take_requests(&d.spool).is_empty());
+    assert_eq!(third.verdict(), "Complete", "{third}");
+}

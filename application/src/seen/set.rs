@@ -243,6 +243,29 @@ impl SeenSet {
         }
     }
 
+    /// Which of `keys` (sorted, ascending) the newest completed generation holds:
+    /// one sequential read of its file, O(set + keys). Keys still buffered or
+    /// being merged are not looked at (call it when no merge is pending).
+    pub fn contains_sorted(&self, keys: &[&[u8]]) -> Result<Vec<bool>, SeenError> {
+        let mut found = vec![false; keys.len()];
+        let (Some(path), false) = (self.file_path(), keys.is_empty()) else {
+            return Ok(found);
+        };
+        let mut reader = super::reader::FileReader::open(&path)?;
+        let mut i = 0;
+        while i < keys.len() && reader.advance()? {
+            let key = reader.key();
+            while i < keys.len() && keys[i] < key {
+                i += 1;
+            }
+            while i < keys.len() && keys[i] == key {
+                found[i] = true;
+                i += 1;
+            }
+        }
+        Ok(found)
+    }
+
     /// Counters and sizes.
     pub fn stats(&self) -> SeenStats {
         let disk = *merge::lock(&self.state);

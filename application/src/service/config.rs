@@ -519,7 +519,16 @@ impl AppConfig {
                 return Err(invalid(field, "must be at least 1".into()));
             }
         }
-        if self.host_budget_base > 0 && self.host_budget_max < self.host_budget_base {
+        if self.host_budget_base > 0 && self.host_budget_max == 0 {
+            return Err(invalid(
+                "host_budget_max",
+                "0 would cut every URL (host_budget_base: 0 turns budgets off)".into(),
+            ));
+        }
+        if !self.scope.is_scoped()
+            && self.host_budget_base > 0
+            && self.host_budget_max < self.host_budget_base
+        {
             return Err(invalid(
                 "host_budget_max",
                 format!(

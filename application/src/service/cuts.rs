@@ -8,9 +8,15 @@
 //! `max_depth`), `host_ceiling` (a scoped crawl's host reached `host_budget_max`)
 //! and `host_budget` (an open crawl's host budget).
 //!
-//! A URL counts once, under the first rule that cut it, and stops counting when it
-//! is requested after all (found again by a way no rule cuts, or released when its
-//! host's budget grew): `cut.tsv` holds exactly the URLs cut and never requested.
+//! Two kinds of rule: those that cut a link *before* the seen set (the detectors,
+//! the depth), which may cut a URL the crawl requested long ago (found again
+//! deeper), and those that cut a new URL *after* the seen set took it (the
+//! budgets). A URL counts once, under the first rule that cut it (an after-seen
+//! rule replaces a before-seen one: the URL is in the seen set now), and stops
+//! counting when it is requested after all (found again by a way no rule cuts, or
+//! released when its host's budget grew). At the end ([`Cuts::finish`]) the
+//! before-seen cuts of URLs the seen set holds are dropped, so `cut.tsv` holds
+//! exactly the URLs cut and never requested.
 //!
 //! Durability: events go to the append-only log `cuts.log` (`cut<TAB>rule<TAB>URL`
 //! or `clear<TAB>URL`); [`Cuts::sync`] makes them durable, and the crawl loop calls
@@ -49,6 +55,9 @@ pub struct RuleCuts {
 #[derive(Debug)]
 pub(crate) struct Cuts {
     path: PathBuf,
+    /// The rules that cut before the seen set, then those that cut after it.
+    before_seen: Vec<&'static str>,
+    after_seen: Vec<&'static str>,
     log: BufWriter<File>,
     /// Hash of each URL cut and not cleared, with its rule.
     cut: HashMap<u64, &'static str>,
@@ -85,9 +94,14 @@ fn host_of(url: &str) -> &str {
 }
 
 impl Cuts {
-    /// The cuts logged in `state_dir` so far (none on a first start); `rules`
-    /// names every rule (an unknown one in the log is an error).
-    pub(crate) fn open(state_dir: &Path, rules: &[&'static str]) -> Result<Self, AppError> {
+    /// The cuts logged in `state_dir` so far (none on a first start), with the
+    /// rules that cut before the seen set and after it (see the module docs; an
+    /// unknown rule in the log is an error).
+    pub(crate) fn open(
+        state_dir: &Path,
+        before_seen: &[&'static str],
+        after_seen: &[&'static str],
+    ) -> Result<Self, AppError> {
         let path = state_dir.join(LOG_FILE);
         let mut text = match fs::read_to_string(&path) {
             Ok(text) => text,
@@ -114,6 +128,8 @@ impl Cuts {
                     .map_err(file_error(&path))?,
             ),
             path,
+            before_seen: before_seen.to_vec(),
+            after_seen: after_seen.to_vec(),
             cut: HashMap::new(),
             cleared: HashSet::new(),
             hosts: BTreeMap::new(),
@@ -126,7 +142,7 @@ impl Cuts {
             };
             match line.split('\t').collect::<Vec<_>>()[..] {
                 ["cut", rule, url] => {
-                    let rule = rules.iter().find(|r| **r == rule).ok_or_else(bad)?;
+                    let rule = cuts.rule(rule).ok_or_else(bad)?;
                     cuts.note_cut(rule, url);
                 }
                 ["clear", url] => {
@@ -138,10 +154,31 @@ impl Cuts {
         Ok(cuts)
     }
 
+    /// The rule named `name`, as the static name this crawl knows.
+    fn rule(&self, name: &str) -> Option<&'static str> {
+        self.before_seen
+            .iter()
+            .chain(&self.after_seen)
+            .find(|r| **r == name)
+            .copied()
+    }
+
+    fn after_seen(&self, rule: &str) -> bool {
+        self.after_seen.contains(&rule)
+    }
+
     fn note_cut(&mut self, rule: &'static str, url: &str) -> bool {
         let h = hash(url);
-        if self.cleared.contains(&h) || self.cut.contains_key(&h) {
+        if self.cleared.contains(&h) {
             return false;
+        }
+        match self.cut.get(&h) {
+            None => {}
+            Some(old) if self.after_seen(rule) && !self.after_seen(old) => {
+                // Now in the seen set, and cut by a budget: that rule counts.
+                self.uncount(h, url);
+            }
+            Some(_) => return false,
         }
         self.cut.insert(h, rule);
         *self
@@ -158,6 +195,12 @@ impl Cuts {
         if !self.cleared.insert(h) {
             return false;
         }
+        self.uncount(h, url);
+        true
+    }
+
+    /// Takes `url` (hash `h`) out of the cuts.
+    fn uncount(&mut self, h: u64, url: &str) {
         if let Some(rule) = self.cut.remove(&h)
             && let Some(hosts) = self.hosts.get_mut(rule)
         {
@@ -172,7 +215,6 @@ impl Cuts {
                 self.hosts.remove(rule);
             }
         }
-        true
     }
 
     /// `url` was cut by `rule` (counted if it is new and was never requested).
@@ -230,22 +272,52 @@ impl Cuts {
     }
 
     /// Writes `cut.tsv` beside the log (one `URL<TAB>rule` a line, in the order
-    /// they were cut; replaced whole, durably) and returns its path. Reads the log
-    /// once: O(log) time and memory.
-    pub(crate) fn finish(&mut self) -> Result<PathBuf, AppError> {
+    /// they were cut; replaced whole, durably) and returns its path. `requested`
+    /// answers, for sorted seen-set keys, which ones the seen set holds: the
+    /// before-seen cuts of those are dropped (the crawl requested them). Reads the
+    /// log once: O(log) time and memory, plus the seen set's one read.
+    pub(crate) fn finish(
+        &mut self,
+        key_of: impl Fn(&str) -> Option<String>,
+        requested: impl FnOnce(&[&[u8]]) -> Result<Vec<bool>, AppError>,
+    ) -> Result<PathBuf, AppError> {
         self.sync()?;
         let text = fs::read_to_string(&self.path).map_err(file_error(&self.path))?;
-        let mut out = String::new();
+        let mut listed: Vec<(&str, &str)> = Vec::new();
         let mut written = HashSet::new();
         for line in text.lines() {
-            if let ["cut", rule, url] = line.split('\t').collect::<Vec<_>>()[..] {
+            if let ["cut", _, url] = line.split('\t').collect::<Vec<_>>()[..] {
                 let h = hash(url);
-                if self.cut.contains_key(&h) && written.insert(h) {
-                    out.push_str(url);
-                    out.push('\t');
-                    out.push_str(rule);
-                    out.push('\n');
+                if let Some(rule) = self.cut.get(&h)
+                    && written.insert(h)
+                {
+                    listed.push((url, rule));
                 }
+            }
+        }
+        // Before-seen cuts of URLs in the seen set: requested, not cut.
+        let mut keyed: Vec<(String, usize)> = listed
+            .iter()
+            .enumerate()
+            .filter(|(_, (_, rule))| !self.after_seen(rule))
+            .filter_map(|(i, (url, _))| Some((key_of(url)?, i)))
+            .collect();
+        keyed.sort_unstable();
+        let keys: Vec<&[u8]> = keyed.iter().map(|(k, _)| k.as_bytes()).collect();
+        let found = requested(&keys)?;
+        let mut drop = vec![false; listed.len()];
+        for ((_, i), found) in keyed.iter().zip(found) {
+            drop[*i] = found;
+        }
+        let mut out = String::new();
+        for (i, (url, rule)) in listed.iter().enumerate() {
+            if drop[i] {
+                self.note_clear(url);
+            } else {
+                out.push_str(url);
+                out.push('\t');
+                out.push_str(rule);
+                out.push('\n');
             }
         }
         let dir = self.path.parent().unwrap_or(Path::new("."));
@@ -274,7 +346,22 @@ pub(crate) fn read_requeue(path: &Path) -> Result<Vec<String>, AppError> {
 mod tests {
     use super::*;
 
-    const RULES: [&str; 3] = ["depth", "sequence", "host_ceiling"];
+    const BEFORE: [&str; 2] = ["depth", "sequence"];
+    const AFTER: [&str; 1] = ["host_ceiling"];
+
+    fn open(dir: &Path) -> Result<Cuts, AppError> {
+        Cuts::open(dir, &BEFORE, &AFTER)
+    }
+
+    /// Every URL's key is the URL; `held` are in the seen set.
+    fn finish(c: &mut Cuts, held: &[&str]) -> PathBuf {
+        let held: Vec<Vec<u8>> = held.iter().map(|h| h.as_bytes().to_vec()).collect();
+        c.finish(
+            |url| Some(url.to_owned()),
+            |keys| Ok(keys.iter().map(|k| held.iter().any(|h| h == k)).collect()),
+        )
+        .unwrap()
+    }
 
     fn url(s: &str) -> Url {
         Url::parse(s).unwrap()
@@ -283,7 +370,7 @@ mod tests {
     #[test]
     fn a_url_counts_once_until_requested_and_survives_a_restart() {
         let dir = tempfile::tempdir().unwrap();
-        let mut c = Cuts::open(dir.path(), &RULES).unwrap();
+        let mut c = open(dir.path()).unwrap();
         assert!(c.totals().is_empty());
         c.cut("sequence", "http://a.test/c/9").unwrap();
         c.cut("depth", "http://a.test/c/9").unwrap();
@@ -299,9 +386,9 @@ mod tests {
         assert_eq!(totals["host_ceiling"], RuleCuts { urls: 1, hosts: 1 });
         c.sync().unwrap();
         drop(c);
-        let mut again = Cuts::open(dir.path(), &RULES).unwrap();
+        let mut again = open(dir.path()).unwrap();
         assert_eq!(again.totals(), totals, "replayed from the log");
-        let file = again.finish().unwrap();
+        let file = finish(&mut again, &[]);
         assert_eq!(
             fs::read_to_string(&file).unwrap(),
             "http://a.test/c/9\tsequence\nhttp://b.test:8080/deep\tdepth\nhttp://b.test/x\thost_ceiling\n"
@@ -317,6 +404,27 @@ mod tests {
     }
 
     #[test]
+    fn requested_urls_are_not_cut_and_a_budget_replaces_a_detector() {
+        let dir = tempfile::tempdir().unwrap();
+        let mut c = open(dir.path()).unwrap();
+        // Requested at depth 1, cut when found again at depth 9: not a cut.
+        c.cut("depth", "http://a.test/old").unwrap();
+        // Cut by a detector, then taken by the seen set and cut by the ceiling.
+        c.cut("sequence", "http://a.test/c/9").unwrap();
+        c.cut("host_ceiling", "http://a.test/c/9").unwrap();
+        c.cut("sequence", "http://a.test/c/9").unwrap();
+        assert_eq!(c.totals().len(), 2);
+        assert_eq!(c.totals()["host_ceiling"].urls, 1);
+        let file = finish(&mut c, &["http://a.test/old", "http://a.test/c/9"]);
+        assert_eq!(
+            fs::read_to_string(file).unwrap(),
+            "http://a.test/c/9\thost_ceiling\n",
+            "a budget's cut is in the seen set and still cut"
+        );
+        assert_eq!(c.totals().len(), 1, "{:?}", c.totals());
+    }
+
+    #[test]
     fn a_torn_last_line_is_skipped_and_a_bad_one_refused() {
         let dir = tempfile::tempdir().unwrap();
         fs::write(
@@ -324,7 +432,7 @@ mod tests {
             "cut\tdepth\thttp://a.test/1\ncut\tdepth\thttp://a.te",
         )
         .unwrap();
-        let mut c = Cuts::open(dir.path(), &RULES).unwrap();
+        let mut c = open(dir.path()).unwrap();
         assert_eq!(c.totals()["depth"].urls, 1);
         c.cut("depth", "http://a.test/2").unwrap();
         c.sync().unwrap();
@@ -335,10 +443,7 @@ mod tests {
         );
         drop(c);
         fs::write(dir.path().join(LOG_FILE), "cut\tnope\thttp://a.test/1\n").unwrap();
-        assert!(matches!(
-            Cuts::open(dir.path(), &RULES),
-            Err(AppError::BadState { .. })
-        ));
+        assert!(matches!(open(dir.path()), Err(AppError::BadState { .. })));
     }
 
     #[test]

@@ -17,7 +17,7 @@ use super::ledger::Ledger;
 use super::reach::Reach;
 use crate::canon::key::reversed_host_key;
 use crate::canon::{self, CanonConfig, Rejected};
-use crate::seen::MAX_KEY_LEN;
+use crate::seen::{MAX_KEY_LEN, SeenSet};
 use crate::service::budget::{self, HostBudgets};
 use crate::service::config::AppConfig;
 use crate::service::cuts::{Cuts, RuleCuts};
@@ -36,12 +36,22 @@ pub(crate) const HOST_BUDGET: &str = "host_budget";
 /// The rule name of a URL in scope cut by `max_depth`.
 pub(crate) const DEPTH: &str = "depth";
 
-/// Every rule a cut can name: the trap detectors', depth and the budgets'.
-fn cut_rules() -> Vec<&'static str> {
+/// The rules that cut a link before the seen set: the trap detectors and depth.
+fn before_seen_rules() -> Vec<&'static str> {
     let mut rules: Vec<&'static str> = Detector::ALL.iter().map(|d| d.name()).collect();
-    rules.extend([DEPTH, HOST_CEILING, HOST_BUDGET]);
+    rules.push(DEPTH);
     rules
 }
+
+/// The rules that cut a new URL after the seen set took it: the budgets.
+const AFTER_SEEN_RULES: [&str; 2] = [HOST_CEILING, HOST_BUDGET];
+
+/// What [`Admission::finish_cuts`] returns: the cut list's path (when it lists
+/// any URL) and the URLs and hosts cut, by rule.
+pub(crate) type FinishedCuts = (
+    Option<std::path::PathBuf>,
+    std::collections::BTreeMap<String, RuleCuts>,
+);
 
 /// The crawl's admission rules and their state.
 #[derive(Debug)]
@@ -102,7 +112,7 @@ impl Admission {
             HOST_BUDGET
         };
         Ok(Self {
-            cuts: Cuts::open(state_dir, &cut_rules())?,
+            cuts: Cuts::open(state_dir, &before_seen_rules(), &AFTER_SEEN_RULES)?,
             budget_rule,
             requeued: Vec::new(),
             forced: HashSet::new(),
@@ -282,18 +292,15 @@ impl Admission {
         self.cuts.sync()
     }
 
-    /// Writes the list of cut URLs (`cut.tsv`); its path and the totals by rule.
-    pub(crate) fn finish_cuts(
-        &mut self,
-    ) -> Result<
-        (
-            Option<std::path::PathBuf>,
-            std::collections::BTreeMap<String, RuleCuts>,
-        ),
-        AppError,
-    > {
+    /// Writes the list of cut URLs (`cut.tsv`), leaving out what `seen` holds
+    /// of the detectors' and the depth's cuts (requested by another way); its
+    /// path when it lists any, and the totals by rule.
+    pub(crate) fn finish_cuts(&mut self, seen: &SeenSet) -> Result<FinishedCuts, AppError> {
+        let key_of = |url: &str| Url::parse(url).ok().map(|u| reversed_host_key(&u));
+        let file = self
+            .cuts
+            .finish(key_of, |keys| Ok(seen.contains_sorted(keys)?))?;
         let totals = self.cuts.totals();
-        let file = self.cuts.finish()?;
         Ok(((!totals.is_empty()).then_some(file), totals))
     }
 

@@ -562,7 +562,7 @@ impl Crawl {
     fn summary(&mut self, end: End) -> Result<Summary, AppError> {
         let (cut_file, cuts) = match end {
             End::Crashed => (None, Default::default()),
-            _ => self.admission.finish_cuts()?,
+            _ => self.admission.finish_cuts(&self.seen)?,
         };
         let progress = &self.ledger.progress;
         Ok(Summary {
