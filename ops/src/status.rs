@@ -442,6 +442,8 @@ mod tests {
                                     examples: vec!["http://a.test/c/9".into()],
                                 },
                             ],
+                            cuts: Vec::new(),
+                            scope: "open".into(),
                             seeds: None,
                         }),
                     },

@@ -12,9 +12,10 @@ use spool::protocol::{
     BudgetCut, ByeReason, ComponentState, ComponentStatus, Connection, FetchJob, FetchLimits,
     FetchPurpose, FetchReport, FetchResult, Hello, HostAnswer, HostCounts, JobId, Limits, Load,
     Message, NegativeKind, PROTOCOL_VERSION, PartFigures, PartyPages, Pause, PauseReason,
-    ProtocolError, ReasonCount, RefusalCode, RequestId, Resolution, RetryAfter, Role, SeedFigures,
-    ServerConfig, SpeedLimit, SpeedStatus, SpoolArea, StatusCount, StatusSnapshot, StoredPage,
-    TargetSource, Timing, Token, TrapCut, Welcome, client_handshake, preamble, server_handshake,
+    ProtocolError, ReasonCount, RefusalCode, RequestId, Resolution, RetryAfter, Role, RuleCut,
+    SeedFigures, ServerConfig, SpeedLimit, SpeedStatus, SpoolArea, StatusCount, StatusSnapshot,
+    StoredPage, TargetSource, Timing, Token, TrapCut, Welcome, client_handshake, preamble,
+    server_handshake,
 };
 use spool::{AppId, ComponentId, Validators};
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
@@ -416,6 +417,12 @@ fn samples() -> Vec<Message> {
                     cut: 10,
                     examples: vec!["http://t.a/c/12".into()],
                 }],
+                cuts: vec![RuleCut {
+                    rule: "host_ceiling".into(),
+                    urls: 11,
+                    hosts: 1,
+                }],
+                scope: "site (1 seed sites)".into(),
                 seeds: Some(Box::new(SeedFigures {
                     balance: "free".into(),
                     queued: 11,

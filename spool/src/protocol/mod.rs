@@ -24,7 +24,7 @@
 //!
 //! ```text
 //! offset 0..4  magic    50 43 52 4c   "PCRL"
-//! offset 4..6  version  u16 big-endian (PROTOCOL_VERSION, 00 07 today)
+//! offset 4..6  version  u16 big-endian (PROTOCOL_VERSION, 00 09 today)
 //! offset 6..8  reserved 00 00 (sent as zero, ignored on receipt)
 //! ```
 //!
@@ -83,7 +83,7 @@
 //!   00                                      Message::Hello
 //!   01                                      Role::Downloader
 //!   04 64 6c 2d 31                          id "dl-1"
-//!   08                                      version 8
+//!   09                                      version 9
 //!   06 73 33 63 72 65 74                    token "s3cret"
 //!   0f 70 6f 6c 79 ... 2e 30                software "polycrawl 0.1.0"
 //! ```
@@ -175,14 +175,14 @@ pub use preamble::{MAGIC, MAX_REASON_LEN, PREAMBLE_LEN, RefusalCode, encode_refu
 pub use resolve::{HostAnswer, NegativeKind, RequestId, Resolution};
 pub use retry_after::RetryAfter;
 pub use state::{
-    AppFigures, BudgetCut, ComponentState, MAX_DETECTORS, MAX_PATH_LEN, MAX_TOP_HOSTS,
-    MAX_TOP_PARTIES, MAX_TRAP_EXAMPLES, MAX_WORKERS_SHOWN, PartFigures, PartyPages, Pause,
-    PauseReason, SeedFigures, TrapCut,
+    AppFigures, BudgetCut, ComponentState, MAX_CUT_RULES, MAX_DETECTORS, MAX_PATH_LEN,
+    MAX_TOP_HOSTS, MAX_TOP_PARTIES, MAX_TRAP_EXAMPLES, MAX_WORKERS_SHOWN, PartFigures, PartyPages,
+    Pause, PauseReason, RuleCut, SeedFigures, TrapCut,
 };
 pub use token::{InvalidToken, Token};
 
 /// The protocol version this build speaks; see the versioning rule above.
-pub const PROTOCOL_VERSION: u16 = 8;
+pub const PROTOCOL_VERSION: u16 = 9;
 
 /// Default largest frame body, in bytes (16 MiB, as `control.max_frame_bytes`).
 pub const DEFAULT_MAX_FRAME: u32 = 16 * 1024 * 1024;

@@ -61,6 +61,13 @@ pub struct AppFigures {
     /// Every trap detector, cutting or not, in the application's order (at most
     /// [`MAX_DETECTORS`]).
     pub traps: Vec<TrapCut>,
+    /// URLs in the crawl's scope cut and not requested since, by rule (at most
+    /// [`MAX_CUT_RULES`]): a crawl with any is not complete. Detector and depth
+    /// cuts are counted as they happen; the end's figures leave out those the
+    /// crawl requested by another way.
+    pub cuts: Vec<RuleCut>,
+    /// The crawl's scope (`site (16 seed sites)`, `open`, ...).
+    pub scope: String,
     /// A seed-by-seed crawl's seeds and parties (`None` from the breadth-first
     /// crawl; boxed so that every message stays as small as before).
     pub seeds: Option<Box<SeedFigures>>,
@@ -93,6 +100,20 @@ pub struct PartyPages {
     pub seed: String,
     /// Pages that came back to it.
     pub pages: u64,
+}
+
+/// Most rules an [`AppFigures::cuts`] lists.
+pub const MAX_CUT_RULES: usize = 16;
+
+/// The in-scope URLs one rule cut (`host_ceiling`, `depth`, a detector's name).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct RuleCut {
+    /// The rule's name.
+    pub rule: String,
+    /// Distinct URLs cut.
+    pub urls: u64,
+    /// Distinct hosts among them.
+    pub hosts: u64,
 }
 
 /// What one trap detector cut.

@@ -287,6 +287,13 @@ impl Admission {
         std::mem::take(&mut self.requeued)
     }
 
+    /// URLs and hosts cut so far, by rule (for the figures: detector and depth
+    /// cuts of URLs requested by another way are left out only at the end).
+    /// O(hosts with cuts).
+    pub(crate) fn cut_totals(&self) -> std::collections::BTreeMap<String, RuleCuts> {
+        self.cuts.totals()
+    }
+
     /// Makes the cut record durable (before a generation is recorded).
     pub(crate) fn sync_cuts(&mut self) -> Result<(), AppError> {
         self.cuts.sync()

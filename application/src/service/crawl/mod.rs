@@ -21,7 +21,9 @@ use std::time::{Duration, Instant};
 
 use spool::claim::Consumer;
 use spool::discover::{Discovery, Waker};
-use spool::protocol::{AppFigures, BudgetCut, MAX_TOP_HOSTS, Message, PartFigures, TrapCut};
+use spool::protocol::{
+    AppFigures, BudgetCut, MAX_CUT_RULES, MAX_TOP_HOSTS, Message, PartFigures, RuleCut, TrapCut,
+};
 use spool::publish::Publisher;
 use spool::{ComponentId, Spool, SpoolDir};
 use storage::Repository;
@@ -534,8 +536,21 @@ impl Crawl {
                 examples: self.admission.traps().examples(d),
             })
             .collect();
+        let cuts = self
+            .admission
+            .cut_totals()
+            .into_iter()
+            .take(MAX_CUT_RULES)
+            .map(|(rule, c)| RuleCut {
+                rule,
+                urls: c.urls,
+                hosts: c.hosts,
+            })
+            .collect();
         let figures = AppFigures {
             traps,
+            cuts,
+            scope: self.admission.scope_text(),
             hosts_cut: budgets.hosts_cut(),
             urls_cut: progress.budget_cut,
             top_cut,

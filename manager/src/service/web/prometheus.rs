@@ -43,6 +43,10 @@ pub const REQUEST_FILES_PENDING: &str = "polycrawl_request_files_pending";
 pub const HOSTS: &str = "polycrawl_hosts";
 /// Components connected.
 pub const COMPONENTS: &str = "polycrawl_components";
+/// In-scope URLs cut, by rule.
+pub const CUT_URLS: &str = "polycrawl_cut_urls";
+/// Hosts with in-scope URLs cut, by rule.
+pub const CUT_HOSTS: &str = "polycrawl_cut_hosts";
 /// Seconds since the manager process started.
 pub const UPTIME: &str = "polycrawl_uptime_seconds";
 
@@ -82,8 +86,44 @@ pub fn render(s: &StatusSnapshot) -> String {
     speed(&mut out, s);
     work(&mut out, s);
     hosts(&mut out, s);
+    cuts(&mut out, s);
     process(&mut out, s);
     out
+}
+
+/// URLs and hosts in scope cut, by rule, summed over the applications (the
+/// admin page's "Cut in scope"; a crawl with any is incomplete).
+fn cuts(out: &mut String, s: &StatusSnapshot) {
+    let mut by_rule: std::collections::BTreeMap<&str, (u64, u64)> = Default::default();
+    for app in s.components.iter().filter_map(|c| c.state.app.as_ref()) {
+        for cut in &app.cuts {
+            let sum = by_rule.entry(cut.rule.as_str()).or_default();
+            sum.0 += cut.urls;
+            sum.1 += cut.hosts;
+        }
+    }
+    let urls: Vec<(&str, &str, f64)> = by_rule
+        .iter()
+        .map(|(rule, (n, _))| ("rule", *rule, *n as f64))
+        .collect();
+    let hosts: Vec<(&str, &str, f64)> = by_rule
+        .iter()
+        .map(|(rule, (_, n))| ("rule", *rule, *n as f64))
+        .collect();
+    family(
+        out,
+        CUT_URLS,
+        "gauge",
+        "URLs in the crawl's scope cut and not requested, by rule.",
+        &urls,
+    );
+    family(
+        out,
+        CUT_HOSTS,
+        "gauge",
+        "Hosts with URLs in scope cut, by rule (summed over applications).",
+        &hosts,
+    );
 }
 
 /// The persistent totals: pages, fetches, bytes and robots.txt verdicts.
@@ -283,6 +323,8 @@ mod tests {
                 DNS_PENDING,
                 REQUEST_FILES_PENDING,
                 HOSTS,
+                CUT_URLS,
+                CUT_HOSTS,
                 COMPONENTS,
                 UPTIME
             ]
@@ -291,6 +333,42 @@ mod tests {
         assert!(
             text.contains("polycrawl_jobs_in_flight 1\n")
                 && text.contains("polycrawl_uptime_seconds 1.5\n"),
+            "{text}"
+        );
+    }
+
+    /// The applications' cuts, summed by rule.
+    #[test]
+    fn cuts_by_rule_over_the_applications() {
+        let mut s = snapshot();
+        let app = |cuts: Vec<(&str, u64, u64)>| {
+            serde_json::from_value::<spool::protocol::ComponentStatus>(serde_json::json!({
+                "role": "application", "id": "app-bfs", "last_heard_ms": 1, "healthy": true,
+                "load": serde_json::to_value(spool::protocol::Load::default()).expect("json"),
+                "state": {"pause": null, "app": serde_json::to_value(spool::protocol::AppFigures {
+                    cuts: cuts.into_iter().map(|(rule, urls, hosts)| spool::protocol::RuleCut {
+                        rule: rule.into(), urls, hosts,
+                    }).collect(),
+                    ..Default::default()
+                }).expect("json")}
+            }))
+            .expect("a component")
+        };
+        s.components = vec![
+            app(vec![("depth", 3, 1), ("host_ceiling", 10, 2)]),
+            app(vec![("depth", 4, 2)]),
+        ];
+        let text = render(&s);
+        assert!(
+            text.contains("polycrawl_cut_urls{rule=\"depth\"} 7\n"),
+            "{text}"
+        );
+        assert!(
+            text.contains("polycrawl_cut_urls{rule=\"host_ceiling\"} 10\n"),
+            "{text}"
+        );
+        assert!(
+            text.contains("polycrawl_cut_hosts{rule=\"depth\"} 3\n"),
             "{text}"
         );
     }
