@@ -25,6 +25,11 @@
 # 'KEY: VALUE, ...': extra fields of its `manager.frontier` section (e.g.
 # 'chain_max_interval_ms: 0,' to turn chained jobs off).
 #
+# Seeds: --all-seeds (every host a seed, as a user names the sites to crawl: polycrawl
+# runs with its default scope, the seeds' sites; the default of throughput and small,
+# issue 37) or --popular-seeds (websim's popular hosts: the rest is found by crawling,
+# so polycrawl runs `--scope open`; the default of polite).
+#
 # Flags (after --config): --runs N (default 3; polite 1), --hosts N, --pages N, --skew S,
 # --seed N (the web), --slow-ms MS (websim's slow hosts, default 300), --interval-ms MS
 # (politeness per host and per IP; 0 = off), --crawlers wget2,polycrawl, --threads N (wget2,
@@ -77,7 +82,7 @@ configs=()
 runs="" hosts="" pages="" skew="" interval_ms="" crawlers="" own_addresses=""
 seed=1 slow_ms=300 threads=64 downloaders=auto timeout_s=900 conns=1 gzip_level=1
 server="" nginx_workers="$(nproc)" parts="" app_settings="" frontier_settings=""
-work=/tmp/polycrawl-bench-peers keep=0 build=1 plain=1
+work=/tmp/polycrawl-bench-peers keep=0 build=1 plain=1 seeds_kind=""
 while [ $# -gt 0 ]; do
     case "$1" in
         --config) configs+=("$2"); shift 2 ;;
@@ -88,6 +93,8 @@ while [ $# -gt 0 ]; do
         --seed) seed="$2"; shift 2 ;;
         --slow-ms) slow_ms="$2"; shift 2 ;;
         --hostile) plain=0; shift ;;
+        --all-seeds) seeds_kind=all; shift ;;
+        --popular-seeds) seeds_kind=popular; shift ;;
         --own-addresses) own_addresses=1; shift ;;
         --shared-addresses) own_addresses=0; shift ;;
         --interval-ms) interval_ms="$2"; shift 2 ;;
@@ -198,6 +205,7 @@ start_websim() { # DIR
     plain_flag=()
     [ "$plain" = 1 ] && plain_flag=(--plain)
     [ "$c_own" = 1 ] && plain_flag+=(--own-addresses)
+    [ "$c_seeds" = all ] && plain_flag+=(--all-seeds)
     RUST_LOG=warn "$bin" websim "${plain_flag[@]}" --hosts "$c_hosts" --pages "$c_pages" --size-skew "$c_skew" \
         --seed "$seed" --slow-ms "$slow_ms" --out "$dir/websim" --exit-with-parent \
         >"$out" 2>"$dir/websim.log" &
@@ -242,6 +250,7 @@ prepare_nginx_web() { # DIR
     chmod 755 "$dir"
     [ "$plain" = 1 ] && web_flags=(--plain)
     [ "$c_own" = 1 ] && web_flags+=(--own-addresses)
+    [ "$c_seeds" = all ] && web_flags+=(--all-seeds)
     http="$(free_port)" https="$(free_port)"
     [ "$http" != "$https" ] || https=$((http + 1))
     line="$(RUST_LOG=warn "$bin" websim "${web_flags[@]}" --hosts "$c_hosts" --pages "$c_pages" \
@@ -402,6 +411,9 @@ run_one() { # CRAWLER RUN
         polycrawl)
             write_polycrawl_config "$dir/polycrawl.ron" "$c_interval"
             cmd=("$bin" crawl --seeds "$ws_seeds" --out "$dir/scratch" --config "$dir/polycrawl.ron")
+            # Seeded with the popular hosts only, the web is found by crawling: an open
+            # crawl. Seeded with every host, the default scope (the seeds' sites).
+            [ "$c_seeds" = all ] || cmd+=(--scope open)
             [ "$downloaders" = auto ] || cmd+=(--downloaders "$downloaders")
             [ -z "$parts" ] || cmd+=(--parts "$parts")
             ;;
@@ -464,7 +476,7 @@ col() { # CONFIG CRAWLER AWK-EXPR: one value per run
 print_peer_table() { # CONFIG
     local c="$1" w
     printf '\n%s: server %s; web: websim%s --hosts %s --pages %s --size-skew %s --seed %s --slow-ms %s; politeness off; polycrawl: --downloaders %s%s, connections_per_host %s; load average %s\n' \
-        "$c" "$c_server" "$([ "$plain" = 1 ] && echo ' --plain')" "$c_hosts" "$c_pages" "$c_skew" "$seed" "$slow_ms" \
+        "$c" "$c_server" "$([ "$plain" = 1 ] && echo ' --plain')$([ "$c_seeds" = all ] && echo ' --all-seeds (polycrawl: default scope)' || echo ' (polycrawl: --scope open)')" "$c_hosts" "$c_pages" "$c_skew" "$seed" "$slow_ms" \
         "$downloaders" "$([ -n "$parts" ] && echo " --parts $parts")" "$conns" "$(cut -d' ' -f1-3 /proc/loadavg)"
     printf '| crawler | run | load | wall s | pages | pages/s | CPU-ms/page | peak RSS MiB (tree / 1 proc) | coverage | dup URLs | robots-disallowed | other never.txt | unexpected | requests |\n'
     printf '|---|---|---|---|---|---|---|---|---|---|---|---|---|---|\n'
@@ -495,7 +507,7 @@ print_peer_table() { # CONFIG
 print_polite_table() { # CONFIG
     local c="$1"
     printf '\n%s: websim%s --hosts %s --pages %s --size-skew %s --seed %s --slow-ms %s; %s ms per host and per IP; polycrawl alone (wget2 has no per-host politeness); load average %s\n' \
-        "$c" "$([ "$plain" = 1 ] && echo ' --plain')$([ "$c_own" = 1 ] && echo ' --own-addresses')" "$c_hosts" "$c_pages" "$c_skew" "$seed" "$slow_ms" "$c_interval" "$(cut -d' ' -f1-3 /proc/loadavg)"
+        "$c" "$([ "$plain" = 1 ] && echo ' --plain')$([ "$c_own" = 1 ] && echo ' --own-addresses')$([ "$c_seeds" = all ] && echo ' --all-seeds')" "$c_hosts" "$c_pages" "$c_skew" "$seed" "$slow_ms" "$c_interval" "$(cut -d' ' -f1-3 /proc/loadavg)"
     printf '| run | load | wall s | requests | coverage | fetch rate, middle 80 %% (/bound) | peak 10 s rate (/bound) | bound (live addresses / interval) | rate / bound while IPs had work | violations origin / IP | min gap ms origin / IP start | manager CPU s | manager CPU-us per request | CPU-ms/page (all) | peak RSS MiB (tree / 1 proc) |\n'
     printf '|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|\n'
     awk -F'\t' -v c="$c" '$1==c && $2=="polycrawl" {
@@ -514,14 +526,15 @@ results="$work/results.tsv"
 machine_line
 for c_name in "${configs[@]}"; do
     case "$c_name" in
-        throughput) d_hosts=200 d_pages=50000 d_skew=0.3 d_interval=0 d_runs=3 d_crawlers="wget2 polycrawl" d_own=0 ;;
-        small) d_hosts=20 d_pages=2000 d_skew=1 d_interval=0 d_runs=3 d_crawlers="wget2 polycrawl" d_own=0 ;;
+        throughput) d_hosts=200 d_pages=50000 d_skew=0.3 d_interval=0 d_runs=3 d_crawlers="wget2 polycrawl" d_own=0 d_seeds=all ;;
+        small) d_hosts=20 d_pages=2000 d_skew=1 d_interval=0 d_runs=3 d_crawlers="wget2 polycrawl" d_own=0 d_seeds=all ;;
         # Every host on its own address, so the bound is the issue's hosts / interval.
-        polite) d_hosts=5000 d_pages=100000 d_skew=0 d_interval=2000 d_runs=1 d_crawlers="polycrawl" d_own=1 ;;
+        polite) d_hosts=5000 d_pages=100000 d_skew=0 d_interval=2000 d_runs=1 d_crawlers="polycrawl" d_own=1 d_seeds=popular ;;
         *) die "unknown configuration $c_name (throughput, small, polite)" ;;
     esac
     c_hosts="${hosts:-$d_hosts}" c_pages="${pages:-$d_pages}" c_skew="${skew:-$d_skew}"
     c_interval="${interval_ms:-$d_interval}" c_runs="${runs:-$d_runs}" c_own="${own_addresses:-$d_own}"
+    c_seeds="${seeds_kind:-$d_seeds}"
     c_crawlers="$(printf '%s' "${crawlers:-$d_crawlers}" | tr ',' ' ')"
     if [ "$c_interval" -gt 0 ] && [[ " $c_crawlers " == *" wget2 "* ]]; then
         log "$c_name: wget2 has no per-host politeness; measuring polycrawl alone"
