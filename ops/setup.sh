@@ -8,7 +8,8 @@
 #   cargo: cargo-nextest (the test runner)
 #   pip:   warcio (the WARC checker the storage tests run), wacz (py-wacz: its
 #          `wacz validate` checks the WACZ files `polycrawl wacz` writes), pywb (the
-#          replay test indexes and serves a crawl with it), prometheus_client (its
+#          replay test indexes and serves a crawl with it), html5lib (the docsites
+#          test's link oracle, ops/link_oracle.py), prometheus_client (its
 #          text parser reads the manager's /metrics in the tests)
 set -euo pipefail
 
@@ -29,13 +30,15 @@ fi
 apt_missing=()
 # fuse3: fusermount3, which `polycrawl nfsim` (the NFS stand-in of the multi-machine
 # tests) mounts through.
-for pkg in build-essential pkg-config libclang-dev dnsutils chromium fuse3; do
+# nginx-light: the server of the real documentation sites the docsites test crawls
+# (ops/docsites.sh; installed without starting any service).
+for pkg in build-essential pkg-config libclang-dev dnsutils chromium fuse3 nginx-light; do
     dpkg-query -W -f='${Status}' "$pkg" 2>/dev/null | grep -q "install ok installed" || apt_missing+=("$pkg")
 done
 if [ ${#apt_missing[@]} -gt 0 ]; then
     log "installing Debian packages: ${apt_missing[*]}"
     as_root env DEBIAN_FRONTEND=noninteractive apt-get update -qq
-    as_root env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends "${apt_missing[@]}" >/dev/null
+    as_root env RUNLEVEL=1 DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends "${apt_missing[@]}" >/dev/null
 fi
 
 if ! cargo nextest --version >/dev/null 2>&1; then
@@ -58,6 +61,10 @@ if ! python3 -c 'import pywb' >/dev/null 2>&1 || ! command -v wb-manager >/dev/n
     python3 -m pip install --quiet pywb
 fi
 
+if ! python3 -c 'import html5lib' >/dev/null 2>&1; then
+    log "installing html5lib (pip)"
+    python3 -m pip install --quiet html5lib
+fi
 if ! python3 -c 'import prometheus_client' >/dev/null 2>&1; then
     log "installing prometheus_client (pip)"
     python3 -m pip install --quiet prometheus_client
