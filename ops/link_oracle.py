@@ -92,7 +92,8 @@ def links_of(data, page_url):
                 value = m.group(3).strip().strip("'\"")
         if value is None:
             continue
-        value = strip_url(value)
+        # http(s) URLs are "special" (URL Standard): a backslash is a slash.
+        value = strip_url(value).replace("\\", "/")
         if value.startswith("#"):
             continue
         out.append(urljoin(base, value))
