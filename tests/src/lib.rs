@@ -35,6 +35,8 @@
 //!   back in the spool.
 //! - [`repository`]: [`repository::RepoScan`], the responses an application stored
 //!   in its WARC repository.
+//! - [`verdict`]: what an application's summary line says of how its crawl ended
+//!   (`Complete`, or `Incomplete` with cuts by rule).
 //! - [`browser`]: [`browser::Browser`], a headless Chromium driven over the Chrome
 //!   DevTools Protocol (load, evaluate, type, click, screenshot), for the admin page.
 //!
@@ -57,5 +59,6 @@ pub mod repository;
 pub mod requestlog;
 pub mod spoolout;
 pub mod system;
+pub mod verdict;
 pub mod websim;
 pub mod wirelog;

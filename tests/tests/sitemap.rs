@@ -91,8 +91,8 @@ fn crawl(ws: &Websim) -> (System, RepoScan, String) {
         .find(|l| l.starts_with("app "))
         .unwrap_or_default();
     assert!(
-        summary.contains(": Complete:"),
-        "the crawl did not end complete: {summary}"
+        tests::verdict::ended_with_traps_at_most(&summary),
+        "the crawl did not end complete (or with trap cuts only): {summary}"
     );
     ws.flush_log();
     let scan = RepoScan::read(&repo).expect("reading the repository");
