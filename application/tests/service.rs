@@ -511,8 +511,8 @@ async fn redirect_chains_end_at_the_hop_limit_and_hosts_at_their_budget() {
         .unwrap()
         .unwrap();
     assert!(take_requests(&d.spool).is_empty());
-    assert_eq!((summary.budget_cut, summary.redirects_cut), (5, 1));
-    let t = &summary.most_cut[0];
+    assert_eq!((summary.cut.budget_cut, summary.cut.redirects_cut), (5, 1));
+    let t = &summary.cut.most_cut[0];
     assert_eq!(
         (
             t.host.as_str(),
@@ -585,8 +585,8 @@ async fn seeds_get_the_seed_budget_and_trusted_hosts_the_max() {
         take_requests(&d.spool).is_empty(),
         "the sixth counter value"
     );
-    assert_eq!(summary.trap_cuts.get("sequence"), Some(&1), "{summary}");
-    assert_eq!(summary.budget_cut, 8, "{summary}");
+    assert_eq!(summary.cut.trap_cuts.get("sequence"), Some(&1), "{summary}");
+    assert_eq!(summary.cut.budget_cut, 8, "{summary}");
 }
 
 /// Takes every request file: (url, hops hint).
@@ -707,7 +707,7 @@ async fn host_budgets_survive_a_restart() {
         .expect("the app stops")
         .unwrap()
         .unwrap();
-    assert_eq!((summary.end, summary.budget_cut), (End::Shutdown, 0));
+    assert_eq!((summary.end, summary.cut.budget_cut), (End::Shutdown, 0));
 
     // After the restart 5 more: 2 fit in the budget left, 3 are cut.
     let app = start(CancellationToken::new());
@@ -728,8 +728,8 @@ async fn host_budgets_survive_a_restart() {
         .expect("the app ends once the manager is idle")
         .unwrap()
         .unwrap();
-    assert_eq!(summary.budget_cut, 3);
-    let t = &summary.most_cut[0];
+    assert_eq!(summary.cut.budget_cut, 3);
+    let t = &summary.cut.most_cut[0];
     assert_eq!((t.host.as_str(), t.requested, t.cut), ("test.t", 5, 3));
 }
 
@@ -919,7 +919,7 @@ async fn cuts_make_a_crawl_incomplete_and_the_cut_list_fed_back_crawls_exactly_t
         line.contains("host_ceiling=7/1") && line.contains("depth=1/1"),
         "{line}"
     );
-    let cut_file = summary.cut_file.clone().expect("a cut list");
+    let cut_file = summary.cut.file.clone().expect("a cut list");
     let listed = std::fs::read_to_string(&cut_file).unwrap();
     let mut cut: Vec<&str> = listed
         .lines()
@@ -946,7 +946,10 @@ async fn cuts_make_a_crawl_incomplete_and_the_cut_list_fed_back_crawls_exactly_t
     second.sort_unstable();
     assert_eq!(second, expected, "the requeued URLs, each once");
     assert_eq!(again.verdict(), "Complete", "{again}");
-    assert!(again.cuts.is_empty() && again.cut_file.is_none(), "{again}");
+    assert!(
+        again.cut.by_rule.is_empty() && again.cut.file.is_none(),
+        "{again}"
+    );
 
     // Taken once: a third run with the same file requests nothing.
     let third = run_to_end(&d.config, &d.spool, Vec::new()).await;

@@ -1,4 +1,4 @@
-//! [`Cuts`]: every in-scope URL the crawl did not request, with the rule that cut
+//! `Cuts`: every in-scope URL the crawl did not request, with the rule that cut
 //! it, so that a cut is never silent. The summary's verdict is `Complete` only
 //! when nothing is cut; the crawl leaves `cut.tsv` in its state folder (one
 //! `URL<TAB>rule` a line), which `requeue_file` takes back as input: a later run
@@ -14,15 +14,15 @@
 //! budgets). A URL counts once, under the first rule that cut it (an after-seen
 //! rule replaces a before-seen one: the URL is in the seen set now), and stops
 //! counting when it is requested after all (found again by a way no rule cuts, or
-//! released when its host's budget grew). At the end ([`Cuts::finish`]) the
+//! released when its host's budget grew). At the end (`Cuts::finish`) the
 //! before-seen cuts of URLs the seen set holds are dropped, so `cut.tsv` holds
 //! exactly the URLs cut and never requested.
 //!
 //! Durability: events go to the append-only log `cuts.log` (`cut<TAB>rule<TAB>URL`
-//! or `clear<TAB>URL`); [`Cuts::sync`] makes them durable, and the crawl loop calls
+//! or `clear<TAB>URL`); `Cuts::sync` makes them durable, and the crawl loop calls
 //! it before it records a generation, so no event of a recorded generation is lost.
 //! A replayed generation may log an event twice: the log is read as a set. At open
-//! the log is replayed; `cut.tsv` is written from it at the end ([`Cuts::finish`]).
+//! the log is replayed; `cut.tsv` is written from it at the end (`Cuts::finish`).
 //!
 //! Memory: a 64-bit hash per URL cut or cleared, and a host name per host with
 //! cuts: O(URLs cut). This module never decides a cut: admission does.

@@ -109,7 +109,7 @@ pub use budget::HostCut;
 pub use config::{AppConfig, PartMode, Partitioning};
 pub use control::{ControlSettings, default_id};
 pub use error::AppError;
-pub use summary::{End, Summary};
+pub use summary::{CutSummary, End, Summary};
 
 /// Test hook: stop dead (like `kill -9`: nothing more is written) after this many
 /// request files have been published in this run.

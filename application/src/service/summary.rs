@@ -41,6 +41,21 @@ pub struct Summary {
     pub batches_quarantined: u64,
     /// Distinct URLs in the seen set.
     pub seen_keys: u64,
+    /// What the crawl did not request: its scope, the cuts by rule, the budgets.
+    pub cut: CutSummary,
+    /// In a split crawl: this part, the number of parts, the mode and the counters.
+    pub part: Option<PartLine>,
+}
+
+/// What a crawl did not request, in its summary.
+#[derive(Debug, Clone, PartialEq, Eq, Default)]
+pub struct CutSummary {
+    /// The crawl's scope, as `Scope::describe` says it.
+    pub scope: String,
+    /// In-scope URLs cut and never requested, by rule (`cuts.rs`).
+    pub by_rule: BTreeMap<String, RuleCuts>,
+    /// The list of those URLs (`cut.tsv`), when there are any.
+    pub file: Option<PathBuf>,
     /// New URLs not requested because their host's budget was used up.
     pub budget_cut: u64,
     /// Redirect targets not requested: the chain was too long.
@@ -49,14 +64,70 @@ pub struct Summary {
     pub trap_cuts: BTreeMap<String, u64>,
     /// The hosts with the most URLs cut by their budget (this run), most first.
     pub most_cut: Vec<crate::service::HostCut>,
-    /// In a split crawl: this part, the number of parts, the mode and the counters.
-    pub part: Option<PartLine>,
-    /// The crawl's scope, as `Scope::describe` says it.
-    pub scope: String,
-    /// In-scope URLs cut and never requested, by rule (`cuts.rs`).
-    pub cuts: BTreeMap<String, RuleCuts>,
-    /// The list of those URLs (`cut.tsv`), when there are any.
-    pub cut_file: Option<PathBuf>,
+}
+
+impl CutSummary {
+    /// URLs and hosts cut in scope, all rules (a URL counts under one rule; a
+    /// host under each rule that cut it).
+    pub fn totals(&self) -> RuleCuts {
+        RuleCuts {
+            urls: self.by_rule.values().map(|c| c.urls).sum(),
+            hosts: self.by_rule.values().map(|c| c.hosts).sum(),
+        }
+    }
+
+    /// `, N URLs cut by host budgets, ..., scope ..., cut in scope: ..., links cut
+    /// by trap detectors: ...`.
+    fn write_counts(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(
+            f,
+            ", {} URLs cut by host budgets, {} redirects cut, scope {}",
+            self.budget_cut, self.redirects_cut, self.scope
+        )?;
+        if !self.by_rule.is_empty() {
+            let parts: Vec<String> = self
+                .by_rule
+                .iter()
+                .map(|(rule, c)| format!("{rule}={}/{}", c.urls, c.hosts))
+                .collect();
+            write!(
+                f,
+                ", cut in scope: {} URLs (URLs/hosts by rule: {})",
+                self.totals().urls,
+                parts.join(" ")
+            )?;
+            if let Some(file) = &self.file {
+                write!(f, ", listed in {}", file.display())?;
+            }
+        }
+        if !self.trap_cuts.is_empty() {
+            let parts: Vec<String> = self
+                .trap_cuts
+                .iter()
+                .map(|(d, n)| format!("{d}={n}"))
+                .collect();
+            write!(f, ", links cut by trap detectors: {}", parts.join(" "))?;
+        }
+        Ok(())
+    }
+
+    /// ` (most cut: HOST budget=... ; ...)` when a budget cut.
+    fn write_most_cut(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        if self.most_cut.is_empty() {
+            return Ok(());
+        }
+        let parts: Vec<String> = self
+            .most_cut
+            .iter()
+            .map(|h| {
+                format!(
+                    "{} budget={} requested={} cut={} linking_sites={}",
+                    h.host, h.budget, h.requested, h.cut, h.linking_sites
+                )
+            })
+            .collect();
+        write!(f, " (most cut: {})", parts.join("; "))
+    }
 }
 
 impl Summary {
@@ -65,17 +136,8 @@ impl Summary {
     /// with cuts; otherwise the end's own name (`MaxPages`, `Shutdown`, ...).
     pub fn verdict(&self) -> String {
         match self.end {
-            End::Complete if !self.cuts.is_empty() => "Incomplete".to_owned(),
+            End::Complete if !self.cut.by_rule.is_empty() => "Incomplete".to_owned(),
             end => format!("{end:?}"),
-        }
-    }
-
-    /// URLs and hosts cut in scope, all rules (a URL counts under one rule; a
-    /// host under each rule that cut it).
-    pub fn cut_totals(&self) -> RuleCuts {
-        RuleCuts {
-            urls: self.cuts.values().map(|c| c.urls).sum(),
-            hosts: self.cuts.values().map(|c| c.hosts).sum(),
         }
     }
 }
@@ -124,36 +186,10 @@ impl fmt::Display for Summary {
         )?;
         write!(
             f,
-            ", {} URLs seen, {} batches quarantined, {} URLs cut by host budgets, {} \
-             redirects cut",
-            self.seen_keys, self.batches_quarantined, self.budget_cut, self.redirects_cut
+            ", {} URLs seen, {} batches quarantined",
+            self.seen_keys, self.batches_quarantined
         )?;
-        write!(f, ", scope {}", self.scope)?;
-        if !self.cuts.is_empty() {
-            let total = self.cut_totals();
-            let parts: Vec<String> = self
-                .cuts
-                .iter()
-                .map(|(rule, c)| format!("{rule}={}/{}", c.urls, c.hosts))
-                .collect();
-            write!(
-                f,
-                ", cut in scope: {} URLs (URLs/hosts by rule: {})",
-                total.urls,
-                parts.join(" ")
-            )?;
-            if let Some(file) = &self.cut_file {
-                write!(f, ", listed in {}", file.display())?;
-            }
-        }
-        if !self.trap_cuts.is_empty() {
-            let parts: Vec<String> = self
-                .trap_cuts
-                .iter()
-                .map(|(d, n)| format!("{d}={n}"))
-                .collect();
-            write!(f, ", links cut by trap detectors: {}", parts.join(" "))?;
-        }
+        self.cut.write_counts(f)?;
         if let Some(p) = &self.part {
             let c = &p.counters;
             write!(
@@ -181,19 +217,7 @@ impl fmt::Display for Summary {
                 )?;
             }
         }
-        if !self.most_cut.is_empty() {
-            let parts: Vec<String> = self
-                .most_cut
-                .iter()
-                .map(|h| {
-                    format!(
-                        "{} budget={} requested={} cut={} linking_sites={}",
-                        h.host, h.budget, h.requested, h.cut, h.linking_sites
-                    )
-                })
-                .collect();
-            write!(f, " (most cut: {})", parts.join("; "))?;
-        }
+        self.cut.write_most_cut(f)?;
         Ok(())
     }
 }

@@ -47,7 +47,7 @@ use super::exchange::{Foreign, Parts};
 use super::pace::Pace;
 use super::pause::DiskWait;
 use super::read_ahead::ReadAhead;
-use super::summary::{End, Summary};
+use super::summary::{CutSummary, End, Summary};
 use super::traps::Detector;
 use super::unshuffle::{key_domain, key_host, unshuffle};
 use crate::canon::key::{reversed_host_key, url_from_key};
@@ -581,9 +581,6 @@ impl Crawl {
         };
         let progress = &self.ledger.progress;
         Ok(Summary {
-            scope: self.admission.scope_text(),
-            cuts,
-            cut_file,
             app: self.config.app.clone(),
             end,
             urls_requested: progress.urls_requested,
@@ -593,10 +590,15 @@ impl Crawl {
             outcomes: progress.outcomes.clone(),
             batches_quarantined: self.intake.quarantined(),
             seen_keys: self.seen.len(),
-            budget_cut: progress.budget_cut,
-            redirects_cut: progress.redirects_cut,
-            trap_cuts: progress.trap_cuts.clone(),
-            most_cut: self.admission.budgets().most_cut(5),
+            cut: CutSummary {
+                scope: self.admission.scope_text(),
+                by_rule: cuts,
+                file: cut_file,
+                budget_cut: progress.budget_cut,
+                redirects_cut: progress.redirects_cut,
+                trap_cuts: progress.trap_cuts.clone(),
+                most_cut: self.admission.budgets().most_cut(5),
+            },
             part: self.parts.as_ref().map(|p| super::summary::PartLine {
                 part: p.own,
                 parts: p.count,
