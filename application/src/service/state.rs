@@ -24,14 +24,9 @@ pub struct Progress {
     pub urls_requested: u64,
     /// Response records of the page batches stored in the repository.
     pub pages_stored: u64,
-    /// Response records of the page batches read (their links taken in, whether
-    /// storage then kept them or not): with the outcomes read, what the crawl
-    /// knows ended of `urls_requested` (see `crawl/completion.rs`). Saved before a
-    /// batch leaves its folder, so a crash counts a batch twice, never not at all.
-    pub pages_read: u64,
-    /// Page batches quarantined before they could be read: their pages are not
-    /// in `pages_read`, so the count of what ended cannot be held to them.
-    pub batches_unread: u64,
+    /// The page batches read: with the outcomes read, what the crawl knows ended
+    /// of `urls_requested` (see `crawl/completion.rs`).
+    pub read: ReadCounts,
     /// Of those, duplicates stored as identical-payload-digest revisits.
     pub revisits_identical: u64,
     /// Of those, 304s stored as server-not-modified revisits (a recrawl).
@@ -48,6 +43,18 @@ pub struct Progress {
     pub trap_cuts: BTreeMap<String, u64>,
     /// Parts (see [`super::exchange`]): counters kept across restarts.
     pub parts: PartCounters,
+}
+
+/// What the crawl read of its page batches.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct ReadCounts {
+    /// Response records of the page batches read (their links taken in, whether
+    /// storage then kept them or not). Saved before a batch leaves its folder, so a
+    /// crash counts a batch twice, never not at all.
+    pub pages: u64,
+    /// Page batches quarantined before they could be read: their pages are not in
+    /// `pages`, so the count of what ended cannot be held to them.
+    pub batches_unread: u64,
 }
 
 /// The inter-part counters of one part (statistics: they feed the metrics, never a
@@ -115,7 +122,7 @@ impl Progress {
                 "urls_requested" => p.urls_requested = n,
                 "pages_stored" => p.pages_stored = n,
                 "pages_read" => pages_read = Some(n),
-                "batches_unread" => p.batches_unread = n,
+                "batches_unread" => p.read.batches_unread = n,
                 "revisits_identical" => p.revisits_identical = n,
                 "revisits_not_modified" => p.revisits_not_modified = n,
                 "budget_cut" => p.budget_cut = n,
@@ -145,7 +152,7 @@ impl Progress {
         }
         // A file from before pages were counted as read: what was requested then
         // counts as ended (the count starts with this version).
-        p.pages_read = pages_read.unwrap_or_else(|| {
+        p.read.pages = pages_read.unwrap_or_else(|| {
             p.urls_requested
                 .saturating_sub(p.outcomes_total())
                 .max(p.pages_stored)
@@ -170,8 +177,8 @@ impl Progress {
             u8::from(self.seeds_done),
             self.urls_requested,
             self.pages_stored,
-            self.pages_read,
-            self.batches_unread,
+            self.read.pages,
+            self.read.batches_unread,
             self.revisits_identical,
             self.revisits_not_modified,
             self.budget_cut,
@@ -223,7 +230,7 @@ impl Progress {
     /// crash) can hide a missing one, never the other way round.
     pub fn unaccounted(&self) -> u64 {
         self.urls_requested
-            .saturating_sub(self.pages_read.saturating_add(self.outcomes_total()))
+            .saturating_sub(self.read.pages.saturating_add(self.outcomes_total()))
     }
 }
 
@@ -268,8 +275,10 @@ mod tests {
             seeds_done: true,
             urls_requested: 12,
             pages_stored: 5,
-            pages_read: 6,
-            batches_unread: 1,
+            read: ReadCounts {
+                pages: 6,
+                batches_unread: 1,
+            },
             parts: PartCounters {
                 sent_urls: 3,
                 crossed: 2,
@@ -299,10 +308,10 @@ mod tests {
         )
         .unwrap();
         let p = Progress::load(dir.path()).unwrap().unwrap();
-        assert_eq!((p.pages_read, p.unaccounted()), (8, 0));
+        assert_eq!((p.read.pages, p.unaccounted()), (8, 0));
         let mut later = p;
         later.urls_requested += 4;
-        later.pages_read += 1;
+        later.read.pages += 1;
         assert_eq!(later.unaccounted(), 3, "URLs requested since are counted");
     }
 }

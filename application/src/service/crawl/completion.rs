@@ -228,11 +228,11 @@ impl Crawl {
         if gap == 0 {
             return true;
         }
-        if progress.batches_unread > 0 {
+        if progress.read.batches_unread > 0 {
             if self.completion.gap_logged.is_none() {
                 warn!(
                     urls = gap,
-                    batches = progress.batches_unread,
+                    batches = progress.read.batches_unread,
                     "app: requested URLs without a page or an outcome read, and page \
                      batches quarantined unread: the end is the manager's to say"
                 );

@@ -249,7 +249,7 @@ impl Crawl {
             Err(e) if e.is_batch_fault() => {
                 warn!(batch = %claimed.name(), error = %e, "app: page batch quarantined");
                 // Its pages cannot be counted: say so durably before it goes.
-                self.ledger.progress.batches_unread += 1;
+                self.ledger.progress.read.batches_unread += 1;
                 self.ledger.save(&self.wait)?;
                 claimed.quarantine(&e.to_string())?;
                 self.intake.quarantined += 1;

@@ -48,7 +48,7 @@ impl Ledger {
     /// `n` pages of a batch were read: kept with the next save, which must come
     /// before the batch leaves its folder ([`Ledger::save_reads`]).
     pub(crate) fn pages_read(&mut self, n: u64) {
-        self.progress.pages_read += n;
+        self.progress.read.pages += n;
         self.reads_unsaved = true;
     }
 
