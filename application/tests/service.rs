@@ -122,6 +122,79 @@ fn publish_hops(spool: &Path, depth: u32, pages: &[(&str, u32, Vec<u8>)]) {
     let p = Publisher::new(dir, ComponentId::new("dl-1").unwrap()).unwrap();
     p.publish(Priority::NORMAL, FileKind::PageBatch, &data)
         .unwrap();
+    note(spool, ENDED, pages.iter().map(|(url, _, _)| *url));
+}
+
+/// The test's notes of the URLs it took from request files, beside the spool.
+const TAKEN: &str = "taken.txt";
+/// ... and of the URLs it ended, with a page or an outcome.
+const ENDED: &str = "ended.txt";
+
+/// Appends `urls` to the note `name`.
+fn note<'a>(spool: &Path, name: &str, urls: impl Iterator<Item = &'a str>) {
+    let mut f = std::fs::OpenOptions::new()
+        .create(true)
+        .append(true)
+        .open(spool.with_file_name(name))
+        .unwrap();
+    for url in urls {
+        writeln!(f, "{url}").unwrap();
+    }
+}
+
+/// The URLs in the note `name`.
+fn noted(spool: &Path, name: &str) -> BTreeSet<String> {
+    std::fs::read_to_string(spool.with_file_name(name))
+        .unwrap_or_default()
+        .lines()
+        .map(str::to_owned)
+        .collect()
+}
+
+/// Ends every URL taken and not ended yet with an outcome (`connect_failure`), as
+/// the manager does for a URL it cannot fetch: the app ends only once each URL it
+/// requested has a page or an outcome.
+fn answer_taken(spool: &Path) {
+    let ended = noted(spool, ENDED);
+    let open: Vec<String> = noted(spool, TAKEN).difference(&ended).cloned().collect();
+    if open.is_empty() {
+        return;
+    }
+    let mut w = spool::formats::OutcomeWriter::new(Vec::new()).unwrap();
+    for url in &open {
+        w.write(url, spool::OutcomeReason::ConnectFailure, "test")
+            .unwrap();
+    }
+    let dir = Spool::new(spool)
+        .outcomes(&AppId::new("bfs").unwrap())
+        .unwrap();
+    Publisher::new(dir, ComponentId::new("manager").unwrap())
+        .unwrap()
+        .publish(Priority::NORMAL, FileKind::Outcomes, &w.finish().unwrap())
+        .unwrap();
+    note(spool, ENDED, open.iter().map(String::as_str));
+}
+
+/// Waits (at most 20 s) for the app to end, ending meanwhile every URL it requested
+/// that the test did not (see [`answer_taken`]); returns its summary and the
+/// requests taken while waiting.
+async fn finish(
+    spool: &Path,
+    app: tokio::task::JoinHandle<Result<service::Summary, service::AppError>>,
+) -> (service::Summary, Vec<(String, u32)>) {
+    let deadline = tokio::time::Instant::now() + Duration::from_secs(20);
+    let mut taken = Vec::new();
+    while !app.is_finished() {
+        assert!(
+            tokio::time::Instant::now() < deadline,
+            "the app did not end within 20 s once every URL it requested ended"
+        );
+        taken.extend(take_requests(spool));
+        answer_taken(spool);
+        tokio::time::sleep(Duration::from_millis(25)).await;
+    }
+    taken.extend(take_requests(spool));
+    (app.await.unwrap().unwrap(), taken)
 }
 
 /// Takes (like the manager) every request file: (url, depth) in stream order.
@@ -141,6 +214,7 @@ fn take_requests(spool: &Path) -> Vec<(String, u32)> {
         }
         std::fs::remove_file(path).unwrap();
     }
+    note(spool, TAKEN, out.iter().map(|(url, _)| url.as_str()));
     out
 }
 
@@ -261,15 +335,11 @@ async fn page_batches_become_request_files_and_the_crawl_completes() {
     );
 
     idle.store(true, Ordering::SeqCst);
-    let summary = tokio::time::timeout(Duration::from_secs(20), app)
-        .await
-        .expect("the app ends once the manager is idle")
-        .unwrap()
-        .unwrap();
+    let (summary, rest) = finish(&d.spool, app).await;
     assert_eq!(summary.end, End::Complete);
     assert_eq!(summary.urls_requested, 7);
     assert_eq!(summary.pages_stored, 4);
-    assert!(take_requests(&d.spool).is_empty(), "no duplicates");
+    assert!(rest.is_empty(), "no duplicates: {rest:?}");
     let pages = Spool::new(&d.spool)
         .pages(&AppId::new("bfs").unwrap())
         .unwrap();
@@ -282,6 +352,62 @@ async fn page_batches_become_request_files_and_the_crawl_completes() {
     let page = repo.get("https://a.test/p2").unwrap().expect("stored");
     assert_eq!(page.status(), Some(200));
     println!("{summary}");
+}
+
+/// Issue 38, Done-when 5: the manager answers "idle" once a URL's page is in a
+/// published batch (or its outcome in a published outcome file), but on a shared
+/// file system that file shows in the app's folder only after the visibility delay
+/// (NFS attribute caching, nfsim's `--visibility-delay-ms`). Here the manager is
+/// idle from the start and each file shows ten idle confirmations late
+/// (`idle_check_ms` 200 ms): the app must not end before it has read a page or an
+/// outcome of every URL it requested. Without the ledger's count it ended in about
+/// 0.3 s with its seed's page still on its way.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_crawl_waits_for_pages_and_outcomes_that_show_late() {
+    let d = dirs();
+    let late = Duration::from_millis(10 * d.config.idle_check_ms);
+    let idle = Arc::new(AtomicBool::new(true));
+    let addr = fake_manager(idle.clone()).await;
+    let app = tokio::spawn(service::run(
+        d.config.clone(),
+        Spool::new(&d.spool),
+        vec!["https://a.test/".into()],
+        control(&addr),
+        CancellationToken::new(),
+    ));
+    assert_eq!(
+        wait_requests(&d.spool, 1).await,
+        [("https://a.test/".to_owned(), 0)]
+    );
+    // The page is fetched and its batch published elsewhere; it shows this late.
+    tokio::time::sleep(late).await;
+    assert!(
+        !app.is_finished(),
+        "the app ended with its seed's page not read: {:?}",
+        app.await
+    );
+    publish_batch(&d.spool, 0, &[("https://a.test/", html(&["/b"]))]);
+    assert_eq!(
+        wait_requests(&d.spool, 1).await,
+        [("https://a.test/b".to_owned(), 1)]
+    );
+    // /b ends with an outcome, whose file shows as late.
+    tokio::time::sleep(late).await;
+    assert!(
+        !app.is_finished(),
+        "the app ended with the outcome of /b not read: {:?}",
+        app.await
+    );
+    answer_taken(&d.spool);
+    let (summary, rest) = finish(&d.spool, app).await;
+    assert!(rest.is_empty(), "{rest:?}");
+    assert_eq!(summary.end, End::Complete);
+    assert_eq!((summary.urls_requested, summary.pages_stored), (2, 1));
+    assert_eq!(
+        summary.outcomes.get("connect_failure"),
+        Some(&1),
+        "{summary}"
+    );
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -328,21 +454,15 @@ async fn a_crash_mid_publication_loses_nothing() {
         "the batch is not stored before its links are published"
     );
 
-    let done = tokio::time::timeout(
-        Duration::from_secs(20),
-        service::run(
-            d.config.clone(),
-            Spool::new(&d.spool),
-            seeds,
-            control(&addr),
-            CancellationToken::new(),
-        ),
-    )
-    .await
-    .unwrap()
-    .unwrap();
+    let app = tokio::spawn(service::run(
+        d.config.clone(),
+        Spool::new(&d.spool),
+        seeds,
+        control(&addr),
+        CancellationToken::new(),
+    ));
+    let (done, after) = finish(&d.spool, app).await;
     assert_eq!(done.end, End::Complete);
-    let after = take_requests(&d.spool);
     let all: BTreeSet<String> = before
         .iter()
         .chain(&after)
@@ -505,12 +625,8 @@ async fn redirect_chains_end_at_the_hop_limit_and_hosts_at_their_budget() {
     );
 
     idle.store(true, Ordering::SeqCst);
-    let summary = tokio::time::timeout(Duration::from_secs(20), app)
-        .await
-        .expect("the app ends once the manager is idle")
-        .unwrap()
-        .unwrap();
-    assert!(take_requests(&d.spool).is_empty());
+    let (summary, rest) = finish(&d.spool, app).await;
+    assert!(rest.is_empty(), "{rest:?}");
     assert_eq!((summary.cut.budget_cut, summary.cut.redirects_cut), (5, 1));
     let t = &summary.cut.most_cut[0];
     assert_eq!(
@@ -576,15 +692,8 @@ async fn seeds_get_the_seed_budget_and_trusted_hosts_the_max() {
     }
     wait_batches_consumed(&d.spool).await;
     idle.store(true, Ordering::SeqCst);
-    let summary = tokio::time::timeout(Duration::from_secs(20), app)
-        .await
-        .expect("the app ends once the manager is idle")
-        .unwrap()
-        .unwrap();
-    assert!(
-        take_requests(&d.spool).is_empty(),
-        "the sixth counter value"
-    );
+    let (summary, rest) = finish(&d.spool, app).await;
+    assert!(rest.is_empty(), "the sixth counter value: {rest:?}");
     assert_eq!(summary.cut.trap_cuts.get("sequence"), Some(&1), "{summary}");
     assert_eq!(summary.cut.budget_cut, 8, "{summary}");
 }
@@ -604,6 +713,7 @@ fn take_hops(spool: &Path) -> Vec<(String, Option<u32>)> {
         }
         std::fs::remove_file(path).unwrap();
     }
+    note(spool, TAKEN, out.iter().map(|(url, _)| url.as_str()));
     out
 }
 
@@ -659,13 +769,9 @@ async fn depths_are_right_after_a_restart() {
         "the depth of a page requested before the restart"
     );
     idle.store(true, Ordering::SeqCst);
-    let summary = tokio::time::timeout(Duration::from_secs(20), app)
-        .await
-        .expect("the app ends once the manager is idle")
-        .unwrap()
-        .unwrap();
+    let (summary, rest) = finish(&d.spool, app).await;
     assert_eq!(summary.end, End::Complete);
-    assert!(take_requests(&d.spool).is_empty());
+    assert!(rest.is_empty(), "{rest:?}");
 }
 
 /// Issue 11: host budgets survive a restart: URLs requested before it still count,
@@ -723,11 +829,8 @@ async fn host_budgets_survive_a_restart() {
     );
     assert_eq!(got.len(), 2, "{got:?}");
     idle.store(true, Ordering::SeqCst);
-    let summary = tokio::time::timeout(Duration::from_secs(20), app)
-        .await
-        .expect("the app ends once the manager is idle")
-        .unwrap()
-        .unwrap();
+    let (summary, rest) = finish(&d.spool, app).await;
+    assert!(rest.is_empty(), "{rest:?}");
     assert_eq!(summary.cut.budget_cut, 3);
     let t = &summary.cut.most_cut[0];
     assert_eq!((t.host.as_str(), t.requested, t.cut), ("test.t", 5, 3));
@@ -808,21 +911,15 @@ async fn robots_sitemaps_are_requested_and_sitemaps_read_across_a_crash() {
         "the outcome file waits, claimed, for its sitemaps' publication"
     );
 
-    let done = tokio::time::timeout(
-        Duration::from_secs(20),
-        service::run(
-            d.config.clone(),
-            Spool::new(&d.spool),
-            Vec::new(),
-            control(&addr),
-            CancellationToken::new(),
-        ),
-    )
-    .await
-    .unwrap()
-    .unwrap();
+    let app = tokio::spawn(service::run(
+        d.config.clone(),
+        Spool::new(&d.spool),
+        Vec::new(),
+        control(&addr),
+        CancellationToken::new(),
+    ));
+    let (done, after) = finish(&d.spool, app).await;
     assert_eq!(done.end, End::Complete);
-    let after = take_requests(&d.spool);
     let all: BTreeMap<String, u32> = before.into_iter().chain(after).collect();
     let want: BTreeMap<String, u32> = [
         ("https://a.test/sitemap_index.xml".to_owned(), 2),
@@ -851,8 +948,13 @@ async fn robots_sitemaps_are_requested_and_sitemaps_read_across_a_crash() {
     );
 }
 
-/// Runs the app until the fake manager, idle, lets it end; its summary.
-async fn run_to_end(config: &AppConfig, spool: &Path, seeds: Vec<String>) -> service::Summary {
+/// Runs the app until the fake manager, idle, lets it end (every URL it requests
+/// ended with an outcome); its summary and the requests.
+async fn run_to_end(
+    config: &AppConfig,
+    spool: &Path,
+    seeds: Vec<String>,
+) -> (service::Summary, Vec<(String, u32)>) {
     let idle = Arc::new(AtomicBool::new(true));
     let addr = fake_manager(idle).await;
     let app = tokio::spawn(service::run(
@@ -862,11 +964,7 @@ async fn run_to_end(config: &AppConfig, spool: &Path, seeds: Vec<String>) -> ser
         control(&addr),
         CancellationToken::new(),
     ));
-    tokio::time::timeout(Duration::from_secs(20), app)
-        .await
-        .expect("the app ends once the manager is idle")
-        .unwrap()
-        .unwrap()
+    finish(spool, app).await
 }
 
 /// Issue 37, Done-when 5: a scoped crawl whose host reaches its ceiling and whose
@@ -905,11 +1003,8 @@ async fn cuts_make_a_crawl_incomplete_and_the_cut_list_fed_back_crawls_exactly_t
     tokio::time::sleep(Duration::from_millis(500)).await;
     first.extend(take_requests(&d.spool));
     idle.store(true, Ordering::SeqCst);
-    let summary = tokio::time::timeout(Duration::from_secs(20), app)
-        .await
-        .expect("the app ends once the manager is idle")
-        .unwrap()
-        .unwrap();
+    let (summary, rest) = finish(&d.spool, app).await;
+    first.extend(rest);
     assert_eq!(first.len(), 3, "{first:?}");
     assert_eq!(summary.end, End::Complete);
     assert_eq!(summary.verdict(), "Incomplete");
@@ -938,11 +1033,8 @@ async fn cuts_make_a_crawl_incomplete_and_the_cut_list_fed_back_crawls_exactly_t
     // Fed back with the ceiling raised: exactly the cut URLs, once each.
     d.config.host_budget_max = 100;
     d.config.requeue_file = Some(cut_file.clone());
-    let again = run_to_end(&d.config, &d.spool, Vec::new()).await;
-    let mut second: Vec<String> = take_requests(&d.spool)
-        .into_iter()
-        .map(|(u, _)| u)
-        .collect();
+    let (again, taken) = run_to_end(&d.config, &d.spool, Vec::new()).await;
+    let mut second: Vec<String> = taken.into_iter().map(|(u, _)| u).collect();
     second.sort_unstable();
     assert_eq!(second, expected, "the requeued URLs, each once");
     assert_eq!(again.verdict(), "Complete", "{again}");
@@ -952,7 +1044,7 @@ async fn cuts_make_a_crawl_incomplete_and_the_cut_list_fed_back_crawls_exactly_t
     );
 
     // Taken once: a third run with the same file requests nothing.
-    let third = run_to_end(&d.config, &d.spool, Vec::new()).await;
-    assert!(take_requests(&d.spool).is_empty());
+    let (third, taken) = run_to_end(&d.config, &d.spool, Vec::new()).await;
+    assert!(taken.is_empty(), "{taken:?}");
     assert_eq!(third.verdict(), "Complete", "{third}");
 }

@@ -3,7 +3,8 @@
 //! [`ProcessGuard`], so killed on drop) with a throw-away profile and every
 //! background service off, and connects to it; [`Page`] then loads a URL,
 //! evaluates JavaScript, types (`Input.insertText`), clicks with real mouse events
-//! at an element's centre (`Input.dispatchMouseEvent`) and takes screenshots.
+//! at an element's centre (`Input.dispatchMouseEvent`) and takes screenshots of
+//! laid-out pages.
 //!
 //! The protocol runs over one WebSocket (RFC 6455, the `tungstenite` crate) to the
 //! browser endpoint that Chromium writes to `<profile>/DevToolsActivePort`. Blocking
@@ -31,6 +32,10 @@ const CALL_TIMEOUT: Duration = Duration::from_secs(30);
 const START_TIMEOUT: Duration = Duration::from_secs(30);
 /// Largest message accepted (screenshots are base64 PNGs of a few MB).
 const MAX_MESSAGE: usize = 64 << 20;
+/// How long a page may take to be loaded and laid out before its screenshot.
+const LAYOUT_TIMEOUT: Duration = Duration::from_secs(30);
+/// Pause between two looks at a page that is not laid out yet.
+const LAYOUT_POLL: Duration = Duration::from_millis(50);
 
 /// The Chromium binary, if one is installed (`chromium` or `chromium-browser`).
 pub fn chromium() -> Option<PathBuf> {
@@ -264,11 +269,44 @@ impl Page<'_> {
         }
     }
 
-    /// Saves a PNG of the whole page to `path`.
+    /// Waits until the page is loaded and laid out: `document.readyState` is
+    /// `complete`, and its layout viewport and content have a width (Chromium's
+    /// `Page.getLayoutMetrics`). A new tab can be loaded before its first layout,
+    /// and Chromium refuses to capture it then ("Cannot take screenshot with 0
+    /// width"). The tab is brought to the front first: a background tab need not
+    /// be laid out. Polls every [`LAYOUT_POLL`] until [`LAYOUT_TIMEOUT`].
+    pub fn wait_laid_out(&mut self) -> Result<(), String> {
+        self.call("Page.bringToFront", json!({}))?;
+        let deadline = Instant::now() + LAYOUT_TIMEOUT;
+        loop {
+            let ready = self.eval("document.readyState");
+            let metrics = self.call("Page.getLayoutMetrics", json!({}));
+            let laid_out = metrics.as_ref().is_ok_and(|m| {
+                width(m, "cssLayoutViewport", "clientWidth") > 0.0
+                    && width(m, "cssContentSize", "width") > 0.0
+            });
+            if laid_out && ready.as_ref().is_ok_and(|r| r == "complete") {
+                return Ok(());
+            }
+            if Instant::now() >= deadline {
+                return Err(format!(
+                    "not laid out within {LAYOUT_TIMEOUT:?}: readyState {ready:?}, \
+                     layout metrics {metrics:?}"
+                ));
+            }
+            std::thread::sleep(LAYOUT_POLL);
+        }
+    }
+
+    /// Saves a PNG of the whole page to `path`, once it is laid out
+    /// ([`Page::wait_laid_out`]).
     ///
     /// # Panics
-    /// If the browser refuses or the file cannot be written.
+    /// If the page is not laid out in time, the browser refuses or the file cannot
+    /// be written.
     pub fn screenshot(&mut self, path: &Path) {
+        self.wait_laid_out()
+            .unwrap_or_else(|e| panic!("screenshot {}: {e}", path.display()));
         let shot = self
             .call(
                 "Page.captureScreenshot",
@@ -282,6 +320,12 @@ impl Page<'_> {
         assert!(png.starts_with(b"\x89PNG"), "not a PNG");
         std::fs::write(path, png).unwrap_or_else(|e| panic!("{}: {e}", path.display()));
     }
+}
+
+/// The number at `metrics[group][field]` of a `Page.getLayoutMetrics` answer (0
+/// when absent).
+fn width(metrics: &Value, group: &str, field: &str) -> f64 {
+    metrics[group][field].as_f64().unwrap_or(0.0)
 }
 
 /// The DevTools connection: a client WebSocket (tungstenite) over plain TCP, text

@@ -24,6 +24,9 @@ pub struct Progress {
     pub urls_requested: u64,
     /// Response records of the page batches stored in the repository.
     pub pages_stored: u64,
+    /// The page batches read: with the outcomes read, what the crawl knows ended
+    /// of `urls_requested` (see `crawl/completion.rs`).
+    pub read: ReadCounts,
     /// Of those, duplicates stored as identical-payload-digest revisits.
     pub revisits_identical: u64,
     /// Of those, 304s stored as server-not-modified revisits (a recrawl).
@@ -40,6 +43,18 @@ pub struct Progress {
     pub trap_cuts: BTreeMap<String, u64>,
     /// Parts (see [`super::exchange`]): counters kept across restarts.
     pub parts: PartCounters,
+}
+
+/// What the crawl read of its page batches.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct ReadCounts {
+    /// Response records of the page batches read (their links taken in, whether
+    /// storage then kept them or not). Saved before a batch leaves its folder, so a
+    /// crash counts a batch twice, never not at all.
+    pub pages: u64,
+    /// Page batches quarantined before they could be read: their pages are not in
+    /// `pages`, so the count of what ended cannot be held to them.
+    pub batches_unread: u64,
 }
 
 /// The inter-part counters of one part (statistics: they feed the metrics, never a
@@ -93,6 +108,7 @@ impl Progress {
             Err(source) => return Err(AppError::File { path, source }),
         };
         let mut p = Progress::default();
+        let mut pages_read = None;
         for line in text.lines().filter(|l| !l.is_empty()) {
             let bad = || AppError::BadState {
                 path: path.clone(),
@@ -105,6 +121,8 @@ impl Progress {
                 "seeds_done" => p.seeds_done = n != 0,
                 "urls_requested" => p.urls_requested = n,
                 "pages_stored" => p.pages_stored = n,
+                "pages_read" => pages_read = Some(n),
+                "batches_unread" => p.read.batches_unread = n,
                 "revisits_identical" => p.revisits_identical = n,
                 "revisits_not_modified" => p.revisits_not_modified = n,
                 "budget_cut" => p.budget_cut = n,
@@ -132,6 +150,13 @@ impl Progress {
                 }
             }
         }
+        // A file from before pages were counted as read: what was requested then
+        // counts as ended (the count starts with this version).
+        p.read.pages = pages_read.unwrap_or_else(|| {
+            p.urls_requested
+                .saturating_sub(p.outcomes_total())
+                .max(p.pages_stored)
+        });
         Ok(Some(p))
     }
 
@@ -145,12 +170,15 @@ impl Progress {
         };
         let mut text = format!(
             "last_published={}\nseeds_done={}\nurls_requested={}\npages_stored={}\n\
+             pages_read={}\nbatches_unread={}\n\
              revisits_identical={}\nrevisits_not_modified={}\n\
              budget_cut={}\nredirects_cut={}\n",
             self.last_published,
             u8::from(self.seeds_done),
             self.urls_requested,
             self.pages_stored,
+            self.read.pages,
+            self.read.batches_unread,
             self.revisits_identical,
             self.revisits_not_modified,
             self.budget_cut,
@@ -196,6 +224,14 @@ impl Progress {
     pub fn outcomes_total(&self) -> u64 {
         self.outcomes.values().sum()
     }
+
+    /// Requested URLs of which neither a page nor an outcome has been read, as far
+    /// as the counts know: a URL read twice (a refetch, a batch read again after a
+    /// crash) can hide a missing one, never the other way round.
+    pub fn unaccounted(&self) -> u64 {
+        self.urls_requested
+            .saturating_sub(self.read.pages.saturating_add(self.outcomes_total()))
+    }
 }
 
 /// Path of the saved host budgets (see `budget.rs`).
@@ -239,6 +275,10 @@ mod tests {
             seeds_done: true,
             urls_requested: 12,
             pages_stored: 5,
+            read: ReadCounts {
+                pages: 6,
+                batches_unread: 1,
+            },
             parts: PartCounters {
                 sent_urls: 3,
                 crossed: 2,
@@ -250,11 +290,28 @@ mod tests {
         p.count_outcome(OutcomeReason::Timeout);
         p.trap_cuts.insert("sequence".into(), 4);
         p.save(dir.path()).unwrap();
-        assert_eq!(Progress::load(dir.path()).unwrap(), Some(p));
+        assert_eq!(Progress::load(dir.path()).unwrap(), Some(p.clone()));
+        assert_eq!(p.unaccounted(), 12 - 6 - 2);
         fs::write(Progress::path(dir.path()), "what\n").unwrap();
         assert!(matches!(
             Progress::load(dir.path()),
             Err(AppError::BadState { .. })
         ));
+    }
+
+    #[test]
+    fn a_file_from_before_pages_were_counted_as_read_counts_its_requests_as_ended() {
+        let dir = tempfile::tempdir().unwrap();
+        fs::write(
+            Progress::path(dir.path()),
+            "urls_requested=10\npages_stored=3\noutcome.timeout=2\n",
+        )
+        .unwrap();
+        let p = Progress::load(dir.path()).unwrap().unwrap();
+        assert_eq!((p.read.pages, p.unaccounted()), (8, 0));
+        let mut later = p;
+        later.urls_requested += 4;
+        later.read.pages += 1;
+        assert_eq!(later.unaccounted(), 3, "URLs requested since are counted");
     }
 }

@@ -8,7 +8,8 @@
 //! job still waiting in the first downloader. So an address is *owned* by the
 //! downloader of its last job while that downloader holds a job to it, and until
 //! the spacing after the report of the last one has passed (the request was sent
-//! before its report); meanwhile its jobs go to the owner even past the owner's
+//! before its report; the report's stamp, in µs, is rounded up to the millisecond,
+//! never truncated); meanwhile its jobs go to the owner even past the owner's
 //! window. That overfill is bounded: the frontier lets at most `ip_max_in_flight`
 //! jobs per address out at once.
 //!
@@ -77,17 +78,22 @@ impl IpOwners {
         o.outstanding += 1;
     }
 
-    /// Downloader `conn` reported a job to `ip` at `wall_ms` (or gave it back).
-    pub fn ended(&mut self, ip: IpAddr, conn: ConnId, wall_ms: u64) {
+    /// Downloader `conn` reported a job to `ip` (or gave it back) whose request
+    /// ended by `end_us` (unix µs: the report's own stamp, or when it came). The
+    /// address is free from the spacing after that moment rounded *up* to the
+    /// millisecond: a truncated stamp could hand it to another downloader up to
+    /// 1 ms early.
+    pub fn ended(&mut self, ip: IpAddr, conn: ConnId, end_us: u64) {
+        let end_ms = end_us.div_ceil(1000);
         if let Some(o) = self.owners.get_mut(&ip).filter(|o| o.conn == conn) {
             o.outstanding = o.outstanding.saturating_sub(1);
-            o.free_at_ms = o.free_at_ms.max(wall_ms.saturating_add(self.spacing_ms));
+            o.free_at_ms = o.free_at_ms.max(end_ms.saturating_add(self.spacing_ms));
         }
         self.reports += 1;
         if self.reports >= SWEEP_EVERY {
             self.reports = 0;
             self.owners
-                .retain(|_, o| o.outstanding > 0 || o.free_at_ms > wall_ms);
+                .retain(|_, o| o.outstanding > 0 || o.free_at_ms > end_ms);
         }
     }
 
@@ -117,9 +123,9 @@ mod tests {
             Some(7),
             "jobs out: owned however late"
         );
-        o.ended(ip(1), 7, 1_000);
+        o.ended(ip(1), 7, 1_000_000);
         assert_eq!(o.owner(ip(1), 5_000), Some(7), "one job still out");
-        o.ended(ip(1), 7, 1_050);
+        o.ended(ip(1), 7, 1_050_000);
         assert_eq!(
             o.owner(ip(1), 1_149),
             Some(7),
@@ -129,8 +135,24 @@ mod tests {
         o.sent(ip(1), 8);
         assert_eq!(o.owner(ip(1), 1_150), Some(8), "moved");
         // A stale report from the old owner changes nothing.
-        o.ended(ip(1), 7, 1_200);
+        o.ended(ip(1), 7, 1_200_000);
         assert_eq!(o.owner(ip(1), 9_000), Some(8));
+    }
+
+    /// Issue 38, Done-when 2: a request written at 1 000.05 ms (a stamp inside a
+    /// millisecond) keeps its address until 1 100.05 ms: free from 1 101 ms, not at
+    /// 1 100 ms (99.95 ms after it), as a stamp truncated to 1 000 ms said.
+    #[test]
+    fn a_sub_millisecond_stamp_is_rounded_up() {
+        let mut o = IpOwners::new(100);
+        o.sent(ip(1), 7);
+        o.ended(ip(1), 7, 1_000_050);
+        assert_eq!(o.owner(ip(1), 1_100), Some(7), "99.95 ms after the request");
+        assert_eq!(o.owner(ip(1), 1_101), None, "100.95 ms after it");
+        o.sent(ip(2), 7);
+        o.ended(ip(2), 7, 1_000_000);
+        assert_eq!(o.owner(ip(2), 1_099), Some(7));
+        assert_eq!(o.owner(ip(2), 1_100), None, "a whole-ms stamp is not moved");
     }
 
     #[test]
@@ -143,7 +165,7 @@ mod tests {
         }
         assert_eq!(o.len(), SWEEP_EVERY as usize - 1);
         o.sent(ip(1), 1);
-        o.ended(ip(1), 1, 1_000);
+        o.ended(ip(1), 1, 1_000_000);
         assert_eq!(o.len(), 1, "only the fresh one is left");
     }
 }

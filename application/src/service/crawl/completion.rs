@@ -2,16 +2,30 @@
 //! where its URLs are (`SyncProgress`; the answer counts every request file
 //! published before), confirms an idle answer after `idle_check_ms`, and then asks
 //! the parts' rule (a split crawl: cross-over URLs kept, parked two-level URLs, the
-//! exchange parts' statuses; see [`crate::service::exchange`]). It owns the
-//! sync bookkeeping only; it must never end a crawl whose folders hold a file or
-//! whose manager holds a URL of ours.
+//! exchange parts' statuses; see [`crate::service::exchange`]).
+//!
+//! The manager's "idle" is not enough on its own: it counts a page done once its
+//! batch is published, and a batch published on another machine of a shared file
+//! system shows in our folder only later (NFS attribute caching; nfsim's visibility
+//! delay), possibly after two idle answers and an empty look. So the end also needs
+//! the crawl's own ledger to say that every URL it requested ended as a page it read
+//! or an outcome it read ([`Progress::unaccounted`] is 0). The counts err only
+//! upwards (a refetch, a batch read again after a crash), so a missing URL can hide
+//! only behind a duplicate and the manager's idle answer; a page batch quarantined
+//! unread cannot be counted, and then the rule is the manager's alone (logged).
+//!
+//! It owns the sync bookkeeping only; it must never end a crawl whose folders hold a
+//! file, whose manager holds a URL of ours, or of whose requested URLs one has
+//! neither a page nor an outcome read.
+//!
+//! [`Progress::unaccounted`]: crate::service::state::Progress::unaccounted
 
 use std::time::{Duration, Instant};
 
 use spool::AppId;
 use spool::protocol::Message;
 use tokio::sync::{mpsc, watch};
-use tracing::info;
+use tracing::{info, warn};
 
 use super::{Crawl, ManagerLink};
 use crate::service::config::PartMode;
@@ -22,6 +36,10 @@ use crate::service::summary::End;
 
 /// Longest pause between looks at the exchange folder when idle in a split crawl.
 const EXCHANGE_POLL: Duration = Duration::from_millis(50);
+
+/// How often the wait for requested URLs that have neither a page nor an outcome
+/// read is logged as a warning while it does not change.
+const GAP_WARN_EVERY: Duration = Duration::from_secs(60);
 
 /// What the parts' end-of-crawl rule says (see [`crate::service::exchange`]).
 enum PartsVerdict {
@@ -51,6 +69,9 @@ pub(super) struct Completion {
     confirm: Duration,
     /// Longest wait between looks when idle (`scan_interval_ms`).
     scan: Duration,
+    /// The last gap logged (requested URLs with neither a page nor an outcome
+    /// read while the manager was idle) and when.
+    gap_logged: Option<(u64, Instant)>,
 }
 
 impl Completion {
@@ -64,6 +85,33 @@ impl Completion {
             first_idle: None,
             confirm,
             scan,
+            gap_logged: None,
+        }
+    }
+
+    /// Logs a wait for `gap` URLs: when it changes, then every [`GAP_WARN_EVERY`].
+    fn log_gap(&mut self, gap: u64, requested: u64) {
+        let now = Instant::now();
+        match self.gap_logged {
+            Some((logged, at)) if logged == gap && now < at + GAP_WARN_EVERY => {}
+            Some((logged, _)) if logged == gap => {
+                warn!(
+                    urls = gap,
+                    requested,
+                    "app: the manager is idle but requested URLs still have neither a page \
+                     nor an outcome read: waiting for them"
+                );
+                self.gap_logged = Some((gap, now));
+            }
+            _ => {
+                info!(
+                    urls = gap,
+                    requested,
+                    "app: the manager is idle; waiting for the pages or outcomes of \
+                     requested URLs to show in the folders"
+                );
+                self.gap_logged = Some((gap, now));
+            }
         }
     }
 
@@ -136,6 +184,11 @@ impl Crawl {
         if !self.folders_empty()? {
             return Ok(None);
         }
+        // ... or not yet, on a shared file system: the ledger knows it is missing.
+        if !self.all_accounted() {
+            self.intake.wait(scan);
+            return Ok(None);
+        }
         let confirm = self.completion.confirm;
         let since = *self.completion.first_idle.get_or_insert(sent_at);
         if sent_at >= since + confirm {
@@ -165,6 +218,31 @@ impl Crawl {
             self.intake.wait(since + confirm - now);
         }
         Ok(None)
+    }
+
+    /// Whether every requested URL has a page or an outcome read (see the
+    /// [module docs](self)); logs the wait when not.
+    fn all_accounted(&mut self) -> bool {
+        let progress = &self.ledger.progress;
+        let gap = progress.unaccounted();
+        if gap == 0 {
+            return true;
+        }
+        if progress.read.batches_unread > 0 {
+            if self.completion.gap_logged.is_none() {
+                warn!(
+                    urls = gap,
+                    batches = progress.read.batches_unread,
+                    "app: requested URLs without a page or an outcome read, and page \
+                     batches quarantined unread: the end is the manager's to say"
+                );
+                self.completion.gap_logged = Some((gap, Instant::now()));
+            }
+            return true;
+        }
+        let requested = progress.urls_requested;
+        self.completion.log_gap(gap, requested);
+        false
     }
 
     /// Called when the manager holds nothing of ours and our folders are empty:

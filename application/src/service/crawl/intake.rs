@@ -3,8 +3,10 @@
 //! split crawl's exchange files, and the seeds. Each input's URLs are offered to
 //! the seen set; the input is held here until the generation that holds them is
 //! published, and only then stored (page batches), counted or deleted. A crash
-//! before that reads the input again (a URL offered twice, never one lost). It must
-//! never delete or store an input whose generation is not published.
+//! before that reads the input again (a URL offered twice, never one lost). A page
+//! batch's pages are counted as read when it is read, and saved before it is stored
+//! (what the completion rule counts). It must never delete or store an input whose
+//! generation is not published, nor one whose count is not saved.
 
 use std::collections::BTreeMap;
 use std::io::BufReader;
@@ -278,12 +280,16 @@ impl Crawl {
             Ok(read) => read,
             Err(e) if e.is_batch_fault() => {
                 warn!(batch = %claimed.name(), error = %e, "app: page batch quarantined");
+                // Its pages cannot be counted: say so durably before it goes.
+                self.ledger.progress.read.batches_unread += 1;
+                self.ledger.save(&self.wait)?;
                 claimed.quarantine(&e.to_string())?;
                 self.intake.quarantined += 1;
                 return Ok(());
             }
             Err(e) => return Err(e.into()),
         };
+        self.ledger.pages_read(pages.len() as u64);
         self.intake.input_generation = None;
         for page in pages {
             // Records written before depths travelled with the URL count as seeds.
@@ -482,6 +488,8 @@ impl Crawl {
         if ready.is_empty() {
             return Ok(());
         }
+        // Storage deletes a batch it stores: its pages' count is saved first.
+        self.ledger.save_reads(&self.wait)?;
         for Awaiting {
             claimed, checked, ..
         } in ready

@@ -216,6 +216,10 @@ impl Engine {
         wall: u64,
     ) -> Result<(), ManagerError> {
         let now = Instant::now();
+        // Every request reported was written before now: its end, rounded up to
+        // the millisecond, so that no rest starts before the request did.
+        let now_us = wall_clock_us();
+        let wall = wall.max(now_us.div_ceil(1000));
         for report in reports {
             if self.registry.role_of(conn) != Some(Role::Downloader) {
                 tracing::warn!(job = %report.job, "fetch report from a component that is not a downloader ignored");
@@ -230,7 +234,8 @@ impl Engine {
                 }
                 continue;
             };
-            self.pacing.owners.ended(assigned.ip, conn, wall);
+            let end_us = report_end_us(&report.result, now_us);
+            self.pacing.owners.ended(assigned.ip, conn, end_us);
             if !matches!(report.result, FetchResult::Returned) {
                 self.speed.note_fetch(
                     conn,
@@ -378,6 +383,25 @@ fn request_end_ms(page: &StoredPage, wall: u64) -> u64 {
     wall.max(page.timing.received_us.div_ceil(1000))
 }
 
+/// The end of a reported job's request in unix µs, from which another downloader
+/// may take its address (see `ip_owner.rs`): the latest of now (`now_us`) and, for a
+/// stored response, the downloader's stamp of its last byte (later than now only
+/// when the downloader's clock is ahead). Never truncated: the owner rounds it up.
+fn report_end_us(result: &FetchResult, now_us: u64) -> u64 {
+    match result {
+        FetchResult::Stored(page) => now_us.max(page.timing.received_us),
+        FetchResult::Failed { .. } | FetchResult::Returned => now_us,
+    }
+}
+
+/// The wall clock in unix µs (0 before 1970).
+fn wall_clock_us() -> u64 {
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map(|d| u64::try_from(d.as_micros()).unwrap_or(u64::MAX))
+        .unwrap_or(0)
+}
+
 /// The downloader of `live` whose rendezvous hash with `ip` is highest: the same one
 /// for an address as long as the set of downloaders stays; when one goes, only its
 /// addresses move. O(downloaders).
@@ -425,6 +449,14 @@ mod tests {
             9_000,
             "clock ahead"
         );
+        let stored = |received_us| FetchResult::Stored(page(received_us));
+        assert_eq!(report_end_us(&stored(4_999_999), 5_000_123), 5_000_123);
+        assert_eq!(report_end_us(&stored(5_000_500), 5_000_123), 5_000_500);
+        let failed = FetchResult::Failed {
+            reason: spool::OutcomeReason::Timeout,
+            detail: String::new(),
+        };
+        assert_eq!(report_end_us(&failed, 5_000_123), 5_000_123);
     }
 
     #[test]
