@@ -29,7 +29,8 @@
 //!   misbehaving host always have an address of their own.
 //! - **Trap hosts** (`--traps`, see [`super::traps`]) come after the misbehaving
 //!   host, each on an address of its own; then the **sitemap host** (`--sitemaps`,
-//!   see [`super::sitemaps`]), on an address of its own.
+//!   see [`super::sitemaps`]), on an address of its own; then the five **stuck
+//!   hosts** (`--stuck-hosts`, see [`super::stuck`]), each on an address of its own.
 //!
 //! Complexity: O(H) time and memory; nothing here grows with pages.
 
@@ -37,6 +38,7 @@ use std::net::Ipv4Addr;
 
 use super::rng::{Rng, TAG_HOSTS};
 use super::robots::RobotsVariant;
+use super::stuck::Stuck;
 use super::trap_sites::TrapSite;
 
 /// The misbehaving host for downloader tests (never linked from pages).
@@ -82,6 +84,8 @@ pub struct Host {
     pub trap: Option<TrapSite>,
     /// The sitemap host ([`super::sitemaps`]).
     pub sitemaps: bool,
+    /// A stuck host of `--stuck-hosts` ([`super::stuck`]), and how it fails.
+    pub stuck: Option<Stuck>,
 }
 
 const WORDS: [&str; 24] = [
@@ -184,7 +188,8 @@ pub fn generate(
     hosts
 }
 
-fn blank(name: String, domain: String) -> Host {
+/// A host named `name` in `domain` with no page, role or address yet.
+pub(crate) fn blank(name: String, domain: String) -> Host {
     Host {
         name,
         domain,
@@ -203,6 +208,7 @@ fn blank(name: String, domain: String) -> Host {
         robots: RobotsVariant::None,
         trap: None,
         sitemaps: false,
+        stuck: None,
     }
 }
 
