@@ -89,6 +89,7 @@ pub(crate) mod crawl;
 mod deferred;
 pub mod error;
 pub mod exchange;
+pub mod given_up;
 mod pace;
 pub(crate) mod pause;
 mod read_ahead;

@@ -45,6 +45,9 @@ pub struct Summary {
     pub trap_cuts: BTreeMap<String, u64>,
     /// The hosts with the most URLs cut by their budget (this run), most first.
     pub most_cut: Vec<crate::service::HostCut>,
+    /// The hosts the manager gave up on (their URLs ended `too_many_failures`),
+    /// each with why (`given_up`).
+    pub given_up: crate::service::given_up::GivenUp,
     /// In a split crawl: this part, the number of parts, the mode and the counters.
     pub part: Option<PartLine>,
 }
@@ -100,6 +103,9 @@ impl fmt::Display for Summary {
                 .map(|(d, n)| format!("{d}={n}"))
                 .collect();
             write!(f, ", links cut by trap detectors: {}", parts.join(" "))?;
+        }
+        if !self.given_up.is_empty() {
+            write!(f, ", {}", self.given_up)?;
         }
         if let Some(p) = &self.part {
             let c = &p.counters;

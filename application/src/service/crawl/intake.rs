@@ -19,6 +19,7 @@ use tracing::warn;
 use super::reach::Reach;
 use super::{Crawl, Linking};
 use crate::service::error::AppError;
+use crate::service::given_up::GivenUp;
 use crate::service::pace::Pace;
 use crate::service::read_ahead::{ReadAhead, ReadBatch};
 use spool::protocol::AppProgress;
@@ -53,6 +54,8 @@ pub(super) struct Intake {
     input_generation: Option<u64>,
     /// Inputs quarantined in this run.
     quarantined: u64,
+    /// The hosts the manager gave up on in this run, from their outcomes.
+    given_up: GivenUp,
     /// The seeds (with the seeds file's), offered when the loop starts.
     seeds: Vec<String>,
     /// The generation that covers the seeds, once offered in this run.
@@ -79,6 +82,7 @@ impl Intake {
             outcomes_held: Vec::new(),
             input_generation: None,
             quarantined: 0,
+            given_up: GivenUp::default(),
             seeds,
             seeds_generation: None,
         }
@@ -97,6 +101,11 @@ impl Intake {
     /// Inputs quarantined in this run.
     pub(super) fn quarantined(&self) -> u64 {
         self.quarantined
+    }
+
+    /// The hosts the manager gave up on in this run.
+    pub(super) fn given_up(&self) -> &GivenUp {
+        &self.given_up
     }
 
     /// The claiming pace.
@@ -364,6 +373,7 @@ impl Crawl {
         let file = claimed.open()?;
         let mut counts: BTreeMap<String, u64> = BTreeMap::new();
         let mut sitemaps: Vec<(String, u32)> = Vec::new();
+        let given_up = &mut self.intake.given_up;
         let parsed = OutcomeReader::new(BufReader::new(file)).and_then(|reader| {
             for outcome in reader {
                 let outcome = outcome?;
@@ -376,6 +386,7 @@ impl Crawl {
                 *counts
                     .entry(outcome.reason.as_str().to_owned())
                     .or_default() += 1;
+                given_up.note(outcome.reason, &outcome.url, &outcome.detail);
             }
             Ok(())
         });
