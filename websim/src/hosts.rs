@@ -38,7 +38,7 @@ use std::net::Ipv4Addr;
 
 use super::rng::{Rng, TAG_HOSTS};
 use super::robots::RobotsVariant;
-use super::stuck::Stuck;
+use super::stuck::{STUCK_PAGES, Stuck};
 use super::trap_sites::TrapSite;
 
 /// The misbehaving host for downloader tests (never linked from pages).
@@ -188,8 +188,7 @@ pub fn generate(
     hosts
 }
 
-/// A host named `name` in `domain` with no page, role or address yet.
-pub(crate) fn blank(name: String, domain: String) -> Host {
+fn blank(name: String, domain: String) -> Host {
     Host {
         name,
         domain,
@@ -209,6 +208,22 @@ pub(crate) fn blank(name: String, domain: String) -> Host {
         trap: None,
         sitemaps: false,
         stuck: None,
+    }
+}
+
+/// Appends the stuck hosts of `--stuck-hosts` ([`super::stuck`]) to `hosts`,
+/// after every other host, each on the next address of its own. O(1).
+pub fn add_stuck(hosts: &mut Vec<Host>) {
+    for kind in Stuck::ALL {
+        let name = kind.host_name();
+        let mut h = blank(name.to_owned(), "stuck-hosts.test".to_owned());
+        h.stuck = Some(kind);
+        h.dead = kind == Stuck::Refused;
+        h.pages = STUCK_PAGES;
+        h.rank = hosts.len() as u32;
+        h.addr_index = hosts.last().map_or(0, |last| last.addr_index + 1);
+        h.addr = address(h.addr_index);
+        hosts.push(h);
     }
 }
 
@@ -477,5 +492,20 @@ mod tests {
         assert_eq!(address(0), Ipv4Addr::new(127, 1, 0, 1));
         assert_eq!(address(253), Ipv4Addr::new(127, 1, 0, 254));
         assert_eq!(address(254), Ipv4Addr::new(127, 1, 1, 1));
+    }
+
+    #[test]
+    fn added_after_the_others_on_addresses_of_their_own() {
+        let mut hosts = generate(7, 20, 200, 1.0, false, false, false);
+        let before = hosts.len();
+        let last_addr = hosts.iter().map(|h| h.addr_index).max().unwrap();
+        add_stuck(&mut hosts);
+        let stuck = &hosts[before..];
+        assert_eq!(stuck.len(), Stuck::ALL.len());
+        for (k, h) in stuck.iter().enumerate() {
+            assert_eq!(h.addr_index, last_addr + 1 + k as u32);
+            assert!(!h.seed && !h.https && h.pages == STUCK_PAGES);
+            assert_eq!(h.dead, h.stuck == Some(Stuck::Refused));
+        }
     }
 }

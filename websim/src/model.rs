@@ -218,7 +218,7 @@ impl Web {
             params.sitemaps && !params.plain,
         );
         if params.stuck_hosts && !params.plain {
-            super::stuck::add(&mut hosts);
+            hosts::add_stuck(&mut hosts);
         }
         if params.all_seeds {
             for h in hosts

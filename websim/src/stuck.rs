@@ -25,9 +25,10 @@
 //! a host whose robots.txt is unreachable). Without the flag no stuck host exists
 //! and no page links one: the web and its manifest are what they were.
 //!
-//! This module must never depend on the routing or the model: it is below both.
+//! The hosts themselves are made in [`super::hosts`] ([`super::hosts::add_stuck`]).
+//! This module must never depend on the hosts, the routing or the model: it is
+//! below them.
 
-use super::hosts::Host;
 use super::misbehave::Misbehavior;
 use super::reply::{Body, HTML, Reply, fixed};
 use spool::OutcomeReason;
@@ -129,22 +130,6 @@ const PAGE: &[u8] = b"<!DOCTYPE html>\n<html><head><title>stuck host</title></he
 <body><p>A page of a stuck host: a crawler that obeys robots.txt never gets here.</p>\
 </body></html>\n";
 
-/// Appends the stuck hosts to `hosts` (after every other host), each on the next
-/// address of its own. O(1).
-pub fn add(hosts: &mut Vec<Host>) {
-    for kind in Stuck::ALL {
-        let name = kind.host_name();
-        let mut h = super::hosts::blank(name.to_owned(), "stuck-hosts.test".to_owned());
-        h.stuck = Some(kind);
-        h.dead = kind == Stuck::Refused;
-        h.pages = STUCK_PAGES;
-        h.rank = hosts.len() as u32;
-        h.addr_index = hosts.last().map_or(0, |last| last.addr_index + 1);
-        h.addr = super::hosts::address(h.addr_index);
-        hosts.push(h);
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -167,20 +152,5 @@ mod tests {
         }
         assert_eq!(Stuck::Refused.outcome(), OutcomeReason::ConnectFailure);
         assert_eq!(Stuck::Silent.outcome(), OutcomeReason::TooManyFailures);
-    }
-
-    #[test]
-    fn added_after_the_others_on_addresses_of_their_own() {
-        let mut hosts = super::super::hosts::generate(7, 20, 200, 1.0, false, false, false);
-        let before = hosts.len();
-        let last_addr = hosts.iter().map(|h| h.addr_index).max().unwrap();
-        add(&mut hosts);
-        let stuck = &hosts[before..];
-        assert_eq!(stuck.len(), Stuck::ALL.len());
-        for (k, h) in stuck.iter().enumerate() {
-            assert_eq!(h.addr_index, last_addr + 1 + k as u32);
-            assert!(!h.seed && !h.https && h.pages == STUCK_PAGES);
-            assert_eq!(h.dead, h.stuck == Some(Stuck::Refused));
-        }
     }
 }

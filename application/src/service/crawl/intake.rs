@@ -32,6 +32,16 @@ struct Awaiting {
     generation: u64,
 }
 
+/// What the summary says of this run only (not saved: a resumed crawl counts
+/// from its start).
+#[derive(Debug, Default)]
+struct RunFigures {
+    /// Inputs quarantined.
+    quarantined: u64,
+    /// The hosts the manager gave up on, from their outcomes (bounded: `given_up`).
+    given_up: GivenUp,
+}
+
 /// The inputs and what is held of them.
 pub(super) struct Intake {
     pages: Consumer,
@@ -52,10 +62,8 @@ pub(super) struct Intake {
     outcomes_held: Vec<(Claimed, u64, BTreeMap<String, u64>)>,
     /// The newest generation that holds the input being offered.
     input_generation: Option<u64>,
-    /// Inputs quarantined in this run.
-    quarantined: u64,
-    /// The hosts the manager gave up on in this run, from their outcomes.
-    given_up: GivenUp,
+    /// This run's figures that are not saved.
+    run: RunFigures,
     /// The seeds (with the seeds file's), offered when the loop starts.
     seeds: Vec<String>,
     /// The generation that covers the seeds, once offered in this run.
@@ -81,8 +89,7 @@ impl Intake {
             exchanged: Vec::new(),
             outcomes_held: Vec::new(),
             input_generation: None,
-            quarantined: 0,
-            given_up: GivenUp::default(),
+            run: RunFigures::default(),
             seeds,
             seeds_generation: None,
         }
@@ -100,12 +107,12 @@ impl Intake {
 
     /// Inputs quarantined in this run.
     pub(super) fn quarantined(&self) -> u64 {
-        self.quarantined
+        self.run.quarantined
     }
 
     /// The hosts the manager gave up on in this run.
     pub(super) fn given_up(&self) -> &GivenUp {
-        &self.given_up
+        &self.run.given_up
     }
 
     /// The claiming pace.
@@ -256,7 +263,7 @@ impl Crawl {
             Err(e) if e.is_batch_fault() => {
                 warn!(batch = %claimed.name(), error = %e, "app: page batch quarantined");
                 claimed.quarantine(&e.to_string())?;
-                self.intake.quarantined += 1;
+                self.intake.run.quarantined += 1;
                 return Ok(());
             }
             Err(e) => return Err(e.into()),
@@ -317,7 +324,7 @@ impl Crawl {
         if let Some(why) = refused {
             warn!(file = %claimed.name(), error = %why, "app: exchange file quarantined");
             claimed.quarantine(&why)?;
-            self.intake.quarantined += 1;
+            self.intake.run.quarantined += 1;
             return Ok(());
         }
         self.intake.input_generation = None;
@@ -373,7 +380,7 @@ impl Crawl {
         let file = claimed.open()?;
         let mut counts: BTreeMap<String, u64> = BTreeMap::new();
         let mut sitemaps: Vec<(String, u32)> = Vec::new();
-        let given_up = &mut self.intake.given_up;
+        let given_up = &mut self.intake.run.given_up;
         let parsed = OutcomeReader::new(BufReader::new(file)).and_then(|reader| {
             for outcome in reader {
                 let outcome = outcome?;
@@ -487,7 +494,7 @@ impl Crawl {
                 Err(AppError::Storage(e)) if e.is_batch_fault() => {
                     warn!(batch = %claimed.name(), error = %e, "app: batch refused by storage, quarantined");
                     claimed.quarantine(&e.to_string())?;
-                    self.intake.quarantined += 1;
+                    self.intake.run.quarantined += 1;
                 }
                 Err(e) => return Err(e),
             }
