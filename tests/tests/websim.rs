@@ -830,6 +830,77 @@ async fn misbehaving_host_misbehaves_as_documented() {
     assert_eq!(inflated, 100 * 1024 * 1024);
     // Not linked from anywhere.
     assert!(!ws.manifest().iter().any(|r| r.url.contains("misbehave")));
+
+    let mut s = TcpStream::connect(addr).await.unwrap();
+    silence(&mut s, "misbehave.websim.test", "/silent").await;
+}
+
+/// Sends `GET path` with `host`, closes the sending side and reads to the end:
+/// asserts that not a byte came back before websim closed in turn.
+async fn silence(s: &mut TcpStream, host: &str, path: &str) {
+    let req = format!("GET {path} HTTP/1.1\r\nHost: {host}\r\n\r\n");
+    s.write_all(req.as_bytes()).await.unwrap();
+    s.shutdown().await.unwrap();
+    let mut got = Vec::new();
+    s.read_to_end(&mut got).await.unwrap();
+    assert!(got.is_empty(), "{host}{path} answered {got:?}");
+}
+
+/// `--stuck-hosts` (issue 37): the five stuck hosts fail as `stuck.rs` says, are
+/// flagged in hosts.tsv and their pages are unreachable in the manifest.
+#[tokio::test]
+async fn stuck_hosts_fail_as_documented() {
+    let ws = small(&["--stuck-hosts"]);
+    let stuck: Vec<HostRow> = ws.hosts().into_iter().filter(|h| h.has("stuck")).collect();
+    let kinds = [
+        "refused",
+        "silent",
+        "robots_silent",
+        "robots_500",
+        "robots_503",
+    ];
+    assert_eq!(stuck.len(), kinds.len());
+    let c = client(&ws);
+    for (h, kind) in stuck.iter().zip(kinds) {
+        assert!(h.has(kind) && !h.has("seed") && h.scheme == "http", "{h:?}");
+        let status = match kind {
+            "robots_500" => 500,
+            "robots_503" => 503,
+            _ => 0,
+        };
+        assert_eq!(h.robots_status, status, "{h:?}");
+        let rows: Vec<_> = ws
+            .unreachable()
+            .into_iter()
+            .filter(|r| r.url.starts_with(&format!("http://{}:", h.name)))
+            .collect();
+        let outcome = if kind == "refused" {
+            "connect_failure"
+        } else {
+            "too_many_failures"
+        };
+        assert!(rows.len() == 3 && rows.iter().all(|r| r.outcome == outcome && r.depth == 1));
+        match kind {
+            "refused" => {
+                let e = TcpStream::connect(h.socket()).await.unwrap_err();
+                assert_eq!(e.kind(), ErrorKind::ConnectionRefused, "{e}");
+            }
+            "silent" | "robots_silent" => {
+                let mut s = TcpStream::connect(h.socket()).await.unwrap();
+                silence(&mut s, &authority(h), "/robots.txt").await;
+                if kind == "silent" {
+                    let mut s = TcpStream::connect(h.socket()).await.unwrap();
+                    silence(&mut s, &authority(h), "/").await;
+                } else {
+                    assert_eq!(get_path(&c, h, "/", &[]).await.status, 200);
+                }
+            }
+            _ => {
+                assert_eq!(get_path(&c, h, "/robots.txt", &[]).await.status, status);
+                assert_eq!(get_path(&c, h, "/", &[]).await.status, 200);
+            }
+        }
+    }
 }
 
 #[test]

@@ -83,6 +83,7 @@ fn main() {
         all_seeds: false,
         sitemaps: false,
         components: 0,
+        stuck_hosts: false,
     });
     let mut buf = Vec::with_capacity(64 * 1024);
     let mut scratch = Scratch::default();
@@ -150,6 +151,7 @@ fn main() {
                     all_seeds: false,
                     sitemaps: false,
                     components: 0,
+                    stuck_hosts: false,
                 }));
                 let log = RequestLog::create(&log_path).expect("log");
                 let _flusher = log.start_flusher();

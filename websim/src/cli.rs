@@ -203,6 +203,14 @@ pub struct Args {
     /// `--plain`.
     #[arg(long)]
     pub sitemaps: bool,
+    /// Add five stuck hosts, every page of which the most popular host's home page
+    /// links: one refuses connections, one accepts and never answers, one never
+    /// answers robots.txt, one answers it 500, one 503 (see `stuck.rs`; flagged
+    /// `stuck` in hosts.tsv). A correct crawl retries them a bounded number of
+    /// times and ends their URLs with outcomes (`unreachable.tsv`). Never seeds.
+    /// Ignored with `--plain`.
+    #[arg(long)]
+    pub stuck_hosts: bool,
     /// Make the three most popular hosts ask for less: popularity rank 0 answers
     /// its 2nd and 4th page requests 429 with `Retry-After: 5`, rank 1 its 2nd to
     /// 4th 429 without it, rank 2 its 2nd to 4th 503 (see `throttle.rs`).
@@ -465,6 +473,7 @@ async fn serve(args: Args) -> Result<(), CliError> {
         all_seeds: args.all_seeds,
         sitemaps: args.sitemaps,
         components: args.components,
+        stuck_hosts: args.stuck_hosts,
     };
     if let Some(dir) = &args.export_static {
         return export_static(params, &args, &paths, dir);

@@ -384,6 +384,7 @@ mod tests {
             all_seeds: false,
             sitemaps: false,
             components: 0,
+            stuck_hosts: false,
         });
         let dir = tempfile::tempdir().unwrap();
         let ca = SimCa::generate().unwrap();

@@ -29,7 +29,8 @@
 //!   misbehaving host always have an address of their own.
 //! - **Trap hosts** (`--traps`, see [`super::traps`]) come after the misbehaving
 //!   host, each on an address of its own; then the **sitemap host** (`--sitemaps`,
-//!   see [`super::sitemaps`]), on an address of its own.
+//!   see [`super::sitemaps`]), on an address of its own; then the five **stuck
+//!   hosts** (`--stuck-hosts`, see [`super::stuck`]), each on an address of its own.
 //!
 //! Complexity: O(H) time and memory; nothing here grows with pages.
 
@@ -37,6 +38,7 @@ use std::net::Ipv4Addr;
 
 use super::rng::{Rng, TAG_HOSTS};
 use super::robots::RobotsVariant;
+use super::stuck::{STUCK_PAGES, Stuck};
 use super::trap_sites::TrapSite;
 
 /// The misbehaving host for downloader tests (never linked from pages).
@@ -82,6 +84,8 @@ pub struct Host {
     pub trap: Option<TrapSite>,
     /// The sitemap host ([`super::sitemaps`]).
     pub sitemaps: bool,
+    /// A stuck host of `--stuck-hosts` ([`super::stuck`]), and how it fails.
+    pub stuck: Option<Stuck>,
 }
 
 const WORDS: [&str; 24] = [
@@ -203,6 +207,23 @@ fn blank(name: String, domain: String) -> Host {
         robots: RobotsVariant::None,
         trap: None,
         sitemaps: false,
+        stuck: None,
+    }
+}
+
+/// Appends the stuck hosts of `--stuck-hosts` ([`super::stuck`]) to `hosts`,
+/// after every other host, each on the next address of its own. O(1).
+pub fn add_stuck(hosts: &mut Vec<Host>) {
+    for kind in Stuck::ALL {
+        let name = kind.host_name();
+        let mut h = blank(name.to_owned(), "stuck-hosts.test".to_owned());
+        h.stuck = Some(kind);
+        h.dead = kind == Stuck::Refused;
+        h.pages = STUCK_PAGES;
+        h.rank = hosts.len() as u32;
+        h.addr_index = hosts.last().map_or(0, |last| last.addr_index + 1);
+        h.addr = address(h.addr_index);
+        hosts.push(h);
     }
 }
 
@@ -471,5 +492,20 @@ mod tests {
         assert_eq!(address(0), Ipv4Addr::new(127, 1, 0, 1));
         assert_eq!(address(253), Ipv4Addr::new(127, 1, 0, 254));
         assert_eq!(address(254), Ipv4Addr::new(127, 1, 1, 1));
+    }
+
+    #[test]
+    fn added_after_the_others_on_addresses_of_their_own() {
+        let mut hosts = generate(7, 20, 200, 1.0, false, false, false);
+        let before = hosts.len();
+        let last_addr = hosts.iter().map(|h| h.addr_index).max().unwrap();
+        add_stuck(&mut hosts);
+        let stuck = &hosts[before..];
+        assert_eq!(stuck.len(), Stuck::ALL.len());
+        for (k, h) in stuck.iter().enumerate() {
+            assert_eq!(h.addr_index, last_addr + 1 + k as u32);
+            assert!(!h.seed && !h.https && h.pages == STUCK_PAGES);
+            assert_eq!(h.dead, h.stuck == Some(Stuck::Refused));
+        }
     }
 }

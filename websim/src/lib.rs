@@ -83,6 +83,11 @@
 //!   and a gzip sitemap listing pages no link reaches, a robots-excluded page and
 //!   out-of-scope URLs ([`sitemaps`]).
 //!
+//! - With `--stuck-hosts`, five hosts no page can be fetched from, linked from
+//!   the most popular host's home page: connection refused, accept and never
+//!   answer, robots.txt never answered, robots.txt 500, robots.txt 503
+//!   ([`stuck`]).
+//!
 //! # What websim must never do
 //! Bind, answer or connect outside 127.0.0.0/8; name or resolve a real host (all
 //! generated names are under reserved TLDs, and its DNS answers only its own
@@ -118,6 +123,7 @@ pub mod revision;
 pub mod rng;
 pub mod robots;
 pub mod sitemaps;
+pub mod stuck;
 pub mod text;
 pub mod throttle;
 pub mod tls;

@@ -29,6 +29,9 @@
 //! ring links. So no component reaches another inside the host; without the flag
 //! (K = 1) every draw is exactly as before.
 //!
+//! With `--stuck-hosts` the most popular host's home page also links every page
+//! of the five stuck hosts, after the links above (so no draw changes).
+//!
 //! Page flags: 1 % of non-home pages are `nofollow` (their links are not followed;
 //! they also link a `/hidden/` page that nothing else links), 0.8 % are framesets
 //! (every link is a `<frame>`).
@@ -47,6 +50,7 @@
 
 use super::model::{Target, Web};
 use super::rng::{Rng, TAG_LINKS, TAG_REDIRECT};
+use super::stuck::{STUCK_PAGES, Stuck};
 use super::trap_sites::TrapSite;
 
 /// Where an unfollowable URL sits in the page.
@@ -186,6 +190,7 @@ impl Web {
         if nofollow {
             follow.push(Target::Hidden { host: h, key: page });
         }
+        follow.extend(self.stuck_links(h, page));
         if self.orphans() > 0 {
             // `--orphans`: nothing of the host links its own orphans; the home
             // page links the next host's (see `orphans.rs`).
@@ -242,6 +247,20 @@ impl Web {
             }
         }
         follow
+    }
+
+    /// With `--stuck-hosts`, on the most popular host's home page: every page of
+    /// every stuck host, after the drawn links (so the flag changes no draw).
+    fn stuck_links(&self, h: u32, page: u32) -> Vec<Target> {
+        let on = self.params.stuck_hosts && !self.params.plain;
+        if !on || page != 0 || self.hosts[h as usize].rank != 0 {
+            return Vec::new();
+        }
+        Stuck::ALL
+            .iter()
+            .filter_map(|kind| self.host_by_name(kind.host_name()))
+            .flat_map(|s| (0..STUCK_PAGES).map(move |page| Target::Page { host: s, page }))
+            .collect()
     }
 
     /// One drawn link of page `page` (see the module docs for the shares).
@@ -372,6 +391,7 @@ mod tests {
             all_seeds: false,
             sitemaps: false,
             components: 0,
+            stuck_hosts: false,
         })
     }
 

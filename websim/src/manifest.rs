@@ -5,7 +5,8 @@
 //! The walk ([`bfs`]) starts from the seeds (depth 0, in order) and, for each URL
 //! taken from the queue:
 //! - name does not resolve -> outcome `dns_failure`; host refuses connections ->
-//!   `connect_failure`; host's robots.txt is 5xx -> `too_many_failures`;
+//!   `connect_failure`; host's robots.txt is 5xx, or a stuck host that never
+//!   answers (`--stuck-hosts`, [`super::stuck`]) -> `too_many_failures`;
 //! - robots.txt (websim's own matcher, [`super::robots`], agent `polycrawl`)
 //!   disallows it -> outcome `robots_excluded`, and it goes to `never.txt`;
 //! - otherwise it is fetched: a row with the status websim gives. A 200 page's
@@ -286,6 +287,9 @@ impl Graph for WebGraph<'_> {
         if host.robots.is_server_error() {
             return Visit::Unreachable(OutcomeReason::TooManyFailures);
         }
+        if let Some(kind) = host.stuck {
+            return Visit::Unreachable(kind.outcome());
+        }
         let mut path = String::with_capacity(48);
         web.write_path(&mut path, t, true);
         if !self.rules[&h].allowed(&path) {
@@ -447,6 +451,7 @@ mod tests {
             all_seeds: false,
             sitemaps: false,
             components: 0,
+            stuck_hosts: false,
         })
     }
 
@@ -485,5 +490,57 @@ mod tests {
         let w3 = web(4);
         let g3 = WebGraph::new(&w3);
         assert_ne!(bfs(&g3, &g3.seeds()).fetched.len(), 0);
+    }
+
+    /// `--stuck-hosts` adds the stuck hosts' pages as outcomes at depth 1 (the
+    /// refused host's `connect_failure`, the others' `too_many_failures`) and
+    /// changes nothing else of the walk; without it there is none.
+    #[test]
+    fn stuck_hosts_are_outcomes_and_change_nothing_else() {
+        use crate::stuck::{STUCK_PAGES, Stuck};
+        let plain = web(3);
+        assert!(plain.hosts.iter().all(|h| h.stuck.is_none()));
+        let stuck = Web::new(Params {
+            stuck_hosts: true,
+            all_seeds: true,
+            ..plain.params
+        });
+        let walk = |w: &Web| {
+            let g = WebGraph::new(w);
+            bfs(&g, &g.seeds())
+        };
+        let (before, after) = (walk(&plain), walk(&stuck));
+        let with_all_seeds = Web::new(Params {
+            all_seeds: true,
+            ..plain.params
+        });
+        let reference = walk(&with_all_seeds);
+        assert!(
+            after.fetched == reference.fetched,
+            "the fetched rows changed"
+        );
+        assert!(!before.fetched.is_empty());
+        let added: Vec<_> = after
+            .outcomes
+            .iter()
+            .filter(|o| !reference.outcomes.contains(o))
+            .map(|o| {
+                let host = &stuck.hosts[stuck.target_host(&o.node).unwrap() as usize];
+                (host.stuck.unwrap(), o.reason, o.depth)
+            })
+            .collect();
+        assert_eq!(added.len(), Stuck::ALL.len() * STUCK_PAGES as usize);
+        for kind in Stuck::ALL {
+            let n = added.iter().filter(|(k, ..)| *k == kind).count();
+            assert_eq!(n, STUCK_PAGES as usize, "{kind:?}");
+        }
+        assert!(added.iter().all(|(k, r, d)| *r == k.outcome() && *d == 1));
+        assert!(
+            stuck
+                .hosts
+                .iter()
+                .filter(|h| h.stuck.is_some())
+                .all(|h| !h.seed)
+        );
     }
 }

@@ -14,7 +14,11 @@
 //! | `/no-length` | 200 without `Content-Length` or chunking: the body ends at close |
 //! | `/bad-chunked` | `Transfer-Encoding: chunked` with an invalid chunk size line |
 //! | `/gzip-bomb` | 200, `Content-Encoding: gzip`, about 100 KB that inflate to 100 MiB of zeros |
+//! | `/silent` | nothing: the request is read and never answered, until the client closes (or [`STALL`] passes); logged with status 0 |
 //! | anything else (including `/robots.txt`) | 404 |
+//!
+//! The stuck hosts of `--stuck-hosts` ([`super::stuck`]) answer with `/silent`'s
+//! silence too.
 //!
 //! Memory: the gzip bomb is built once on first use (about 100 KB kept); everything
 //! else is streamed from small static buffers.
@@ -59,6 +63,8 @@ pub enum Misbehavior {
     BadChunked,
     /// `/gzip-bomb`
     GzipBomb,
+    /// `/silent`
+    Silent,
     /// Anything else.
     NotFound,
 }
@@ -75,13 +81,14 @@ pub fn route(target: &str) -> Misbehavior {
         "/no-length" => Misbehavior::NoLength,
         "/bad-chunked" => Misbehavior::BadChunked,
         "/gzip-bomb" => Misbehavior::GzipBomb,
+        "/silent" => Misbehavior::Silent,
         _ => Misbehavior::NotFound,
     }
 }
 
 const INDEX: &str = "<!DOCTYPE html>\n<html><head><title>misbehave</title></head><body>\n\
 <p>Paths: /garbage /huge-headers /short-body /huge-body /stall /no-length /bad-chunked \
-/gzip-bomb</p>\n</body></html>\n";
+/gzip-bomb /silent</p>\n</body></html>\n";
 
 /// Plays `m` on `stream`; returns the status sent (0 if none) and the body bytes sent.
 pub async fn serve<S>(stream: &mut S, m: Misbehavior, head_only: bool) -> io::Result<(u16, u64)>
@@ -136,6 +143,10 @@ where
             (200, 16)
         }
         Misbehavior::GzipBomb => gzip_bomb(stream, head_only).await?,
+        Misbehavior::Silent => {
+            hold(stream).await;
+            (0, 0)
+        }
     };
     stream.flush().await?;
     let _ = stream.shutdown().await;
@@ -188,7 +199,16 @@ where
     stream.write_all(head.as_bytes()).await?;
     stream.write_all(&[b'w'; 1000]).await?;
     stream.flush().await?;
-    // Hold the connection until the client gives up (or STALL passes).
+    hold(stream).await;
+    Ok((200, 1000))
+}
+
+/// Holds the connection, reading and dropping whatever comes, until the client
+/// closes it (or [`STALL`] passes).
+async fn hold<S>(stream: &mut S)
+where
+    S: AsyncRead + Unpin,
+{
     let mut sink = [0u8; 1024];
     let _ = tokio::time::timeout(STALL, async {
         while let Ok(n) = stream.read(&mut sink).await {
@@ -198,7 +218,6 @@ where
         }
     })
     .await;
-    Ok((200, 1000))
 }
 
 /// A small gzip body that inflates to [`BOMB_INFLATED`] bytes (built once).
@@ -262,6 +281,7 @@ mod tests {
     #[test]
     fn routes() {
         assert_eq!(route("/stall"), Misbehavior::Stall);
+        assert_eq!(route("/silent"), Misbehavior::Silent);
         assert_eq!(route("/robots.txt"), Misbehavior::NotFound);
     }
 }

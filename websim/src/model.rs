@@ -70,6 +70,9 @@ pub struct Params {
     /// hosts' pages and off-origin URLs are still linked), and every component's
     /// root (page `c < K`) is a seed of each seed host. See [`super::links`].
     pub components: u32,
+    /// Add the five stuck hosts of [`super::stuck`] (`--stuck-hosts`; never in a
+    /// plain web), linked from the most popular host's home page.
+    pub stuck_hosts: bool,
 }
 
 /// With communities, the share (per mille) of cross-host link draws that pick a
@@ -214,8 +217,14 @@ impl Web {
             params.traps && !params.plain,
             params.sitemaps && !params.plain,
         );
+        if params.stuck_hosts && !params.plain {
+            hosts::add_stuck(&mut hosts);
+        }
         if params.all_seeds {
-            for h in hosts.iter_mut().filter(|h| !h.misbehave) {
+            for h in hosts
+                .iter_mut()
+                .filter(|h| !h.misbehave && h.stuck.is_none())
+            {
                 h.seed = true;
             }
         }
@@ -345,10 +354,10 @@ impl Web {
     }
 
     /// True if a correct crawl can fetch pages from `h` at all (it resolves,
-    /// connects, and robots.txt is not 5xx).
+    /// connects, answers, and robots.txt is not 5xx).
     pub fn reachable(&self, h: u32) -> bool {
         let host = &self.hosts[h as usize];
-        !host.dead && !host.misbehave && !host.robots.is_server_error()
+        !host.dead && !host.misbehave && !host.robots.is_server_error() && host.stuck.is_none()
     }
 
     /// The locally disconnected components of generated host `h`: 1 without
@@ -531,6 +540,7 @@ mod tests {
             all_seeds: false,
             sitemaps: false,
             components: 0,
+            stuck_hosts: false,
         })
     }
 

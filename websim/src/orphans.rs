@@ -155,6 +155,7 @@ mod tests {
             all_seeds: false,
             sitemaps: false,
             components: 0,
+            stuck_hosts: false,
         })
         .with_orphans(orphans)
     }

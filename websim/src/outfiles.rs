@@ -9,7 +9,8 @@
 //!   not rows: `hosts.tsv` says what each host's robots.txt answers.
 //! - `unreachable.tsv`: `url  outcome  depth  parent`: every URL a correct crawl
 //!   discovers and requests but gets no page for, with the outcome (`dns_failure`,
-//!   `connect_failure`, `too_many_failures` for hosts whose robots.txt is 5xx,
+//!   `connect_failure`, `too_many_failures` for hosts whose robots.txt is 5xx and
+//!   for stuck hosts that never answer,
 //!   `robots_excluded`), in the spool's outcome vocabulary.
 //! - `never.txt`: one URL per line, sorted: URLs a correct crawl must never request
 //!   from websim (robots-excluded URLs it discovers, trap links, stylesheets and
@@ -20,7 +21,10 @@
 //!   seed misbehave trap sessions calendar redirects shared` (`shared`: the address
 //!   serves other hosts too; `trap` and its kind: a trap host of `--traps`, whose
 //!   only manifest rows are its real pages: any other request to it is a trap URL;
-//!   `sitemaps`: the sitemap host of `--sitemaps`) or `-`.
+//!   `sitemaps`: the sitemap host of `--sitemaps`; `stuck` and its kind, `refused`
+//!   `silent` `robots_silent` `robots_500` `robots_503`: a stuck host of
+//!   `--stuck-hosts`, whose `robots_status` is what its robots.txt answers, 0 for
+//!   no answer) or `-`.
 //! - `changes.tsv`: `url  change`, one line per `manifest.tsv` row in its order:
 //!   what a recrawl of that URL at the served revision gets, sending the validators
 //!   of revision 0 (`changed`, `not_modified`, `unchanged`, `fixed`; see
@@ -223,10 +227,11 @@ fn write_hosts(web: &Web, path: &Path) -> io::Result<()> {
     )?;
     for (i, h) in web.hosts.iter().enumerate() {
         let (scheme, port) = web.scheme_port(i as u32);
-        let status = match h.robots.response() {
-            RobotsResponse::Status(s) => s,
-            RobotsResponse::Body(_) => 200,
-            RobotsResponse::Redirect(_) => 301,
+        let status = match (h.stuck, h.robots.response()) {
+            (Some(kind), _) => kind.robots_status(),
+            (None, RobotsResponse::Status(s)) => s,
+            (None, RobotsResponse::Body(_)) => 200,
+            (None, RobotsResponse::Redirect(_)) => 301,
         };
         let delay = Rules::parse(h.robots.rules_text(), AGENT)
             .crawl_delay
@@ -244,6 +249,8 @@ fn write_hosts(web: &Web, path: &Path) -> io::Result<()> {
             (h.trap.is_some(), "trap"),
             (h.trap.is_some(), h.trap.map_or("", |k| k.flag())),
             (h.sitemaps, "sitemaps"),
+            (h.stuck.is_some(), "stuck"),
+            (h.stuck.is_some(), h.stuck.map_or("", |k| k.flag())),
             (per_addr[h.addr_index as usize] > 1, "shared"),
         ] {
             if on {

@@ -6,7 +6,8 @@
 //! 2. Plain http to an https host: **301** to the same path on `https://` (every
 //!    path, `/robots.txt` included). https to a host that is not https: 421.
 //! 3. Methods other than GET and HEAD: 405.
-//! 4. The misbehaving host: see [`super::misbehave`].
+//! 4. The misbehaving host: see [`super::misbehave`]. A stuck host of
+//!    `--stuck-hosts`: see [`super::stuck`].
 //! 5. `/robots.txt`: the host's variant ([`super::robots`]); `/robots-real.txt` on
 //!    the redirect variant serves the rules (404 elsewhere).
 //! 6. A trap host (`--traps`): see [`super::traps`].
@@ -144,6 +145,9 @@ pub fn route(web: &Web, req: &Request<'_>) -> (Option<u32>, Reply) {
     }
     if host.misbehave {
         return (Some(h), Reply::Misbehave(misbehave::route(req.target)));
+    }
+    if let Some(kind) = host.stuck {
+        return (Some(h), kind.route(req.target));
     }
     (Some(h), route_path(web, h, req.target))
 }
@@ -296,6 +300,7 @@ mod tests {
             all_seeds: false,
             sitemaps: false,
             components: 0,
+            stuck_hosts: false,
         })
     }
 

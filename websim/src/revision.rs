@@ -229,6 +229,7 @@ mod tests {
             all_seeds: false,
             components: 0,
             sitemaps: false,
+            stuck_hosts: false,
         })
     }
 

@@ -217,6 +217,7 @@ mod tests {
             all_seeds: false,
             components: 0,
             sitemaps: true,
+            stuck_hosts: false,
         })
     }
 

@@ -114,6 +114,7 @@ mod tests {
             all_seeds: false,
             sitemaps: false,
             components: 0,
+            stuck_hosts: false,
         });
         let t = Throttled::new(&web);
         let kinds: Vec<(u32, Throttling)> = t.hosts().collect();

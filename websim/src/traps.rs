@@ -397,6 +397,7 @@ mod tests {
             all_seeds: false,
             sitemaps: false,
             components: 0,
+            stuck_hosts: false,
         })
     }
 

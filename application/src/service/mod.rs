@@ -90,6 +90,7 @@ pub mod cuts;
 mod deferred;
 pub mod error;
 pub mod exchange;
+pub mod given_up;
 mod pace;
 pub(crate) mod pause;
 mod read_ahead;

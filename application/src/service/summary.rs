@@ -43,6 +43,9 @@ pub struct Summary {
     pub seen_keys: u64,
     /// What the crawl did not request: its scope, the cuts by rule, the budgets.
     pub cut: CutSummary,
+    /// The hosts the manager gave up on (their URLs ended `too_many_failures`),
+    /// each with why (`given_up`).
+    pub given_up: crate::service::given_up::GivenUp,
     /// In a split crawl: this part, the number of parts, the mode and the counters.
     pub part: Option<PartLine>,
 }
@@ -190,6 +193,9 @@ impl fmt::Display for Summary {
             self.seen_keys, self.batches_quarantined
         )?;
         self.cut.write_counts(f)?;
+        if !self.given_up.is_empty() {
+            write!(f, ", {}", self.given_up)?;
+        }
         if let Some(p) = &self.part {
             let c = &p.counters;
             write!(

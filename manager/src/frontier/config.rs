@@ -19,6 +19,15 @@ use super::FrontierError;
 /// linearly.
 pub const MAX_CONNECTIONS_PER_HOST: u32 = 64;
 
+/// The default of [`FrontierConfig::host_retry_window_ms`]: 2 min.
+pub const DEFAULT_HOST_RETRY_WINDOW_MS: u64 = 120_000;
+
+/// What the defaults promise (issue 37): a crawl whose last hosts never answer,
+/// refuse connections or answer robots.txt with 5xx ends at most this long after
+/// its last page, every URL of theirs with an outcome. Checked against
+/// [`FrontierConfig::give_up_bound_ms`] of the defaults by a unit test.
+pub const DEFAULT_GIVE_UP_PROMISE_MS: u64 = 180_000;
+
 /// The crawl manager's scheduling settings (DESIGN.md section 4).
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields, default)]
@@ -83,6 +92,23 @@ pub struct FrontierConfig {
     pub max_failures: u32,
     /// How long a dead host stays dead. Default 86,400,000 (24 h).
     pub dead_host_ttl_ms: u64,
+    /// The time bound on a failing host, beside the count bound `max_failures`:
+    /// after a failure (connect failure, timeout, failed lookup, unreachable
+    /// robots.txt: 5xx, 429, time-out or refused connection) the host is tried
+    /// again only if its next try (after its back-off) starts within this long of
+    /// the start of the first try of its current run of failures; otherwise it is
+    /// dead at once, its URLs ending with `too_many_failures` (the detail says
+    /// which bound ended it). With the default back-off (1 min, then 5 min) a host
+    /// that refuses connections or answers robots.txt with a 5xx is tried twice
+    /// and given up about 1 min after its first try; one that accepts a connection
+    /// and never answers is tried twice and given up about 2 min after it. A host
+    /// whose run of failures began before a restart gets a new window. See
+    /// [`FrontierConfig::give_up_bound_ms`] for what it bounds. For Heritrix-like
+    /// patience (30 tries 15 min apart) set it with `max_failures` and
+    /// `backoff_ms`: `host_retry_window_ms: 27000000, max_failures: 30,
+    /// backoff_ms: [900000]`. 0 gives up at the first failure. Default 120,000
+    /// (2 min).
+    pub host_retry_window_ms: u64,
     /// How many times one URL is tried when its fetch fails with a connect failure or
     /// timeout (each try also counts as a host failure), or is answered 429 or 503
     /// (the last such answer is then its page). Default 2.
@@ -180,6 +206,7 @@ impl Default for FrontierConfig {
             backoff_ms: vec![60_000, 300_000, 1_800_000, 7_200_000],
             max_failures: 5,
             dead_host_ttl_ms: 86_400_000,
+            host_retry_window_ms: DEFAULT_HOST_RETRY_WINDOW_MS,
             max_url_attempts: 2,
             lost_job_rest_ms: 5_000,
             throttle_max_ms: 3_600_000,
@@ -260,6 +287,22 @@ impl FrontierConfig {
         Ok(())
     }
 
+    /// The longest a failing host keeps URLs after the start of its first failing
+    /// try: its last try starts at most `host_retry_window_ms` after that, and a
+    /// try that gets no answer ends by `connect_timeout_ms + first_byte_timeout_ms`
+    /// (a connection made at the last moment, then silence); its URLs' outcomes
+    /// are then published within `outcome_max_age_ms`. A host first tried as the
+    /// crawl's last pages are fetched therefore holds the crawl's end at most this
+    /// long past them (plus the seconds the application takes to request its URLs
+    /// and to confirm it is idle). A try that keeps receiving bytes is bounded by
+    /// `total_timeout_ms` instead: a slow host, not a silent one. Default 165,000.
+    pub fn give_up_bound_ms(&self) -> u64 {
+        self.host_retry_window_ms
+            .saturating_add(u64::from(self.connect_timeout_ms))
+            .saturating_add(u64::from(self.first_byte_timeout_ms))
+            .saturating_add(self.outcome_max_age_ms)
+    }
+
     /// The component id, checked by [`validate`](Self::validate).
     pub(crate) fn component(&self) -> Result<ComponentId, FrontierError> {
         ComponentId::new(self.component_id.as_str()).map_err(|_| FrontierError::Config {
@@ -308,5 +351,24 @@ mod tests {
             ..FrontierConfig::default()
         };
         c.validate().unwrap();
+    }
+
+    /// Issue 37: the defaults give up on hosts that never answer within the
+    /// promised 3 minutes, and a config file that sets nothing gets them.
+    #[test]
+    fn default_give_up_bound_is_within_three_minutes() {
+        let d = FrontierConfig::default();
+        assert_eq!(d.host_retry_window_ms, 120_000);
+        assert_eq!((d.max_failures, d.backoff_ms[0]), (5, 60_000));
+        assert_eq!(d.give_up_bound_ms(), 165_000);
+        assert!(d.give_up_bound_ms() <= DEFAULT_GIVE_UP_PROMISE_MS);
+        let parsed: FrontierConfig = ron::from_str("()").unwrap();
+        assert_eq!(parsed.host_retry_window_ms, DEFAULT_HOST_RETRY_WINDOW_MS);
+        let patient: FrontierConfig = ron::from_str(
+            "(host_retry_window_ms: 27000000, max_failures: 30, backoff_ms: [900000])",
+        )
+        .unwrap();
+        patient.validate().unwrap();
+        assert_eq!(patient.give_up_bound_ms(), 27_045_000);
     }
 }

@@ -142,6 +142,19 @@ pub(crate) struct Trouble {
     pub failed_at_ms: u64,
     /// Its current run of 429/503 answers (`throttle`), if its last answer was one.
     pub throttle: Option<super::throttle::Throttle>,
+    /// When the first failing try of its current run of failures started (wall
+    /// ms): `host_retry_window_ms` counts from it. `None` while it has not failed,
+    /// and after a restart until it fails again (not stored).
+    pub since_ms: Option<u64>,
+}
+
+impl Trouble {
+    /// The host answered (a page stored, a robots.txt verdict): its run of
+    /// failures is over.
+    pub fn recovered(&mut self) {
+        self.failures = 0;
+        self.since_ms = None;
+    }
 }
 
 /// When a host may be contacted, and what its interval depends on.

@@ -292,12 +292,12 @@ impl Frontier {
     }
 
     /// A host failed (connect failure, timeout, DNS failure, unreachable robots.txt):
-    /// back off, or drop it when it failed too often. Returns true if it was dropped.
+    /// back off, or drop it when it failed too often or too long. Returns true if
+    /// it was dropped.
     pub(crate) fn host_failed(
         &mut self,
         id: HostId,
-        death_reason: OutcomeReason,
-        detail: &str,
+        failure: &Failure<'_>,
         now_ms: u64,
         batch: &mut Batch,
     ) -> Result<bool, FrontierError> {
@@ -305,17 +305,17 @@ impl Frontier {
             return Ok(true);
         };
         host.trouble.failures += 1;
-        self.after_failure(id, death_reason, detail, now_ms, batch)
+        self.after_failure(id, failure, now_ms, batch)
     }
 
-    /// What a failure of host `id` (already counted) leads to: back-off, or, after
-    /// too many and with nothing of it in flight, death. Returns true if it was
-    /// dropped.
+    /// What a failure of host `id` (already counted) leads to: back-off, or, with
+    /// nothing of it in flight, death after `max_failures` failures or when its
+    /// next try would start past `host_retry_window_ms` from its first failing
+    /// try. Returns true if it was dropped.
     pub(crate) fn after_failure(
         &mut self,
         id: HostId,
-        death_reason: OutcomeReason,
-        detail: &str,
+        failure: &Failure<'_>,
         now_ms: u64,
         batch: &mut Batch,
     ) -> Result<bool, FrontierError> {
@@ -324,19 +324,29 @@ impl Frontier {
         };
         host.trouble.failed_at_ms = now_ms;
         let failures = host.trouble.failures;
-        if politeness::is_dead(&self.config, failures) && host.out.is_empty() {
+        // A run of failures starts with its first counted one (an uncounted one
+        // after a success is the outage the success outlived).
+        let since = match failures {
+            0 => now_ms,
+            _ => *host
+                .trouble
+                .since_ms
+                .get_or_insert(failure.started_ms.min(now_ms)),
+        };
+        let next_try = now_ms.saturating_add(politeness::backoff_ms(&self.config, failures));
+        let verdict = politeness::give_up(&self.config, failures, since, next_try);
+        if let Some(bound) = verdict.filter(|_| host.out.is_empty()) {
             let until = now_ms.saturating_add(self.config.dead_host_ttl_ms);
             self.ledger.counters_mut().hosts_dead += 1;
-            let detail = format!("{failures} consecutive failures, last: {detail}");
-            self.drop_host(id, death_reason, &detail, Some(until), now_ms, batch)?;
+            let detail = give_up_detail(failures, now_ms.saturating_sub(since), bound, failure);
+            self.drop_host(id, failure.death, &detail, Some(until), now_ms, batch)?;
             return Ok(true);
         }
-        host.timing.next_allowed_ms =
-            now_ms.saturating_add(politeness::backoff_ms(&self.config, failures));
+        host.timing.next_allowed_ms = next_try;
         host.queue.buffer.clear(); // Resting long: free the read-ahead.
         self.save_host(id, batch);
         tracing::debug!(host = %self.hosts.get(id).map(|h| h.origin.clone()).unwrap_or_default(),
-            failures, detail, "host failure; backing off");
+            failures, detail = failure.detail, "host failure; backing off");
         Ok(false)
     }
 
@@ -560,7 +570,7 @@ impl Frontier {
                 }
                 DnsAnswer::Negative(NegativeKind::Failure, detail) => {
                     let detail = format!("robots.txt redirect target {name}: {detail}");
-                    return self.robots_unreachable(id, &detail, now_ms, batch);
+                    return self.robots_unreachable(id, &detail, now_ms, now_ms, batch);
                 }
                 DnsAnswer::Negative(_, _) | DnsAnswer::Forbidden(_) => {
                     // The redirect leads nowhere we may go: robots.txt is unavailable.
@@ -587,7 +597,12 @@ impl Frontier {
             }
             DnsAnswer::Negative(NegativeKind::Failure, detail) => {
                 let detail = format!("lookup of {name} failed: {detail}");
-                if !self.host_failed(id, OutcomeReason::DnsFailure, &detail, now_ms, batch)? {
+                let failure = Failure {
+                    death: OutcomeReason::DnsFailure,
+                    detail: &detail,
+                    started_ms: now_ms,
+                };
+                if !self.host_failed(id, &failure, now_ms, batch)? {
                     self.advance(id, now_ms, batch)?;
                 }
                 Ok(())
@@ -819,6 +834,42 @@ struct ChunkLoad {
     created: Vec<HostId>,
     /// Origins not in memory found dropped, looked up once per chunk.
     dropped: HashMap<String, (OutcomeReason, String)>,
+}
+
+/// One failure of a host, as [`Frontier::host_failed`] takes it.
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct Failure<'a> {
+    /// The outcome its URLs end with if this failure makes the host dead
+    /// (`too_many_failures`, or `dns_failure` when its lookups fail).
+    pub death: OutcomeReason,
+    /// What failed, for the log and the outcomes' detail.
+    pub detail: &'a str,
+    /// When the failing try started (wall ms): for a fetch its dispatch, for a
+    /// lookup its answer.
+    pub started_ms: u64,
+}
+
+/// The detail of the outcomes of a host given up after `failures` failures over
+/// `span_ms` (from its first failing try's start), ended by `bound`: it names
+/// the bound and the setting, so a summary can say why.
+pub(crate) fn give_up_detail(
+    failures: u32,
+    span_ms: u64,
+    bound: politeness::GiveUp,
+    failure: &Failure<'_>,
+) -> String {
+    let why = match bound {
+        politeness::GiveUp::Failures(max) => format!("max_failures {max}"),
+        politeness::GiveUp::Window(ms) => {
+            format!("next try past host_retry_window_ms {ms}")
+        }
+    };
+    format!(
+        "given up after {failures} failed tries in {}.{:03} s ({why}); last: {}",
+        span_ms / 1000,
+        span_ms % 1000,
+        failure.detail
+    )
 }
 
 /// The outcome new URLs of an origin get, if it is marked dropped at `now_ms`.

@@ -35,7 +35,10 @@
 //! is then `InFlight` until the report, which puts it to rest for its interval
 //! (`Waiting`) or, on failure or a 429/503 answer, for a growing back-off or the
 //! server's `Retry-After` (`BackedOff`, see `throttle`); after `max_failures`
-//! failures its URLs become outcomes. With N > 1 the host rests its interval
+//! failures, or when its next try would start past `host_retry_window_ms` from its
+//! first failing try, its URLs become outcomes (`too_many_failures`), so a host
+//! that never answers holds a crawl's end for a bounded time
+//! ([`FrontierConfig::give_up_bound_ms`]). With N > 1 the host rests its interval
 //! from the start instead and may be dispatched again while fewer than N of its
 //! requests are in flight (`InFlight` only at N, or with nothing else to start). A
 //! host whose queue empties is forgotten once its interval has passed and nothing of

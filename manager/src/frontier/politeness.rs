@@ -29,7 +29,9 @@
 //! starts to one address), which bound N in effect when they are tighter.
 //!
 //! Back-off after the n-th consecutive failure is `backoff_ms[n - 1]`, the last step
-//! repeating. After a 429 or 503 answer it is the server's `Retry-After`, or without
+//! repeating; a host is given up ([`give_up`]) after `max_failures` failures, or
+//! sooner when its next try would start more than `host_retry_window_ms` after
+//! its first failing try started. After a 429 or 503 answer it is the server's `Retry-After`, or without
 //! one [`throttle_backoff_ms`], both capped at `throttle_max_ms`. This module must never read a clock or do I/O: times are arguments.
 
 use std::time::Duration;
@@ -112,6 +114,32 @@ pub fn is_dead(config: &FrontierConfig, failures: u32) -> bool {
     failures >= config.max_failures
 }
 
+/// Which bound ends a failing host (see [`give_up`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum GiveUp {
+    /// It failed `max_failures` (this many) times in a row.
+    Failures(u32),
+    /// Its next try would start more than `host_retry_window_ms` (this many ms)
+    /// after its first failing try started.
+    Window(u64),
+}
+
+/// Whether a host that has failed `failures` times in a row, the first failing
+/// try starting at `since_ms`, is given up rather than tried again at
+/// `next_try_ms`, and by which bound (the count first). `None`: try again.
+pub fn give_up(
+    config: &FrontierConfig,
+    failures: u32,
+    since_ms: u64,
+    next_try_ms: u64,
+) -> Option<GiveUp> {
+    if is_dead(config, failures) {
+        return Some(GiveUp::Failures(config.max_failures));
+    }
+    let window_end = since_ms.saturating_add(config.host_retry_window_ms);
+    (next_try_ms > window_end).then_some(GiveUp::Window(config.host_retry_window_ms))
+}
+
 /// The ready-queue size `s = k x r x d` below which request files are loaded (at
 /// least 1), for a target of `pages_per_sec`.
 pub fn ready_target(config: &FrontierConfig, pages_per_sec: f64) -> usize {
@@ -123,6 +151,59 @@ pub fn ready_target(config: &FrontierConfig, pages_per_sec: f64) -> usize {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// A host whose every try fails, each try taking `try_ms` (0: refused, or a
+    /// robots.txt 5xx; 30 s: silence until the first-byte time-out) from the
+    /// first try at 0: the tries' start times and when it is given up.
+    fn failing_host(c: &FrontierConfig, try_ms: u64) -> (Vec<u64>, u64, GiveUp) {
+        let mut starts = vec![0];
+        let mut failures = 0;
+        loop {
+            let start = *starts.last().unwrap();
+            let failed_at = start + try_ms;
+            failures += 1;
+            let next = failed_at + backoff_ms(c, failures);
+            if let Some(bound) = give_up(c, failures, 0, next) {
+                return (starts, failed_at, bound);
+            }
+            starts.push(next);
+        }
+    }
+
+    /// Issue 37: with the defaults a host that refuses connections or answers
+    /// robots.txt with a 5xx is tried twice and given up after 1 min; one that
+    /// accepts and says nothing is tried twice and given up after 2 min; both
+    /// within the promised bound. With Heritrix-like settings it is tried 30 times.
+    #[test]
+    fn failing_hosts_are_given_up_within_the_window() {
+        let c = FrontierConfig::default();
+        let window = GiveUp::Window(120_000);
+        assert_eq!(failing_host(&c, 0), (vec![0, 60_000], 60_000, window));
+        let silent = u64::from(c.first_byte_timeout_ms);
+        assert_eq!(failing_host(&c, silent), (vec![0, 90_000], 120_000, window));
+        let patient = FrontierConfig {
+            host_retry_window_ms: 27_000_000,
+            max_failures: 30,
+            backoff_ms: vec![900_000],
+            ..FrontierConfig::default()
+        };
+        let (starts, _, bound) = failing_host(&patient, 0);
+        assert_eq!((starts.len(), bound), (30, GiveUp::Failures(30)));
+        let few = FrontierConfig {
+            max_failures: 2,
+            backoff_ms: vec![1_000],
+            ..FrontierConfig::default()
+        };
+        assert_eq!(
+            failing_host(&few, 0),
+            (vec![0, 1_000], 1_000, GiveUp::Failures(2))
+        );
+        let never = FrontierConfig {
+            host_retry_window_ms: 0,
+            ..FrontierConfig::default()
+        };
+        assert_eq!(failing_host(&never, 0), (vec![0], 0, GiveUp::Window(0)));
+    }
 
     #[test]
     fn override_beats_adaptive_and_crawl_delay_only_lengthens() {

@@ -13,8 +13,10 @@
 //! - `connect_failure` or `timeout`: a host failure. The host backs off (1 min, 5 min,
 //!   30 min, ...); the URL goes back to the head and is tried again, up to
 //!   `max_url_attempts` tries, after which it ends with that outcome. After
-//!   `max_failures` consecutive failures the host is dead: all its URLs end with
-//!   `too_many_failures`. A request that started before the host's last failure was
+//!   `max_failures` consecutive failures, or sooner when its next try would start
+//!   more than `host_retry_window_ms` after its first failing try started, the
+//!   host is dead: all its URLs end with `too_many_failures`, the detail naming
+//!   the bound, the tries and the last failure. A request that started before the host's last failure was
 //!   reported and fails too is not counted again (with several in flight, one outage
 //!   fails them all), and a host is declared dead only when nothing of it is in
 //!   flight.
@@ -46,8 +48,10 @@
 //! - 4xx (but 429): allow all, cached.
 //! - 5xx, 429, a network failure, or a 2xx whose body the service could not read:
 //!   unreachable. Nothing of the host is fetched (complete disallow), the host backs
-//!   off as after any failure and robots.txt is fetched again; after `max_failures`
-//!   its URLs end with `too_many_failures`.
+//!   off as after any failure and robots.txt is fetched again; after `max_failures`,
+//!   or past `host_retry_window_ms`, its URLs end with `too_many_failures`. A
+//!   robots.txt that never answers fails at the downloader's first-byte time-out,
+//!   a host that refuses connections at once: both are failures like a 5xx.
 //!
 //! A fetched 2xx robots.txt's `Sitemap:` URLs (at most [`MAX_SITEMAPS_PER_HOST`],
 //! resolved against the robots.txt URL, http(s) only) are reported to the
@@ -116,7 +120,7 @@ use url::Url;
 
 use super::hosts::{HostId, Out, RobotsChase, RobotsInForce};
 use super::jobs::Holder;
-use super::lifecycle::live_drop;
+use super::lifecycle::{Failure, live_drop};
 use super::origin::{Origin, origin_of, origin_of_parsed};
 use super::records::{
     CachedRobots, META_NEXT_HOST, META_NEXT_REQNO, PendingOutcome, QueueEntry, queue_key,
@@ -153,7 +157,8 @@ impl Frontier {
                     return Ok(false);
                 };
                 let mut batch = Batch::default();
-                self.robots_unreachable(done.host, detail, now_ms, &mut batch)?;
+                let started_ms = done.out.started_ms;
+                self.robots_unreachable(done.host, detail, started_ms, now_ms, &mut batch)?;
                 self.commit(batch)?;
                 Ok(true)
             }
@@ -188,7 +193,7 @@ impl Frontier {
                     self.url_fetched(id, seq, app, &mut batch);
                 }
                 if let Some(host) = self.hosts.get_mut(id) {
-                    host.trouble.failures = 0;
+                    host.trouble.recovered();
                     host.trouble.throttle = None;
                     host.timing.last_fetch_ms = Some(total_ms);
                 }
@@ -329,10 +334,15 @@ impl Frontier {
         };
         // Sent before the last failure was known: the same outage, not a new one.
         let counts = done.out.started_ms >= host.trouble.failed_at_ms;
+        let failure = Failure {
+            death: OutcomeReason::TooManyFailures,
+            detail,
+            started_ms: done.out.started_ms,
+        };
         let dropped = if counts {
-            self.host_failed(id, OutcomeReason::TooManyFailures, detail, now_ms, batch)?
+            self.host_failed(id, &failure, now_ms, batch)?
         } else {
-            self.after_failure(id, OutcomeReason::TooManyFailures, detail, now_ms, batch)?
+            self.after_failure(id, &failure, now_ms, batch)?
         };
         if !dropped {
             self.advance(id, now_ms, batch)?;
@@ -603,9 +613,9 @@ impl Frontier {
         location: Option<&str>,
         now_ms: u64,
     ) -> Result<bool, FrontierError> {
-        let Some(id) = self
+        let Some((id, started_ms)) = self
             .finish_job(job, FetchPurpose::Robots, now_ms)
-            .map(|d| d.host)
+            .map(|d| (d.host, d.out.started_ms))
         else {
             return Ok(false);
         };
@@ -615,7 +625,7 @@ impl Frontier {
             (Some(location), _) => self.follow_redirect(id, location, now_ms, &mut batch)?,
             (None, None) if (200..300).contains(&status) => {
                 let detail = format!("robots.txt body of status {status} could not be read");
-                self.robots_unreachable(id, &detail, now_ms, &mut batch)?;
+                self.robots_unreachable(id, &detail, started_ms, now_ms, &mut batch)?;
             }
             (None, body) => {
                 let body = body.unwrap_or_default();
@@ -628,7 +638,7 @@ impl Frontier {
                 }
                 if policy == RobotsPolicy::DisallowAll {
                     let detail = format!("robots.txt status {status}");
-                    self.robots_unreachable(id, &detail, now_ms, &mut batch)?;
+                    self.robots_unreachable(id, &detail, started_ms, now_ms, &mut batch)?;
                 } else {
                     let keep = matches!(policy, RobotsPolicy::Rules(_)).then(|| body.to_vec());
                     self.install_robots(id, policy, keep, now_ms, &mut batch)?;
@@ -733,11 +743,13 @@ impl Frontier {
         self.advance(id, now_ms, batch)
     }
 
-    /// robots.txt could not be fetched: complete disallow for now, back off, retry.
+    /// robots.txt could not be fetched (the try started at `started_ms`): complete
+    /// disallow for now, back off, retry, or give the host up.
     pub(crate) fn robots_unreachable(
         &mut self,
         id: HostId,
         detail: &str,
+        started_ms: u64,
         now_ms: u64,
         batch: &mut Batch,
     ) -> Result<(), FrontierError> {
@@ -746,7 +758,12 @@ impl Frontier {
             host.chase = RobotsChase::default();
         }
         let detail = format!("robots.txt unreachable: {detail}");
-        if !self.host_failed(id, OutcomeReason::TooManyFailures, &detail, now_ms, batch)? {
+        let failure = Failure {
+            death: OutcomeReason::TooManyFailures,
+            detail: &detail,
+            started_ms,
+        };
+        if !self.host_failed(id, &failure, now_ms, batch)? {
             self.advance(id, now_ms, batch)?;
         }
         Ok(())
@@ -771,7 +788,7 @@ impl Frontier {
             expires_ms,
         });
         host.chase = RobotsChase::default();
-        host.trouble.failures = 0;
+        host.trouble.recovered();
         let origin = host.origin.clone();
         self.ledger.counters_mut().robots_fetched += 1;
         let mut record = self.origin_record(&origin)?;

@@ -146,6 +146,8 @@ fn connect_failures_back_off_then_kill_the_host() {
         interval_ms: 0,
         backoff_ms: vec![60_000, 300_000],
         max_failures: 3,
+        // The count ends this host, not the time window.
+        host_retry_window_ms: 3_600_000,
         max_url_attempts: 2,
         request_scan_interval_ms: 3_600_000,
         ..test_config()

@@ -166,6 +166,87 @@ fn network_failure_of_robots_counts_as_unreachable() {
     assert_eq!(f.stats().urls_queued, 0);
 }
 
+/// Issue 37: with the default bounds, a host whose robots.txt never answers
+/// (each try ends at the 30 s first-byte time-out) is tried twice, 1 min apart,
+/// and given up 2 min after its first try, when its next try (5 min later)
+/// would start past `host_retry_window_ms`; every URL ends with an outcome
+/// whose detail names the bound. One that answers 503 is given up after 1 min.
+#[test]
+fn robots_that_never_answer_or_answer_5xx_end_within_the_window() {
+    let w = World::new();
+    let config = FrontierConfig {
+        interval_ms: 0,
+        request_scan_interval_ms: 3_600_000,
+        ..test_config()
+    };
+    assert_eq!(
+        (
+            config.backoff_ms.clone(),
+            config.max_failures,
+            config.host_retry_window_ms
+        ),
+        (vec![60_000, 300_000, 1_800_000, 7_200_000], 5, 120_000),
+        "the defaults"
+    );
+    let mut f = w.open(&config);
+    let mut list = urls("silent.test", 0..3);
+    list.extend(urls("down.test", 0..2));
+    w.publish("bfs", 10, &list);
+    let jobs = start(&mut f, T0);
+    assert_eq!(jobs.len(), 2);
+    assert!(jobs.iter().all(|j| j.purpose == FetchPurpose::Robots));
+    let silent = jobs.iter().find(|j| j.url.contains("silent")).unwrap();
+    let down = jobs.iter().find(|j| j.url.contains("down")).unwrap();
+    f.on_robots_fetched(down.job, 503, Some(b""), None, T0)
+        .unwrap();
+    f.on_report(&failed(silent, OutcomeReason::Timeout), T0 + 30_000)
+        .unwrap();
+    assert!(f.next_jobs(T0 + 59_999, 10).unwrap().is_empty());
+    let again = f.next_jobs(T0 + 60_000, 10).unwrap();
+    assert_eq!(again.len(), 1);
+    assert!(again[0].url.contains("down") && again[0].purpose == FetchPurpose::Robots);
+    f.on_robots_fetched(again[0].job, 500, Some(b""), None, T0 + 60_000)
+        .unwrap();
+    f.flush_outcomes(T0 + 60_000).unwrap();
+    let given_up = w.outcomes("bfs");
+    assert_eq!(given_up.len(), 2, "down.test is given up: {given_up:?}");
+    assert!(
+        given_up
+            .iter()
+            .all(|o| o.reason == OutcomeReason::TooManyFailures
+                && o.detail
+                    == "given up after 2 failed tries in 60.000 s (next try past \
+                host_retry_window_ms 120000); last: robots.txt unreachable: robots.txt \
+                status 500")
+    );
+    assert!(f.next_jobs(T0 + 89_999, 10).unwrap().is_empty());
+    let again = f.next_jobs(T0 + 90_000, 10).unwrap();
+    assert_eq!(again.len(), 1);
+    assert!(again[0].url.contains("silent") && again[0].purpose == FetchPurpose::Robots);
+    f.on_report(&failed(&again[0], OutcomeReason::Timeout), T0 + 120_000)
+        .unwrap();
+    f.flush_outcomes(T0 + 120_000).unwrap();
+    let silent: Vec<_> = w
+        .outcomes("bfs")
+        .into_iter()
+        .filter(|o| o.url.contains("silent"))
+        .collect();
+    assert_eq!(silent.len(), 3, "{silent:?}");
+    assert!(
+        silent
+            .iter()
+            .all(|o| o.reason == OutcomeReason::TooManyFailures
+                && o.detail
+                    == "given up after 2 failed tries in 120.000 s (next try past \
+                host_retry_window_ms 120000); last: robots.txt unreachable: simulated")
+    );
+    let stats = f.stats();
+    assert_eq!(
+        (stats.urls_queued, stats.hosts, stats.hosts_dead),
+        (0, 0, 2)
+    );
+}
+
 #[test]
 fn same_origin_redirects_are_followed() {
     let w = World::new();

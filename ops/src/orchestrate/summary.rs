@@ -17,6 +17,21 @@ pub fn outcomes_of(app_summary: &str) -> Option<&str> {
     Some(&after[..after.find(')')?])
 }
 
+/// The hosts the crawl gave up on, as the application's summary line names them
+/// (`2 hosts given up: http://a.test (3 URLs: ...); ...`, up to what the line
+/// says next: a split crawl's `, part ` or the budgets' ` (most cut: `), if any.
+pub fn given_up_of(app_summary: &str) -> Option<&str> {
+    let at = app_summary.find(" hosts given up: ")?;
+    let start = app_summary[..at].rfind(", ").map_or(0, |i| i + 2);
+    let rest = &app_summary[start..];
+    let end = [", part ", " (most cut: "]
+        .iter()
+        .filter_map(|next| rest.find(next))
+        .min()
+        .unwrap_or(rest.len());
+    Some(&rest[..end])
+}
+
 /// `12.3 s in the crawling system = 0.62 ms per page (manager 3.1, ...); websim 4.0 s`.
 pub fn cpu_line(cpu: &[(String, Duration)], pages: u64, websim: Option<Duration>) -> String {
     let total: Duration = cpu.iter().map(|(_, d)| *d).sum();
@@ -133,6 +148,16 @@ pub fn render(
     }
     let split = finished.part_summaries.len() > 1;
     let _ = writeln!(o, "errors:     {}", outcomes(finished));
+    for (i, s) in app_summaries(finished).enumerate() {
+        if let Some(given_up) = given_up_of(s) {
+            let part = if split {
+                format!("part {i}: ")
+            } else {
+                String::new()
+            };
+            let _ = writeln!(o, "gave up:    {part}{given_up}");
+        }
+    }
     let _ = writeln!(
         o,
         "data:       {:.1} MiB of WARC in {} files",
@@ -190,6 +215,16 @@ fn ending_line(what: &str, ending: &Ending, secs: f64, cut: bool) -> String {
             why.lines().next().unwrap_or("a process kept dying")
         ),
     }
+}
+
+/// The application summary lines: each part's for a split crawl, else the one.
+fn app_summaries(finished: &Finished) -> impl Iterator<Item = &str> {
+    let parts = finished.part_summaries.iter().flatten().map(String::as_str);
+    let single = finished.app_summary.as_deref();
+    let split = finished.part_summaries.len() > 1;
+    parts
+        .filter(move |_| split)
+        .chain(single.filter(|_| !split))
 }
 
 /// The `errors:` line's text: the application's outcome counts, each part's in
@@ -260,6 +295,24 @@ mod tests {
             ),
             None
         );
+    }
+
+    #[test]
+    fn given_up_hosts_from_the_app_line() {
+        let named = "2 hosts given up: http://a.test:8080 (3 URLs: given up after 2 failed \
+                     tries in 60.000 s (next try past host_retry_window_ms 120000); last: \
+                     robots.txt unreachable: robots.txt status 503); http://b.test (1 URLs: x)";
+        let line = format!(
+            "app bfs: Complete: 10 URLs requested, 6 pages stored, 4 outcomes \
+             (too_many_failures=4), 12 URLs seen, 0 batches quarantined, 0 URLs cut by host \
+             budgets, 0 redirects cut, {named}"
+        );
+        assert_eq!(given_up_of(&line), Some(named));
+        let split = format!("{line}, part 0 of 2 (Exchange): sent 1 URLs");
+        assert_eq!(given_up_of(&split), Some(named));
+        let cut = format!("{line} (most cut: a.test budget=500 requested=500 cut=9)");
+        assert_eq!(given_up_of(&cut), Some(named));
+        assert_eq!(given_up_of("app bfs: Complete: 1 URLs requested"), None);
     }
 
     #[test]

@@ -21,6 +21,7 @@ use tracing::{info, warn};
 use super::reach::Reach;
 use super::{Crawl, Linking};
 use crate::service::error::AppError;
+use crate::service::given_up::GivenUp;
 use crate::service::pace::Pace;
 use crate::service::read_ahead::{ReadAhead, ReadBatch};
 use spool::protocol::AppProgress;
@@ -31,6 +32,16 @@ struct Awaiting {
     /// What storage checked of it while its links were read (so it is read once).
     checked: storage::CheckedBatch,
     generation: u64,
+}
+
+/// What the summary says of this run only (not saved: a resumed crawl counts
+/// from its start).
+#[derive(Debug, Default)]
+struct RunFigures {
+    /// Inputs quarantined.
+    quarantined: u64,
+    /// The hosts the manager gave up on, from their outcomes (bounded: `given_up`).
+    given_up: GivenUp,
 }
 
 /// The inputs and what is held of them.
@@ -53,8 +64,8 @@ pub(super) struct Intake {
     outcomes_held: Vec<(Claimed, u64, BTreeMap<String, u64>)>,
     /// The newest generation that holds the input being offered.
     input_generation: Option<u64>,
-    /// Inputs quarantined in this run.
-    quarantined: u64,
+    /// This run's figures that are not saved.
+    run: RunFigures,
     /// The seeds (with the seeds file's), offered when the loop starts.
     seeds: Vec<String>,
     /// The generation that covers the seeds, once offered in this run.
@@ -80,7 +91,7 @@ impl Intake {
             exchanged: Vec::new(),
             outcomes_held: Vec::new(),
             input_generation: None,
-            quarantined: 0,
+            run: RunFigures::default(),
             seeds,
             seeds_generation: None,
         }
@@ -98,7 +109,12 @@ impl Intake {
 
     /// Inputs quarantined in this run.
     pub(super) fn quarantined(&self) -> u64 {
-        self.quarantined
+        self.run.quarantined
+    }
+
+    /// The hosts the manager gave up on in this run.
+    pub(super) fn given_up(&self) -> &GivenUp {
+        &self.run.given_up
     }
 
     /// The claiming pace.
@@ -284,7 +300,7 @@ impl Crawl {
                 self.ledger.progress.read.batches_unread += 1;
                 self.ledger.save(&self.wait)?;
                 claimed.quarantine(&e.to_string())?;
-                self.intake.quarantined += 1;
+                self.intake.run.quarantined += 1;
                 return Ok(());
             }
             Err(e) => return Err(e.into()),
@@ -346,7 +362,7 @@ impl Crawl {
         if let Some(why) = refused {
             warn!(file = %claimed.name(), error = %why, "app: exchange file quarantined");
             claimed.quarantine(&why)?;
-            self.intake.quarantined += 1;
+            self.intake.run.quarantined += 1;
             return Ok(());
         }
         self.intake.input_generation = None;
@@ -402,6 +418,7 @@ impl Crawl {
         let file = claimed.open()?;
         let mut counts: BTreeMap<String, u64> = BTreeMap::new();
         let mut sitemaps: Vec<(String, u32)> = Vec::new();
+        let given_up = &mut self.intake.run.given_up;
         let parsed = OutcomeReader::new(BufReader::new(file)).and_then(|reader| {
             for outcome in reader {
                 let outcome = outcome?;
@@ -414,6 +431,7 @@ impl Crawl {
                 *counts
                     .entry(outcome.reason.as_str().to_owned())
                     .or_default() += 1;
+                given_up.note(outcome.reason, &outcome.url, &outcome.detail);
             }
             Ok(())
         });
@@ -516,7 +534,7 @@ impl Crawl {
                 Err(AppError::Storage(e)) if e.is_batch_fault() => {
                     warn!(batch = %claimed.name(), error = %e, "app: batch refused by storage, quarantined");
                     claimed.quarantine(&e.to_string())?;
-                    self.intake.quarantined += 1;
+                    self.intake.run.quarantined += 1;
                 }
                 Err(e) => return Err(e),
             }

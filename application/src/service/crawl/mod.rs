@@ -599,6 +599,7 @@ impl Crawl {
                 trap_cuts: progress.trap_cuts.clone(),
                 most_cut: self.admission.budgets().most_cut(5),
             },
+            given_up: self.intake.given_up().clone(),
             part: self.parts.as_ref().map(|p| super::summary::PartLine {
                 part: p.own,
                 parts: p.count,
