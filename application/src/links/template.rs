@@ -133,7 +133,8 @@ impl TemplateReader {
         while i < body.len() {
             let b = body[i];
             if !b.is_ascii_alphanumeric() {
-                if !b.is_ascii_whitespace() && !(in_placeholder && b == b'/') {
+                let skipped = b.is_ascii_whitespace() || (in_placeholder && b == b'/');
+                if !skipped {
                     feed(b);
                     in_placeholder = false;
                 }
