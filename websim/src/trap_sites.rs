@@ -19,6 +19,12 @@ pub const PAGES_HOST: &str = "www.pages-trap.test";
 pub const COUNTER_HOST: &str = "www.counter-trap.test";
 /// The maze trap host.
 pub const MAZE_HOST: &str = "www.maze-trap.test";
+/// The host with session ids in its paths and queries.
+pub const PATH_SESSIONS_HOST: &str = "www.path-sessions-trap.test";
+/// The ever-deeper path trap host.
+pub const DEEP_HOST: &str = "www.deep-trap.test";
+/// The host with query and day-paging calendars.
+pub const DATES_HOST: &str = "www.dates-trap.test";
 /// Real pages of the sessions host.
 pub const SESSION_PAGES: u32 = 30;
 /// Hops of the redirect chain before its end page.
@@ -39,17 +45,26 @@ pub enum TrapSite {
     Counter,
     /// An endless maze of words.
     Maze,
+    /// Session ids in path segments and in queries under unknown names.
+    PathSessions,
+    /// Ever-deeper paths of new segments.
+    Deep,
+    /// `?year=&month=` calendars and `/day/YYYY-MM-DD/` day paging.
+    Dates,
 }
 
 impl TrapSite {
     /// Every kind, in host order.
-    pub const ALL: [TrapSite; 6] = [
+    pub const ALL: [TrapSite; 9] = [
         TrapSite::Sessions,
         TrapSite::Calendar,
         TrapSite::Redirects,
         TrapSite::Pages,
         TrapSite::Counter,
         TrapSite::Maze,
+        TrapSite::PathSessions,
+        TrapSite::Deep,
+        TrapSite::Dates,
     ];
 
     /// The host name.
@@ -61,6 +76,9 @@ impl TrapSite {
             TrapSite::Pages => PAGES_HOST,
             TrapSite::Counter => COUNTER_HOST,
             TrapSite::Maze => MAZE_HOST,
+            TrapSite::PathSessions => PATH_SESSIONS_HOST,
+            TrapSite::Deep => DEEP_HOST,
+            TrapSite::Dates => DATES_HOST,
         }
     }
 
@@ -73,6 +91,9 @@ impl TrapSite {
             TrapSite::Pages => "pages",
             TrapSite::Counter => "counter",
             TrapSite::Maze => "maze",
+            TrapSite::PathSessions => "path-sessions",
+            TrapSite::Deep => "deep",
+            TrapSite::Dates => "dates",
         }
     }
 

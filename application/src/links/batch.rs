@@ -23,6 +23,7 @@ use spool::warc::{DEPTH_FIELD, HOPS_FIELD, Record, RecordType};
 use url::Url;
 
 use super::canonical_links;
+use super::template::TemplateReader;
 use crate::canon::{self, CanonConfig};
 use crate::extract::{Extractor, PageLinks};
 use crate::sitemap;
@@ -43,6 +44,10 @@ pub struct PageLinksOf {
     pub redirect: Option<Url>,
     /// Canonical links found in the page (repeats possible).
     pub links: Vec<Url>,
+    /// An HTML page's template ([`super::template`]), for the maze and
+    /// session-id trap detectors, when the reader was asked for it
+    /// ([`BatchReader::with_templates`]); `None` for anything else.
+    pub template: Option<u64>,
 }
 
 /// Reusable page-batch reader.
@@ -50,6 +55,8 @@ pub struct PageLinksOf {
 pub struct BatchReader {
     extractor: Extractor,
     out: PageLinks,
+    /// Reads each HTML page's template too (`None`: not asked for).
+    templates: Option<TemplateReader>,
     canon: CanonConfig,
     body_cap: usize,
     sitemaps: bool,
@@ -61,6 +68,7 @@ impl BatchReader {
         Self {
             extractor: Extractor::new(),
             out: PageLinks::new(),
+            templates: None,
             canon,
             body_cap,
             sitemaps: false,
@@ -70,6 +78,13 @@ impl BatchReader {
     /// Also reads sitemaps (see the module docs); off by default.
     pub fn with_sitemaps(mut self, on: bool) -> Self {
         self.sitemaps = on;
+        self
+    }
+
+    /// Also computes each HTML page's template ([`super::template`]: one more
+    /// pass over its bytes); off by default.
+    pub fn with_templates(mut self, on: bool) -> Self {
+        self.templates = on.then(TemplateReader::new);
         self
     }
 
@@ -103,9 +118,9 @@ impl BatchReader {
         let number = |name| rec.headers.get(name).and_then(|v| v.trim().parse().ok());
         let (depth, hops) = (number(DEPTH_FIELD), number(HOPS_FIELD).unwrap_or(0));
         let page_url = Url::parse(&target).ok();
-        let (redirect, links) = match &page_url {
+        let (redirect, links, template) = match &page_url {
             Some(base) => self.links_of(base, &rec.block),
-            None => (None, Vec::new()),
+            None => (None, Vec::new(), None),
         };
         page(PageLinksOf {
             url: target,
@@ -114,13 +129,14 @@ impl BatchReader {
             hops,
             redirect,
             links,
+            template,
         });
     }
 
-    /// The redirect target and the page's links.
-    fn links_of(&mut self, base: &Url, block: &[u8]) -> (Option<Url>, Vec<Url>) {
+    /// The redirect target, the page's links and, for an HTML page, its template.
+    fn links_of(&mut self, base: &Url, block: &[u8]) -> (Option<Url>, Vec<Url>, Option<u64>) {
         let Ok(resp) = StoredResponse::parse(block) else {
-            return (None, Vec::new());
+            return (None, Vec::new(), None);
         };
         let mut redirect = None;
         if resp.is_redirect() {
@@ -130,17 +146,17 @@ impl BatchReader {
         }
         let mut links = Vec::new();
         if !(200..300).contains(&resp.status) {
-            return (redirect, links);
+            return (redirect, links, None);
         }
         let content_type = resp.content_type();
         let Ok(body) = resp.entity_body(self.body_cap) else {
-            return (redirect, links);
+            return (redirect, links, None);
         };
         if !is_html(content_type, &body.bytes) {
             if self.sitemaps {
                 self.sitemap_links(base, &body.bytes, &mut links);
             }
-            return (redirect, links);
+            return (redirect, links, None);
         }
         canonical_links(
             &mut self.extractor,
@@ -151,7 +167,11 @@ impl BatchReader {
             &mut self.out,
         );
         links.extend(self.out.links.drain(..).map(|l| l.url));
-        (redirect, links)
+        let template = self
+            .templates
+            .as_mut()
+            .map(|t| t.template(&body.bytes, base, &links));
+        (redirect, links, template)
     }
 }
 
@@ -218,9 +238,9 @@ mod tests {
             <url><loc>two.html</loc></url><url><loc>mailto:x@a.test</loc></url></urlset>";
         let target = &Url::parse("http://a.test/maps/sitemap.xml").unwrap();
         let mut off = BatchReader::new(CanonConfig::default(), 1 << 20);
-        assert_eq!(off.links_of(target, block), (None, vec![]));
+        assert_eq!(off.links_of(target, block), (None, vec![], None));
         let mut on = BatchReader::new(CanonConfig::default(), 1 << 20).with_sitemaps(true);
-        let (_, links) = on.links_of(target, block);
+        let (_, links, _) = on.links_of(target, block);
         let links: Vec<&str> = links.iter().map(Url::as_str).collect();
         assert_eq!(
             links,

@@ -7,6 +7,7 @@
 //! or state.
 
 pub mod batch;
+pub mod template;
 
 use url::Url;
 

@@ -131,6 +131,20 @@ pub struct AppConfig {
     /// crawl's date is not followed, whatever follows the date. 0 turns the future
     /// side off. Default 1.
     pub max_date_years_ahead: u32,
+    /// Maze detector: on one host, once this many pages of one template (the page
+    /// with the words of its own URL and links, numbers and random ids taken out)
+    /// were read, and they gave on average 1.5 new links of the host each or more
+    /// (a maze of words, ever deeper paths; pages with text of their own, or that
+    /// link each other, never do), the same-host links of that template's pages
+    /// are cut (see `traps`). 0 turns the detector off. Default 100.
+    pub maze_min_pages: u32,
+    /// Session-id detector: a random token in a URL (a path segment, ASP.NET's
+    /// `(S(...))`, a query value under a name `session_params` does not list) is a
+    /// session id on a host once this many pages under a second token read as the
+    /// page of the first (same template); then a link whose URL was followed
+    /// under another token is cut (see `traps`). 0 turns the detector off.
+    /// Default 2.
+    pub session_confirmations: u32,
     /// Regexes: a URL matching any of them is never requested. Default empty.
     pub deny_patterns: Vec<String>,
     /// Hosts without a dot (`localhost`) are followed. Default false.
@@ -320,6 +334,8 @@ impl Default for AppConfig {
             max_date_pages_per_host: 100,
             max_date_years_past: 10,
             max_date_years_ahead: 1,
+            maze_min_pages: 100,
+            session_confirmations: 2,
             deny_patterns: Vec::new(),
             allow_single_label_hosts: false,
             session_params: DEFAULT_SESSION_PARAMS.map(str::to_owned).to_vec(),
@@ -403,6 +419,8 @@ impl AppConfig {
             max_date_pages: self.max_date_pages_per_host,
             years_past: self.max_date_years_past,
             years_ahead: self.max_date_years_ahead,
+            maze_min_pages: self.maze_min_pages,
+            session_confirmations: self.session_confirmations,
         }
     }
 

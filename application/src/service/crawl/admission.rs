@@ -145,6 +145,12 @@ impl Admission {
         self.scope.describe()
     }
 
+    /// The page at `url` was read, with `template`; its links are checked next
+    /// (the maze and session-id detectors judge pages: `traps`).
+    pub(crate) fn page(&mut self, url: &Url, template: Option<u64>) {
+        self.traps.page(url, template);
+    }
+
     /// The redirect, scope and trap checks of `url` at `reach`, found on `from`
     /// (`None`: a seed or an exchanged URL); cuts are counted in `ledger`. The
     /// seen-set key when it passes (not when the key is too long).

@@ -310,6 +310,9 @@ impl Crawl {
         for page in pages {
             // Records written before depths travelled with the URL count as seeds.
             let depth = page.depth.unwrap_or(0).saturating_add(1);
+            if let Some(url) = &page.page {
+                self.admission.page(url, page.template);
+            }
             let from = page.page.map(Linking::new);
             if let Some(to) = &page.redirect {
                 let reach = Reach {

@@ -145,9 +145,14 @@ impl Crawl {
         seen.wake_on_merge(move || merged.wake());
         let canon = config.canon();
         let (body_cap, sitemaps) = (config.max_body_bytes, config.sitemaps);
+        let templates = config.trap_rules().needs_templates();
         let read_ahead = ReadAhead::spawn(
             config.readers(),
-            || BatchReader::new(canon.clone(), body_cap).with_sitemaps(sitemaps),
+            || {
+                BatchReader::new(canon.clone(), body_cap)
+                    .with_sitemaps(sitemaps)
+                    .with_templates(templates)
+            },
             discovery.waker(),
         )?;
         let mut seeds = seeds;

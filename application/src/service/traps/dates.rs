@@ -4,7 +4,8 @@
 //!
 //! Forms found, first match wins:
 //! - path segments `/YYYY/MM/` or `/YYYY/MM/DD/` (a date page when no segment
-//!   follows, or only `index.*`);
+//!   follows, or only `index.*`); the last of them may carry an extension
+//!   (`/cal/2024/05/17.html`, `/2024/05.html`: a date page too);
 //! - a path segment `YYYY-MM` or `YYYY-MM-DD`, optionally with an extension
 //!   (`/2024-05-17.html`; a date page when it is the last segment);
 //! - a query value `YYYY-MM` or `YYYY-MM-DD` (`?date=2024-05`), or the parameters
@@ -86,17 +87,31 @@ pub(crate) fn find(url: &Url) -> Option<UrlDate> {
         [last] => last.starts_with("index."),
         _ => false,
     };
+    // `17.html` reads as 17, marked as ending the date (nothing may follow it).
+    let stem = |s: &str, max: u32| match s.split_once('.') {
+        Some((stem, ext)) if !ext.is_empty() => small(stem, max).map(|n| (n, true)),
+        _ => small(s, max).map(|n| (n, false)),
+    };
     for (i, seg) in segments.iter().enumerate() {
         if let Some(y) = year(seg)
-            && let Some(m) = segments.get(i + 1).and_then(|s| small(s, 12))
+            && let Some((m, m_ext)) = segments.get(i + 1).and_then(|s| stem(s, 12))
         {
-            let day = segments.get(i + 2).and_then(|s| small(s, 31));
+            let day = if m_ext {
+                None
+            } else {
+                segments.get(i + 2).and_then(|s| stem(s, 31))
+            };
             let after = i + 2 + usize::from(day.is_some());
+            let ended = m_ext || day.is_some_and(|(_, ext)| ext);
             return Some(UrlDate {
                 year: y,
                 month: m,
-                day,
-                page: rest_is_index(after),
+                day: day.map(|(d, _)| d),
+                page: if ended {
+                    after == segments.len()
+                } else {
+                    rest_is_index(after)
+                },
             });
         }
         let stem = seg.split_once('.').map_or(*seg, |(stem, _)| stem);
@@ -174,6 +189,23 @@ mod tests {
             date("http://a.test/2019/03/my-post.html"),
             Some((2019, 3, None, false)),
             "a dated article is not a date page"
+        );
+        assert_eq!(
+            date("http://a.test/cal/2024/05/17.html"),
+            Some((2024, 5, Some(17), true)),
+            "a day page as a file"
+        );
+        assert_eq!(
+            date("http://a.test/news/2024/05.html"),
+            Some((2024, 5, None, true))
+        );
+        assert_eq!(
+            date("http://a.test/cal/2024/05/17.html/x"),
+            Some((2024, 5, Some(17), false))
+        );
+        assert_eq!(
+            date("http://a.test/2026-11-28/"),
+            Some((2026, 11, Some(28), true))
         );
         assert_eq!(
             date("http://a.test/archive/2024-05-17.html"),
