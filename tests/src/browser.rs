@@ -274,7 +274,7 @@ impl Page<'_> {
     /// `Page.getLayoutMetrics`). A new tab can be loaded before its first layout,
     /// and Chromium refuses to capture it then ("Cannot take screenshot with 0
     /// width"). The tab is brought to the front first: a background tab need not
-    /// be laid out. Polls every [`LAYOUT_POLL`] until [`LAYOUT_TIMEOUT`].
+    /// be laid out. Polls every `LAYOUT_POLL` until `LAYOUT_TIMEOUT`.
     pub fn wait_laid_out(&mut self) -> Result<(), String> {
         self.call("Page.bringToFront", json!({}))?;
         let deadline = Instant::now() + LAYOUT_TIMEOUT;
