@@ -23,7 +23,7 @@
 //!
 //! The maze and session-id detectors judge pages by their template, which the
 //! page reader computes with the links (`crate::links::template`) and the crawl
-//! loop hands over with [`Traps::page`] before the page's links.
+//! loop hands over with `Traps::page` before the page's links.
 //!
 //! This module must never read or write files nor ask the seen set: it answers
 //! from what it was shown, and the crawl loop acts.
