@@ -126,9 +126,16 @@ fn counters(stdout: &[String]) -> (u64, u64, u64, u64) {
     {
         parts += 1;
         let w: Vec<&str> = l.split_whitespace().collect();
+        // The first `key` followed by a number (a host given up may be "dropped
+        // earlier" before the part's counters).
         let after = |key: &str| -> u64 {
-            let i = w.iter().position(|x| *x == key).unwrap();
-            w[i + 1].trim_end_matches(',').parse().unwrap()
+            w.windows(2)
+                .find_map(|p| {
+                    (p[0] == key)
+                        .then(|| p[1].trim_end_matches(',').parse().ok())
+                        .flatten()
+                })
+                .unwrap_or_else(|| panic!("no {key} N in {l}"))
         };
         total.0 += after("sent");
         total.1 += after("applied");
