@@ -231,10 +231,10 @@ impl Scope {
             ScopeKind::Host => self.seeds.contains(host),
             ScopeKind::Site | ScopeKind::Domain => suffixes(host).any(|s| self.seeds.contains(s)),
             ScopeKind::Prefix => {
-                let authority = authority(url);
-                let path = url.path();
-                path.match_indices('/')
-                    .any(|(i, _)| self.seeds.contains(&format!("{authority}{}", &path[..=i])))
+                // `host[:port]/path` once; each prefix up to a `/` is a slice of it.
+                let full = format!("{}{}", authority(url), url.path());
+                full.match_indices('/')
+                    .any(|(i, _)| self.seeds.contains(&full[..=i]))
             }
         }
     }
