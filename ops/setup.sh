@@ -3,6 +3,7 @@
 # already there. Safe to run any number of times; both README commands call it.
 #
 #   apt:   build-essential pkg-config libclang-dev (RocksDB's bindgen build),
+#          nasm autoconf automake libtool (ISA-L's build: the WARC's deflate),
 #          dnsutils (dig, used by the DNS tests), chromium (the admin page's
 #          browser test drives it headless)
 #   cargo: cargo-nextest (the test runner)
@@ -32,7 +33,7 @@ apt_missing=()
 # tests) mounts through.
 # nginx-light: the server of the real documentation sites the docsites test crawls
 # (ops/docsites.sh; installed without starting any service).
-for pkg in build-essential pkg-config libclang-dev dnsutils chromium fuse3 nginx-light; do
+for pkg in build-essential pkg-config libclang-dev nasm autoconf automake libtool dnsutils chromium fuse3 nginx-light; do
     dpkg-query -W -f='${Status}' "$pkg" 2>/dev/null | grep -q "install ok installed" || apt_missing+=("$pkg")
 done
 if [ ${#apt_missing[@]} -gt 0 ]; then
