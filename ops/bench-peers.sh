@@ -42,7 +42,12 @@
 # files), --no-build (use the built binary as it is), --hostile (websim's full web, with
 # its dead and slow hosts and robots.txt 5xx and crawl-delay variants; by default the
 # web is `websim --plain`: well-behaved hosts only, as a static server such as nginx
-# serves them, which is what the issue's figures were measured on), --own-addresses /
+# serves them), --web simple|plain|hostile (default simple: `websim --simple`, a plain
+# web every mainstream crawler reads alike, plain <a href> links and robots.txt of
+# Disallow prefixes, on which wget2 is exactly right: the web of record since issue 39;
+# plain: websim's hard link spellings, frames, <base>, agent groups and wildcards in
+# robots.txt, on which wget2 fetches what it should not and misses what it should;
+# hostile: = --hostile), --own-addresses /
 # --shared-addresses (websim's hosts each on an address of their own, as the polite
 # configuration does by default so that its bound is hosts / interval; or websim's
 # usual virtual-hosting groups, the default of the other configurations).
@@ -83,7 +88,7 @@ configs=()
 runs="" hosts="" pages="" skew="" interval_ms="" crawlers="" own_addresses=""
 seed=1 slow_ms=300 threads=64 downloaders=auto timeout_s=900 conns=1 gzip_level=1
 server="" nginx_workers="$(nproc)" parts="" app_settings="" frontier_settings=""
-work=/tmp/polycrawl-bench-peers keep=0 build=1 plain=1 seeds_kind=""
+work=/tmp/polycrawl-bench-peers keep=0 build=1 plain=1 simple=1 seeds_kind=""
 while [ $# -gt 0 ]; do
     case "$1" in
         --config) configs+=("$2"); shift 2 ;;
@@ -93,7 +98,15 @@ while [ $# -gt 0 ]; do
         --skew) skew="$2"; shift 2 ;;
         --seed) seed="$2"; shift 2 ;;
         --slow-ms) slow_ms="$2"; shift 2 ;;
-        --hostile) plain=0; shift ;;
+        --hostile) plain=0; simple=0; shift ;;
+        --web)
+            case "$2" in
+                simple) plain=1; simple=1 ;;
+                plain) plain=1; simple=0 ;;
+                hostile) plain=0; simple=0 ;;
+                *) die "--web takes simple, plain or hostile, not $2" ;;
+            esac
+            shift 2 ;;
         --all-seeds) seeds_kind=all; shift ;;
         --popular-seeds) seeds_kind=popular; shift ;;
         --own-addresses) own_addresses=1; shift ;;
@@ -118,6 +131,13 @@ while [ $# -gt 0 ]; do
     esac
 done
 [ ${#configs[@]} -gt 0 ] || configs=(throughput small polite)
+
+# The websim flag of the web, for the tables' headers.
+web_label() {
+    if [ "$simple" = 1 ]; then echo ' --simple'
+    elif [ "$plain" = 1 ]; then echo ' --plain'
+    fi
+}
 
 # --- What the benchmark needs: the project's own set-up, wget2, the release binary. ---
 "$here/setup.sh"
@@ -205,6 +225,7 @@ start_websim() { # DIR
     local dir="$1" out="$1/websim.stdout" line="" i
     plain_flag=()
     [ "$plain" = 1 ] && plain_flag=(--plain)
+    [ "$simple" = 1 ] && plain_flag=(--simple)
     [ "$c_own" = 1 ] && plain_flag+=(--own-addresses)
     [ "$c_seeds" = all ] && plain_flag+=(--all-seeds)
     RUST_LOG=warn "$bin" websim "${plain_flag[@]}" --hosts "$c_hosts" --pages "$c_pages" --size-skew "$c_skew" \
@@ -250,6 +271,7 @@ prepare_nginx_web() { # DIR
     mkdir -p "$dir"
     chmod 755 "$dir"
     [ "$plain" = 1 ] && web_flags=(--plain)
+    [ "$simple" = 1 ] && web_flags=(--simple)
     [ "$c_own" = 1 ] && web_flags+=(--own-addresses)
     [ "$c_seeds" = all ] && web_flags+=(--all-seeds)
     http="$(free_port)" https="$(free_port)"
@@ -477,7 +499,7 @@ col() { # CONFIG CRAWLER AWK-EXPR: one value per run
 print_peer_table() { # CONFIG
     local c="$1" w
     printf '\n%s: server %s; web: websim%s --hosts %s --pages %s --size-skew %s --seed %s --slow-ms %s; politeness off; polycrawl: --downloaders %s%s, connections_per_host %s; load average %s\n' \
-        "$c" "$c_server" "$([ "$plain" = 1 ] && echo ' --plain')$([ "$c_seeds" = all ] && echo ' --all-seeds (polycrawl: default scope)' || echo ' (polycrawl: --scope open)')" "$c_hosts" "$c_pages" "$c_skew" "$seed" "$slow_ms" \
+        "$c" "$c_server" "$(web_label)$([ "$c_seeds" = all ] && echo ' --all-seeds (polycrawl: default scope)' || echo ' (polycrawl: --scope open)')" "$c_hosts" "$c_pages" "$c_skew" "$seed" "$slow_ms" \
         "$downloaders" "$([ -n "$parts" ] && echo " --parts $parts")" "$conns" "$(cut -d' ' -f1-3 /proc/loadavg)"
     printf '| crawler | run | load | wall s | pages | pages/s | CPU-ms/page | peak RSS MiB (tree / 1 proc) | coverage | dup URLs | robots-disallowed | other never.txt | unexpected | requests |\n'
     printf '|---|---|---|---|---|---|---|---|---|---|---|---|---|---|\n'
@@ -508,7 +530,7 @@ print_peer_table() { # CONFIG
 print_polite_table() { # CONFIG
     local c="$1"
     printf '\n%s: websim%s --hosts %s --pages %s --size-skew %s --seed %s --slow-ms %s; %s ms per host and per IP; polycrawl alone (wget2 has no per-host politeness); load average %s\n' \
-        "$c" "$([ "$plain" = 1 ] && echo ' --plain')$([ "$c_own" = 1 ] && echo ' --own-addresses')$([ "$c_seeds" = all ] && echo ' --all-seeds')" "$c_hosts" "$c_pages" "$c_skew" "$seed" "$slow_ms" "$c_interval" "$(cut -d' ' -f1-3 /proc/loadavg)"
+        "$c" "$(web_label)$([ "$c_own" = 1 ] && echo ' --own-addresses')$([ "$c_seeds" = all ] && echo ' --all-seeds')" "$c_hosts" "$c_pages" "$c_skew" "$seed" "$slow_ms" "$c_interval" "$(cut -d' ' -f1-3 /proc/loadavg)"
     printf '| run | load | wall s | requests | coverage | fetch rate, middle 80 %% (/bound) | peak 10 s rate (/bound) | bound (live addresses / interval) | rate / bound while IPs had work | violations origin / IP | min gap ms origin / IP start | manager CPU s | manager CPU-us per request | CPU-ms/page (all) | peak RSS MiB (tree / 1 proc) |\n'
     printf '|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|\n'
     awk -F'\t' -v c="$c" '$1==c && $2=="polycrawl" {

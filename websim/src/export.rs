@@ -376,6 +376,7 @@ mod tests {
             pages: 600,
             size_skew: 1.0,
             plain: true,
+            simple: false,
             traps: false,
             http_port: 8080,
             https_port: 8443,

@@ -21,6 +21,11 @@
 //!   then the roles a static web server never plays are taken back: no host is
 //!   dead or slow, and a robots.txt that would answer 5xx or ask for a crawl delay
 //!   has no rules instead (the variant `none`).
+//! - **Simple** webs (`--simple`, a plain web every crawler reads alike) also take
+//!   back the robots.txt variants beyond plain `Disallow` prefixes (agent group,
+//!   wildcards, allow-override, redirect: none instead; disallow, which has a
+//!   percent-encoded rule, and disallow-all become disallow_prefix) and the
+//!   redirect loops.
 //! - **Seeds**: the `max(3, H/20)` most popular hosts (with `--all-seeds`, every
 //!   host but the misbehaving one: see `model.rs`).
 //! - **Addresses**: 127.x.y.z from 127.1.0.1 upwards (never in 127.0.0.0/16). Most
@@ -186,6 +191,34 @@ pub fn generate(
         hosts.push(s);
     }
     hosts
+}
+
+/// What `--simple` takes back from a plain web: robots.txt files beyond plain
+/// `Disallow` prefixes (agent groups, wildcards, `Allow` overrides, redirects)
+/// become none, `disallow` (which has a percent-encoded rule) and `disallow_all`
+/// (whose seed some crawlers fetch anyway) `disallow_prefix`, and no host links to
+/// a redirect loop.
+pub fn simplify(hosts: &mut [Host]) {
+    for host in hosts {
+        host.loops = false;
+        // `Disallow: /` too: seeds are fetched whatever robots.txt says by some
+        // crawlers (wget2 applies robots.txt to the links it follows only).
+        if matches!(
+            host.robots,
+            RobotsVariant::Disallow | RobotsVariant::DisallowAll
+        ) {
+            host.robots = RobotsVariant::DisallowPrefix;
+        }
+        if matches!(
+            host.robots,
+            RobotsVariant::AllowOverride
+                | RobotsVariant::Wildcards
+                | RobotsVariant::AgentGroup
+                | RobotsVariant::Redirect
+        ) {
+            host.robots = RobotsVariant::None;
+        }
+    }
 }
 
 fn blank(name: String, domain: String) -> Host {
@@ -461,6 +494,29 @@ mod tests {
         }
         assert!(plain.iter().any(|h| h.robots == RobotsVariant::Disallow));
         assert!(plain.iter().any(|h| h.https) && plain.iter().any(|h| h.gzip));
+    }
+
+    #[test]
+    fn simple_webs_keep_only_disallow_prefixes_and_no_loops() {
+        let plain = generate(7, 200, 20_000, 1.0, true, false, false);
+        let mut simple = plain.clone();
+        simplify(&mut simple);
+        let kept = [
+            RobotsVariant::None,
+            RobotsVariant::Empty,
+            RobotsVariant::Forbidden,
+            RobotsVariant::DisallowPrefix,
+        ];
+        assert!(simple.iter().all(|h| kept.contains(&h.robots) && !h.loops));
+        assert!(plain.iter().any(|h| h.loops));
+        assert!(
+            simple
+                .iter()
+                .any(|h| h.robots == RobotsVariant::DisallowPrefix)
+        );
+        for (p, s) in plain.iter().zip(&simple) {
+            assert_eq!((&p.name, p.pages, p.https), (&s.name, s.pages, s.https));
+        }
     }
 
     #[test]

@@ -22,6 +22,11 @@
 //! - nofollow pages carry `<meta name="robots" content="nofollow">` (or
 //!   `noindex, nofollow`, or `NOFOLLOW`).
 //!
+//! With `--simple` ([`super::model::Params::simple`]): every followable link is an
+//! `<a href>` (frameset pages too), no `<base>`, `<meta charset="utf-8">`, no
+//! upper-case tags, and the stylesheet, image and textarea URLs are left out (the
+//! comment, style and script ones stay: no crawler follows them).
+//!
 //! Size: the body is filled with paragraphs from [`super::text`] aiming at
 //! 5,000 + 25,000·u² bytes (u uniform), mean about 13 KB; the number of paragraphs
 //! depends on (seed, host, page) only, so two runs on different ports differ only in
@@ -111,13 +116,16 @@ pub fn render_page(web: &Web, h: u32, page: u32, out: &mut Vec<u8>, s: &mut Scra
     web.write_path(&mut self_path, &me, false);
     let non_ascii = !self_path.is_ascii() || links.follow.iter().any(|t| non_ascii_target(web, t));
 
+    let simple = web.params.simple;
     let roll = r.below(100);
-    let (meta_charset, charset) = if non_ascii || roll < 80 {
+    let (meta_charset, charset) = if simple {
+        (UTF8_METAS[0], Charset::Utf8)
+    } else if non_ascii || roll < 80 {
         (UTF8_METAS[(roll % 4) as usize], Charset::Utf8)
     } else {
         (LEGACY_METAS[(roll % 2) as usize], Charset::Legacy)
     };
-    let base = if r.chance(80) {
+    let base = if r.chance(80) && !simple {
         Some((format!("/d{}/", r.below(2)), r.chance(500)))
     } else {
         None
@@ -132,6 +140,9 @@ pub fn render_page(web: &Web, h: u32, page: u32, out: &mut Vec<u8>, s: &mut Scra
     let mut elems = [Elem::A; 32];
     let elems = &mut elems[..links.follow.len().min(32)];
     choose_elems(&mut r, &links, elems);
+    if simple {
+        elems.fill(Elem::A);
+    }
     let p = Page {
         ctx: Base {
             web,
@@ -145,7 +156,7 @@ pub fn render_page(web: &Web, h: u32, page: u32, out: &mut Vec<u8>, s: &mut Scra
         elems,
     };
     p.head(out, s, &mut r, meta_charset, base.as_ref());
-    if links.frameset {
+    if links.frameset && !simple {
         p.frameset(out, s, &mut r);
         return charset;
     }
@@ -229,12 +240,14 @@ impl Page<'_> {
         if links.nofollow {
             push(out, NOFOLLOW_METAS[r.below(3) as usize]);
         }
-        self.traps(
-            out,
-            TrapKind::Stylesheet,
-            "<link rel=\"stylesheet\" href=\"",
-            "\">\n",
-        );
+        if !web.params.simple {
+            self.traps(
+                out,
+                TrapKind::Stylesheet,
+                "<link rel=\"stylesheet\" href=\"",
+                "\">\n",
+            );
+        }
         for (t, e) in links.follow.iter().zip(self.elems.iter()) {
             match e {
                 Elem::Alternate => {
@@ -320,7 +333,8 @@ impl Page<'_> {
             push(out, text::UTF8_PARAGRAPH);
         }
         self.paragraphs(out, s, r);
-        for (kind, t) in &self.links.traps {
+        let simple = self.ctx.web.params.simple;
+        for (kind, t) in self.links.traps.iter().filter(|_| !simple) {
             match kind {
                 TrapKind::Image => {
                     push(out, "<img src=\"");
@@ -439,7 +453,8 @@ fn web_path(out: &mut Vec<u8>, web: &Web, t: &Target) {
 }
 
 fn write_a(out: &mut Vec<u8>, s: &mut Scratch, r: &mut Rng, ctx: &Base<'_>, t: &Target) {
-    let upper = r.chance(50);
+    let simple = ctx.web.params.simple;
+    let upper = r.chance(50) && !simple;
     let anchor = ANCHORS[r.below(ANCHORS.len() as u64) as usize];
     if upper {
         push(out, "<P><A");
@@ -449,6 +464,7 @@ fn write_a(out: &mut Vec<u8>, s: &mut Scratch, r: &mut Rng, ctx: &Base<'_>, t: &
             match r.below(10) {
                 0..6 => "<p class=\"more\"><a",
                 6..8 => "<p><a class=\"nav\"",
+                _ if simple => "<p><a",
                 _ => "<p><a\n",
             },
         );
@@ -476,6 +492,7 @@ mod tests {
             pages: 2000,
             size_skew: 1.0,
             plain: false,
+            simple: false,
             traps: false,
             http_port: 8080,
             https_port: 8443,
@@ -514,6 +531,60 @@ mod tests {
         let mean = total / count;
         eprintln!("mean page size {mean} over {count} pages");
         assert!((12_000..14_500).contains(&mean), "mean page size {mean}");
+    }
+
+    /// A `--simple` web: every followable link an `<a href="...">` whose value is the
+    /// target's URL, an absolute path or a relative one (resolved against the page),
+    /// and none of the hard spellings or elements anywhere.
+    #[test]
+    fn simple_pages_spell_every_link_plainly() {
+        let w = Web::new(Params {
+            plain: true,
+            simple: true,
+            ..web(5).params
+        });
+        let mut out = Vec::new();
+        let mut s = Scratch::default();
+        let mut links = 0;
+        for h in 0..40 {
+            for p in 0..w.hosts[h as usize].pages.min(30) {
+                render_page(&w, h, p, &mut out, &mut s);
+                let html = std::str::from_utf8(&out).unwrap();
+                for hard in [
+                    "&amp;cat",
+                    "&amp;page",
+                    "&#47;",
+                    "&#x2F;",
+                    "<base",
+                    "<frame",
+                    "<iframe",
+                    "<area",
+                    "<img",
+                    "<link rel=\"alternate\"",
+                    "<link rel=\"stylesheet\"",
+                    "http-equiv=\"refresh\"",
+                    "<A",
+                    "HREF",
+                    "href = ",
+                    "#sec",
+                    "<textarea",
+                    "href=\"//",
+                    "href=\"HTTP",
+                ] {
+                    assert!(!html.contains(hard), "{h}/{p} has {hard:?}");
+                }
+                let hrefs = html.matches("<a href=\"").count()
+                    + html.matches("<a class=\"nav\" href=\"").count();
+                let follow = w.page_links(h, p).follow.len();
+                assert!(
+                    hrefs >= follow,
+                    "{h}/{p}: {hrefs} plain <a href> for {follow} links"
+                );
+                links += follow;
+            }
+        }
+        assert!(links > 1000, "{links} links");
+        assert!(w.hosts.iter().all(|h| !h.loops));
     }
 
     #[test]

@@ -16,6 +16,11 @@
 //!   of `& ' " = < >` and no space); the attribute name is upper-case on 5 % (with an
 //!   upper-case tag, see [`super::html`]) and has spaces around `=` on 3 %.
 //!
+//! With `--simple` ([`super::model::Params::simple`]) every link is an absolute path
+//! 35 %, relative 35 % or a lower-case absolute URL, percent-encoded, without a
+//! fragment, double-quoted, with a lower-case name and no spaces around `=`, and
+//! `&` written raw (never a character reference).
+//!
 //! O(URL length) per link; `scratch` buffers are reused by the caller.
 
 use std::fmt::Write as _;
@@ -81,8 +86,9 @@ pub fn write_attr(
     upper: bool,
 ) {
     let web = base.web;
+    let simple = web.params.simple;
     s.path.clear();
-    let raw = r.chance(700);
+    let raw = r.chance(700) && !simple;
     web.write_path(&mut s.path, t, !raw);
     s.value.clear();
     let same_origin = !matches!(t, Target::Upgrade { .. } | Target::Nx { .. })
@@ -92,7 +98,7 @@ pub fn write_attr(
         match roll {
             0..35 => s.value.push_str(&s.path),
             35..70 => {
-                if r.chance(300) && !s.path.is_empty() {
+                if r.chance(300) && !s.path.is_empty() && !simple {
                     s.value.push_str("./");
                     relative(&mut s.value, base.dir, &s.path);
                     // "./" + "../x" or "./" + "./" is still correct, just unusual.
@@ -100,6 +106,7 @@ pub fn write_attr(
                     relative(&mut s.value, base.dir, &s.path);
                 }
             }
+            _ if simple => absolute(&mut s.value, web, t, &s.path, false),
             70..92 => absolute(&mut s.value, web, t, &s.path, roll >= 85),
             _ => scheme_relative(&mut s.value, web, t, &s.path),
         }
@@ -109,6 +116,7 @@ pub fn write_attr(
         let scheme_ok =
             origin.starts_with(base.scheme) && origin[base.scheme.len()..].starts_with("://");
         match roll {
+            _ if simple => absolute(&mut s.value, web, t, &s.path, false),
             0..75 => absolute(&mut s.value, web, t, &s.path, false),
             75..85 => absolute(&mut s.value, web, t, &s.path, true),
             _ if scheme_ok => scheme_relative(&mut s.value, web, t, &s.path),
@@ -116,22 +124,24 @@ pub fn write_attr(
         }
     }
     match r.below(100) {
+        _ if simple => {}
         0..8 => {
             let _ = write!(s.value, "#sec{}", r.below(6));
         }
         8..10 => s.value.push('#'),
         _ => {}
     }
-    write_value(out, &s.value, r, name, upper);
+    write_value(out, &s.value, r, name, upper && !simple, simple);
 }
 
 /// Appends ` name="value"` for the URL `value` as spelled: a character reference
-/// for one slash now and then, double, single or no quotes, spaces around `=`.
-/// Draws from `r` after [`write_attr`]'s spelling, in a fixed order (the web must
-/// stay a function of its seed).
-fn write_value(out: &mut Vec<u8>, value: &str, r: &mut Rng, name: &str, upper: bool) {
+/// for one slash now and then, double, single or no quotes, spaces around `=`
+/// (`simple`: none of these, always ` name="value"`). Draws from `r` after
+/// [`write_attr`]'s spelling, in a fixed order (the web must stay a function of its
+/// seed).
+fn write_value(out: &mut Vec<u8>, value: &str, r: &mut Rng, name: &str, upper: bool, simple: bool) {
     // The slash to write as a character reference, if any (never one of "//").
-    let entity_slash = if r.chance(50) {
+    let entity_slash = if r.chance(50) && !simple {
         value
             .char_indices()
             .filter(|&(i, c)| {
@@ -145,6 +155,7 @@ fn write_value(out: &mut Vec<u8>, value: &str, r: &mut Rng, name: &str, upper: b
         None
     };
     let quote = match r.below(100) {
+        _ if simple => Some(b'"'),
         0..70 => Some(b'"'),
         70..90 => Some(b'\''),
         _ => {
@@ -162,12 +173,19 @@ fn write_value(out: &mut Vec<u8>, value: &str, r: &mut Rng, name: &str, upper: b
     } else {
         out.extend_from_slice(name.as_bytes());
     }
-    out.extend_from_slice(if r.chance(30) { b" = " } else { b"=" });
+    out.extend_from_slice(if r.chance(30) && !simple {
+        b" = "
+    } else {
+        b"="
+    });
     if let Some(q) = quote {
         out.push(q);
     }
     for (i, c) in value.char_indices() {
         match c {
+            // Raw in a simple web: some crawlers (wget2 1.99) do not decode `&amp;`
+            // in URLs; a raw `&` before `name=` is left as it is by every HTML parser.
+            '&' if simple => out.push(b'&'),
             '&' => out.extend_from_slice(b"&amp;"),
             '/' if Some(i) == entity_slash => {
                 out.extend_from_slice(if i % 2 == 0 { b"&#47;" } else { b"&#x2F;" });

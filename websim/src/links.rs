@@ -316,7 +316,14 @@ impl Web {
                 } else {
                     r.below(u64::from(pages)) as u32
                 };
-                Target::Upgrade { host: s, page: p }
+                if self.params.simple {
+                    // A simple web links https pages by their https URL: a crawler
+                    // that reads http's robots.txt redirect to https (RFC 9309) and
+                    // one that does not then agree on what the link may fetch.
+                    Target::Page { host: s, page: p }
+                } else {
+                    Target::Upgrade { host: s, page: p }
+                }
             }
             258..262 => Target::Nx {
                 key: r.below(8) as u32,
@@ -383,6 +390,7 @@ mod tests {
             pages: 3000,
             size_skew: 1.0,
             plain: false,
+            simple: false,
             traps: false,
             http_port: 80,
             https_port: 443,

@@ -38,6 +38,10 @@ pub struct Params {
     /// slow host, no robots.txt that answers 5xx or asks for a crawl delay (see
     /// `hosts`). For throughput benchmarks against other crawlers.
     pub plain: bool,
+    /// A plain web that every mainstream crawler reads alike (`--simple`): plain
+    /// link spellings and elements ([`super::html`], [`super::linkform`]), robots.txt
+    /// of `Disallow` prefixes only, no redirect loops. Requires `plain`.
+    pub simple: bool,
     /// Add the trap hosts of [`super::traps`] (never in a plain web).
     pub traps: bool,
     /// Port of every http listener (URLs omit it when it is 80).
@@ -219,6 +223,9 @@ impl Web {
         );
         if params.stuck_hosts && !params.plain {
             hosts::add_stuck(&mut hosts);
+        }
+        if params.simple {
+            hosts::simplify(&mut hosts);
         }
         if params.all_seeds {
             for h in hosts
@@ -532,6 +539,7 @@ mod tests {
             pages: 800,
             size_skew: 1.0,
             plain: false,
+            simple: false,
             traps: false,
             http_port: 8080,
             https_port: 443,

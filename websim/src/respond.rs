@@ -292,6 +292,7 @@ mod tests {
             pages: 800,
             size_skew: 1.0,
             plain: false,
+            simple: false,
             traps: false,
             http_port: 8080,
             https_port: 8443,

@@ -221,6 +221,7 @@ mod tests {
             pages: 2000,
             size_skew: 1.0,
             plain: false,
+            simple: false,
             traps: false,
             http_port: 8080,
             https_port: 8443,

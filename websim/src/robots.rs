@@ -58,6 +58,9 @@ pub enum RobotsVariant {
     Redirect,
     /// `Disallow: /`.
     DisallowAll,
+    /// `Disallow: /private/` alone: what every robots.txt reader understands (the
+    /// `--simple` web's stand-in for [`Self::Disallow`]).
+    DisallowPrefix,
 }
 
 /// How a robots.txt request is answered.
@@ -85,10 +88,11 @@ const CRAWL_DELAY: &str = "User-agent: *\nCrawl-delay: 1\nDisallow: /private/\n"
 const REAL: &str = "User-agent: *\nDisallow: /docs/\n";
 const EMPTY: &str = "User-agent: *\nDisallow:\n";
 const DISALLOW_ALL: &str = "User-agent: *\nDisallow: /\n";
+const DISALLOW_PREFIX: &str = "User-agent: *\nDisallow: /private/\n";
 
 impl RobotsVariant {
     /// Every variant.
-    pub const ALL: [RobotsVariant; 11] = [
+    pub const ALL: [RobotsVariant; 12] = [
         Self::None,
         Self::Empty,
         Self::Forbidden,
@@ -100,6 +104,7 @@ impl RobotsVariant {
         Self::ServerError,
         Self::Redirect,
         Self::DisallowAll,
+        Self::DisallowPrefix,
     ];
 
     /// The name used in `hosts.tsv`.
@@ -116,6 +121,7 @@ impl RobotsVariant {
             Self::ServerError => "server_error",
             Self::Redirect => "redirect",
             Self::DisallowAll => "disallow_all",
+            Self::DisallowPrefix => "disallow_prefix",
         }
     }
 
@@ -143,6 +149,7 @@ impl RobotsVariant {
             Self::CrawlDelay => CRAWL_DELAY,
             Self::Redirect => REAL,
             Self::DisallowAll => DISALLOW_ALL,
+            Self::DisallowPrefix => DISALLOW_PREFIX,
         }
     }
 

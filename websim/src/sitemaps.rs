@@ -209,6 +209,7 @@ mod tests {
             pages: 300,
             size_skew: 1.0,
             plain: false,
+            simple: false,
             traps: false,
             http_port: 8080,
             https_port: 443,

@@ -106,6 +106,7 @@ mod tests {
             pages: 300,
             size_skew: 1.0,
             plain: false,
+            simple: false,
             traps: true,
             http_port: 8080,
             https_port: 443,

@@ -641,6 +641,7 @@ mod tests {
             pages: 100,
             size_skew: 1.0,
             plain: false,
+            simple: false,
             traps: true,
             http_port: 8080,
             https_port: 8443,
