@@ -203,6 +203,17 @@ fn main() {
         "encoding prescan (first 1 KB of each page): {:.2} us/page",
         1e6 / prescan_pps
     );
+
+    // The maze and session-id detectors' template pass (links::template), which
+    // the reader runs over every HTML page beside the scan (the page's own URL's
+    // tokens only here; each link URL adds O(its bytes)).
+    let mut reader = application::links::template::TemplateReader::new();
+    let mut sink = 0u64;
+    let (mbs, pps) = measure(&pages, budget / 2, |p| {
+        sink ^= reader.template(&p.html, &p.url, &[]);
+    });
+    black_box(sink);
+    println!("template pass: {mbs:.0} MB/s, {:.2} us/page", 1e6 / pps);
 }
 
 /// Times and scores every scanner on one corpus; `snippets` adds the

@@ -15,8 +15,8 @@
 //! variable tokens with only `/` and whitespace between them is one placeholder
 //! (so a path one segment deeper makes no other template).
 //!
-//! O(page bytes) for the body (one pass, one multiply per byte, one set lookup
-//! per alphanumeric run) plus O(URL bytes) for the page's and its links' URLs:
+//! O(page bytes) for the body (one pass; one multiply per 8 bytes of a token and
+//! one per token or other byte, one set lookup per alphanumeric run) plus O(URL bytes) for the page's and its links' URLs:
 //! a second, cheap pass over the bytes the link scanner read, not a second parse.
 //! The reader keeps one [`TemplateReader`] and its set between pages.
 //!
@@ -38,6 +38,11 @@ const FNV_OFFSET: u64 = 0xcbf2_9ce4_8422_2325;
 const FNV_PRIME: u64 = 0x0000_0100_0000_01b3;
 /// What a variable token adds to the fingerprint.
 const PLACEHOLDER: u8 = 0x01;
+/// The multiplier of [`run_hash`] (2^64 / the golden ratio, odd).
+const RUN_MIX: u64 = 0x9E37_79B9_7F4A_7C15;
+/// OR-ed into 8 bytes of an alphanumeric run: lower-cases the letters, leaves the
+/// digits as they are (their 0x20 bit is set already).
+const LOWER: u64 = 0x2020_2020_2020_2020;
 
 /// A hasher for keys that are hashes already: it passes the `u64` through.
 #[derive(Debug, Default, Clone, Copy)]
@@ -67,6 +72,33 @@ pub fn token_hash(bytes: &[u8]) -> u64 {
     bytes.iter().fold(FNV_OFFSET, |h, &b| {
         (h ^ u64::from(b.to_ascii_lowercase())).wrapping_mul(FNV_PRIME)
     })
+}
+
+/// The hash of `run`, a run of ASCII letters and digits, case ignored: 8 bytes a
+/// step, one multiply each (a byte-wise FNV-1a took one multiply a byte, and the
+/// template pass was then the application's largest cost on the nginx benchmark:
+/// BENCHMARKS.md, issue 39). Only for alphanumeric runs: other bytes would be
+/// changed by the lower-casing.
+fn run_hash(run: &[u8]) -> u64 {
+    let step = |h: u64, w: u64| (h ^ w).wrapping_mul(RUN_MIX).rotate_left(29);
+    let mut h = FNV_OFFSET ^ run.len() as u64;
+    let mut words = run.chunks_exact(8);
+    for word in &mut words {
+        let mut w = [0u8; 8];
+        w.copy_from_slice(word);
+        h = step(h, u64::from_le_bytes(w) | LOWER);
+    }
+    let rest = words.remainder();
+    if !rest.is_empty() {
+        // Shifted in byte by byte: a copy into a stack buffer and a load of it
+        // (what `copy_from_slice` compiles to) stalls on store forwarding.
+        let w = rest
+            .iter()
+            .rev()
+            .fold(0u64, |w, &b| (w << 8) | u64::from(b | 0x20));
+        h = step(h, w);
+    }
+    h ^ (h >> 32)
 }
 
 /// Whether `s` looks like a random identifier rather than a word, a number or a
@@ -106,6 +138,9 @@ pub fn is_random_token(s: &[u8]) -> bool {
 #[derive(Debug, Default)]
 pub struct TemplateReader {
     variable: TokenSet,
+    /// One bit per `variable` hash (its low 10 bits): most tokens of a page are in
+    /// no URL, and a clear bit says so without a set lookup.
+    filter: [u64; 16],
 }
 
 impl TemplateReader {
@@ -118,6 +153,7 @@ impl TemplateReader {
     /// the module docs).
     pub fn template(&mut self, body: &[u8], page: &Url, links: &[Url]) -> u64 {
         self.variable.clear();
+        self.filter = [0; 16];
         for url in std::iter::once(page).chain(links) {
             self.add_url_tokens(url.path());
             if let Some(query) = url.query() {
@@ -125,7 +161,7 @@ impl TemplateReader {
             }
         }
         let mut h = FNV_OFFSET;
-        let mut feed = |b: u8| h = (h ^ u64::from(b)).wrapping_mul(FNV_PRIME);
+        let mut feed = |x: u64| h = (h ^ x).wrapping_mul(FNV_PRIME);
         // A run of variable tokens, with the `/` and whitespace between them, is
         // one placeholder: a path one segment deeper has the same template.
         let mut in_placeholder = false;
@@ -135,7 +171,7 @@ impl TemplateReader {
             if !b.is_ascii_alphanumeric() {
                 let skipped = b.is_ascii_whitespace() || (in_placeholder && b == b'/');
                 if !skipped {
-                    feed(b);
+                    feed(u64::from(b));
                     in_placeholder = false;
                 }
                 i += 1;
@@ -146,24 +182,33 @@ impl TemplateReader {
                 i += 1;
             }
             let run = &body[start..i];
-            if self.is_variable(run) {
-                if !in_placeholder {
-                    feed(PLACEHOLDER);
+            // A token goes in as its hash, one multiply (the separator is implied:
+            // runs are maximal, so two of them never touch).
+            match self.constant(run) {
+                None => {
+                    if !in_placeholder {
+                        feed(u64::from(PLACEHOLDER));
+                    }
+                    in_placeholder = true;
                 }
-                in_placeholder = true;
-            } else {
-                run.iter().for_each(|&b| feed(b.to_ascii_lowercase()));
-                feed(b' ');
-                in_placeholder = false;
+                Some(token) => {
+                    feed(token);
+                    in_placeholder = false;
+                }
             }
         }
         h
     }
 
-    fn is_variable(&self, run: &[u8]) -> bool {
-        run.iter().all(u8::is_ascii_digit)
-            || is_random_token(run)
-            || self.variable.contains(&token_hash(run))
+    /// The hash of the alphanumeric `run` when it is not variable.
+    fn constant(&self, run: &[u8]) -> Option<u64> {
+        if run.iter().all(u8::is_ascii_digit) || is_random_token(run) {
+            return None;
+        }
+        let token = run_hash(run);
+        let (word, bit) = filter_slot(token);
+        let maybe = self.filter[word] & bit != 0;
+        (!(maybe && self.variable.contains(&token))).then_some(token)
     }
 
     fn add_url_tokens(&mut self, s: &str) {
@@ -172,9 +217,17 @@ impl TemplateReader {
             .split(|b| !b.is_ascii_alphanumeric())
             .filter(|r| !r.is_empty())
         {
-            self.variable.insert(token_hash(run));
+            let token = run_hash(run);
+            let (word, bit) = filter_slot(token);
+            self.filter[word] |= bit;
+            self.variable.insert(token);
         }
     }
+}
+
+/// Where `token`'s bit is in [`TemplateReader`]'s filter: a word and a mask.
+fn filter_slot(token: u64) -> (usize, u64) {
+    (((token >> 6) & 15) as usize, 1 << (token & 63))
 }
 
 #[cfg(test)]
@@ -221,6 +274,32 @@ mod tests {
             t.template(prose.as_bytes(), &u1, &l1),
             t.template(other.as_bytes(), &u1, &l1)
         );
+    }
+
+    #[test]
+    fn run_hashes_ignore_case_and_tell_runs_apart() {
+        assert_eq!(run_hash(b"Installing"), run_hash(b"iNSTALLING"));
+        assert_eq!(
+            run_hash(b"ABCDEFGHIJKLMNOPQ7"),
+            run_hash(b"abcdefghijklmnopq7")
+        );
+        let mut seen = HashSet::new();
+        // Every run of 0 to 20 bytes over a few letters and digits, and padding
+        // look-alikes: no two hash alike.
+        let alphabet = b"aZ09";
+        for len in 0..=9u32 {
+            for n in 0..4u64.pow(len.min(6)) {
+                let run: Vec<u8> = (0..len)
+                    .map(|i| alphabet[((n >> (2 * (i % 6))) & 3) as usize])
+                    .collect();
+                let lower = run.to_ascii_lowercase();
+                seen.insert((lower.clone(), run_hash(&lower)));
+            }
+        }
+        let hashes: HashSet<u64> = seen.iter().map(|(_, h)| *h).collect();
+        assert_eq!(hashes.len(), seen.len());
+        assert_ne!(run_hash(b"a"), run_hash(b"a0"));
+        assert_ne!(run_hash(b""), run_hash(b"0"));
     }
 
     #[test]
