@@ -1197,6 +1197,28 @@ fn kill_9_of_the_whole_tree_at_random_moments_loses_no_url() {
     let (by_app, unexplained): (Vec<&String>, Vec<&String>) = rest
         .into_iter()
         .partition(|u| kills.iter().any(|k| republished(first(u), k)));
+    // The manager's own account of the restarts: records of pages awaiting their
+    // commit read back at each open (a page killed again before its wait ended is
+    // read back again at the next), and those no downloader claimed in time
+    // (queued again).
+    let manager_log =
+        std::fs::read_to_string(out.join("logs").join("manager.log")).unwrap_or_default();
+    let count_of = |what: &str| -> u64 {
+        manager_log
+            .lines()
+            .filter(|l| l.contains(what))
+            .filter_map(|l| {
+                l.split("pages=")
+                    .nth(1)?
+                    .split_whitespace()
+                    .next()?
+                    .parse::<u64>()
+                    .ok()
+            })
+            .sum()
+    };
+    let restored = count_of("waiting for their downloaders' commits");
+    let requeued = count_of("never committed by a downloader: queued again");
     let t0 = kills.first().map_or(0, |k| k.at_us);
     let moments: Vec<String> = kills
         .iter()
@@ -1213,7 +1235,8 @@ fn kill_9_of_the_whole_tree_at_random_moments_loses_no_url() {
         "tree kill: seed {seed}; {} kills of the whole tree at {}; crawl took {:.1} s; \
          {} of {} status-200 pages stored (lost {}); {} page URLs requested, {} requests; \
          fetched twice {} (in flight at a kill {}, bound {}; requested again by the \
-         application {}; unexplained {})",
+         application {}; unexplained {}); the manager read back {restored} records of \
+         pages awaiting their commit over the restarts and queued {requeued} pages again",
         kills.len(),
         moments.join(", "),
         took.as_secs_f64(),
