@@ -20,6 +20,10 @@
 //!   `never.txt` fetched, no per-origin interval violation, and every URL fetched
 //!   twice attributable to a kill (its first fetch was in flight or not yet
 //!   committed when a process was killed); the test prints that bound and the count.
+//! - Whole tree (issue 38): every process of `polycrawl crawl` SIGKILLed at once, 10
+//!   times at moments drawn at random, the same command resuming each time: every
+//!   status-200 page of the manifest stored, and every URL fetched twice in flight
+//!   at a kill (or requested again by the application).
 //!
 //! The harness builds the `polycrawl` binary first if needed (see `tests::bin`).
 #![allow(clippy::unwrap_used)] // a test may unwrap: a panic is how it fails
