@@ -171,6 +171,7 @@ impl Knobs {
             allow_private_addresses: true,
             request_scan_interval_ms: 200,
             outcome_max_age_ms: 300,
+            restored_commit_wait_ms: 4000,
             connect_timeout_ms: 2000,
             first_byte_timeout_ms: 5000,
             total_timeout_ms: 10000,

@@ -374,15 +374,13 @@ fn copy_tree(from: &Path, to: &Path) {
 /// `changes.tsv` says (a URL in flight at the kill may be fetched twice; none is
 /// lost).
 ///
-/// Ignored: it fails today, and not because of the recrawl. Killing the whole
-/// system at once (manager and downloader together, as a machine that loses power
-/// does) loses the URLs whose reports the manager had taken (their queue entries
-/// deleted) while their batch was still a temporary file of the killed downloader
-/// (removed at its restart): 33 of 1,070 URLs in one run, fetched (websim's log)
-/// but never stored. Killing one child at a time (`supervise.rs`, `app_crash.rs`)
-/// does not show it. Run it with `--run-ignored all` once that is fixed.
+/// Killing the whole system at once (manager and downloader together, as a machine
+/// that loses power does) once lost the URLs whose reports the manager had taken
+/// while their batch was still a temporary file of the killed downloader (33 of
+/// 1,070 URLs in one run): the manager now keeps such a URL in its `awaiting`
+/// family until the batch is committed, and queues it again after the restart
+/// when no downloader claims it (issue 38).
 #[test]
-#[ignore = "whole-system kill -9 loses URLs reported but not committed (see the doc comment)"]
 fn a_recrawl_killed_mid_run_resumes_and_loses_no_url() {
     require_python("warcio");
     let dir = tempfile::tempdir().unwrap();

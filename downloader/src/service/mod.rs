@@ -49,8 +49,11 @@
 //!   the downloader starts each connection fresh: jobs not started are dropped,
 //!   running ones finish and their pages are written and published (the
 //!   application may get them twice), their reports are dropped. Only URLs that
-//!   were in flight can be fetched twice. `Committed` never names a job of an
-//!   earlier connection (job ids are only unique within one manager process).
+//!   were in flight can be fetched twice. When such a batch is published, its
+//!   `Committed` goes out on the next connection, naming the earlier connection's
+//!   jobs too: a manager that restarted in between (job ids are unique across its
+//!   restarts on the same state) keeps their pages as awaiting a commit from any
+//!   downloader for a while, and takes this one instead of fetching them again.
 //! - **Spool full**: the writer pauses (no new fetch starts, nothing fetched is
 //!   dropped), says so in the log and to the manager (`Message::Status`, sent when
 //!   it changes and after every `Welcome`; the admin page shows it), retries with a

@@ -19,8 +19,14 @@
 //! Rules (also in the crate docs):
 //! - every job gets exactly one report on the connection it came on: the session
 //!   keeps one entry per unreported job and drops any later report for it;
-//! - a `Committed` names only jobs of this session already reported `Stored`, and
-//!   is sent after their reports;
+//! - a `Committed` names jobs of this session already reported `Stored`, sent after
+//!   their reports, and jobs of earlier sessions (connections) stored in the batch:
+//!   their connection was lost before the batch was published, so they were never
+//!   named. A manager that restarted keeps such pages until a downloader claims
+//!   them this way (or queues their URLs again after a wait); one that did not
+//!   restart queued them again when the connection was lost and ignores the
+//!   names. Each batch is announced once, on the connection up when its
+//!   publication is handled (events wait while no connection is up);
 //! - `Drain { grace_ms }` (or the shutdown token, with `control.shutdown_grace`): new
 //!   jobs are answered `Returned` at once; jobs not started yet are handed back
 //!   `Returned` at once; running ones get the grace to finish, then are stopped and
@@ -365,9 +371,13 @@ impl DownloaderRole<'_> {
                 }
             }
             Event::Committed { file, jobs } => {
+                // This connection's jobs once reported; an earlier connection's all:
+                // that connection is gone, so no `Committed` named them, and a
+                // manager that restarted meanwhile waits for it (see the module
+                // docs). The writer announces each batch once.
                 let mine: Vec<JobId> = jobs
                     .iter()
-                    .filter(|t| t.session == self.session && self.unsent.commit(t.job))
+                    .filter(|t| t.session != self.session || self.unsent.commit(t.job))
                     .map(|t| t.job)
                     .collect();
                 if !mine.is_empty() {

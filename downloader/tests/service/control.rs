@@ -145,7 +145,7 @@ async fn reconnects_after_the_connection_drops() {
     let site = Site::start().await;
     let manager = TestManager::start().await;
     let mut dl = start(config(), manager.addr());
-    let m = manager.accept(dl.spool.path()).await;
+    let mut m = manager.accept(dl.spool.path()).await;
 
     // Job 1 is in flight when the manager goes away.
     m.fetch(vec![page(1, &site.url("/slow/500/one"), site.addr)])
@@ -160,8 +160,11 @@ async fn reconnects_after_the_connection_drops() {
     let mut m = manager.accept(dl.spool.path()).await;
     m.fetch(vec![page(2, &site.url("/two"), site.addr)]).await;
     m.committed(&[2]).await;
-    // Job 1 finishes and is published in the background, but the new connection
-    // hears nothing of it (the manager dispatches it again).
+    // Job 1 finishes and is published in the background. The new connection gets
+    // no report of it (a manager that did not restart dispatches it again), but
+    // the batch's `Committed` names it: a manager that restarted meanwhile kept
+    // its page as awaiting a commit and takes this one instead of fetching it
+    // again.
     let slow = site.url("/slow/500/one");
     let pages = dl.pages();
     until_async("job 1's page to be published", WAIT, || {
@@ -171,16 +174,17 @@ async fn reconnects_after_the_connection_drops() {
             .any(|r| r.headers.target_uri() == Some(slow.as_str()))
     })
     .await;
+    m.committed(&[1, 2]).await;
     // Everything the downloader says from now on is read: up to a heartbeat sent
-    // after job 1 was published.
+    // after job 1 was committed.
     let beats = m.seen.heartbeats.len();
-    m.until("a heartbeat after job 1 was published", |s| {
+    m.until("a heartbeat after job 1 was committed", |s| {
         s.heartbeats.len() > beats
     })
     .await;
     assert!(is_stored(m.seen.result(2)));
     assert!(!m.seen.reports.contains_key(&JobId(1)));
-    assert_eq!(m.seen.committed_jobs(), [JobId(2)]);
+    assert_eq!(m.seen.committed_jobs(), [JobId(1), JobId(2)], "each once");
 
     dl.shutdown.cancel();
     dl.join().await.unwrap();

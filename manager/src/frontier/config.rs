@@ -164,6 +164,15 @@ pub struct FrontierConfig {
     pub outcome_batch_lines: usize,
     /// ...or when its oldest line is this old. Default 5,000.
     pub outcome_max_age_ms: u64,
+    /// After a restart, how long a page reported `Stored` before it, whose batch was
+    /// not committed, waits for a downloader to claim it (a downloader that outlived
+    /// the manager sends `Committed` for its earlier connections' jobs on its next
+    /// one) before its URL is queued again (its downloader died with it). Long
+    /// enough for a downloader to reconnect (its longest pause, 10 s) and publish its
+    /// batch (`max_batch_age_ms`, 2 s): shorter refetches pages a surviving
+    /// downloader publishes; longer only delays the refetch of pages that died.
+    /// Default 12,000.
+    pub restored_commit_wait_ms: u64,
 
     /// Body cap for pages. Default 10 MiB.
     pub max_page_bytes: u64,
@@ -222,6 +231,7 @@ impl Default for FrontierConfig {
             request_scan_interval_ms: 2_000,
             outcome_batch_lines: 10_000,
             outcome_max_age_ms: 5_000,
+            restored_commit_wait_ms: 12_000,
             max_page_bytes: 10 * 1024 * 1024,
             max_robots_bytes: 512 * 1024,
             connect_timeout_ms: 10_000,

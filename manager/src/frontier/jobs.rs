@@ -1,7 +1,7 @@
 //! [`JobTable`]: the one table of jobs out at downloaders, from dispatch until the
 //! page they stored is committed (published in a batch by the downloader).
 //!
-//! Each job is in exactly one entry, in one of two stages:
+//! Each job is in exactly one entry, in one of three stages:
 //!
 //! - **out**: handed out by [`next_jobs`](super::Frontier::next_jobs) and not
 //!   reported yet: the frontier's facts (host, purpose, app, borrowed origin) and,
@@ -10,19 +10,31 @@
 //!   which downloader, when, the address, app and URL);
 //! - **awaiting commit**: a page reported `Stored` by its holder whose batch is not
 //!   published yet: only the holder's facts (the frontier is done with the host;
-//!   the URL left its queue at the report). A commit removes it; if the holder
-//!   goes away first, its URL is queued again.
+//!   the URL left its queue at the report, into the `awaiting` family of the
+//!   store, see `records`). A commit by its holder removes it; if the holder goes
+//!   away first, its URL is queued again;
+//! - **restored**: a page that was awaiting its commit when an earlier run of the
+//!   manager stopped (read back from `awaiting` at open). Its holder was a
+//!   connection of that run, so *any* downloader's commit naming the job removes it
+//!   (job ids are never reused across runs: `META_JOB_CEILING`, and a downloader
+//!   names a job only if it stored it). A downloader that survived the manager
+//!   publishes its open batches and, on its next connection, sends `Committed` for
+//!   the jobs of its earlier connections; what no downloader claims by the
+//!   deadline ([`restored_due`](JobTable::restored_due), set at open about one
+//!   batch age plus a reconnection later) died with its downloader, and its URL is
+//!   queued again.
 //!
 //! So a report, a commit and a downloader's loss all read and change the same
-//! entry, and cannot disagree. The table is in memory only: after a crash the URLs
-//! that were out are at the head of their queues (see `records`) and running
-//! downloaders publish their batches (their contract), so nothing needs it.
+//! entry, and cannot disagree. The table is in memory; what must survive a crash
+//! is in the store: the URLs that were out are at the head of their queues, and
+//! the pages awaiting their commit are in `awaiting` (see `records`).
 //!
 //! Cost: O(1) per job handed out, report and commit, and for the counts by holder
 //! and by application (kept with the entries); O(entries) for a downloader's loss
-//! (rare: the scan finds its jobs). Memory: one entry per job out or awaiting
-//! commit, bounded by the downloaders' windows and open batches. This module must
-//! never touch a host, a queue or the store: `report` and `dispatch` do.
+//! and for the restored entries' deadline (rare: the scan finds them). Memory: one
+//! entry per job out, awaiting commit or restored, bounded by the downloaders'
+//! windows and open batches (of this run and, restored, of the run before). This
+//! module must never touch a host, a queue or the store: `report` and `dispatch` do.
 
 use std::collections::HashMap;
 use std::hash::Hash;
@@ -34,6 +46,7 @@ use spool::protocol::{FetchPurpose, JobId};
 use spool::{AppId, Validators};
 
 use super::hosts::HostId;
+use super::records::AwaitingPage;
 
 /// The downloader a job was handed to: the service's connection id.
 pub(crate) type Holder = u64;
@@ -75,8 +88,13 @@ pub(crate) struct Held {
 
 #[derive(Debug)]
 enum Entry {
-    Out { info: JobInfo, held: Option<Held> },
+    Out {
+        info: JobInfo,
+        held: Option<Held>,
+    },
     AwaitingCommit(Held),
+    /// Awaiting its commit when an earlier run stopped (its holder is gone).
+    Restored(AwaitingPage),
 }
 
 /// Job ids are reserved in blocks of this many, so a restarted manager never reuses an
@@ -95,6 +113,10 @@ pub(super) struct JobTable {
     out_by_holder: HashMap<Holder, usize>,
     out_by_app: HashMap<AppId, u64>,
     awaiting_by_app: HashMap<AppId, u64>,
+    /// Restored entries in the table.
+    restored: usize,
+    /// When the restored entries no downloader claimed are given up on (unix ms).
+    restored_until_ms: Option<u64>,
 }
 
 fn up<K: Eq + Hash, N: std::ops::AddAssign + From<u8>>(counts: &mut HashMap<K, N>, key: K) {
@@ -205,22 +227,80 @@ impl JobTable {
         self.entries.insert(job, Entry::AwaitingCommit(held));
     }
 
-    /// `holder` committed `job`: the application of the page, if it awaited that.
-    pub fn commit(&mut self, holder: Holder, job: JobId) -> Option<AppId> {
-        match self.entries.get(&job) {
-            Some(Entry::AwaitingCommit(h)) if h.holder == holder => {}
-            _ => return None,
+    /// `job` awaited its commit when an earlier run stopped: it waits for a commit
+    /// from any downloader (until the deadline [`wait_for_claims`] sets). O(1).
+    ///
+    /// [`wait_for_claims`]: JobTable::wait_for_claims
+    pub fn restore(&mut self, job: JobId, page: AwaitingPage) {
+        up(&mut self.awaiting_by_app, page.app.clone());
+        self.restored += 1;
+        self.entries.insert(job, Entry::Restored(page));
+    }
+
+    /// The restored entries not claimed by `until_ms` (unix ms) are given up on
+    /// then; without restored entries this does nothing. Before it is called they
+    /// wait for ever.
+    pub fn wait_for_claims(&mut self, until_ms: u64) {
+        if self.restored > 0 {
+            self.restored_until_ms = Some(until_ms);
         }
-        let Some(Entry::AwaitingCommit(held)) = self.entries.remove(&job) else {
-            return None;
+    }
+
+    /// `holder` committed `job`: the application of the page, if it awaited that
+    /// (from `holder`, or restored: from anyone).
+    pub fn commit(&mut self, holder: Holder, job: JobId) -> Option<AppId> {
+        let app = match self.entries.get(&job) {
+            Some(Entry::AwaitingCommit(h)) if h.holder == holder => h.app.clone(),
+            Some(Entry::Restored(page)) => {
+                self.restored -= 1;
+                page.app.clone()
+            }
+            _ => return None,
         };
-        down(&mut self.awaiting_by_app, &held.app);
-        Some(held.app)
+        self.entries.remove(&job);
+        down(&mut self.awaiting_by_app, &app);
+        if self.restored == 0 {
+            self.restored_until_ms = None;
+        }
+        Some(app)
+    }
+
+    /// When the restored entries not claimed yet are given up on, if any are left.
+    pub fn restored_deadline(&self) -> Option<u64> {
+        self.restored_until_ms
+    }
+
+    /// Whether restored entries wait and their deadline has passed at `now_ms`.
+    pub fn restored_due(&self, now_ms: u64) -> bool {
+        self.restored_until_ms.is_some_and(|until| until <= now_ms)
+    }
+
+    /// Removes the restored entries no downloader claimed, in job order: their
+    /// pages died with their downloader. O(entries).
+    pub fn take_restored(&mut self) -> Vec<(JobId, AwaitingPage)> {
+        let mut jobs: Vec<JobId> = self
+            .entries
+            .iter()
+            .filter(|(_, e)| matches!(e, Entry::Restored(_)))
+            .map(|(job, _)| *job)
+            .collect();
+        jobs.sort_unstable();
+        self.restored = 0;
+        self.restored_until_ms = None;
+        jobs.into_iter()
+            .filter_map(|job| match self.entries.remove(&job) {
+                Some(Entry::Restored(page)) => {
+                    down(&mut self.awaiting_by_app, &page.app);
+                    Some((job, page))
+                }
+                _ => None,
+            })
+            .collect()
     }
 
     /// What `holder` holds, in job order: its jobs out (left in the table, for the
     /// frontier to finish) and its pages awaiting commit (removed).
-    pub fn take_holder(&mut self, holder: Holder) -> (Vec<JobId>, Vec<Held>) {
+    pub fn take_holder(&mut self, holder: Holder) -> (Vec<JobId>, Vec<(JobId, Held)>) {
         let mut out = Vec::new();
         let mut awaiting = Vec::new();
         for (job, entry) in &self.entries {
@@ -237,7 +317,7 @@ impl JobTable {
             .filter_map(|job| match self.entries.remove(&job) {
                 Some(Entry::AwaitingCommit(held)) => {
                     down(&mut self.awaiting_by_app, &held.app);
-                    Some(held)
+                    Some((job, held))
                 }
                 _ => None,
             })
@@ -346,5 +426,44 @@ mod tests {
         assert_eq!(t.awaiting_of(&app("a")), 0);
         assert_eq!(t.out_len(), 3, "the frontier finishes the jobs out");
         assert_eq!(t.out_of_holder(8), 1);
+    }
+
+    fn awaiting(url: &str) -> AwaitingPage {
+        AwaitingPage {
+            app: app("a"),
+            url: url.to_owned(),
+            depth: Some(2),
+            hops: None,
+            validators: Validators::default(),
+        }
+    }
+
+    #[test]
+    fn a_restored_page_is_claimed_by_any_downloader_once_or_given_up_at_its_deadline() {
+        let mut t = JobTable::starting_at(100);
+        assert_eq!(t.restored_deadline(), None);
+        for job in [7, 3, 5] {
+            t.restore(JobId(job), awaiting(&format!("http://a.test/{job}")));
+        }
+        assert!(!t.restored_due(u64::MAX), "no deadline yet");
+        t.wait_for_claims(1_000);
+        assert_eq!(t.awaiting_of(&app("a")), 3);
+        assert!(t.info(JobId(3)).is_none(), "not out");
+        assert!(t.held(JobId(3)).is_none(), "not held");
+        assert_eq!(t.commit(42, JobId(5)), Some(app("a")), "any holder");
+        assert_eq!(t.commit(43, JobId(5)), None, "claimed once");
+        assert!(!t.restored_due(999));
+        assert!(t.restored_due(1_000));
+        let left: Vec<u64> = t.take_restored().iter().map(|(j, _)| j.0).collect();
+        assert_eq!(left, [3, 7], "the unclaimed ones, in job order");
+        assert_eq!(t.awaiting_of(&app("a")), 0);
+        assert_eq!(t.restored_deadline(), None);
+        assert!(t.take_restored().is_empty());
+        t.wait_for_claims(2_000);
+        assert_eq!(t.restored_deadline(), None, "nothing to wait for");
+        t.restore(JobId(9), awaiting("http://a.test/9"));
+        t.wait_for_claims(2_000);
+        assert_eq!(t.commit(1, JobId(9)), Some(app("a")));
+        assert_eq!(t.restored_deadline(), None, "none left to wait for");
     }
 }

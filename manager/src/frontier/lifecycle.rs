@@ -67,7 +67,8 @@ const DROP_CHUNK: usize = 4_096;
 
 impl Frontier {
     /// Runs the timers due at `now_ms`: rested hosts go back to work, busy IPs release
-    /// their parked hosts, overdue DNS questions are asked again; then loads request
+    /// their parked hosts, overdue DNS questions are asked again, restored pages no
+    /// downloader claimed in time are queued again; then loads request
     /// files if the ready pipeline is short of `s`, and publishes outcome files that
     /// are full or old enough. Call it at [`next_wakeup`](Self::next_wakeup) (calling
     /// it more often is harmless); [`next_jobs`](Self::next_jobs) calls it too.
@@ -88,23 +89,26 @@ impl Frontier {
         self.dns.expire(now_ms);
         self.schedule.expire(now_ms);
         self.commit(batch)?;
+        self.requeue_unclaimed(now_ms)?;
         self.load_if_needed(now_ms)?;
         self.outcomes.flush(self.ledger.store(), now_ms, false)?;
         Ok(())
     }
 
     /// When [`tick`](Self::tick) has work next: a host's rest ends, an IP interval
-    /// ends, a DNS question is overdue, an outcome file is due, or the request folders
-    /// should be listed again. `None`: nothing is scheduled (wait for an event).
+    /// ends, a DNS question is overdue, an outcome file is due, the pages restored
+    /// at open are given up on, or the request folders should be listed again.
+    /// `None`: nothing is scheduled (wait for an event).
     pub fn next_wakeup(&self) -> Option<u64> {
         let mut due = [
             self.schedule.next_due(),
             self.dns.next_due(),
             self.outcomes.next_deadline(),
+            self.jobs.restored_deadline(),
             None,
         ];
         if self.pipeline() < self.ready_target() {
-            due[3] = self.requests.next_scan();
+            due[4] = self.requests.next_scan();
         }
         due.into_iter().flatten().min()
     }

@@ -49,7 +49,11 @@
 //! Every change is one RocksDB batch (WAL on). A dispatched URL stays in RocksDB
 //! until its report, below its host's head, and the host record names it, so after
 //! a crash exactly the URLs in flight are put back at the head of their queues and
-//! dispatched again (no separate `inflight` family is needed: see `report`). Request
+//! dispatched again (no separate `inflight` family is needed: see `report`). A page
+//! reported `Stored` moves from its queue to the `awaiting` family in the report's
+//! batch and leaves it at its batch's `Committed` (or is queued again when its
+//! downloader is gone, at once, or after a restart when no downloader claims it:
+//! see `jobs`), so no combination of process deaths loses a URL. Request
 //! files are loaded in chunks,
 //! each batch recording the file's progress, and deleted from the spool only after
 //! their last chunk is durable. Outcomes are written with the change that causes them
@@ -131,7 +135,10 @@ use dns::Dns;
 use hosts::Hosts;
 use jobs::{Held, Holder, JobInfo, JobTable};
 use ledger::Ledger;
-use records::{HostRecord, META_BLACKLIST, META_JOB_CEILING, META_NEXT_HOST, META_NEXT_REQNO};
+use records::{
+    AwaitingPage, HostRecord, META_BLACKLIST, META_JOB_CEILING, META_NEXT_HOST, META_NEXT_REQNO,
+    split_job_key,
+};
 use schedule::Schedule;
 use store::{Batch, Cf, Store};
 
@@ -241,6 +248,7 @@ impl Frontier {
             reopened_ms: 0,
         };
         frontier.rebuild_hosts()?;
+        frontier.restore_awaiting()?;
         let mut batch = Batch::default();
         // Progress of files that are gone (a crash between `done()` and the cleanup).
         let live = frontier.requests.claimed_keys();
@@ -286,6 +294,32 @@ impl Frontier {
         self.ledger.store().write(batch)
     }
 
+    /// Reads back the pages that awaited their commit when the earlier run stopped
+    /// (`awaiting`): restored in the job table, where a downloader's commit claims
+    /// them; the deadline for that is set by
+    /// [`rest_after_restart`](Self::rest_after_restart). O(records).
+    fn restore_awaiting(&mut self) -> Result<(), FrontierError> {
+        let mut pages = Vec::new();
+        self.ledger
+            .store()
+            .scan(Cf::Awaiting, &[], |key, page: AwaitingPage| {
+                if let Some(job) = split_job_key(key) {
+                    pages.push((JobId(job), page));
+                }
+                Ok(true)
+            })?;
+        if !pages.is_empty() {
+            tracing::info!(
+                pages = pages.len(),
+                "pages stored but not committed before the restart: waiting for their downloaders' commits"
+            );
+        }
+        for (job, page) in pages {
+            self.jobs.restore(job, page);
+        }
+        Ok(())
+    }
+
     /// Reserves a new block of job ids when the current one is used up.
     fn reserve_job_ids(&mut self, batch: &mut Batch) {
         if let Some(ceiling) = self.jobs.reserve_ids() {
@@ -310,10 +344,16 @@ impl Frontier {
     /// `now_ms`. The last request of the earlier run to a host may have ended just
     /// before the crash, and when it did is not stored. The service calls this once,
     /// right after [`Frontier::open`]; a fresh state has nothing to wait for.
+    ///
+    /// It also starts the wait for the commits of the pages restored from the
+    /// earlier run: those no downloader claims by `now_ms +
+    /// restored_commit_wait_ms` are queued again at the next [`tick`](Self::tick).
     pub fn rest_after_restart(&mut self, now_ms: u64) {
         if self.requests.next_reqno() > 0 {
             self.reopened_ms = now_ms;
         }
+        let wait = self.config.restored_commit_wait_ms;
+        self.jobs.wait_for_claims(now_ms.saturating_add(wait));
     }
 
     /// The earliest time host `host` may be contacted after a restart (0 if no

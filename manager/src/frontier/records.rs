@@ -6,6 +6,7 @@
 //! | `host` | host id u64 BE | [`HostRecord`] (only hosts with queued URLs) |
 //! | `origin` | origin text (`https://example.com:8443`) | [`OriginRecord`] (robots cache, dead marks) |
 //! | `outcome` | seq u64 BE | [`PendingOutcome`] (written, not yet published) |
+//! | `awaiting` | job id u64 BE | [`AwaitingPage`] (page reported `Stored`, its batch not committed yet) |
 //! | `meta` | text keys below | counters, id allocators, blacklist, request-file progress |
 //!
 //! There is no `inflight` family: a dispatched URL stays in `queue` under its seq,
@@ -15,6 +16,13 @@
 //! queue, in seq order, so exactly the URLs that were in flight are dispatched again
 //! (first), with no write per dispatch beyond the host record. Job ids come from blocks reserved in `meta` (`job_ceiling`), so a
 //! restarted manager never reuses the id of a job a downloader may still report.
+//!
+//! A page reported `Stored` leaves its queue at once, but its batch is durable only
+//! once its downloader publishes it (`Committed`). Until then the URL lives in
+//! `awaiting` under its job id, written in the same batch that deletes its queue key
+//! and deleted by the `Committed` that names the job (or by the requeue, when its
+//! downloader goes away first): so a URL is always in `queue` or in `awaiting` until
+//! its page is in a published batch, whatever dies when (see `jobs` and `report`).
 //!
 //! Big-endian integer keys sort numerically, so one host's queue is one contiguous key
 //! range in FIFO order. Field order inside a record is its wire order (postcard):
@@ -191,6 +199,23 @@ pub(crate) struct PendingOutcome {
     pub detail: String,
 }
 
+/// A page reported `Stored` whose batch was not committed yet: what queuing its URL
+/// again needs (the request's hints; `via`, a log hint, is not kept). Keyed by its
+/// job id ([`job_key`]).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub(crate) struct AwaitingPage {
+    /// The application that asked for it.
+    pub app: AppId,
+    /// The URL as requested.
+    pub url: String,
+    /// The `depth` hint.
+    pub depth: Option<u32>,
+    /// The `hops` hint.
+    pub hops: Option<u32>,
+    /// The `etag` and `modified` hints.
+    pub validators: Validators,
+}
+
 /// How far a claimed request file is loaded.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
 pub(crate) struct FileProgress {
@@ -257,6 +282,16 @@ pub(crate) fn queue_key(host: u64, seq: u64) -> [u8; 16] {
     key[..8].copy_from_slice(&host.to_be_bytes());
     key[8..].copy_from_slice(&seq.to_be_bytes());
     key
+}
+
+/// `awaiting` key of job `job`.
+pub(crate) fn job_key(job: u64) -> [u8; 8] {
+    job.to_be_bytes()
+}
+
+/// The job id of an `awaiting` key, if it is one.
+pub(crate) fn split_job_key(key: &[u8]) -> Option<u64> {
+    key.try_into().ok().map(u64::from_be_bytes)
 }
 
 /// Splits a `queue` key into `(host, seq)`.

@@ -98,7 +98,12 @@
 //!
 //! Putting a URL back: a page a downloader reported `Stored` but never announced in a
 //! `Committed` batch is not durable, so when that downloader goes away the service
-//! hands the URL back with [`Frontier::requeue`] and it is fetched again.
+//! hands the URL back with [`Frontier::requeue`] and it is fetched again. The same
+//! holds after a restart for a page restored from the `awaiting` family that no
+//! downloader claims by its deadline (`requeue_unclaimed`; see `jobs`): the
+//! report moved the URL from its queue to `awaiting` in one batch, and the
+//! requeue moves it back in one batch, so it is always in one of them until a
+//! commit deletes it.
 //!
 //! The report already removed the URL from its queue (politeness needs the report at
 //! once), so the URL is queued again as a *new request*: a new request number, at the
@@ -119,11 +124,12 @@ use spool::{AppId, OutcomeReason, Validators};
 use url::Url;
 
 use super::hosts::{HostId, Out, RobotsChase, RobotsInForce};
-use super::jobs::Holder;
+use super::jobs::{Held, Holder};
 use super::lifecycle::{Failure, live_drop};
 use super::origin::{Origin, origin_of, origin_of_parsed};
 use super::records::{
-    CachedRobots, META_NEXT_HOST, META_NEXT_REQNO, PendingOutcome, QueueEntry, queue_key,
+    AwaitingPage, CachedRobots, META_NEXT_HOST, META_NEXT_REQNO, PendingOutcome, QueueEntry,
+    job_key, queue_key,
 };
 use super::store::{Batch, Cf};
 use super::throttle::{Throttle, mix};
@@ -169,7 +175,8 @@ impl Frontier {
                 let Some(done) = self.finish_job(report.job, FetchPurpose::Page, now_ms) else {
                     return Ok(false);
                 };
-                if self.page_throttled(&done, page, now_ms)? {
+                let awaiting = held.as_ref().map(|h| (report.job, h));
+                if self.page_throttled(&done, page, awaiting, now_ms)? {
                     if let Some(held) = held {
                         // Its page: durable only once its holder commits the batch.
                         self.jobs.await_commit(report.job, held);
@@ -183,14 +190,15 @@ impl Frontier {
                 let Some(done) = self.finish_job(report.job, FetchPurpose::Page, now_ms) else {
                     return Ok(false);
                 };
-                if let Some(held) = held {
-                    // Durable only once its holder commits the batch (`jobs`).
-                    self.jobs.await_commit(report.job, held);
-                }
                 let id = done.host;
                 let mut batch = Batch::default();
                 if let (Some(seq), Some(app)) = (done.out.seq, &done.app) {
-                    self.url_fetched(id, seq, app, &mut batch);
+                    let awaiting = held.as_ref().map(|h| (report.job, h));
+                    self.url_fetched(id, seq, app, awaiting, &mut batch);
+                }
+                if let Some(held) = held {
+                    // Durable only once its holder commits the batch (`jobs`).
+                    self.jobs.await_commit(report.job, held);
                 }
                 if let Some(host) = self.hosts.get_mut(id) {
                     host.trouble.recovered();
@@ -391,23 +399,51 @@ impl Frontier {
     }
 
     /// Downloader `holder` committed `jobs` in batch `file`: returns the
-    /// applications of the pages that awaited it. O(jobs).
+    /// applications of the pages that awaited it (from `holder`, or restored from an
+    /// earlier run: see `jobs`). Their `awaiting` records go in one batch (no
+    /// fsync: a lost delete only fetches a page again). O(jobs).
     pub(crate) fn on_committed(
         &mut self,
         holder: Holder,
         file: &str,
         jobs: &[JobId],
-    ) -> BTreeSet<AppId> {
+    ) -> Result<BTreeSet<AppId>, FrontierError> {
         let mut apps = BTreeSet::new();
+        let mut batch = Batch::default();
         for job in jobs {
             match self.jobs.commit(holder, *job) {
                 Some(app) => {
+                    batch.delete(Cf::Awaiting, job_key(job.0).to_vec());
                     apps.insert(app);
                 }
                 None => tracing::debug!(%job, file, "commit of a job not awaiting one ignored"),
             }
         }
-        apps
+        self.commit(batch)?;
+        Ok(apps)
+    }
+
+    /// The pages restored at open ([`JobTable::restore`](super::jobs::JobTable))
+    /// that no downloader claimed by their deadline died with their downloader:
+    /// their URLs are queued again ([`requeue`](Self::requeue)), in job order.
+    /// Returns how many. Does nothing before the deadline. O(entries of the table)
+    /// plus a batch per page.
+    pub(crate) fn requeue_unclaimed(&mut self, now_ms: u64) -> Result<usize, FrontierError> {
+        if !self.jobs.restored_due(now_ms) {
+            return Ok(0);
+        }
+        let pages = self.jobs.take_restored();
+        for (job, page) in &pages {
+            let hints = (page.depth, page.hops, page.validators.clone());
+            self.requeue_job(Some(*job), &page.app, &page.url, hints, now_ms)?;
+        }
+        if !pages.is_empty() {
+            tracing::warn!(
+                pages = pages.len(),
+                "pages stored before the restart and never committed by a downloader: queued again"
+            );
+        }
+        Ok(pages.len())
     }
 
     /// Downloader `holder` is gone: its jobs out go back to the head of their
@@ -424,9 +460,9 @@ impl Frontier {
         for job in &out {
             self.on_lost(*job, now_ms)?;
         }
-        for page in &pages {
+        for (job, page) in &pages {
             let hints = (page.depth, page.hops, page.validators.clone());
-            self.requeue(&page.app, &page.url, hints, now_ms)?;
+            self.requeue_job(Some(*job), &page.app, &page.url, hints, now_ms)?;
         }
         Ok((out.len(), pages.len()))
     }
@@ -439,6 +475,7 @@ impl Frontier {
         &mut self,
         done: &Finished,
         page: &StoredPage,
+        awaiting: Option<(JobId, &Held)>,
         now_ms: u64,
     ) -> Result<bool, FrontierError> {
         let id = done.host;
@@ -448,7 +485,7 @@ impl Frontier {
             let tries = done.out.tries + 1;
             match &done.app {
                 Some(app) if tries >= self.config.max_url_attempts => {
-                    self.url_fetched(id, seq, app, &mut batch);
+                    self.url_fetched(id, seq, app, awaiting, &mut batch);
                     is_page = true;
                 }
                 // Its own batch, committed at once; this one starts after it.
@@ -494,9 +531,28 @@ impl Frontier {
     }
 
     /// The URL at `seq` (in flight) of host `id`, of `app`, stored a page: it leaves
-    /// RocksDB and is counted as a page.
-    pub(crate) fn url_fetched(&mut self, id: HostId, seq: u64, app: &AppId, batch: &mut Batch) {
+    /// its queue and is counted as a page. With `awaiting` (its job and holder: a
+    /// page in a batch not committed yet) it moves to the `awaiting` family in the
+    /// same batch, so a crash of everything never loses it (see `records`).
+    pub(crate) fn url_fetched(
+        &mut self,
+        id: HostId,
+        seq: u64,
+        app: &AppId,
+        awaiting: Option<(JobId, &Held)>,
+        batch: &mut Batch,
+    ) {
         batch.delete(Cf::Queue, queue_key(id, seq).to_vec());
+        if let Some((job, held)) = awaiting {
+            let record = AwaitingPage {
+                app: held.app.clone(),
+                url: held.url.clone(),
+                depth: held.depth,
+                hops: held.hops,
+                validators: held.validators.clone(),
+            };
+            batch.put(Cf::Awaiting, job_key(job.0).to_vec(), &record);
+        }
         let counters = self.ledger.counters_mut().app(app);
         counters.queued = counters.queued.saturating_sub(1);
         counters.pages += 1;
@@ -814,10 +870,26 @@ impl Frontier {
         &mut self,
         app: &AppId,
         url: &str,
+        hints: (Option<u32>, Option<u32>, Validators),
+        now_ms: u64,
+    ) -> Result<bool, FrontierError> {
+        self.requeue_job(None, app, url, hints, now_ms)
+    }
+
+    /// [`requeue`](Self::requeue) of the page of `job`, if given, whose `awaiting`
+    /// record goes in the same batch as the new queue entry (or the outcome).
+    fn requeue_job(
+        &mut self,
+        job: Option<JobId>,
+        app: &AppId,
+        url: &str,
         (depth, hops, validators): (Option<u32>, Option<u32>, Validators),
         now_ms: u64,
     ) -> Result<bool, FrontierError> {
         let mut batch = Batch::default();
+        if let Some(job) = job {
+            batch.delete(Cf::Awaiting, job_key(job.0).to_vec());
+        }
         let reqno = self.requests.take_reqno();
         batch.put(
             Cf::Meta,

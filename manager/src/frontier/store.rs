@@ -34,12 +34,21 @@ pub(crate) enum Cf {
     Origin,
     /// Outcomes not yet published.
     Outcome,
+    /// Pages reported `Stored` whose batch is not committed yet.
+    Awaiting,
     /// Everything else.
     Meta,
 }
 
 impl Cf {
-    const ALL: [Cf; 5] = [Cf::Queue, Cf::Host, Cf::Origin, Cf::Outcome, Cf::Meta];
+    const ALL: [Cf; 6] = [
+        Cf::Queue,
+        Cf::Host,
+        Cf::Origin,
+        Cf::Outcome,
+        Cf::Awaiting,
+        Cf::Meta,
+    ];
 
     /// Memtable size: the queues take the bulk of the writes; the small families are
     /// rewritten often (host records, counters) and need little.
@@ -47,7 +56,7 @@ impl Cf {
         match self {
             Cf::Queue => 64 << 20,
             Cf::Host | Cf::Origin | Cf::Outcome => 16 << 20,
-            Cf::Meta => 4 << 20,
+            Cf::Awaiting | Cf::Meta => 4 << 20,
         }
     }
 
@@ -57,6 +66,7 @@ impl Cf {
             Cf::Host => "host",
             Cf::Origin => "origin",
             Cf::Outcome => "outcome",
+            Cf::Awaiting => "awaiting",
             Cf::Meta => "meta",
         }
     }

@@ -61,6 +61,8 @@ pub fn test_config(state_dir: PathBuf) -> ManagerConfig {
             // The fake downloaders here take one job per host at a time; chained
             // jobs have their own tests (frontier `chaining.rs`, the downloader's).
             chain_max_interval_ms: 0,
+            // Restored pages: the fake downloaders claim theirs at once.
+            restored_commit_wait_ms: 1_500,
             ..FrontierConfig::default()
         },
         ..ManagerConfig::default()

@@ -110,7 +110,9 @@ pub enum Message {
     /// records of `jobs`, is now published. A `Stored` report says a page was
     /// fetched (the manager may contact the host again after its interval); only
     /// this message makes the page durable. Jobs reported but never committed when
-    /// a downloader dies are fetched again.
+    /// a downloader dies are fetched again. It may name jobs of the downloader's
+    /// earlier connections (their batch was published after that connection was
+    /// lost): a restarted manager takes those from any downloader.
     Committed {
         /// Name of the published batch (no path).
         file: String,

@@ -22,8 +22,13 @@
 //!   queued again ([`Frontier::requeue`](crate::Frontier::requeue)). Jobs with no
 //!   report go back with [`Frontier::on_lost`](crate::Frontier::on_lost): their
 //!   request may have reached the host, so it rests one interval first.
-//!   If the *manager* dies instead, running downloaders still publish their open
-//!   batches (their contract), so nothing is lost either.
+//!   The page's URL is kept durably meanwhile (the frontier's `awaiting` family,
+//!   written in the report's batch), so if the manager and the downloader die
+//!   together the restarted manager queues it again. If only the *manager* dies,
+//!   running downloaders still publish their open batches (their contract) and
+//!   send `Committed` for those jobs on their next connection, which the restarted
+//!   manager takes from any downloader (job ids are never reused across runs);
+//!   what no downloader claims within `restored_commit_wait_ms` is queued again.
 //! - **robots.txt**: a `Stored` robots report names a published file in `robots/`;
 //!   its body goes to the frontier, then the file is deleted (`robots_file.rs`).
 //!   On NFS the report can arrive before the file shows on the manager's machine:
@@ -344,12 +349,19 @@ impl Engine {
         Ok(())
     }
 
-    /// A downloader published a page batch: its pages are durable.
-    pub(super) fn on_committed(&mut self, conn: ConnId, file: &str, jobs: &[JobId]) {
-        for app in self.frontier.on_committed(conn, file, jobs) {
+    /// A downloader published a page batch: its pages are durable. The jobs may be
+    /// of this connection or, restored from before a restart, of an earlier one.
+    pub(super) fn on_committed(
+        &mut self,
+        conn: ConnId,
+        file: &str,
+        jobs: &[JobId],
+    ) -> Result<(), ManagerError> {
+        for app in self.frontier.on_committed(conn, file, jobs)? {
             let area = SpoolArea::Pages(app);
             self.relay(None, &area, file);
         }
+        Ok(())
     }
 
     /// A downloader is gone: its unreported jobs go back to their queues and its

@@ -210,8 +210,14 @@ impl Engine {
             Message::Heartbeat { .. } => Ok(()),
             Message::FetchReports { reports } => self.on_reports(conn, reports, wall),
             Message::Committed { file, jobs } => {
-                self.on_committed(conn, &file, &jobs);
-                Ok(())
+                if self.registry.role_of(conn) != Some(Role::Downloader) {
+                    tracing::warn!(
+                        file,
+                        "commit from a component that is not a downloader ignored"
+                    );
+                    return Ok(());
+                }
+                self.on_committed(conn, &file, &jobs)
             }
             Message::ResolveAnswers { request, answers } => {
                 if self.registry.role_of(conn) != Some(Role::Resolver) {
