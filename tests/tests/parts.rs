@@ -26,7 +26,11 @@
 //!   `orphans.tsv` (the pages only other sites reach); with the coordinator
 //!   killed (SIGKILL) mid-crawl and restarted, the figures of the fix; with an
 //!   agent killed, 100 % coverage and overlap 0, and URLs fetched twice bounded
-//!   as for an exchange part.
+//!   as for an exchange part;
+//! - one part against four (exchange mode), the same web and the demo's default
+//!   budgets (an open crawl): the parts' `cut.tsv` files together list exactly
+//!   what the one part's does (none, on this web without traps), and both store
+//!   the same pages (issue 38, item 3).
 //!
 //! Every figure is judged on the parts' WARC files and websim's request log
 //! (`tests::grade`), and the demo's own `coverage:`, `duplicate fetches:` and
@@ -633,4 +637,113 @@ fn two_level_coordinator_killed_mid_crawl_loses_nothing() {
         line(&out, "restarts: ")
     );
     assert_full_coverage(&out, &out_dir);
+}
+
+/// Every `URL<TAB>rule` line of the `cut.tsv` files a run's parts left in their
+/// state folders (`<out>/state/app*/cut.tsv`; a part that cut nothing leaves
+/// none).
+fn cut_lists(out_dir: &Path) -> std::collections::BTreeSet<String> {
+    let mut cut = std::collections::BTreeSet::new();
+    for e in std::fs::read_dir(out_dir.join("state")).unwrap().flatten() {
+        if !e.file_name().to_string_lossy().starts_with("app") {
+            continue;
+        }
+        if let Ok(text) = std::fs::read_to_string(e.path().join("cut.tsv")) {
+            cut.extend(
+                text.lines()
+                    .filter(|l| !l.is_empty() && !l.starts_with('#'))
+                    .map(str::to_owned),
+            );
+        }
+    }
+    cut
+}
+
+/// Issue 38, item 3: a crawl split into four parts (exchange mode) and the same
+/// crawl in one part, of the same web with the demo's default budgets (an open
+/// crawl: BEAST budgets), cut exactly the same URLs (the parts' `cut.tsv` files
+/// together against the one part's), both none on this web without traps, and
+/// store the same pages (judged on the WARC files). The budgets bind on this web:
+/// two hosts that are not seeds have more pages than the base budget (100; 137
+/// and 110 pages) and are crawled whole only with the vote of another site
+/// linking to them, which in a split crawl may come from another part.
+#[test]
+fn four_parts_cut_exactly_what_one_part_cuts() {
+    let dir = tempfile::tempdir().unwrap();
+    let one_dir = dir.path().join("one");
+    std::fs::create_dir_all(&one_dir).unwrap();
+    let mut cmd = Command::new(bin::polycrawl());
+    cmd.arg("demo")
+        .args(WEB)
+        .args(["--downloaders", "2", "--out"])
+        .arg(one_dir.join("demo-out"));
+    cmd.env("RUST_LOG", "info");
+    let (one_out, ok) = finish(ProcessGuard::spawn("demo-one", cmd, &one_dir).unwrap());
+    assert!(ok, "the one-part demo failed");
+    let four_dir = dir.path().join("four");
+    std::fs::create_dir_all(&four_dir).unwrap();
+    let (four_out, ok) = finish(start(&four_dir, &["--mode", "exchange"]));
+    assert!(ok, "the four-part demo failed");
+
+    let one = Grade::demo(&one_dir.join("demo-out"));
+    let four = graded(&four_out, &four_dir.join("demo-out"));
+    // `URL<TAB>rule` lines, the URL without the port of its websim.
+    let cuts = |dir: &Path| -> std::collections::BTreeSet<String> {
+        cut_lists(&dir.join("demo-out"))
+            .iter()
+            .map(|l| without_port(l))
+            .collect()
+    };
+    let (one_cut, four_cut) = (cuts(&one_dir), cuts(&four_dir));
+    eprintln!(
+        "one part: {} URLs cut, {}\nfour parts: {} URLs cut, {}",
+        one_cut.len(),
+        one.figures(),
+        four_cut.len(),
+        four.figures()
+    );
+    assert_eq!(
+        one_cut.difference(&four_cut).collect::<Vec<_>>(),
+        Vec::<&String>::new(),
+        "cut by one part only"
+    );
+    assert_eq!(
+        four_cut.difference(&one_cut).collect::<Vec<_>>(),
+        Vec::<&String>::new(),
+        "cut by the four parts only"
+    );
+    assert!(one_cut.is_empty(), "a web without traps: nothing to cut");
+    // Each websim serves the same web on ports of its own.
+    let portless = |urls: &mut dyn Iterator<Item = &String>| -> std::collections::BTreeSet<String> {
+        urls.map(|u| without_port(u)).collect()
+    };
+    assert_eq!(
+        portless(&mut one.expected.iter()),
+        portless(&mut four.expected.iter()),
+        "the same web"
+    );
+    one.assert_exact();
+    four.assert_exact();
+    let summary = line(&one_out, "app: ");
+    assert!(summary.contains(": Complete:"), "{summary}");
+    assert_eq!(
+        portless(&mut one.stored.iter()),
+        portless(&mut four.stored.iter()),
+        "the same pages stored"
+    );
+}
+
+/// `url` without the port of its authority (`http://a.test:8080/x` ->
+/// `http://a.test/x`).
+fn without_port(url: &str) -> String {
+    let Some((scheme, rest)) = url.split_once("://") else {
+        return url.to_owned();
+    };
+    let end = rest.find(['/', '?', '#']).unwrap_or(rest.len());
+    let (authority, tail) = rest.split_at(end);
+    let host = authority
+        .rsplit_once(':')
+        .filter(|(_, p)| p.bytes().all(|b| b.is_ascii_digit()))
+        .map_or(authority, |(h, _)| h);
+    format!("{scheme}://{host}{tail}")
 }
