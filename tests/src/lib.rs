@@ -35,6 +35,10 @@
 //!   back in the spool.
 //! - [`repository`]: [`repository::RepoScan`], the responses an application stored
 //!   in its WARC repository.
+//! - [`grade`]: [`grade::Grade`], a finished demo judged on its WARC files and
+//!   websim's manifest and request logs, independently of the demo's own verdict;
+//!   [`applog`]: an application log's publications, for the window in which a
+//!   kill of it can make it refetch a URL.
 //! - [`verdict`]: what an application's summary line says of how its crawl ended
 //!   (`Complete`, or `Incomplete` with cuts by rule).
 //! - [`browser`]: [`browser::Browser`], a headless Chromium driven over the Chrome
@@ -47,8 +51,10 @@
 //! This crate must never depend on the crawler's libraries for what it checks:
 //! tests use it as an independent client.
 
+pub mod applog;
 pub mod bin;
 pub mod browser;
+pub mod grade;
 pub mod http;
 pub use test_support::netns;
 pub use test_support::nfsim;

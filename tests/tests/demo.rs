@@ -3,6 +3,8 @@
 //! The crawl must store exactly websim's status-200 pages, fetch no URL twice and
 //! nothing robots.txt (or a trap) forbids, and every WARC file of the repository
 //! must pass `warcio check`. The demo announces its admin page (`admin: http://ADDR/`).
+//! Coverage and duplicates are judged twice: on the demo's own lines, and on the
+//! WARC files and websim's request log by `tests::grade`, which does not trust them.
 //!
 //! The harness builds the `polycrawl` binary first if needed (see `tests::bin`).
 
@@ -11,6 +13,7 @@ use std::process::Command;
 use std::time::{Duration, Instant};
 
 use tests::bin;
+use tests::grade::Grade;
 use tests::process::ProcessGuard;
 
 /// Ample time for the small web below (it takes well under a minute on 2 cores).
@@ -80,6 +83,11 @@ fn demo_crawls_websim_exactly_and_writes_valid_warcs() {
         line(&stdout, "app: ").contains("0 batches quarantined"),
         "{text}"
     );
+    // The same, judged on the WARC files and websim's log.
+    let grade = Grade::demo(&dir.path().join("demo-out"));
+    eprintln!("{}", grade.figures());
+    grade.assert_exact();
+    assert_eq!(expected, grade.expected.len().to_string(), "{text}");
     // The admin page was announced on a loopback port, its token kept for the owner.
     let admin = line(&stdout, "admin: http://");
     let addr = admin
@@ -204,6 +212,12 @@ fn demo_seed_by_seed_in_two_parts_crawls_exactly_the_parties() {
         line(&stdout, "robots-disallowed fetches: "),
         "robots-disallowed fetches: 0"
     );
+    // The same, judged on the parts' WARC files and websim's log.
+    let grade = Grade::demo_parties(&out);
+    eprintln!("{}", grade.figures());
+    grade.assert_exact();
+    assert_eq!(grade.expected.len(), union.len());
+    assert_eq!(grade.scans.len(), 2, "two parts' repositories");
     let seeds = std::fs::read_to_string(out.join("websim").join("seeds.txt")).expect("seeds");
     let mut taken = std::collections::HashMap::new();
     for part in 0..2 {

@@ -231,7 +231,9 @@ async fn a_stored_crawl_served_as_the_web_is_crawled_again_to_the_same_pages() {
 /// run issue 25's scaling benchmark repeats on more agents and machines
 /// (`ops/bench-two-level.sh`). The demo checks itself against the disk web's
 /// manifest and exits 0 only if every stored page was fetched once and nothing
-/// robots.txt forbids; here also its summary's two-level figures.
+/// robots.txt forbids; here also its summary's two-level figures, and coverage
+/// and duplicates judged on the agents' WARC files and websim's log
+/// (`tests::grade`), not on the demo's lines alone.
 #[test]
 fn demo_crawls_a_disk_web_with_two_agents_and_a_coordinator() {
     let dir = tempfile::tempdir().unwrap();
@@ -267,6 +269,12 @@ fn demo_crawls_a_disk_web_with_two_agents_and_a_coordinator() {
         "{out}"
     );
     assert!(out.contains("duplicate fetches: 0"), "{out}");
+    // The same, judged on the agents' WARC files and websim's log.
+    let grade = tests::grade::Grade::demo(&d.join("demo"));
+    eprintln!("{}", grade.figures());
+    grade.assert_exact();
+    assert_eq!(grade.expected.len(), pages);
+    assert_eq!(grade.pages(), pages, "each page stored by one agent");
     let two_level = out
         .lines()
         .find(|l| l.starts_with("two-level:"))

@@ -34,7 +34,10 @@
 //!   ([`Knobs::jobs_bound`]), nothing forbidden fetched;
 //! - [`demo_on_machines_places_crawls_and_cleans_up`]: `polycrawl demo --machines`
 //!   makes the same layout, says which process runs on which machine, crawls
-//!   exactly, and leaves no namespace or mount behind.
+//!   exactly (judged on the parts' WARC files and websim's log by
+//!   `tests::grade`, not only on the demo's own lines), and leaves no namespace
+//!   or mount behind; the next demo after one killed with SIGKILL removes what
+//!   it left and crawls exactly, judged the same way.
 //!
 //! No test here skips: where namespaces or FUSE cannot be used it fails and says
 //! why (the CI machines can use both). Everything it makes is undone on drop, in
@@ -817,6 +820,16 @@ fn demo_on_machines_places_crawls_and_cleans_up() {
         line("robots-disallowed fetches: "),
         "robots-disallowed fetches: 0"
     );
+    // The same, judged on the four parts' WARC files and websim's log.
+    let grade = tests::grade::Grade::demo(&out_dir);
+    println!("machines: demo {}", grade.figures());
+    assert_eq!(grade.scans.len(), 4, "four parts' repositories");
+    grade.assert_exact();
+    assert_eq!(
+        grade.pages(),
+        grade.stored.len(),
+        "a page stored by two parts"
+    );
     // Nothing left behind: the demo's namespaces are named after its pid.
     let netns = std::process::Command::new("ip")
         .args(["netns", "list"])
@@ -945,4 +958,9 @@ fn the_next_demo_removes_what_a_killed_demo_left() {
         "{}",
         next.report("coverage")
     );
+    // The same, judged on the WARC files and websim's log (the next demo's: it
+    // started afresh on the directory).
+    let grade = tests::grade::Grade::demo(&out_dir);
+    println!("machines: next demo {}", grade.figures());
+    grade.assert_exact();
 }

@@ -11,7 +11,8 @@
 //!   ends with its summary, a one-line reason and a non-zero exit.
 //! - SIGTERM ends a demo in order, with its summary and exit 0; the same command
 //!   then resumes and completes the crawl exactly (100 % coverage, no duplicate and
-//!   no robots-disallowed fetch over both runs).
+//!   no robots-disallowed fetch over both runs), judged on the demo's lines and on
+//!   the WARC files and both runs' request logs (`tests::grade`).
 //! - Chaos: while `polycrawl crawl` crawls a web of more than 5,000 pages with the
 //!   default supervision, a process drawn at random among all running (manager,
 //!   resolver, a downloader, the application) is SIGKILLed every 2-6 s (drawn), at
@@ -33,6 +34,7 @@ use std::path::{Path, PathBuf};
 use std::process::Command;
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
+use tests::applog;
 use tests::bin;
 use tests::politeness;
 use tests::proc::Stat;
@@ -494,80 +496,22 @@ fn sigterm_ends_a_demo_with_its_summary_and_the_same_command_resumes() {
         out.join("websim").join("requests-2.tsv").exists(),
         "the resumed run did not log into a new file"
     );
+    // The same over both runs, judged on the WARC files and both request logs.
+    let grade = tests::grade::Grade::demo(&out);
+    println!("supervise: resumed demo {}", grade.figures());
+    grade.assert_exact();
     assert!(
         !out.join("demo-resume").exists(),
         "a complete demo keeps its resume record"
     );
 }
 
-/// Unix microseconds of an RFC 3339 UTC stamp as `tracing` writes it
-/// (`2026-11-24T04:55:14.003393Z`).
-fn rfc3339_us(stamp: &str) -> Option<u64> {
-    let (date, time) = stamp.strip_suffix('Z')?.split_once('T')?;
-    let mut d = date.split('-').map(|p| p.parse::<i64>());
-    let (y, m, day) = (d.next()?.ok()?, d.next()?.ok()?, d.next()?.ok()?);
-    let (hms, frac) = time.split_once('.').unwrap_or((time, "0"));
-    let mut t = hms.split(':').map(|p| p.parse::<i64>());
-    let (hh, mm, ss) = (t.next()?.ok()?, t.next()?.ok()?, t.next()?.ok()?);
-    // Days from 1970-01-01 of a proleptic Gregorian date (H. Hinnant's algorithm).
-    let y = if m <= 2 { y - 1 } else { y };
-    let era = y.div_euclid(400);
-    let yoe = y - era * 400;
-    let doy = (153 * (m + if m > 2 { -3 } else { 9 }) + 2) / 5 + day - 1;
-    let doe = yoe * 365 + yoe / 4 - yoe / 100 + doy;
-    let days = era * 146_097 + doe - 719_468;
-    let frac_us: i64 = format!("{frac:0<6}").get(..6)?.parse().ok()?;
-    let secs = days * 86_400 + hh * 3600 + mm * 60 + ss;
-    u64::try_from(secs * 1_000_000 + frac_us).ok()
-}
-
-/// Removes terminal colour codes (`ESC [ ... m`).
-fn strip_colours(line: &str) -> String {
-    let mut out = String::with_capacity(line.len());
-    let mut chars = line.chars();
-    while let Some(c) = chars.next() {
-        if c == '\u{1b}' {
-            for c in chars.by_ref() {
-                if c == 'm' {
-                    break;
-                }
-            }
-        } else {
-            out.push(c);
-        }
-    }
-    out
-}
-
 /// When the application recorded a generation of request files as published:
 /// the stamps of its `app: published new URLs` log lines.
 fn app_records(log: &Path) -> Vec<u64> {
-    let text = std::fs::read_to_string(log).unwrap_or_default();
-    let mut stamps: Vec<u64> = text
-        .lines()
-        .filter(|l| l.contains("app: published new URLs"))
-        .filter_map(|l| rfc3339_us(strip_colours(l).split_whitespace().next()?))
-        .collect();
+    let mut stamps: Vec<u64> = applog::published(log).iter().map(|p| p.at_us).collect();
     stamps.sort_unstable();
     stamps
-}
-
-#[test]
-fn tracing_stamps_read_as_unix_time() {
-    assert_eq!(rfc3339_us("1970-01-01T00:00:00.000001Z"), Some(1));
-    assert_eq!(
-        rfc3339_us("2026-11-24T04:55:14.003393Z"),
-        Some(1_795_496_114_003_393)
-    );
-    assert_eq!(
-        rfc3339_us("2000-03-01T00:00:00Z"),
-        Some(951_868_800_000_000)
-    );
-    assert_eq!(rfc3339_us("junk"), None);
-    assert_eq!(
-        strip_colours("\u{1b}[2m2026-11-24T04:55:14.003393Z\u{1b}[0m \u{1b}[32m INFO\u{1b}[0m app"),
-        "2026-11-24T04:55:14.003393Z  INFO app"
-    );
 }
 
 /// A tiny deterministic generator (xorshift), seeded from the clock (or from

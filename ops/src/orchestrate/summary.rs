@@ -266,10 +266,7 @@ fn check_lines(o: &mut String, c: &WebsimCheck) {
     for url in &c.missing_sample {
         let _ = writeln!(o, "  not stored: {url}");
     }
-    let _ = writeln!(o, "duplicate fetches: {}", c.duplicates.len());
-    for url in c.duplicates.iter().take(5) {
-        let _ = writeln!(o, "  fetched twice: {url}");
-    }
+    duplicate_lines(o, c);
     let _ = writeln!(o, "robots-disallowed fetches: {}", c.never_fetched.len());
     for url in c.never_fetched.iter().take(5) {
         let _ = writeln!(o, "  must never be fetched: {url}");
@@ -279,6 +276,44 @@ fn check_lines(o: &mut String, c: &WebsimCheck) {
         "requests:   {} to websim ({} repeated robots.txt fetches: 5xx retries, http and https origins)",
         c.requests, c.robots_repeats
     );
+}
+
+/// `duplicate fetches: N`, and when there are some, how many a kill explains
+/// (by the killed process's role) and how many are unexplained, with samples.
+fn duplicate_lines(o: &mut String, c: &WebsimCheck) {
+    let n = c.duplicates.len();
+    if n == 0 {
+        let _ = writeln!(o, "duplicate fetches: 0");
+        return;
+    }
+    let unexplained = c.unexplained().count();
+    let by_role: Vec<String> = c
+        .explained_by_role()
+        .iter()
+        .map(|(role, k)| format!("{role} {k}"))
+        .collect();
+    let roles = if by_role.is_empty() {
+        String::new()
+    } else {
+        format!(" ({})", by_role.join(", "))
+    };
+    let _ = writeln!(
+        o,
+        "duplicate fetches: {n}: {} refetched after a kill{roles}, {unexplained} unexplained \
+         ({} deaths seen)",
+        n - unexplained,
+        c.kills.len()
+    );
+    let explained = c
+        .refetches
+        .iter()
+        .filter_map(|r| Some((r, c.kills.get(r.kill?)?)));
+    for (r, k) in explained.take(5) {
+        let _ = writeln!(o, "  refetched after {} died: {}", k.process, r.url);
+    }
+    for r in c.unexplained().take(5) {
+        let _ = writeln!(o, "  fetched twice, no kill between: {}", r.url);
+    }
 }
 
 #[cfg(test)]

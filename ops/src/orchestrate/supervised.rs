@@ -103,6 +103,9 @@ pub(super) struct Supervised {
     /// Dead, to be started again at this time.
     restart_at: Option<Instant>,
     restarts: u32,
+    /// When it was seen to die, unix µs, each time (the demo attributes
+    /// refetches to these, see `websim_check`).
+    died_at: Vec<u64>,
     /// CPU time of its earlier processes.
     cpu_before: Duration,
 }
@@ -140,6 +143,7 @@ impl Supervised {
             deaths: Deaths::new(policy),
             restart_at: None,
             restarts: 0,
+            died_at: Vec::new(),
             cpu_before: Duration::ZERO,
         })
     }
@@ -212,6 +216,7 @@ impl Supervised {
             return Ok(Event::None);
         }
         let ran = now.duration_since(self.started);
+        self.died_at.push(unix_us());
         let verdict = self.deaths.died(ran, ready);
         if let Verdict::Restart { delay, .. } = verdict {
             self.restart_at = Some(now + delay);
@@ -242,6 +247,11 @@ impl Supervised {
     /// How many times it was started again.
     pub(super) fn restarts(&self) -> u32 {
         self.restarts
+    }
+
+    /// When it was seen to die (not its expected end), unix µs, in order.
+    pub(super) fn died_at(&self) -> &[u64] {
+        &self.died_at
     }
 
     /// The rule it is supervised by.
@@ -282,6 +292,13 @@ pub(super) fn note_in_log(log: &Path, line: &str) {
     if let Ok(mut f) = std::fs::File::options().append(true).open(log) {
         let _ = writeln!(f, "{line}");
     }
+}
+
+/// Now, unix µs (the clock websim stamps its request log with).
+fn unix_us() -> u64 {
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| d.as_micros() as u64)
 }
 
 #[cfg(test)]

@@ -145,6 +145,9 @@ pub struct Finished {
     pub manager_addr: String,
     /// Restarts by process name (only those restarted at least once).
     pub restarts: Vec<(String, u32)>,
+    /// Every death the watch loop saw (not a process's expected end): the
+    /// process's name and when, unix µs, in time order.
+    pub deaths: Vec<(String, u64)>,
 }
 
 /// How the processes ended.
@@ -401,6 +404,11 @@ impl System {
             .filter(|s| s.restarts() > 0)
             .map(|s| (s.name().to_owned(), s.restarts()))
             .collect();
+        let mut deaths: Vec<(String, u64)> = self
+            .all()
+            .flat_map(|s| s.died_at().iter().map(|t| (s.name().to_owned(), *t)))
+            .collect();
+        deaths.sort_by_key(|(_, t)| *t);
         let part_summaries = self.part_summaries();
         Ok(Finished {
             ending,
@@ -410,6 +418,7 @@ impl System {
             last_status,
             manager_addr: self.manager_addr().to_owned(),
             restarts,
+            deaths,
         })
     }
 
