@@ -24,7 +24,8 @@
 # --downloaders auto: let `polycrawl crawl` choose. --app-settings 'KEY: VALUE, ...': extra
 # fields of polycrawl's `app` config section (e.g. 'reader_threads: 1,'). --frontier-settings
 # 'KEY: VALUE, ...': extra fields of its `manager.frontier` section (e.g.
-# 'chain_max_interval_ms: 0,' to turn chained jobs off).
+# 'chain_max_interval_ms: 0,' to turn chained jobs off). --downloader-settings 'KEY: VALUE, ...':
+# extra fields of its `downloader` section (e.g. 'max_batch_age_ms: 500,').
 #
 # Seeds: --all-seeds (every host a seed, as a user names the sites to crawl: polycrawl
 # runs with its default scope, the seeds' sites; the default of throughput and small,
@@ -87,7 +88,7 @@ die() { log "$*"; exit 1; }
 configs=()
 runs="" hosts="" pages="" skew="" interval_ms="" crawlers="" own_addresses=""
 seed=1 slow_ms=300 threads=64 downloaders=auto timeout_s=900 conns=1 gzip_level=1
-server="" nginx_workers="$(nproc)" parts="" app_settings="" frontier_settings=""
+server="" nginx_workers="$(nproc)" parts="" app_settings="" frontier_settings="" downloader_settings=""
 work=/tmp/polycrawl-bench-peers keep=0 build=1 plain=1 simple=1 seeds_kind=""
 while [ $# -gt 0 ]; do
     case "$1" in
@@ -122,6 +123,7 @@ while [ $# -gt 0 ]; do
         --parts) parts="$2"; shift 2 ;;
         --app-settings) app_settings="$2"; shift 2 ;;
         --frontier-settings) frontier_settings="$2"; shift 2 ;;
+        --downloader-settings) downloader_settings="$2"; shift 2 ;;
         --timeout-s) timeout_s="$2"; shift 2 ;;
         --work) work="$2"; shift 2 ;;
         --keep) keep=1; shift ;;
@@ -384,7 +386,7 @@ write_polycrawl_config() { # FILE INTERVAL_MS
 // Written by ops/bench-peers.sh: the defaults plus websim's needs and the benchmark's politeness.
 (
     resolver: (name_servers: ["$ws_dns"]),
-    downloader: (allow_private: true, extra_ca_file: Some("$ws_ca"), gzip_level: $gzip_level),
+    downloader: (allow_private: true, extra_ca_file: Some("$ws_ca"), gzip_level: $gzip_level, $downloader_settings),
     app: ($app_settings),
     manager: (
         admin_http: "127.0.0.1:0",

@@ -80,7 +80,7 @@ pub fn token_hash(bytes: &[u8]) -> u64 {
 /// BENCHMARKS.md, issue 39). Only for alphanumeric runs: other bytes would be
 /// changed by the lower-casing.
 fn run_hash(run: &[u8]) -> u64 {
-    let step = |h: u64, w: u64| (h ^ w).wrapping_mul(RUN_MIX).rotate_left(29);
+    let step = step_run;
     let mut h = FNV_OFFSET ^ run.len() as u64;
     let mut words = run.chunks_exact(8);
     for word in &mut words {
@@ -98,7 +98,74 @@ fn run_hash(run: &[u8]) -> u64 {
             .fold(0u64, |w, &b| (w << 8) | u64::from(b | 0x20));
         h = step(h, w);
     }
+    finish_run(h)
+}
+
+/// One 8-byte step of [`run_hash`].
+fn step_run(h: u64, w: u64) -> u64 {
+    (h ^ w).wrapping_mul(RUN_MIX).rotate_left(29)
+}
+
+/// The last step of [`run_hash`].
+fn finish_run(h: u64) -> u64 {
     h ^ (h >> 32)
+}
+
+/// A page's fingerprint as it is fed: whole tokens (their hashes) one multiply
+/// each, and the other bytes gathered 8 to a multiply.
+#[derive(Debug)]
+struct Fingerprint {
+    h: u64,
+    /// Bytes not fed yet, the first in the highest place.
+    pending: u64,
+    /// How many.
+    n: u32,
+}
+
+impl Default for Fingerprint {
+    fn default() -> Self {
+        Self {
+            h: FNV_OFFSET,
+            pending: 0,
+            n: 0,
+        }
+    }
+}
+
+impl Fingerprint {
+    fn mix(&mut self, x: u64) {
+        self.h = (self.h ^ x).wrapping_mul(FNV_PRIME);
+    }
+
+    /// A byte other than a letter, a digit or whitespace.
+    fn byte(&mut self, b: u8) {
+        self.pending = (self.pending << 8) | u64::from(b);
+        self.n += 1;
+        if self.n == 8 {
+            self.flush();
+        }
+    }
+
+    fn flush(&mut self) {
+        if self.n > 0 {
+            // Bytes other than 0 (which only a broken page has) leave the count in
+            // the value: two different runs of them never give the same one.
+            self.mix(self.pending);
+            self.pending = 0;
+            self.n = 0;
+        }
+    }
+
+    /// A token's hash or the placeholder.
+    fn word(&mut self, x: u64) {
+        self.flush();
+        self.mix(x);
+    }
+
+    fn finish(mut self) -> u64 {
+        self.flush();
+        self.h
+    }
 }
 
 /// Whether `s` looks like a random identifier rather than a word, a number or a
@@ -160,8 +227,7 @@ impl TemplateReader {
                 self.add_url_tokens(query);
             }
         }
-        let mut h = FNV_OFFSET;
-        let mut feed = |x: u64| h = (h ^ x).wrapping_mul(FNV_PRIME);
+        let mut h = Fingerprint::default();
         // A run of variable tokens, with the `/` and whitespace between them, is
         // one placeholder: a path one segment deeper has the same template.
         let mut in_placeholder = false;
@@ -171,7 +237,7 @@ impl TemplateReader {
             if !b.is_ascii_alphanumeric() {
                 let skipped = b.is_ascii_whitespace() || (in_placeholder && b == b'/');
                 if !skipped {
-                    feed(u64::from(b));
+                    h.byte(b);
                     in_placeholder = false;
                 }
                 i += 1;
@@ -181,31 +247,43 @@ impl TemplateReader {
             while i < body.len() && body[i].is_ascii_alphanumeric() {
                 i += 1;
             }
-            let run = &body[start..i];
             // A token goes in as its hash, one multiply (the separator is implied:
             // runs are maximal, so two of them never touch).
-            match self.constant(run) {
+            match self.constant(body, start, i) {
                 None => {
                     if !in_placeholder {
-                        feed(u64::from(PLACEHOLDER));
+                        h.word(u64::from(PLACEHOLDER));
                     }
                     in_placeholder = true;
                 }
                 Some(token) => {
-                    feed(token);
+                    h.word(token);
                     in_placeholder = false;
                 }
             }
         }
-        h
+        h.finish()
     }
 
-    /// The hash of the alphanumeric `run` when it is not variable.
-    fn constant(&self, run: &[u8]) -> Option<u64> {
+    /// The hash of the alphanumeric run `body[start..end]` when it is not variable.
+    fn constant(&self, body: &[u8], start: usize, end: usize) -> Option<u64> {
+        let run = &body[start..end];
         if run.iter().all(u8::is_ascii_digit) || is_random_token(run) {
             return None;
         }
-        let token = run_hash(run);
+        let token = match body.get(start..start + 8) {
+            // A run of up to 8 bytes with 8 bytes to read: one load, masked.
+            Some(word) if run.len() <= 8 => {
+                let mut w = [0u8; 8];
+                w.copy_from_slice(word);
+                let mask = u64::MAX >> (8 * (8 - run.len()));
+                finish_run(step_run(
+                    FNV_OFFSET ^ run.len() as u64,
+                    (u64::from_le_bytes(w) | LOWER) & mask,
+                ))
+            }
+            _ => run_hash(run),
+        };
         let (word, bit) = filter_slot(token);
         let maybe = self.filter[word] & bit != 0;
         (!(maybe && self.variable.contains(&token))).then_some(token)
@@ -274,6 +352,32 @@ mod tests {
             t.template(prose.as_bytes(), &u1, &l1),
             t.template(other.as_bytes(), &u1, &l1)
         );
+    }
+
+    #[test]
+    fn a_run_read_in_place_hashes_as_the_run_alone() {
+        let t = TemplateReader::new();
+        let body = b"<p>Install Rust-Analyzer via rustup, then x; ExtraordinaryWords Ab";
+        let mut i = 0;
+        let mut runs = 0;
+        while i < body.len() {
+            if !body[i].is_ascii_alphanumeric() {
+                i += 1;
+                continue;
+            }
+            let start = i;
+            while i < body.len() && body[i].is_ascii_alphanumeric() {
+                i += 1;
+            }
+            assert_eq!(
+                t.constant(body, start, i),
+                Some(run_hash(&body[start..i])),
+                "{:?}",
+                std::str::from_utf8(&body[start..i])
+            );
+            runs += 1;
+        }
+        assert_eq!(runs, 10);
     }
 
     #[test]
