@@ -69,7 +69,7 @@ pub struct DownloaderConfig {
     pub max_batch_age_ms: u64,
     /// Gzip level of page batches and robots files, 0 (stored) to 9 (smallest).
     /// Response blocks are deflated by igzip (ISA-L): 1 is its fastest level, 2 to 5
-    /// its level 1 (about 10 % smaller, 1.4x the CPU), 6 to 9 its level 3. Default 1.
+    /// its level 1 (about 10 % smaller, twice the CPU), 6 to 9 its level 3. Default 1.
     pub gzip_level: u32,
     /// A file to append one line per request to, with the request's wire stamps
     /// (see the service's `wire_log` module); several downloaders may share it.

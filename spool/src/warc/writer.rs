@@ -157,9 +157,10 @@ impl DeflatedBlock {
 /// record's closing CRLF CRLF (the copy costs about 1/40 of the deflate). Gzip levels
 /// map to igzip's: 1 (the default) to igzip 0, 2 to 5 to igzip 1, 6 to 9 to igzip 3;
 /// level 0 writes stored blocks through zlib-rs. On the benchmark's pages (BENCHMARKS.md,
-/// issue 39) igzip 0 deflates 1.4x as fast as zlib-rs level 1 to 0.33 of the input
-/// (zlib-rs: 0.38), and igzip 1 as fast as zlib-rs level 1 to 0.30. Memory: the copy
-/// and the output, O(largest block), kept for the next block.
+/// issue 39) igzip 0 deflates 1.4-1.6x as fast as zlib-rs level 1 to 0.33 of the
+/// input (zlib-rs: 0.38); igzip 1 to 0.30 at 0.8x zlib-rs level 1's speed (its
+/// 276 KiB of tables are allocated per block by `isal::compress_into`; igzip 0 has
+/// none). Memory: the copy and the output, O(largest block), kept for the next block.
 pub struct BlockDeflater {
     engine: Engine,
     /// The block and the closing CRLF CRLF, contiguous: igzip's one-shot input.
