@@ -101,6 +101,42 @@ fn run_hash(run: &[u8]) -> u64 {
     finish_run(h)
 }
 
+/// Bytes with 0x80 set; with 0x7f set.
+const HIGH: u64 = 0x8080_8080_8080_8080;
+const LOW7: u64 = 0x7f7f_7f7f_7f7f_7f7f;
+
+/// 0x80 in each byte of `x` that is an ASCII letter or digit, 0 in the others:
+/// eight bytes classified at once with additions that never carry from one byte
+/// into the next (each byte's 7 low bits, plus at most 0x80).
+fn alnum_bytes(x: u64) -> u64 {
+    let v = x & LOW7;
+    // 0x80 where v >= lo, for a range [lo, hi], and where v > hi.
+    let at_least = |lo: u8| (v + u64::from_ne_bytes([0x80 - lo; 8])) & HIGH;
+    let above = |v: u64, hi: u8| (v + u64::from_ne_bytes([0x7f - hi; 8])) & HIGH;
+    let digit = at_least(b'0') & !above(v, b'9');
+    let folded = v | 0x2020_2020_2020_2020;
+    let letter = ((folded + u64::from_ne_bytes([0x80 - b'a'; 8])) & HIGH) & !above(folded, b'z');
+    (digit | letter) & !(x & HIGH)
+}
+
+/// Where the run of ASCII letters and digits that goes on at `i` ends: eight
+/// bytes a step while eight are left, then byte by byte.
+fn alnum_end(body: &[u8], mut i: usize) -> usize {
+    while let Some(word) = body.get(i..i + 8) {
+        let mut w = [0u8; 8];
+        w.copy_from_slice(word);
+        let other = !alnum_bytes(u64::from_le_bytes(w)) & HIGH;
+        if other != 0 {
+            return i + (other.trailing_zeros() / 8) as usize;
+        }
+        i += 8;
+    }
+    while i < body.len() && body[i].is_ascii_alphanumeric() {
+        i += 1;
+    }
+    i
+}
+
 /// One 8-byte step of [`run_hash`].
 fn step_run(h: u64, w: u64) -> u64 {
     (h ^ w).wrapping_mul(RUN_MIX).rotate_left(29)
@@ -244,9 +280,7 @@ impl TemplateReader {
                 continue;
             }
             let start = i;
-            while i < body.len() && body[i].is_ascii_alphanumeric() {
-                i += 1;
-            }
+            i = alnum_end(body, i + 1);
             // A token goes in as its hash, one multiply (the separator is implied:
             // runs are maximal, so two of them never touch).
             match self.constant(body, start, i) {
@@ -352,6 +386,37 @@ mod tests {
             t.template(prose.as_bytes(), &u1, &l1),
             t.template(other.as_bytes(), &u1, &l1)
         );
+    }
+
+    #[test]
+    fn eight_bytes_at_a_time_classify_as_one_at_a_time() {
+        for b in 0..=255u8 {
+            let x = u64::from_le_bytes([b, b'a', b'!', b'Z', b'9', 0x80, b'/', b'`']);
+            let m = alnum_bytes(x).to_le_bytes();
+            assert_eq!(m[0] == 0x80, b.is_ascii_alphanumeric(), "{b:#x}");
+            assert_eq!(m[1..], [0x80, 0, 0x80, 0x80, 0, 0, 0], "{b:#x}");
+        }
+        // Runs ending anywhere in a page of every byte, against the plain loop.
+        let mut x = 0x9e37_79b9_7f4a_7c15u64;
+        let body: Vec<u8> = (0..4096)
+            .map(|_| {
+                x ^= x << 13;
+                x ^= x >> 7;
+                x ^= x << 17;
+                // Mostly letters and digits, so that runs are long.
+                match x % 4 {
+                    0 => (x >> 8) as u8,
+                    _ => b"abcXYZ0189"[(x >> 16) as usize % 10],
+                }
+            })
+            .collect();
+        for i in 0..body.len() {
+            let mut plain = i;
+            while plain < body.len() && body[plain].is_ascii_alphanumeric() {
+                plain += 1;
+            }
+            assert_eq!(alnum_end(&body, i), plain, "from {i}");
+        }
     }
 
     #[test]
