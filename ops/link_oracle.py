@@ -8,7 +8,7 @@ polycrawl does not use), and prints them one a line, sorted. It never fetches
 anything: a URL is mapped to the file nginx would serve for it (a folder to its
 index.html, a missing file to a 404 that still counts as a request).
 
-Links, as polycrawl's extractor documents them (application/src/extract/mod.rs):
+Links, as polycrawl's extractor documents them (pages/src/extract/mod.rs):
 the href of <a> and <area>, the src of <iframe> and of <frame>, the href of <link>
 whose rel has a navigational token and no resource token, and the URL of
 <meta http-equiv=refresh>, resolved against the first <base href>; HTML elements

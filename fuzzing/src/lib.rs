@@ -184,15 +184,15 @@ pub fn extract(data: &[u8]) {
     let Ok(page_url) = Url::parse("http://www.example.test/dir/page.html?q=1") else {
         return;
     };
-    let mut extractor = application::extract::Extractor::new();
-    let mut out = application::extract::PageLinks::new();
+    let mut extractor = pages::extract::Extractor::new();
+    let mut out = pages::extract::PageLinks::new();
     extractor.extract(html, &page_url, content_type, &mut out);
 }
 
 /// URL canonicalization: the first line is a base URL (may be empty), the rest the
 /// URL text. A canonical URL must be a fixed point and survive its sort key.
 pub fn canon(data: &[u8]) {
-    use application::canon;
+    use pages::canon;
     let (base, text) = split_arg(data, 2100);
     let Ok(text) = std::str::from_utf8(text) else {
         return;
@@ -217,12 +217,12 @@ pub fn canon(data: &[u8]) {
     );
 }
 
-/// Sitemaps: [`application::sitemap::parse`] over `data` as a body (plain XML, or
+/// Sitemaps: [`pages::sitemap::parse`] over `data` as a body (plain XML, or
 /// gzip when it starts with the gzip magic). It must keep its bounds: at most
-/// [`MAX_SITEMAP_URLS`](application::sitemap::MAX_SITEMAP_URLS) URLs, each from
+/// [`MAX_SITEMAP_URLS`](pages::sitemap::MAX_SITEMAP_URLS) URLs, each from
 /// the document (no longer than it, inflated).
 pub fn sitemap(data: &[u8]) {
-    use application::sitemap;
+    use pages::sitemap;
     if let Ok(Some(map)) = sitemap::parse(data) {
         assert!(map.locs.len() <= sitemap::MAX_SITEMAP_URLS, "too many URLs");
         assert!(

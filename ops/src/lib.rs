@@ -11,6 +11,8 @@
 //!   attribute-cache delays and injected faults) for the multi-machine tests.
 //! - [`orchestrate`]: `polycrawl demo` and `polycrawl crawl`, every part a child
 //!   process.
+//! - [`procs`]: what `/proc` says about the processes it starts (CPU, threads,
+//!   memory).
 //! - [`status`]: `polycrawl status`, a running manager's figures.
 //!
 //! `ops` is the only crate that may use `anyhow`; the libraries it wires together
@@ -21,4 +23,5 @@ pub mod cli;
 pub mod config;
 pub mod nfsim;
 pub mod orchestrate;
+pub mod procs;
 pub mod status;

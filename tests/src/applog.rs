@@ -127,11 +127,11 @@ mod tests {
         let path = dir.path().join("app-p1.log");
         std::fs::write(
             &path,
-            "2026-11-24T04:55:14.000001Z  INFO application::service::crawl: app: published new URLs generation=3 urls=12\n\
+            "2026-11-24T04:55:14.000001Z  INFO app_bfs::crawl: app: published new URLs generation=3 urls=12\n\
              something else\n\
              --- polycrawl supervisor: app-p1 (pid 5) died (signal 9) after 3.0 s; starting it again in 0.2 s\n\
              --- polycrawl supervisor: starting app-p1 again\n\
-             2026-11-24T04:55:15.000002Z  INFO application::service::crawl: app: published new URLs generation=4 urls=40\n",
+             2026-11-24T04:55:15.000002Z  INFO app_bfs::crawl: app: published new URLs generation=4 urls=40\n",
         )
         .unwrap();
         let p = published(&path);

@@ -25,12 +25,12 @@
 //!   with websim's log, each violation named with the side that saw it.
 //! - [`netns`]: [`netns::Net`], network namespaces on a bridge (one per "machine"),
 //!   reaching the root namespace's 127.x (websim) and each other; removed on drop.
-//!   Re-exported from test-support: `polycrawl demo --machines` makes its
-//!   machines with the same harness (the tests' names start `pct`, the demo's
-//!   `pcd`).
+//!   Re-exported from the binary package (`ops::orchestrate::netns`), whose
+//!   `polycrawl demo --machines` makes its machines with the same harness (the
+//!   tests' names start `pct`, the demo's `pcd`).
 //! - [`nfsim`]: [`nfsim::Mount`], one machine's NFS-like view of a shared
-//!   directory (`polycrawl nfsim`), unmounted on drop (re-exported from
-//!   test-support: ops' nfsim tests use the same guard).
+//!   directory (`polycrawl nfsim`), unmounted on drop; the mount helpers it shares
+//!   with the demo are `ops::nfsim::mount`.
 //! - [`spoolout`]: [`spoolout::Returned`], the pages and outcomes the system handed
 //!   back in the spool.
 //! - [`repository`]: [`repository::RepoScan`], the responses an application stored
@@ -49,15 +49,16 @@
 //! also exits by itself when the test process dies (`--exit-with-parent`).
 //!
 //! This crate must never depend on the crawler's libraries for what it checks:
-//! tests use it as an independent client.
+//! tests use it as an independent client (the binary package is a dependency for
+//! the namespace harness and the mount helpers only, never for a check).
 
 pub mod applog;
 pub mod bin;
 pub mod browser;
 pub mod grade;
 pub mod http;
-pub use test_support::netns;
-pub use test_support::nfsim;
+pub use ops::orchestrate::netns;
+pub mod nfsim;
 pub mod politeness;
 pub use test_support::proc;
 pub use test_support::process;

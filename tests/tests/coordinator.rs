@@ -4,7 +4,7 @@
 //! and never assigns one site to two agents.
 //!
 //! The reports are written here by hand in the documented format
-//! (`application/src/coordinator/files.rs`) through the spool's publisher, and
+//! (`app-core/src/twolevel.rs`) through the spool's publisher, and
 //! the assignment files are read here by hand: the test does not use the
 //! coordinator's own reader or writer.
 #![allow(clippy::unwrap_used)] // a test may unwrap: a panic is how it fails

@@ -8,6 +8,13 @@
 //! - the `impl` blocks of one type sit in at most 4 files;
 //! - a function (free, inherent, trait) is at most 100 lines, attributes and doc
 //!   comments not counted;
+//! - an `impl` block is at most 300 lines: a type whose behaviour fills more is
+//!   two types, not one type regrouped into files;
+//! - a crate holds at most 10,000 lines of shipping code (a file's lines less its
+//!   test items): a crate that grows past it holds more than one concept;
+//! - a crate's `[dependencies]` name only the workspace crates its layer may use
+//!   ([`MAY_USE`]): the services never each other, an application only the
+//!   application core and the page libraries, nothing shipping `test-support`;
 //! - no import cycle between files of different concepts, a concept being a folder
 //!   (`x.rs`, `x/mod.rs` and `x/*.rs` are one concept) or a file directly in `src/`.
 //!   Imports are `use` items;
@@ -31,15 +38,59 @@ use syn::{Attribute, Fields, Item, ItemImpl, UseTree, Visibility};
 const MAX_FIELDS: usize = 12;
 const MAX_IMPL_FILES: usize = 4;
 const MAX_FN_LINES: usize = 100;
+const MAX_IMPL_LINES: usize = 300;
+const MAX_CRATE_LINES: usize = 10_000;
 const SHIPPING: &[&str] = &[
     "spool",
     "manager",
     "downloader",
     "resolver",
-    "application",
+    "pages",
+    "seen",
+    "app-core",
+    "app-bfs",
+    "app-seeds",
+    "coordinator",
+    "offline",
     "storage",
     "websim",
     "ops",
+];
+
+/// The workspace crates each shipping crate may name under `[dependencies]`
+/// (dev-dependencies are the tests' business). Any other workspace crate named
+/// there, `test-support` above all, is a finding.
+const MAY_USE: &[(&str, &[&str])] = &[
+    ("spool", &[]),
+    ("storage", &["spool"]),
+    ("manager", &["spool"]),
+    ("downloader", &["spool"]),
+    ("resolver", &["spool"]),
+    ("websim", &["spool"]),
+    ("pages", &["spool", "storage"]),
+    ("seen", &["spool"]),
+    ("app-core", &["spool", "storage", "pages", "seen"]),
+    ("app-bfs", &["spool", "storage", "pages", "seen", "app-core"]),
+    ("app-seeds", &["spool", "storage", "pages", "seen", "app-core"]),
+    ("coordinator", &["spool", "seen", "app-core"]),
+    ("offline", &["spool", "storage", "pages", "app-core"]),
+    (
+        "ops",
+        &[
+            "spool",
+            "storage",
+            "manager",
+            "downloader",
+            "resolver",
+            "websim",
+            "pages",
+            "app-core",
+            "app-bfs",
+            "app-seeds",
+            "coordinator",
+            "offline",
+        ],
+    ),
 ];
 
 fn main() -> ExitCode {
@@ -80,6 +131,10 @@ struct Crate {
     modules: BTreeMap<Vec<String>, Module>,
     types: BTreeMap<String, TypeFacts>,
     fns: Vec<(String, usize, String)>,
+    /// Inherent and trait impl blocks: (type, lines, file:line).
+    impls: Vec<(String, usize, String)>,
+    /// Lines of shipping code: every loaded file's lines less its test items'.
+    lines: usize,
 }
 
 fn run(root: &Path) -> Result<bool, String> {
@@ -112,10 +167,13 @@ fn run(root: &Path) -> Result<bool, String> {
                 modules: BTreeMap::new(),
                 types: BTreeMap::new(),
                 fns: Vec::new(),
+                impls: Vec::new(),
+                lines: 0,
             };
             load(root, &mut krate, &file, vec![], true)?;
             check(root, &krate, &mut findings);
         }
+        check_deps(root, name, &mut findings)?;
     }
     findings.sort();
     findings.dedup();
@@ -221,6 +279,7 @@ fn load(
 ) -> Result<(), String> {
     let text = fs::read_to_string(file).map_err(|e| format!("{}: {e}", file.display()))?;
     let ast = syn::parse_file(&text).map_err(|e| format!("{}: {e}", file.display()))?;
+    krate.lines += text.lines().count().saturating_sub(test_lines(&ast.items));
     // Child module files live in `<dir of file>/` for mod.rs/lib.rs/main.rs, else
     // in `<dir of file>/<stem>/`.
     let base = if dir_owner {
@@ -373,6 +432,30 @@ fn qualified(path: &[String], name: &str) -> String {
     s
 }
 
+/// Lines of the test items (`#[cfg(test)]` modules, `#[test]` functions) among
+/// `items`, inline test modules' contents included.
+fn test_lines(items: &[Item]) -> usize {
+    let mut n = 0;
+    for item in items {
+        let (attrs, span) = match item {
+            Item::Mod(m) => (&m.attrs, m.span()),
+            Item::Fn(f) => (&f.attrs, f.span()),
+            Item::Impl(i) => (&i.attrs, i.span()),
+            Item::Use(u) => (&u.attrs, u.span()),
+            Item::Struct(s) => (&s.attrs, s.span()),
+            _ => continue,
+        };
+        if is_test_attr(attrs) {
+            n += body_lines(span, span);
+        } else if let Item::Mod(m) = item
+            && let Some((_, inner)) = &m.content
+        {
+            n += test_lines(inner);
+        }
+    }
+    n
+}
+
 fn impl_facts(krate: &mut Crate, rel: &str, i: &ItemImpl) {
     let syn::Type::Path(tp) = &*i.self_ty else {
         return;
@@ -381,6 +464,15 @@ fn impl_facts(krate: &mut Crate, rel: &str, i: &ItemImpl) {
         return;
     };
     let ty = last.ident.to_string();
+    let at = format!("{rel}:{}", last.ident.span().start().line);
+    let block = i.items.iter().filter(|item| match item {
+        syn::ImplItem::Fn(f) => !is_test_attr(&f.attrs),
+        _ => true,
+    });
+    let lines: usize = block
+        .map(|item| body_lines(item.span(), item.span()))
+        .sum();
+    krate.impls.push((ty.clone(), lines, at));
     let facts = krate.types.entry(ty.clone()).or_default();
     facts.impl_files.insert(rel.to_string());
     for item in &i.items {
@@ -398,6 +490,46 @@ fn impl_facts(krate: &mut Crate, rel: &str, i: &ItemImpl) {
                 .push((format!("{ty}::{}", f.sig.ident), lines, at));
         }
     }
+}
+
+/// The workspace crates named under `[dependencies]` of crate `name` that its
+/// layer may not use ([`MAY_USE`]). Reads the manifest as text: a dependency is a
+/// line `<name> = ...` or `<name>.workspace = ...` in that table.
+fn check_deps(root: &Path, name: &str, findings: &mut Vec<(String, String)>) -> Result<(), String> {
+    let manifest = root.join(name).join("Cargo.toml");
+    let text = fs::read_to_string(&manifest).map_err(|e| format!("{}: {e}", manifest.display()))?;
+    let workspace: BTreeSet<&str> = MAY_USE
+        .iter()
+        .map(|(c, _)| *c)
+        .chain(["test-support", "tests", "fuzzing"])
+        .collect();
+    let allowed = MAY_USE
+        .iter()
+        .find(|(c, _)| *c == name)
+        .map(|(_, a)| *a)
+        .ok_or_else(|| format!("{name}: a shipping crate without a MAY_USE entry"))?;
+    let mut table = "";
+    for line in text.lines().map(str::trim) {
+        if line.starts_with('[') {
+            table = line;
+            continue;
+        }
+        if table != "[dependencies]" {
+            continue;
+        }
+        let dep = line
+            .split(['=', '.', ' '])
+            .next()
+            .unwrap_or("")
+            .trim();
+        if workspace.contains(dep) && !allowed.contains(&dep) {
+            findings.push((
+                format!("deps {name} -> {dep}"),
+                format!("{name} may use only {}", allowed.join(", ")),
+            ));
+        }
+    }
+    Ok(())
 }
 
 /// `use` trees as (segments, alias): alias is the name bound ("*" for a glob).
@@ -543,6 +675,24 @@ fn check(root: &Path, krate: &Crate, findings: &mut Vec<(String, String)>) {
                 ),
             ));
         }
+    }
+    for (ty, lines, at) in &krate.impls {
+        if *lines > MAX_IMPL_LINES {
+            let file = at.split(':').next().unwrap_or("");
+            findings.push((
+                format!("impl {c}::{ty} {file}"),
+                format!("an impl block of {lines} lines (at most {MAX_IMPL_LINES}), {at}"),
+            ));
+        }
+    }
+    if krate.lines > MAX_CRATE_LINES {
+        findings.push((
+            format!("crate {c}"),
+            format!(
+                "{} lines of shipping code (at most {MAX_CRATE_LINES})",
+                krate.lines
+            ),
+        ));
     }
     for (name, lines, at) in &krate.fns {
         if *lines > MAX_FN_LINES {

@@ -298,10 +298,8 @@ fn sample_until_done(
 /// Every process below `root` (not `root` itself), from `/proc/<pid>/stat`.
 fn descendants(root: i32) -> Vec<i32> {
     let mut children: HashMap<i32, Vec<i32>> = HashMap::new();
-    for (pid, stat) in test_support::proc::processes() {
-        if let (Ok(pid), Ok(parent)) = (i32::try_from(pid), i32::try_from(stat.parent)) {
-            children.entry(parent).or_default().push(pid);
-        }
+    for (pid, parent) in crate::procs::parents() {
+        children.entry(parent).or_default().push(pid);
     }
     let mut out = Vec::new();
     let mut stack = vec![root];
@@ -316,7 +314,7 @@ fn descendants(root: i32) -> Vec<i32> {
 
 /// `VmRSS` of a process in KiB (`None` for a zombie or a process gone).
 fn rss_kib(pid: i32) -> Option<u64> {
-    test_support::proc::status_kib(Some(u32::try_from(pid).ok()?), "VmRSS")
+    crate::procs::rss_kib(u32::try_from(pid).ok()?)
 }
 
 #[cfg(test)]

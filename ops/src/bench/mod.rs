@@ -18,7 +18,6 @@
 //! script does), and `measure` signals only the processes it started and their
 //! descendants, by pid.
 
-pub mod app_memory;
 pub mod check;
 pub mod measure;
 pub mod pace;
@@ -35,9 +34,6 @@ pub enum BenchCommand {
     /// From a finished crawl's WARC files and websim's request log: the delay from a
     /// page's last byte to its links' requests (the pipeline's round trip).
     Roundtrip(roundtrip::RoundtripArgs),
-    /// The application's memory with N URLs outstanding (requested, no page yet):
-    /// synthetic page batches, a manager stand-in that never dispatches.
-    AppMemory(app_memory::AppMemoryArgs),
 }
 
 /// Runs one `polycrawl bench` subcommand; the exit code is the measured
@@ -51,10 +47,6 @@ pub fn run(command: BenchCommand) -> anyhow::Result<u8> {
         }
         BenchCommand::Roundtrip(args) => {
             roundtrip::run(&args)?;
-            Ok(0)
-        }
-        BenchCommand::AppMemory(args) => {
-            app_memory::run(&args)?;
             Ok(0)
         }
     }

@@ -20,8 +20,8 @@ use std::collections::HashMap;
 use std::path::{Path, PathBuf};
 
 use anyhow::Context;
-use application::canon::CanonConfig;
-use application::service::pages::BatchReader;
+use pages::canon::CanonConfig;
+use pages::links::batch::BatchReader;
 use url::Url;
 
 use super::check::read_log;

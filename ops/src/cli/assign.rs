@@ -3,7 +3,7 @@
 //! `polycrawl quality` (the share of important pages over the downloads).
 //!
 //! This module must never write into a repository; what it writes (assignment
-//! and replicated-URL files) is published crash-safely by `application::assign`.
+//! and replicated-URL files) is published crash-safely by `offline`.
 
 use std::path::PathBuf;
 
@@ -44,7 +44,7 @@ pub(super) struct AssignArgs {
     #[arg(long, value_name = "N,..", value_delimiter = ',', default_values_t = [100usize, 1000])]
     tops: Vec<usize>,
     /// Largest part's stored pages over the mean, at most.
-    #[arg(long, value_name = "RATIO", default_value_t = application::assign::DEFAULT_IMBALANCE)]
+    #[arg(long, value_name = "RATIO", default_value_t = offline::DEFAULT_IMBALANCE)]
     imbalance: f64,
     /// Write nothing: print the figures of this existing assignment file (K from
     /// its header) against the hash, on the repository's host graph.
@@ -77,8 +77,8 @@ pub(super) struct QualityArgs {
 /// `polycrawl assign`: the host graph, then METIS and the file, or the evaluation
 /// of a file; one summary line either way.
 pub(super) fn assign_command(args: AssignArgs) -> anyhow::Result<()> {
-    use application::assign::{self, HostGraph, evaluate};
-    use application::parts::Ownership;
+    use app_core::parts::Ownership;
+    use offline::{self as assign, HostGraph, evaluate};
     let config = Config::load_or_default(args.config.as_deref())?;
     let read_started = std::time::Instant::now();
     let graph = HostGraph::from_repository(&args.repo, &config.app)?;
@@ -148,7 +148,7 @@ pub(super) fn assign_command(args: AssignArgs) -> anyhow::Result<()> {
 
 /// `polycrawl quality`: the reference's top-N, then the crawl's curve.
 pub(super) fn quality_command(args: QualityArgs) -> anyhow::Result<()> {
-    use application::assign::{HostGraph, quality};
+    use offline::{HostGraph, quality};
     let config = Config::load_or_default(args.config.as_deref())?;
     let reference = HostGraph::from_repository(&args.reference, &config.app)?;
     let top = quality::top_set(&reference, args.top);

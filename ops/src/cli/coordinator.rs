@@ -1,7 +1,7 @@
 //! `polycrawl coordinator`: the coordinator of a two-level crawl, rounds until
 //! SIGINT/SIGTERM, with its ready line and its summary line.
 //!
-//! This module only wires flags and the config to `application::coordinator`; it
+//! This module only wires flags and the config to `coordinator`; it
 //! must never hold the coordinator's logic.
 
 use std::path::PathBuf;
@@ -31,8 +31,8 @@ pub(super) struct CoordinatorArgs {
     state: PathBuf,
     /// How new sites are dealt: round-robin (the paper's) or balanced (the agent
     /// with the fewest pages so far).
-    #[arg(long, default_value_t = application::coordinator::Policy::RoundRobin)]
-    policy: application::coordinator::Policy,
+    #[arg(long, default_value_t = coordinator::Policy::RoundRobin)]
+    policy: coordinator::Policy,
     /// Seed URLs, one per line: their sites are assigned first.
     #[arg(long, value_name = "FILE")]
     seeds: Option<PathBuf>,
@@ -44,7 +44,7 @@ pub(super) struct CoordinatorArgs {
 /// `polycrawl coordinator`: rounds until SIGINT/SIGTERM; one ready line at start,
 /// one summary line at the end.
 pub(super) fn coordinator_command(args: CoordinatorArgs) -> anyhow::Result<()> {
-    use application::coordinator::{Coordinator, CoordinatorConfig};
+    use coordinator::{Coordinator, CoordinatorConfig};
     let mut seeds = Vec::new();
     if let Some(file) = &args.seeds {
         let text = std::fs::read_to_string(file)
@@ -56,7 +56,7 @@ pub(super) fn coordinator_command(args: CoordinatorArgs) -> anyhow::Result<()> {
         {
             let url = url::Url::parse(line)
                 .with_context(|| format!("seeds {}: not a URL: {line:?}", file.display()))?;
-            if let Some(host) = application::parts::host_of(&url) {
+            if let Some(host) = app_core::parts::host_of(&url) {
                 seeds.push(host);
             }
         }

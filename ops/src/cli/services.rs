@@ -49,7 +49,7 @@ pub(super) struct AppArgs {
     /// Which hosts and URLs the crawl keeps to, overriding app.scope: site (the
     /// default: the seeds' sites), host, domain, prefix or open (every host).
     #[arg(long, value_name = "KIND")]
-    scope: Option<application::service::scope::ScopeKind>,
+    scope: Option<app_core::scope::ScopeKind>,
     /// A file of seed URLs, overriding app.seeds_file.
     #[arg(long, value_name = "FILE")]
     seeds: Option<PathBuf>,
@@ -75,7 +75,7 @@ pub(super) struct AppArgs {
     /// What a part does with links to hosts it does not own: exchange, firewall
     /// or crossover, overriding app.part_mode.
     #[arg(long, value_name = "MODE")]
-    mode: Option<application::service::PartMode>,
+    mode: Option<app_core::PartMode>,
     /// An assignment file (`polycrawl assign`), overriding app.assignment_file.
     #[arg(long, value_name = "FILE")]
     assignment: Option<PathBuf>,
@@ -86,7 +86,7 @@ pub(super) struct AppArgs {
     /// Hosts the assignment file does not name go by the hash of the host (site)
     /// or of its registered domain (hierarchical), overriding app.partitioning.
     #[arg(long, value_name = "RULE")]
-    partitioning: Option<application::service::Partitioning>,
+    partitioning: Option<app_core::Partitioning>,
     /// The spool root whose exchange/ folders every part shares, overriding
     /// app.exchange_root.
     #[arg(long, value_name = "DIR")]
@@ -167,7 +167,7 @@ pub(super) fn downloader_command(args: DownloaderArgs) -> anyhow::Result<()> {
     )
 }
 
-/// `polycrawl app`: flags over the config file, then `application::service::run`
+/// `polycrawl app`: flags over the config file, then `app_bfs::run`
 /// until the crawl is complete or SIGINT/SIGTERM; prints the one-line summary.
 pub(super) fn app_command(args: AppArgs) -> anyhow::Result<()> {
     let (mut config, reg) = registration(args.service)?;
@@ -215,27 +215,23 @@ pub(super) fn app_command(args: AppArgs) -> anyhow::Result<()> {
         config.spool.root = root;
     }
     let app_id = config.app.app_id()?;
-    let id = reg
-        .id
-        .unwrap_or_else(|| application::service::default_id(&app_id));
-    let mut control = application::service::ControlSettings::new(reg.manager, reg.token, id);
+    let id = reg.id.unwrap_or_else(|| app_core::default_id(&app_id));
+    let mut control = app_core::ControlSettings::new(reg.manager, reg.token, id);
     control.max_frame = config.control.max_frame_bytes;
     let spool = spool::Spool::new(config.spool.root.clone()).with_notify(config.spool.notify);
     if args.strategy.seed_by_seed() {
         let seeds = args.strategy.seeds_config(args.candidates, args.sample);
         return serve(|shutdown| async move {
             let summary =
-                application::seeds::run(config.app, seeds, spool, Vec::new(), control, shutdown)
-                    .await?;
+                app_seeds::run(config.app, seeds, spool, Vec::new(), control, shutdown).await?;
             println!("{summary}");
-            Ok::<(), application::service::AppError>(())
+            Ok::<(), app_core::AppError>(())
         });
     }
     serve(|shutdown| async move {
-        let summary =
-            application::service::run(config.app, spool, Vec::new(), control, shutdown).await?;
+        let summary = app_bfs::run(config.app, spool, Vec::new(), control, shutdown).await?;
         println!("{summary}");
-        Ok::<(), application::service::AppError>(())
+        Ok::<(), app_core::AppError>(())
     })
 }
 

@@ -137,7 +137,7 @@ pub(super) fn robots_command(args: RobotsArgs) -> anyhow::Result<()> {
     let canon = config.app.canon();
     for url in &args.urls {
         let target = match url::Url::parse(url) {
-            Ok(parsed) => match application::canon::canonicalize(parsed, &canon) {
+            Ok(parsed) => match pages::canon::canonicalize(parsed, &canon) {
                 Ok(canonical) => canonical.to_string(),
                 Err(why) => {
                     println!("rejected\t{url}\t{why}");
@@ -192,8 +192,7 @@ pub(super) fn links_command(args: LinksArgs) -> anyhow::Result<()> {
         .with_context(|| format!("--base {:?} is not an absolute URL", args.base))?;
     let html = std::fs::read(&args.file)
         .with_context(|| format!("cannot read {}", args.file.display()))?;
-    let links =
-        application::links_for_file(&html, &base, args.content_type.as_deref(), &config.app);
+    let links = pages::links_for_file(&html, &base, args.content_type.as_deref(), &config.app);
     for link in links {
         println!("{link}");
     }

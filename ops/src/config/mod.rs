@@ -28,7 +28,7 @@ pub struct Config {
     /// The downloader service (`polycrawl downloader`).
     pub downloader: downloader::DownloaderConfig,
     /// The breadth-first application (`polycrawl app`).
-    pub app: application::AppConfig,
+    pub app: app_core::AppConfig,
     /// The crawl manager (`polycrawl manager`).
     pub manager: manager::ManagerConfig,
 }
@@ -197,7 +197,7 @@ impl Config {
         if let Err(e) = self.downloader.validate() {
             return invalid(e.field, e.message);
         }
-        if let Err(application::service::AppError::Config { field, reason }) = self.app.scope() {
+        if let Err(app_core::AppError::Config { field, reason }) = self.app.scope() {
             return invalid(field, reason);
         }
         if let Err(e) = self.manager.validate() {

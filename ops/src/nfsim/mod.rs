@@ -24,6 +24,7 @@
 //! a network file system.
 
 pub mod fs;
+pub mod mount;
 pub mod view;
 
 use std::path::PathBuf;

@@ -43,9 +43,9 @@ use std::time::{Duration, Instant};
 use anyhow::Context;
 
 use super::threads::Threads;
+use crate::procs::cpu_time;
 use nix::sys::signal::{Signal, kill};
 use nix::unistd::Pid;
-use test_support::proc::cpu_time;
 
 /// The environment variable that carries the orchestrator's pid to a child that
 /// must die with it (see [`die_with_parent`]).

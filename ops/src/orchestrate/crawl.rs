@@ -55,7 +55,7 @@ pub struct CrawlArgs {
     /// host budgets apply). In every scope but open the sites are crawled whole:
     /// no host budget cuts them.
     #[arg(long, value_name = "KIND")]
-    pub scope: Option<application::service::scope::ScopeKind>,
+    pub scope: Option<app_core::scope::ScopeKind>,
     /// Request once the URLs of an earlier run's cut list (`<out>/state/app/cut.tsv`)
     /// that this crawl cut, whatever the rules (raise the limit that cut them
     /// first); the same `--out` resumes the crawl.

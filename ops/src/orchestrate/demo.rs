@@ -315,7 +315,7 @@ fn demo_config(layout: &Layout, ready: &Ready, args: &DemoArgs) -> Config {
     c.downloader.max_batch_age_ms = 1000;
     c.app.seeds_file = Some(ready.seeds.clone());
     // Polybot's research crawl: every host websim's pages lead to.
-    c.app.scope = application::service::scope::ScopeKind::Open;
+    c.app.scope = app_core::scope::ScopeKind::Open;
     c.app.allowed_domains = Vec::new();
     c.app.scan_interval_ms = 500;
     c.app.urls_per_request_file = 500;
@@ -367,7 +367,7 @@ fn shuffled_seeds(seeds: &Path, out: &Path) -> anyhow::Result<PathBuf> {
     let text =
         std::fs::read_to_string(seeds).with_context(|| format!("reading {}", seeds.display()))?;
     let mut lines: Vec<&str> = text.lines().filter(|l| !l.trim().is_empty()).collect();
-    lines.sort_by_key(|l| (application::parts::hash_part(l, u32::MAX), *l));
+    lines.sort_by_key(|l| (app_core::parts::hash_part(l, u32::MAX), *l));
     let path = out.join("seeds-shuffled.txt");
     let mut body = lines.join("\n");
     body.push('\n');
@@ -815,7 +815,7 @@ mod tests {
             split: SplitArgs {
                 parts: 1,
                 systems: 1,
-                mode: application::service::PartMode::Exchange,
+                mode: app_core::PartMode::Exchange,
                 assignment: None,
                 replicated: None,
                 partitioning: None,

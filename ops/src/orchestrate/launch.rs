@@ -76,12 +76,11 @@ pub(super) fn start(
     let resolvers = launch.resolvers(&manager_addrs)?;
     let downloaders = launch.downloaders(&manager_addrs, what)?;
     // Two-level mode: the coordinator, before the agents.
-    let coordinator =
-        if parts > 1 && config.app.part_mode == application::service::PartMode::TwoLevel {
-            Some(launch.coordinator()?)
-        } else {
-            None
-        };
+    let coordinator = if parts > 1 && config.app.part_mode == app_core::PartMode::TwoLevel {
+        Some(launch.coordinator()?)
+    } else {
+        None
+    };
     let parts = launch.parts(&manager_addrs)?;
     Ok(Started {
         managers,

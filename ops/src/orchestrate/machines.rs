@@ -21,7 +21,7 @@
 //!
 //! [`Machines::create`] makes the bridge (`pcd<pid>`, on a `10.A.B.0/24` no
 //! interface here uses) and the namespaces (`pcd<pid>-<machine>`) with the
-//! workspace's one namespace harness, [`test_support::netns`] (the multi-machine
+//! workspace's one namespace harness, [`netns`] (the multi-machine
 //! tests use it too), and the mounts; dropping [`Machines`] unmounts (SIGTERM to
 //! each nfsim, `fusermount3 -u -z` if still mounted) and then the harness removes
 //! the namespaces and the bridge. The processes running inside must be stopped
@@ -33,7 +33,7 @@
 //! its mounts stay behind as dead FUSE mounts (their nfsim died with the demo).
 //! [`remove_stale`], run by every `polycrawl demo` before it starts, removes the
 //! namespaces, bridges and veths named `pcd<PID>...` whose PID no longer runs
-//! ([`test_support::netns::remove_stale`]), and [`unmount_dead`] the dead mounts
+//! ([`netns::remove_stale`]), and [`unmount_dead`] the dead mounts
 //! under the demo's own `<out>/mnt`.
 //!
 //! This module must never touch a namespace, interface, route or mount it did not
@@ -45,9 +45,9 @@ use std::path::{Path, PathBuf};
 use std::process::Command;
 use std::time::{Duration, Instant};
 
+use super::netns::{self, Net};
+use crate::nfsim::mount::{self as nfsim, mounted};
 use anyhow::Context;
-use test_support::netns::{self, Net};
-use test_support::nfsim::{self, mounted};
 
 use super::child::Child;
 
@@ -56,7 +56,7 @@ const MOUNT_TIMEOUT: Duration = Duration::from_secs(20);
 /// How long an nfsim gets to unmount after SIGTERM.
 const UNMOUNT_GRACE: Duration = Duration::from_secs(5);
 
-/// The prefix of every name the demo's machines get (see [`test_support::netns`]):
+/// The prefix of every name the demo's machines get (see [`netns`]):
 /// the bridge `pcd<PID>`, namespaces `pcd<PID>-<role>`, veths `pcdv<PID>x<I>`.
 const PREFIX: &str = "pcd";
 

@@ -20,7 +20,8 @@
 //! - [`supervise`]: the restart rule: a process killed after it worked is always
 //!   started again, with back-off; one in a crash loop is given up on.
 //! - [`machines`]: `demo --machines`: network namespaces and NFS stand-in
-//!   mounts, one per simulated machine, removed on drop.
+//!   mounts, one per simulated machine, removed on drop; [`netns`]: the namespace
+//!   harness it makes them with (the multi-machine tests use it too).
 //! - [`progress`]: live progress (indicatif) from the manager's status.
 //! - [`repo_scan`]: what the repository holds, read back from its WARC files.
 //! - [`strategy`]: which application the parts are (breadth-first or
@@ -47,6 +48,7 @@ pub mod finish;
 pub mod launch;
 pub mod layout;
 pub mod machines;
+pub mod netns;
 pub mod parts;
 pub mod progress;
 pub mod recrawl;

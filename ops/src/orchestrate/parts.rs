@@ -15,12 +15,12 @@
 //!
 //! websim's request log stays the ground truth for duplicate fetches (the demo's
 //! check); these figures come from what the parts stored. This module never
-//! decides ownership: the parts do, with `application::parts`.
+//! decides ownership: the parts do, with `app_core::parts`.
 
 use std::collections::HashSet;
 use std::fmt::Write as _;
 
-use application::service::PartMode;
+use app_core::PartMode;
 
 use super::repo_scan::RepoScan;
 
@@ -54,22 +54,22 @@ pub struct SplitArgs {
     /// or of its registered domain (hierarchical: a domain's hosts share a part),
     /// overriding app.partitioning [default: site].
     #[arg(long, value_name = "RULE")]
-    pub partitioning: Option<application::service::Partitioning>,
+    pub partitioning: Option<app_core::Partitioning>,
     /// With `--mode two-level`: 2L without the coverage fix (every link to another
     /// site reduced to its site's root), for comparison.
     #[arg(long)]
     pub no_fix: bool,
     /// With `--mode two-level`: how the coordinator deals new sites to the parts,
     /// round-robin (the paper's) or balanced (fewest pages so far).
-    #[arg(long, default_value_t = application::coordinator::Policy::RoundRobin)]
-    pub site_policy: application::coordinator::Policy,
+    #[arg(long, default_value_t = coordinator::Policy::RoundRobin)]
+    pub site_policy: coordinator::Policy,
 }
 
 impl SplitArgs {
     /// Sets the app config's split: parts, mode and coverage fix, and the
     /// assignment file, partitioning rule and replicated-URL file where given
     /// (the config's own otherwise).
-    pub fn apply(&self, app: &mut application::AppConfig) {
+    pub fn apply(&self, app: &mut app_core::AppConfig) {
         app.parts = self.parts;
         app.part_mode = self.mode;
         app.coverage_fix = !self.no_fix;

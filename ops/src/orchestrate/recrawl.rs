@@ -115,7 +115,7 @@ pub fn run(args: RecrawlArgs, shutdown: CancellationToken, rt: Handle) -> anyhow
         split: SplitArgs {
             parts: 1,
             systems: 1,
-            mode: application::service::PartMode::Exchange,
+            mode: app_core::PartMode::Exchange,
             assignment: None,
             replicated: None,
             partitioning: None,

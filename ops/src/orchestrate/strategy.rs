@@ -1,6 +1,6 @@
 //! Which crawling application a run starts (`--strategy`, on `polycrawl app`,
 //! `crawl` and `demo`): the breadth-first crawl (DESIGN.md section 7) or the
-//! seed-by-seed crawl (SCrawler, `application::seeds`), with the seed-by-seed
+//! seed-by-seed crawl (SCrawler, `app_seeds`), with the seed-by-seed
 //! settings. `crawl` and `demo` hand them to every application part they start
 //! ([`StrategyArgs::app_flags`]); a part of a split seed-by-seed crawl takes the
 //! seeds whose host it owns.
@@ -9,7 +9,7 @@
 
 use std::path::PathBuf;
 
-use application::seeds::{Balance, SeedsConfig};
+use app_seeds::{Balance, SeedsConfig};
 
 /// The crawl strategy.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default, clap::ValueEnum)]
@@ -65,8 +65,8 @@ impl StrategyArgs {
 
     /// Gives a seed-by-seed crawl the id `sbs` where the config keeps the
     /// breadth-first default `bfs` (a config that names its app keeps its name).
-    pub fn apply(&self, app: &mut application::service::AppConfig) {
-        if self.seed_by_seed() && app.app == application::service::AppConfig::default().app {
+    pub fn apply(&self, app: &mut app_core::AppConfig) {
+        if self.seed_by_seed() && app.app == app_core::AppConfig::default().app {
             app.app = "sbs".to_owned();
         }
     }

@@ -104,7 +104,7 @@ pub struct Plan {
     /// `config.app`).
     pub parts: u32,
     /// Two-level mode (`config.app.part_mode`): how the coordinator deals sites.
-    pub site_policy: application::coordinator::Policy,
+    pub site_policy: coordinator::Policy,
     /// Pages expected, for the progress bar.
     pub expected_pages: Option<u64>,
     /// When to give up restarting a process.

@@ -51,7 +51,7 @@ impl Threads {
     /// Reads the threads of `pid` now (a process that is gone leaves the figures
     /// as they were).
     pub fn sample_now(&mut self, pid: u32) {
-        for (tid, stat) in test_support::proc::threads(pid) {
+        for (tid, stat) in crate::procs::threads(pid) {
             self.by_tid.insert(
                 tid,
                 ThreadCpu {

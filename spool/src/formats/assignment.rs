@@ -1,7 +1,7 @@
 //! Assignment files, version 1: which application part owns which host, computed by
 //! `polycrawl assign` from a previous crawl's host graph and read by every part of
 //! the next crawl (DESIGN.md section 10). A host the file does not name falls back to
-//! the hash of the host (`application::parts`).
+//! the hash of the host (`app_core::parts`).
 //!
 //! # Format
 //!

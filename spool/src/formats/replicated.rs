@@ -2,7 +2,7 @@
 //! written by `polycrawl assign --replicate N` and read by every part of the next
 //! crawl (Cho and Garcia-Molina's replication of popular URLs, DESIGN.md section 10).
 //! Every part holds the list: the part that owns a listed URL crawls it, every other
-//! part treats it as already seen and never sends it (`application::parts`).
+//! part treats it as already seen and never sends it (`app_core::parts`).
 //!
 //! # Format
 //!

@@ -1,6 +1,6 @@
 //! What the workspace's tests and benchmarks share, written once (as hickory-dns
-//! keeps `tests/test-support`): every crate's `tests/` and `benches/`, the `tests`
-//! package and `polycrawl bench` use it as a dependency instead of copying it.
+//! keeps `tests/test-support`): every crate's `tests/` and `benches/` and the
+//! `tests` package use it as a dev-dependency instead of copying it.
 //!
 //! - [`manager`]: [`manager::FakeManager`], the test side of the control protocol:
 //!   the real `server_handshake` on 127.0.0.1:0, accepting services and handing
@@ -11,10 +11,6 @@
 //!   started.
 //! - [`proc`]: what `/proc` says: a process's or thread's CPU time, state and
 //!   start ([`proc::Stat`]), its threads, `VmRSS`-like fields, the CPU model.
-//! - [`netns`]: network namespaces on a bridge as machines on one host
-//!   ([`netns::Net`], [`netns::Isolated`]), and removing what a killed maker left.
-//! - [`nfsim`]: [`nfsim::Mount`], one machine's NFS-like view of a shared
-//!   directory (`polycrawl nfsim`), unmounted on drop; whether FUSE can be used.
 //! - [`wait`]: waiting for a state with a deadline ([`wait::until`],
 //!   [`wait::until_async`]), so that no test sleeps a fixed time hoping a state
 //!   has come.
@@ -25,17 +21,16 @@
 //! was built against. Only `spool`'s own `#[cfg(test)]` unit tests (a second build
 //! of `spool`) must not use it, and they do not.
 //!
-//! `polycrawl` (the `ops` package, the orchestrator rather than a service) uses
-//! [`netns`] for `demo --machines`, [`proc`] for its CPU figures and the fake
-//! manager for `bench app-memory`: one harness for the demo and the tests.
+//! The namespace harness and the mount helpers that `polycrawl demo --machines`
+//! needs are the binary package's (`ops::orchestrate::netns`, `ops::nfsim::mount`);
+//! the multi-machine tests reach them through the `tests` package.
 //!
-//! This crate must never be a dependency of a service's shipping code; it binds and
+//! This crate must never be a normal dependency of any shipping crate, the
+//! `polycrawl` binary's included (`ops/check-house.sh` checks); it binds and
 //! connects only on 127.0.0.0/8, port 0; it never sleeps a fixed time to wait for a
 //! state (a poll interval inside a deadline is the only sleep).
 
 pub mod manager;
-pub mod netns;
-pub mod nfsim;
 pub mod proc;
 pub mod process;
 pub mod wait;

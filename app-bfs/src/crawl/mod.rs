@@ -1,0 +1,621 @@
+//! The crawl loop (one blocking thread, with reader threads that parse the page
+//! batches it claims: `read_ahead.rs`): take in inputs (`intake`), offer their
+//! URLs through the admission rules (`admission`) to the seen set, publish each
+//! merge's new URLs as request files (`output`), hand inputs on once their links
+//! are published, count outcomes (`ledger`), and decide when the crawl is done
+//! (`completion`). The crash-safety argument is in the [module docs](super).
+//!
+//! [`Crawl`] coordinates these parts and owns only what they share (the seen set,
+//! the repository, a split crawl's parts); it must never grow their state back.
+
+mod admission;
+mod completion;
+mod intake;
+mod ledger;
+
+use std::fs;
+use std::time::{Duration, Instant};
+
+use spool::claim::Consumer;
+use spool::discover::{Discovery, Waker};
+use spool::protocol::{
+    AppFigures, BudgetCut, MAX_CUT_RULES, MAX_TOP_HOSTS, Message, PartFigures, RuleCut, TrapCut,
+};
+use spool::publish::Publisher;
+use spool::{ComponentId, Spool, SpoolDir};
+use storage::Repository;
+use tokio::sync::{mpsc, watch};
+use tokio_util::sync::CancellationToken;
+use tracing::info;
+use url::Url;
+
+use self::admission::Admission;
+use self::completion::Completion;
+use self::intake::Intake;
+use self::ledger::Ledger;
+use crate::exchange::{Foreign, Parts};
+use crate::pace::Pace;
+use crate::read_ahead::ReadAhead;
+use crate::summary::{CutSummary, Summary};
+use crate::unshuffle::{key_domain, key_host, unshuffle};
+use app_core::CrashHook;
+use app_core::End;
+use app_core::budget::site_of;
+use app_core::config::AppConfig;
+use app_core::control::ProgressSeen;
+use app_core::error::AppError;
+use app_core::output::RequestOutput;
+use app_core::pause::DiskWait;
+use app_core::reach::Reach;
+use app_core::traps::Detector;
+use pages::canon::key::{reversed_host_key, url_from_key};
+use pages::links::BatchReader;
+use seen::{NewBatch, SeenSet};
+
+/// The crawl loop's side of the manager connection (see [`app_core::control`]).
+#[derive(Debug)]
+pub(crate) struct ManagerLink {
+    /// The newest progress report.
+    pub progress: watch::Receiver<ProgressSeen>,
+    /// Hints and syncs to send.
+    pub outbound: mpsc::UnboundedSender<Message>,
+}
+
+/// How often, at most, the application's figures go to the manager (admin page).
+const FIGURES_EVERY: Duration = Duration::from_secs(2);
+
+/// Longest pause between looks while a merge runs or a batch is being read. Both
+/// wake the loop when they finish (the merge thread and the readers call the pages
+/// folder's waker), so this is only a safety net, not a poll: a poll every few
+/// milliseconds cost each part thousands of folder scans a second.
+const MERGE_POLL: Duration = Duration::from_millis(50);
+
+/// Shortest pause of [`Crawl::nap`] for a merge that is due, so that a due merge
+/// that cannot start yet does not spin the loop.
+const MIN_NAP: Duration = Duration::from_millis(1);
+
+/// A linking page with its site (see `budget.rs`), as [`Crawl::offer`] takes it:
+/// the page's URL parsed once, by whoever read it.
+pub(super) struct Linking {
+    page: Url,
+    site: Box<[u8]>,
+}
+
+impl Linking {
+    fn new(page: Url) -> Self {
+        let site = site_of(key_host(reversed_host_key(&page).as_bytes())).into();
+        Self { page, site }
+    }
+}
+
+/// What one turn of the loop's work did.
+enum Turn {
+    Worked,
+    Idle,
+    /// The crash test hook fired.
+    Crashed,
+}
+
+pub(crate) struct Crawl {
+    config: AppConfig,
+    seen: SeenSet,
+    repo: Repository,
+    /// Split crawls: this part's exchange state.
+    parts: Option<Parts>,
+    intake: Intake,
+    admission: Admission,
+    output: RequestOutput,
+    ledger: Ledger,
+    completion: Completion,
+    /// Waits out a full disk (`pause.rs`), and tells the manager our figures.
+    wait: DiskWait,
+    /// When the figures were last looked at.
+    figures_at: Option<Instant>,
+    stop: CancellationToken,
+}
+
+impl Crawl {
+    /// Opens the crawl's state and folders; `seeds` (with the seeds file's) are
+    /// offered by [`Crawl::run`].
+    pub(crate) fn open(
+        config: AppConfig,
+        spool: &Spool,
+        id: ComponentId,
+        seeds: Vec<String>,
+        link: ManagerLink,
+        stop: CancellationToken,
+        hook: CrashHook,
+    ) -> Result<Self, AppError> {
+        let app = config.app_id()?;
+        let state_dir = config.state_dir.clone();
+        fs::create_dir_all(&state_dir).map_err(|source| AppError::File {
+            path: state_dir.clone(),
+            source,
+        })?;
+        let ledger = Ledger::load(state_dir.clone())?;
+        let last_published = ledger.progress.last_published;
+        let admission = Admission::open(&config, &state_dir, last_published)?;
+        let seen = SeenSet::open_at(&state_dir.join("seen"), last_published, config.seen())?;
+        let pages_dir: SpoolDir = spool.pages(&app)?;
+        let scan = Duration::from_millis(config.scan_interval_ms.max(10));
+        let discovery = Discovery::new(&pages_dir, scan, spool.notify());
+        let merged = discovery.waker();
+        seen.wake_on_merge(move || merged.wake());
+        let canon = config.canon();
+        let (body_cap, sitemaps) = (config.max_body_bytes, config.sitemaps);
+        let templates = config.trap_rules().needs_templates();
+        let read_ahead = ReadAhead::spawn(
+            config.readers(),
+            || {
+                BatchReader::new(canon.clone(), body_cap)
+                    .with_sitemaps(sitemaps)
+                    .with_templates(templates)
+            },
+            discovery.waker(),
+        )?;
+        let mut seeds = seeds;
+        if let Some(path) = &config.seeds_file {
+            seeds.extend(app_core::config::read_lines(path)?);
+        }
+        let intake = Intake::new(
+            Consumer::new(pages_dir, id.clone())?,
+            discovery,
+            Consumer::new(spool.outcomes(&app)?, id.clone())?,
+            read_ahead,
+            Pace::new(Duration::from_millis(config.claim_interval_ms)),
+            seeds,
+        );
+        let repo = Repository::open_with(&config.repository_dir, config.repository_options()?)?;
+        let parts = Parts::open(&config, spool, &app, &id)?;
+        let output = RequestOutput::new(
+            Publisher::new(spool.requests(&app)?, id)?,
+            app.clone(),
+            config.priority()?,
+            config.urls_per_request_file,
+            config.conditional_requests,
+            link.outbound.clone(),
+            hook,
+        );
+        let wait = DiskWait::new(link.outbound.clone(), stop.clone());
+        let confirm = Duration::from_millis(config.idle_check_ms);
+        Ok(Self {
+            completion: Completion::new(app, link, confirm, scan),
+            seen,
+            repo,
+            parts,
+            intake,
+            admission,
+            output,
+            ledger,
+            wait,
+            figures_at: None,
+            stop,
+            config,
+        })
+    }
+
+    /// Wakes the loop when it waits (for the control connection's hints).
+    pub(crate) fn waker(&self) -> Waker {
+        self.intake.waker()
+    }
+
+    /// Crawls until the crawl is done, the service stops, or the crash hook fires.
+    pub(crate) fn run(mut self) -> Result<Summary, AppError> {
+        self.start()?;
+        self.busy()?;
+        loop {
+            if self.stop.is_cancelled() {
+                self.checkpoint()?;
+                return self.summary(End::Shutdown);
+            }
+            self.report_figures();
+            match self.work()? {
+                Turn::Crashed => return self.summary(End::Crashed),
+                Turn::Worked => self.completion.worked(),
+                Turn::Idle => {
+                    if let Some(end) = self.idle()? {
+                        return self.summary(end);
+                    }
+                }
+            }
+        }
+    }
+
+    /// One turn of work: claim and read page batches, outcome and exchange files,
+    /// publish finished merges, send due exchange files, release parked URLs.
+    fn work(&mut self) -> Result<Turn, AppError> {
+        let mut worked = false;
+        let claimed = {
+            let manager = self.completion.manager();
+            let manager = manager.as_ref().map(|(_, p)| p);
+            self.intake
+                .claim_pages(self.config.batches_per_claim, manager)?
+        };
+        if !claimed.is_empty() {
+            self.busy()?;
+        }
+        self.intake.read(claimed)?;
+        worked |= self.pages_read()?;
+        let outcome_files = self.intake.claim_outcomes(16)?;
+        if !outcome_files.is_empty() {
+            self.busy()?;
+            self.outcome_files(outcome_files)?;
+            worked = true;
+        }
+        let exchange_files = match &self.parts {
+            Some(p) => p.inbox.claim_batch(self.config.batches_per_claim)?,
+            None => Vec::new(),
+        };
+        if !exchange_files.is_empty() {
+            self.busy()?;
+            for claimed in exchange_files {
+                self.exchange_file(claimed)?;
+            }
+            worked = true;
+        }
+        while let Some(batch) = self.seen.try_recv_new()? {
+            if !self.publish(batch)? {
+                return Ok(Turn::Crashed);
+            }
+            worked = true;
+        }
+        // Foreign URLs whose outbox is full, old enough, or owned by a part
+        // that waits (exchange mode; see `crate::exchange`).
+        let priority = self.output.priority();
+        if let Some(parts) = &mut self.parts
+            && parts.send_due(priority, &mut self.ledger.progress.parts, false)?
+        {
+            worked = true;
+        }
+        // Two-level mode: new site assignments release parked URLs.
+        if let Some(parts) = &mut self.parts
+            && parts.poll_sites(&mut self.ledger.progress.parts)?
+            && parts.parked() > 0
+            && self.release_parked()?
+        {
+            worked = true;
+        }
+        Ok(if worked { Turn::Worked } else { Turn::Idle })
+    }
+
+    /// Nothing was claimed or published this turn: wait for a batch being read,
+    /// merge when the pace says so, wait for a running merge or held inputs, or,
+    /// with nothing left anywhere, ask whether the crawl is done.
+    fn idle(&mut self) -> Result<Option<End>, AppError> {
+        // A batch being read brings links within milliseconds (and wakes us):
+        // they go into the same merge.
+        if self.intake.reading() > 0 {
+            self.nap(MERGE_POLL);
+            return Ok(None);
+        }
+        // Merge what is buffered when the pace says so (unless a merge runs:
+        // then the buffer keeps growing and goes next).
+        let now = Instant::now();
+        let may_merge = {
+            let manager = self.completion.manager();
+            let manager = manager.as_ref().map(|(_, p)| p);
+            let buffered = self.seen.buffered() as u64;
+            self.intake
+                .pace()
+                .may_merge(now, manager, buffered, self.seen.len())
+        };
+        if may_merge && self.seen.merge_now()? {
+            self.intake.pace().merged(now);
+            return Ok(None);
+        }
+        if self.seen.is_merging() || self.seen.has_buffered() || self.intake.holding() {
+            self.nap(MERGE_POLL);
+            return Ok(None);
+        }
+        if !self.folders_empty()? {
+            // Batches the pace left in the folder: wait for its turn (an event
+            // may come sooner: outcomes, exchange files, a short queue).
+            if let Some(wait) = self.intake.pace().wait(Instant::now()) {
+                self.intake.wait(wait);
+            }
+            return Ok(None);
+        }
+        self.when_quiet()
+    }
+
+    /// Waits for an event, at most `max` and at most until the pace allows the
+    /// next claim or, with keys buffered, the next merge.
+    fn nap(&mut self, max: Duration) {
+        let now = Instant::now();
+        let pace = self.intake.pace();
+        let mut wait = pace.wait(now).map_or(max, |until| until.min(max));
+        if self.seen.has_buffered() && !self.seen.is_merging() {
+            wait = wait.min(pace.merge_wait(now).max(MIN_NAP));
+        }
+        self.intake.wait(wait);
+    }
+
+    /// `pages/<app>/`, `outcomes/<app>/` and a split crawl's inbox hold no file.
+    /// O(files listed).
+    fn folders_empty(&self) -> Result<bool, AppError> {
+        let inbox_empty = match &self.parts {
+            Some(p) => p.inbox.dir().list()?.is_empty(),
+            None => true,
+        };
+        Ok(self.intake.folders_empty()? && inbox_empty)
+    }
+
+    fn max_pages_reached(&self) -> bool {
+        self.config.max_pages > 0 && self.ledger.progress.pages_stored >= self.config.max_pages
+    }
+
+    /// Scope, trap and redirect checks, then into the seen set with the depth and
+    /// the redirect hops as payload; `from` (the linking page and its site) is
+    /// what the sequence detector compares with, and the site counts toward the
+    /// host's budget.
+    fn offer(&mut self, url: &Url, reach: Reach, from: Option<&Linking>) -> Result<(), AppError> {
+        let mut reach = reach;
+        // Two-level mode without the coverage fix: a link to another site is a
+        // link to that site's root.
+        let reduced = match (&self.parts, from) {
+            (Some(parts), Some(from)) => parts.reduce(url, &from.page),
+            _ => None,
+        };
+        let url = reduced.as_ref().unwrap_or(url);
+        // Two-level mode: depth counts from the site's entry (`site_max_depth`).
+        if let (Some(parts), Some(from)) = (&self.parts, from) {
+            reach.depth = parts.site_depth(url, &from.page, reach.depth);
+        }
+        let page = from.map(|f| &f.page);
+        let Some(key) = self.admission.check(url, reach, page, &mut self.ledger)? else {
+            return Ok(());
+        };
+        if let Some(from) = from
+            && self.admission.linked(&key, &from.site)
+        {
+            // A new linking site: if another part owns the host, the vote goes there.
+            if let Some(parts) = &mut self.parts {
+                parts.vote(url, reach.depth, reach.hops, &from.page);
+            }
+        }
+        let generation = self.seen.pending_generation();
+        self.seen.insert(key.as_bytes(), &reach.to_bytes())?;
+        self.intake.inserted(generation);
+        Ok(())
+    }
+
+    /// Publishes the new URLs of one merge; false when the crash hook fired.
+    fn publish(&mut self, batch: NewBatch) -> Result<bool, AppError> {
+        let generation = batch.generation();
+        let stopping = self.max_pages_reached();
+        // Held URLs whose host's budget grew go with this generation (`deferred.rs`).
+        let released = if stopping {
+            Vec::new()
+        } else {
+            self.admission.release_held(&mut self.ledger)
+        };
+        let requeued = if stopping {
+            Vec::new()
+        } else {
+            self.admission.take_requeued()
+        };
+        let mut entries: Vec<(&[u8], Reach)> =
+            Vec::with_capacity(batch.len() + released.len() + requeued.len());
+        entries.extend(released.iter().map(|h| {
+            let reach = Reach {
+                depth: h.depth,
+                hops: h.hops,
+            };
+            (&*h.key, reach)
+        }));
+        entries.extend(requeued.iter().map(|k| (&**k, Reach::default())));
+        let cut_before = self.admission.budget_cuts();
+        let mut foreign: Vec<(u32, Foreign)> = Vec::new();
+        let mut parked: Vec<Foreign> = Vec::new();
+        for (key, payload) in batch.iter() {
+            let reach = Reach::from_bytes(payload);
+            if let Some(parts) = &self.parts {
+                let Some(url) = url_of_key(key) else {
+                    continue;
+                };
+                let foreign_url = || Foreign::new(url.to_string(), reach.depth, reach.hops);
+                match parts.place(&url) {
+                    Some(owner) if owner == parts.own => {}
+                    Some(_) if parts.is_replicated(&url) => {
+                        // Its owner crawls it; every other part holds it as seen.
+                        self.ledger.progress.parts.replicated += 1;
+                        continue;
+                    }
+                    Some(owner) => {
+                        foreign.push((owner, foreign_url()));
+                        continue;
+                    }
+                    None => {
+                        // Two-level mode: its site is not assigned yet.
+                        parked.push(foreign_url());
+                        continue;
+                    }
+                }
+            }
+            // Held until the host's budget grows, within bounds (else cut).
+            if self.admission.admit(key, reach, generation)? {
+                entries.push((key, reach));
+            }
+        }
+        self.ledger.progress.budget_cut += self.admission.budget_cuts() - cut_before;
+        let entries = unshuffle(entries, self.config.unshuffle_k, |e| key_domain(e.0));
+        let mut requested = 0;
+        if !stopping {
+            for chunk in entries.chunks(self.output.per_file()) {
+                let urls: Vec<(Url, Reach)> = chunk
+                    .iter()
+                    .filter_map(|&(key, reach)| Some((url_of_key(key)?, reach)))
+                    .collect();
+                for (url, _) in &urls {
+                    self.admission.requested(url)?;
+                }
+                let n = self.output.publish(&urls, &self.repo, &self.wait)?;
+                if n == 0 {
+                    continue;
+                }
+                requested += n;
+                if self.output.merge_file_done() {
+                    return Ok(false);
+                }
+            }
+            if let Some(parts) = &mut self.parts {
+                let priority = self.output.priority();
+                parts.hand_on(foreign, priority, &mut self.ledger.progress.parts)?;
+                parts.park(parked, &mut self.ledger.progress.parts)?;
+            }
+        }
+        self.ledger.progress.urls_requested += requested;
+        self.record(generation)?;
+        info!(generation, urls = requested, "app: published new URLs");
+        self.finish_inputs()?;
+        Ok(true)
+    }
+
+    /// Records that `generation`'s new URLs are published: what it held or
+    /// released is saved first, then the progress file; the budgets after (saved
+    /// budgets never count a URL whose generation is not recorded).
+    fn record(&mut self, generation: u64) -> Result<(), AppError> {
+        let state_dir = self.ledger.dir().to_owned();
+        self.admission.save_held(&state_dir, &self.wait)?;
+        self.admission.sync_cuts()?;
+        self.ledger.progress.last_published = generation;
+        if self.intake.seeds_covered(generation) {
+            self.ledger.progress.seeds_done = true;
+        }
+        self.ledger.save(&self.wait)?;
+        self.admission.save_budgets_due(&state_dir, &self.wait)?;
+        self.seen.release(generation)?;
+        Ok(())
+    }
+
+    /// Merges and publishes everything buffered (shutdown, end of crawl).
+    fn checkpoint(&mut self) -> Result<(), AppError> {
+        self.seen.flush()?;
+        let mut recorded = true;
+        while let Some(batch) = self.seen.try_recv_new()? {
+            recorded &= self.publish(batch)?;
+        }
+        if recorded {
+            // Every admitted URL's generation is recorded.
+            let state_dir = self.ledger.dir().to_owned();
+            self.admission.save_budgets(&state_dir, &self.wait)?;
+        }
+        self.finish_inputs()?;
+        self.ledger.save_stats(&self.wait)
+    }
+
+    /// Tells the manager the figures the admin page shows (host budgets, trap
+    /// detectors, this part's exchange), at most every [`FIGURES_EVERY`].
+    /// O(hosts) when it looks.
+    fn report_figures(&mut self) {
+        if self
+            .figures_at
+            .is_some_and(|at| at.elapsed() < FIGURES_EVERY)
+        {
+            return;
+        }
+        self.figures_at = Some(Instant::now());
+        let budgets = self.admission.budgets();
+        let progress = &self.ledger.progress;
+        let top_cut = budgets
+            .most_cut(MAX_TOP_HOSTS)
+            .into_iter()
+            .map(|h| BudgetCut {
+                host: h.host,
+                budget: h.budget,
+                requested: h.requested,
+                cut: h.cut,
+                linking_sites: h.linking_sites,
+            })
+            .collect();
+        let traps = Detector::ALL
+            .into_iter()
+            .map(|d| TrapCut {
+                detector: d.name().to_owned(),
+                cut: match d {
+                    Detector::RedirectHops => progress.redirects_cut,
+                    _ => progress.trap_cuts.get(d.name()).copied().unwrap_or(0),
+                },
+                examples: self.admission.traps().examples(d),
+            })
+            .collect();
+        let cuts = self
+            .admission
+            .cut_totals()
+            .into_iter()
+            .take(MAX_CUT_RULES)
+            .map(|(rule, c)| RuleCut {
+                rule,
+                urls: c.urls,
+                hosts: c.hosts,
+            })
+            .collect();
+        let figures = AppFigures {
+            traps,
+            cuts,
+            scope: self.admission.scope_text(),
+            hosts_cut: budgets.hosts_cut(),
+            urls_cut: progress.budget_cut,
+            top_cut,
+            pages: progress.pages_stored,
+            part: self.parts.as_ref().map(|p| PartFigures {
+                part: p.own,
+                parts: p.count,
+                urls_out: progress.parts.sent_urls,
+                urls_in: progress.parts.applied_urls,
+                sites_assigned: progress.parts.sites,
+                sites_reported: progress.parts.reported,
+                parked: progress
+                    .parts
+                    .parked
+                    .saturating_sub(progress.parts.released),
+            }),
+            seeds: None,
+        };
+        self.wait.set_figures(figures);
+    }
+
+    /// The summary of a crawl that ends with `end`; unless it crashed, the list
+    /// of cut URLs is written first (`cuts.rs`).
+    fn summary(&mut self, end: End) -> Result<Summary, AppError> {
+        let (cut_file, cuts) = match end {
+            End::Crashed => (None, Default::default()),
+            _ => self.admission.finish_cuts(&self.seen)?,
+        };
+        let progress = &self.ledger.progress;
+        Ok(Summary {
+            app: self.config.app.clone(),
+            end,
+            urls_requested: progress.urls_requested,
+            pages_stored: progress.pages_stored,
+            revisits_identical: progress.revisits_identical,
+            revisits_not_modified: progress.revisits_not_modified,
+            outcomes: progress.outcomes.clone(),
+            batches_quarantined: self.intake.quarantined(),
+            seen_keys: self.seen.len(),
+            cut: CutSummary {
+                scope: self.admission.scope_text(),
+                by_rule: cuts,
+                file: cut_file,
+                budget_cut: progress.budget_cut,
+                redirects_cut: progress.redirects_cut,
+                trap_cuts: progress.trap_cuts.clone(),
+                most_cut: self.admission.budgets().most_cut(5),
+            },
+            given_up: self.intake.given_up().clone(),
+            part: self.parts.as_ref().map(|p| crate::summary::PartLine {
+                part: p.own,
+                parts: p.count,
+                mode: p.mode,
+                counters: progress.parts.clone(),
+            }),
+        })
+    }
+}
+
+/// The URL of a seen-set key (`None` for a key that is not one: never written).
+fn url_of_key(key: &[u8]) -> Option<Url> {
+    std::str::from_utf8(key)
+        .ok()
+        .and_then(|k| url_from_key(k).ok())
+}

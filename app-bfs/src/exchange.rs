@@ -1,0 +1,1130 @@
+//! One part of a crawl split into K application parts (Polybot section 2.4; Cho and
+//! Garcia-Molina, "Parallel Crawlers", 2002): what a part does with links to hosts it
+//! does not own, and how the parts agree that the crawl is over.
+//!
+//! Each part is an ordinary application to its manager (own id `<stem>-p<I>`, seen
+//! set, request files, pages folder, repository). Ownership is
+//! [`app_core::parts::Ownership`] of the URL's host name (the port aside),
+//! the one rule every part and tool uses. Only owned URLs go into request files.
+//!
+//! **Where the split happens.** Every link goes through the part's own seen set
+//! first, owned or not; the split is made on each merge's *new* keys. So a part
+//! sends (or drops, or keeps) a foreign URL at most once over the crawl: the sender
+//! remembers what it sent, which is what Cho and Garcia-Molina's exchange mode
+//! needs to keep communication overhead at "one message per distinct inter-part
+//! link" (their section 6: without it a URL is sent once per link to it).
+//!
+//! **Modes** ([`PartMode`]):
+//! - exchange: foreign URLs are appended, per owner, to an outbox file
+//!   `<state>/outbox/<owner>` (fsynced), and sent from there as exchange files
+//!   (`spool::formats::exchange`, at most `exchange_urls_per_file` URLs each) into
+//!   the owner's `exchange/<owner>/` under the shared `exchange_root`: Cho and
+//!   Garcia-Molina's batch communication, by size and age. An outbox goes when it
+//!   holds `exchange_urls_per_file` URLs, when its oldest URL has waited
+//!   `exchange_max_age_ms`, when its owner's status file says the owner is idle
+//!   (**eager when the receiver waits, batched while it is busy**), and always
+//!   before this part writes `idle=1`. So a file holds what one owner got over up
+//!   to a second instead of one merge's worth (1.5-2 URLs on a polite crawl).
+//!   Memory: an outbox lives on disk; only its URL count and age are in memory,
+//!   O(K). Reading one to send it holds at most one merge's foreign URLs more
+//!   than a file's worth.
+//! - firewall: foreign URLs are dropped (counted).
+//! - cross-over: foreign URLs are appended to `<state>/crossover` (on disk, so
+//!   memory stays bounded) and requested by the part itself once its own frontier
+//!   is dry (the manager says idle). Overlap is expected, and measured.
+//! - two-level (FC2L-UDC; the parts are the agents of the two-level coordinator, crate `coordinator`):
+//!   no hash. A site (host name) belongs to the agent the coordinator's
+//!   assignment generations name (read into [`Ownership`]'s run-time table, at
+//!   most every 50 ms, O(new assignments)). A new URL goes by the paper's three
+//!   cases: own site, requested; another agent's site, the outbox exactly as in
+//!   exchange mode; an unassigned site, *parked*: appended to `<state>/parked`
+//!   (fsynced, before the generation is recorded, like an outbox line) and its
+//!   site reported to the coordinator (a report file published by rename, once
+//!   per site and run). When new assignments arrive the parked URLs whose site
+//!   is assigned now are requested or sent, then the parked file is rewritten
+//!   without them (temp file and rename): a crash in between releases them
+//!   again, never loses one. Without the coverage fix (`coverage_fix: false`,
+//!   2L without the fix) a link to another site is reduced to that site's root
+//!   before the seen set, so pages only other sites link are never crawled.
+//!   Memory: the assignment table, O(sites); the parked URLs live on disk.
+//!
+//! **Replication** (exchange mode; Cho and Garcia-Molina section 3.2,
+//! `app_core::parts::replicated`): with `replicated_file`, every part holds the same
+//! list of a previous crawl's most-linked URLs. A listed URL another part owns is
+//! neither sent nor voted for (counted `replicated`); the owner offers the listed
+//! URLs it owns with its seeds (depth 0, once: the seeds' generation covers them),
+//! so it crawls them even where only other parts link to them. A listed URL that
+//! arrives in an exchange file anyway (a part run without the list) is applied
+//! as usual and counted `replicated_in`.
+//!
+//! **Crash safety of the exchange.** A merge's outbox lines (or cross-over
+//! lines) are written, fsynced, before its generation is recorded as
+//! published, exactly as its request files: a crash in between writes them again
+//! (the receiver's seen set absorbs the double), never the reverse. An outbox is
+//! removed only after its exchange files are published: a crash in between sends
+//! them twice, never loses them. A line cut by a crash is cut off when the file
+//! is opened again, so the next append starts on a line of its own. A receiver
+//! claims an exchange file, offers its URLs to its scope rules and seen set like
+//! links it found itself (depth travels in the hint), and deletes the file only
+//! when the generation covering those inserts is published, the same argument as
+//! for page batches: a crash re-reads the claimed file, and applying it twice is
+//! harmless because the seen set drops what it holds. Cross-over URLs released
+//! and then re-released after a crash are the one way a crash doubles a fetch.
+//!
+//! **Termination** (exchange mode). A part alone cannot decide the crawl is over:
+//! another part may still send it URLs. Each part writes a status file
+//! `<exchange_root>/parts/<app>.status` (`idle=0|1 version=V` and its counters,
+//! temp file and rename) with a new version at every write. The rules:
+//! (1) a part writes `idle=1` only when it is locally done (manager idle for its
+//! URLs, its pages, outcomes and exchange folders empty, nothing merging or waiting);
+//! (2) before it processes anything it claimed while its file says `idle=1`, it
+//! writes `idle=0`; (3) it publishes exchange files only while busy (its outboxes
+//! are empty whenever it says idle: they are sent first). A part ends when
+//! it reads every part's status idle, then finds no exchange file anywhere (every
+//! `exchange/<part>/` including claimed files), then reads every status again
+//! unchanged (same versions). Argument: suppose a part works after such a check;
+//! take the first work after the first read. Its trigger is an exchange file `f`
+//! (an idle part gets nothing else: its manager holds nothing of it). `f` was
+//! published by a busy sender. If it was published before the sender's first
+//! read, the sender's later `idle=1` came after it, so `f` was in a folder at the
+//! listing, or already claimed by its receiver before the listing, whose rule (2)
+//! write then falls between its two reads unless the claim preceded its first
+//! read, in which case it was not idle then. If `f` was published after the
+//! sender's first read, the sender worked after the first read before this first
+//! work: a contradiction. Over NFS no change event crosses machines; the parts
+//! poll, and `idle_check_ms` separates the two reads so a file published on
+//! another machine is visible by the second. Firewall and cross-over parts send
+//! nothing and end alone.
+//!
+//! **Termination in two-level mode** extends the rule: (1) a part is locally done
+//! only with nothing parked; the coordinator counts as one more party, with its
+//! own status file (`parts/<stem>-coord.status`, `idle=1` once it found no report
+//! waiting or claimed and published everything it merged), and its report folder
+//! (`exchange/<stem>-coord/`, claimed files included) as one more folder that
+//! must be empty between the two reads. The argument above carries over: a part
+//! reports only while it parks, so while it is busy; a parked URL keeps its part
+//! busy until its site is assigned and the URL requested or sent (an exchange
+//! file, covered above); and an assignment file makes no part work that has
+//! nothing parked. So when every party reads idle twice with nothing in flight,
+//! no site waits for the coordinator and no URL waits for a site.
+//!
+//! The counters (`sent`, `applied`, `dropped`, `kept`, `crossed`) are statistics
+//! for the metrics; no decision uses them, so a crash that counts a file twice
+//! is harmless.
+
+mod outbox;
+mod status;
+
+use std::collections::BTreeMap;
+use std::fs;
+use std::io::Write as _;
+use std::path::{Path, PathBuf};
+use std::time::{Duration, Instant};
+
+use spool::claim::Consumer;
+use spool::name::Priority;
+use spool::publish::{Publisher, durable_rename};
+use spool::{AppId, ComponentId, Spool};
+use url::Url;
+
+use self::outbox::Outboxes;
+use self::status::StatusBoard;
+pub use self::status::status_counters;
+pub(crate) use self::status::{Status, quiet};
+
+use crate::state::PartCounters;
+use app_core::config::{AppConfig, PartMode};
+use app_core::error::AppError;
+use app_core::parts::Ownership;
+use app_core::parts::replicated::Replicated;
+
+/// A foreign URL on its way out.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) struct Foreign {
+    pub url: String,
+    /// Link depth from the seeds.
+    pub depth: u32,
+    /// Redirects followed to reach it.
+    pub hops: u32,
+    /// The page that linked to it, when it goes out as a *vote*: the first link
+    /// from its site to the URL's host that this part saw. The owner counts that
+    /// site toward the host's budget as if the page were its own (`budget.rs`);
+    /// without it a split crawl's owner counts only the sites its own pages
+    /// show, and cuts URLs one part would have admitted.
+    pub via: Option<String>,
+}
+
+impl Foreign {
+    /// A URL with no vote.
+    pub(crate) fn new(url: String, depth: u32, hops: u32) -> Foreign {
+        Foreign {
+            url,
+            depth,
+            hops,
+            via: None,
+        }
+    }
+
+    /// The outbox line: URL, depth, hops and, for a vote, the linking page.
+    fn line(&self) -> String {
+        match &self.via {
+            Some(via) => format!("{}\t{}\t{}\t{via}\n", self.url, self.depth, self.hops),
+            None => format!("{}\t{}\t{}\n", self.url, self.depth, self.hops),
+        }
+    }
+
+    /// Reads an outbox line back (`None`: not one, e.g. cut by a crash).
+    fn parse(line: &str) -> Option<Foreign> {
+        let mut f = line.split('\t');
+        let url = f.next().filter(|u| !u.is_empty())?;
+        let depth = f.next()?.parse().ok()?;
+        let hops = f.next()?.parse().ok()?;
+        let via = f.next().filter(|v| !v.is_empty()).map(str::to_owned);
+        if f.next().is_some() {
+            return None;
+        }
+        Some(Foreign {
+            url: url.to_owned(),
+            depth,
+            hops,
+            via,
+        })
+    }
+}
+
+/// The part-specific state of one application part: where URLs belong, and the
+/// parts that carry them (outboxes, status board, two-level sites).
+pub(crate) struct Parts {
+    pub own: u32,
+    pub count: u32,
+    pub mode: PartMode,
+    ownership: Ownership,
+    /// The replicated URLs (`parts::replicated`): never sent, the owner seeds them.
+    replicated: Replicated,
+    /// Our own exchange folder.
+    pub inbox: Consumer,
+    /// Exchange mode: one file of foreign URLs per owner.
+    outbox: Outboxes,
+    /// The status files and exchange folders of the end-of-crawl check.
+    board: StatusBoard,
+    /// `<state>/crossover`: the cross-over mode's kept URLs.
+    crossover: PathBuf,
+    /// Votes for other parts' hosts since the last hand-on (see [`Parts::vote`]).
+    votes: Vec<(u32, Foreign)>,
+    /// Two-level mode: the coordinator's assignments and the parked URLs.
+    sites: Option<Sites>,
+}
+
+/// Parked URLs split by [`Parts::parked_ready`]: this part's own (URL, depth),
+/// other parts' `(owner, URL)`, and those whose site is still unassigned.
+pub(crate) type ParkedSplit = (Vec<(String, u32)>, Vec<(u32, Foreign)>, Vec<Foreign>);
+
+/// A two-level agent's side of the coordinator (see the module docs): the
+/// assignment generations read so far, the parked URLs, the sites reported.
+struct Sites {
+    /// `<root>/sites/<stem>/`.
+    assign_dir: PathBuf,
+    /// The newest assignment generation read.
+    read: u64,
+    /// `<state>/parked`: URLs of unassigned sites (the outbox's line format).
+    parked_path: PathBuf,
+    /// Lines in it.
+    parked: u64,
+    /// Sites reported this run (a restart reports again: harmless).
+    reported: std::collections::HashSet<String>,
+    /// The shared root and stem, to publish reports.
+    root: PathBuf,
+    stem: String,
+    producer: ComponentId,
+    /// When the assignment folder was last listed.
+    last_look: Option<Instant>,
+    /// Whether a link to another site is sent as it is (the fix) or reduced to
+    /// its site's root.
+    fix: bool,
+}
+
+impl Sites {
+    /// A two-level agent's side of the coordinator of the crawl `stem` under
+    /// `root`, with the parked URLs saved in the state folder (a partial last
+    /// line, from a crash, cut).
+    fn open(
+        config: &AppConfig,
+        root: &Spool,
+        stem: &str,
+        id: &ComponentId,
+    ) -> Result<Self, AppError> {
+        let parked_path = config.state_dir.join("parked");
+        fs::create_dir_all(&config.state_dir).map_err(|source| AppError::File {
+            path: config.state_dir.clone(),
+            source,
+        })?;
+        let parked = cut_partial_line(&parked_path)?;
+        Ok(Sites {
+            assign_dir: app_core::twolevel::assignment_dir(root.root(), stem),
+            read: 0,
+            parked_path,
+            parked,
+            reported: Default::default(),
+            root: root.root().to_owned(),
+            stem: stem.to_owned(),
+            producer: id.clone(),
+            last_look: None,
+            fix: config.coverage_fix,
+        })
+    }
+}
+
+/// How often, at most, the owners' status files are read to find idle owners
+/// (and, in two-level mode, the assignment folder is listed).
+const LOOK_EVERY: Duration = Duration::from_millis(50);
+
+impl Parts {
+    /// The part state for a split crawl; `None` when `parts == 1`.
+    pub(crate) fn open(
+        config: &AppConfig,
+        spool: &Spool,
+        own_app: &AppId,
+        id: &ComponentId,
+    ) -> Result<Option<Self>, AppError> {
+        let Some(stem) = config.part_stem()? else {
+            return Ok(None);
+        };
+        let count = config.parts;
+        let ownership = config.ownership()?;
+        let replicated = match &config.replicated_file {
+            Some(path) => Replicated::load(path).map_err(|e| AppError::Config {
+                field: "replicated_file",
+                reason: e.to_string(),
+            })?,
+            None => Replicated::default(),
+        };
+        let root = config
+            .exchange_root
+            .clone()
+            .map_or_else(|| spool.clone(), Spool::new);
+        let mut apps = Vec::new();
+        let mut folders = Vec::new();
+        let mut outboxes = Vec::new();
+        for j in 0..count {
+            let name = format!("{stem}-p{j}");
+            let app = AppId::new(name.clone()).map_err(|e| AppError::Config {
+                field: "app",
+                reason: format!("part id {name:?}: {e}"),
+            })?;
+            let dir = root.exchange(&app)?;
+            outboxes.push(if j == config.part {
+                None
+            } else {
+                Some(Publisher::new(dir.clone(), id.clone())?)
+            });
+            folders.push(dir);
+            apps.push(name);
+        }
+        let sites = if config.part_mode == PartMode::TwoLevel {
+            // The coordinator is one more party of the end-of-crawl check, and
+            // its report folder one more folder that must be empty.
+            let coord = app_core::twolevel::coordinator_app(&stem);
+            let app = AppId::new(coord.clone()).map_err(|e| AppError::Config {
+                field: "app",
+                reason: format!("coordinator id {coord:?}: {e}"),
+            })?;
+            folders.push(root.exchange(&app)?);
+            apps.push(coord);
+            Some(Sites::open(config, &root, &stem, id)?)
+        } else {
+            None
+        };
+        let board = StatusBoard::open(
+            root.root().join("parts"),
+            apps,
+            own_app.as_str().to_owned(),
+            folders,
+        )?;
+        // Local to this part.
+        let outbox = Outboxes::open(
+            config.state_dir.join("outbox"),
+            outboxes,
+            config.part,
+            config.exchange_urls_per_file,
+            Duration::from_millis(config.exchange_max_age_ms),
+        )?;
+        let crossover = config.state_dir.join("crossover");
+        cut_partial_line(&crossover)?;
+        Ok(Some(Self {
+            own: config.part,
+            count,
+            mode: config.part_mode,
+            ownership,
+            replicated,
+            inbox: Consumer::new(root.exchange(own_app)?, id.clone())?,
+            outbox,
+            board,
+            crossover,
+            votes: Vec::new(),
+            sites,
+        }))
+    }
+
+    /// Where `url` goes: `Some(part)` for the part that owns its host, `None` in
+    /// two-level mode for a site the coordinator has not assigned yet.
+    pub(crate) fn place(&self, url: &Url) -> Option<u32> {
+        let host = app_core::parts::host_of(url).unwrap_or_default();
+        match &self.sites {
+            Some(_) => self.ownership.assigned_owner(&host),
+            None => Some(self.ownership.owner(&host)),
+        }
+    }
+
+    /// Two-level mode without the fix: the URL a link from `page` to `url` is
+    /// reduced to, `scheme://host[:port]/` when `url` is on another site;
+    /// `None` when the link stays as it is.
+    pub(crate) fn reduce(&self, url: &Url, page: &Url) -> Option<Url> {
+        let sites = self.sites.as_ref()?;
+        if sites.fix || app_core::parts::host_of(url) == app_core::parts::host_of(page) {
+            return None;
+        }
+        let mut root = url.clone();
+        root.set_path("/");
+        root.set_query(None);
+        root.set_fragment(None);
+        (root != *url).then_some(root)
+    }
+
+    /// Two-level mode: the depth of a link from `page` to `url` that the
+    /// caller computed as `depth` (the page's plus one), counted from the
+    /// site's entry: 0 when `url` is on another site (the crawl enters that site
+    /// there), else `depth`. Outside two-level mode, `depth`.
+    pub(crate) fn site_depth(&self, url: &Url, page: &Url, depth: u32) -> u32 {
+        if self.sites.is_some() && app_core::parts::host_of(url) != app_core::parts::host_of(page) {
+            0
+        } else {
+            depth
+        }
+    }
+
+    /// URLs parked until their site is assigned (0 outside two-level mode).
+    pub(crate) fn parked(&self) -> u64 {
+        self.sites.as_ref().map_or(0, |s| s.parked)
+    }
+
+    /// Two-level mode: parks `urls` (their sites unassigned) on disk, fsynced,
+    /// and reports their sites to the coordinator (one report file, published by
+    /// rename). Both happen before the caller records its generation, as the
+    /// outbox's lines: a crash in between parks and reports them again.
+    pub(crate) fn park(
+        &mut self,
+        urls: Vec<Foreign>,
+        counters: &mut PartCounters,
+    ) -> Result<(), AppError> {
+        let (Some(sites), false) = (&mut self.sites, urls.is_empty()) else {
+            return Ok(());
+        };
+        let mut text = String::new();
+        let mut new_sites = Vec::new();
+        for u in &urls {
+            text.push_str(&u.line());
+            let host = Url::parse(&u.url)
+                .ok()
+                .and_then(|u| app_core::parts::host_of(&u))
+                .unwrap_or_default();
+            if !host.is_empty() && sites.reported.insert(host.clone()) {
+                new_sites.push(host);
+            }
+        }
+        append_synced(&sites.parked_path, &text)?;
+        sites.parked += urls.len() as u64;
+        counters.parked += urls.len() as u64;
+        if !new_sites.is_empty() {
+            app_core::twolevel::report_sites(
+                &sites.root,
+                &sites.stem,
+                self.own,
+                self.count,
+                &sites.producer,
+                &new_sites,
+            )
+            .map_err(|e| AppError::Config {
+                field: "exchange_root",
+                reason: e.to_string(),
+            })?;
+            counters.reported += new_sites.len() as u64;
+        }
+        Ok(())
+    }
+
+    /// Two-level mode: reads the assignment generations published since the
+    /// last look (at most every [`LOOK_EVERY`]) into the ownership table;
+    /// returns whether any site was assigned. O(new assignments).
+    pub(crate) fn poll_sites(&mut self, counters: &mut PartCounters) -> Result<bool, AppError> {
+        let Some(sites) = &mut self.sites else {
+            return Ok(false);
+        };
+        let now = Instant::now();
+        if sites.last_look.is_some_and(|t| now < t + LOOK_EVERY) {
+            return Ok(false);
+        }
+        sites.last_look = Some(now);
+        let gens = app_core::twolevel::read_generations(&sites.assign_dir, sites.read, self.count)
+            .map_err(|e| AppError::Config {
+                field: "exchange_root",
+                reason: e.to_string(),
+            })?;
+        let mut any = false;
+        for (g, assigned) in gens {
+            for (site, agent) in assigned {
+                any = true;
+                counters.sites += u64::from(agent == self.own);
+                self.ownership.assign(site, agent);
+            }
+            sites.read = g;
+        }
+        Ok(any)
+    }
+
+    /// Two-level mode: the parked URLs whose site is assigned now, split into
+    /// this part's own (URL, depth) and other parts' `(owner, URL)`. The caller
+    /// requests or sends them, then calls [`Parts::keep_parked`] with the rest.
+    pub(crate) fn parked_ready(&self) -> Result<ParkedSplit, AppError> {
+        let Some(sites) = &self.sites else {
+            return Ok(Default::default());
+        };
+        let text = match fs::read_to_string(&sites.parked_path) {
+            Ok(t) => t,
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => String::new(),
+            Err(source) => {
+                return Err(AppError::File {
+                    path: sites.parked_path.clone(),
+                    source,
+                });
+            }
+        };
+        let (mut own, mut other, mut rest) = (Vec::new(), Vec::new(), Vec::new());
+        for f in text.lines().filter_map(Foreign::parse) {
+            match Url::parse(&f.url).ok().and_then(|u| self.place(&u)) {
+                Some(p) if p == self.own => own.push((f.url, f.depth)),
+                Some(p) => other.push((p, f)),
+                None => rest.push(f),
+            }
+        }
+        Ok((own, other, rest))
+    }
+
+    /// Two-level mode: replaces the parked file with `rest` (temp file, fsync,
+    /// rename), after the released URLs were requested or sent.
+    pub(crate) fn keep_parked(
+        &mut self,
+        rest: &[Foreign],
+        released: u64,
+        counters: &mut PartCounters,
+    ) -> Result<(), AppError> {
+        let Some(sites) = &mut self.sites else {
+            return Ok(());
+        };
+        let tmp = sites.parked_path.with_extension("tmp");
+        let io = |source| AppError::File {
+            path: tmp.clone(),
+            source,
+        };
+        let text: String = rest.iter().map(Foreign::line).collect();
+        let mut file = fs::File::create(&tmp).map_err(io)?;
+        file.write_all(text.as_bytes()).map_err(io)?;
+        durable_rename(file, &tmp, &sites.parked_path)?;
+        sites.parked = rest.len() as u64;
+        counters.released += released;
+        Ok(())
+    }
+
+    /// The part that owns `url`'s host.
+    pub(crate) fn owner(&self, url: &Url) -> u32 {
+        self.ownership
+            .owner(&app_core::parts::host_of(url).unwrap_or_default())
+    }
+
+    /// Whether `url` is replicated: every part holds it, its owner crawls it, no
+    /// part sends it. O(1).
+    /// Exchange mode only: the other modes send nothing anyway.
+    pub(crate) fn is_replicated(&self, url: &Url) -> bool {
+        self.mode == PartMode::Exchange && self.replicated.contains(url.as_str())
+    }
+
+    /// The replicated URLs this part owns, to offer like seeds: the owner crawls
+    /// them even where only other parts link to them (which then never send them).
+    /// Exchange mode only, like [`Self::is_replicated`].
+    pub(crate) fn own_replicated(&self) -> Vec<String> {
+        if self.mode != PartMode::Exchange {
+            return Vec::new();
+        }
+        self.replicated
+            .urls()
+            .filter(|u| Url::parse(u).is_ok_and(|url| self.owner(&url) == self.own))
+            .map(str::to_owned)
+            .collect()
+    }
+
+    /// `url` was linked from `page`, of a site not counted before for its host:
+    /// if another part owns the host, the URL goes to it with `page` as its `via`
+    /// with the next hand-on, so that the owner counts the site (exchange mode
+    /// only: the other modes send nothing). O(1); at most one vote per host and
+    /// linking site (`budget.rs` caps the sites kept per host).
+    pub(crate) fn vote(&mut self, url: &Url, depth: u32, hops: u32, page: &Url) {
+        if self.mode != PartMode::Exchange {
+            return;
+        }
+        let owner = self.owner(url);
+        if owner == self.own || self.is_replicated(url) {
+            return;
+        }
+        let mut vote = Foreign::new(url.to_string(), depth, hops);
+        vote.via = Some(page.to_string());
+        self.votes.push((owner, vote));
+    }
+
+    /// Hands this merge's foreign URLs on as the mode says, durably, and counts them.
+    /// The votes gathered since the last hand-on go first: a crash before this
+    /// loses them with the unpublished generation whose pages cast them, and
+    /// reading those pages again casts them again.
+    pub(crate) fn hand_on(
+        &mut self,
+        foreign: Vec<(u32, Foreign)>,
+        priority: Priority,
+        counters: &mut PartCounters,
+    ) -> Result<(), AppError> {
+        let mut foreign = foreign;
+        if !self.votes.is_empty() {
+            let mut votes = std::mem::take(&mut self.votes);
+            votes.append(&mut foreign);
+            foreign = votes;
+        }
+        if foreign.is_empty() {
+            return Ok(());
+        }
+        match self.mode {
+            PartMode::Firewall => counters.dropped += foreign.len() as u64,
+            PartMode::Crossover => {
+                counters.kept += foreign.len() as u64;
+                self.keep(&foreign)?;
+            }
+            PartMode::Exchange | PartMode::TwoLevel => {
+                self.outbox.add(foreign, priority, counters)?;
+            }
+        }
+        Ok(())
+    }
+
+    /// Sends the outboxes that are due: full, old enough, for an owner that says
+    /// it is idle, or every one when `all` (before this part says it is idle).
+    /// Returns whether it sent any.
+    pub(crate) fn send_due(
+        &mut self,
+        priority: Priority,
+        counters: &mut PartCounters,
+        all: bool,
+    ) -> Result<bool, AppError> {
+        let board = &self.board;
+        self.outbox
+            .send_due(priority, counters, all, || board.statuses())
+    }
+
+    /// Appends foreign URLs to the cross-over file, fsynced.
+    fn keep(&self, urls: &[(u32, Foreign)]) -> Result<(), AppError> {
+        let mut text = String::new();
+        for (_, Foreign { url, depth, .. }) in urls {
+            text.push_str(&format!("{url}\t{depth}\n"));
+        }
+        append_synced(&self.crossover, &text)
+    }
+
+    /// The kept cross-over URLs (distinct; a line cut by a crash is skipped).
+    pub(crate) fn kept(&self) -> Result<Vec<(String, u32)>, AppError> {
+        let text = match fs::read_to_string(&self.crossover) {
+            Ok(t) => t,
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(Vec::new()),
+            Err(source) => {
+                return Err(AppError::File {
+                    path: self.crossover.clone(),
+                    source,
+                });
+            }
+        };
+        let mut urls: BTreeMap<&str, u32> = BTreeMap::new();
+        for line in text.split_inclusive('\n').filter(|l| l.ends_with('\n')) {
+            let Some((url, depth)) = line.trim_end().split_once('\t') else {
+                continue;
+            };
+            let Ok(depth) = depth.parse::<u32>() else {
+                continue;
+            };
+            let d = urls.entry(url).or_insert(depth);
+            *d = (*d).min(depth);
+        }
+        Ok(urls.into_iter().map(|(u, d)| (u.to_owned(), d)).collect())
+    }
+
+    /// Forgets the kept URLs (after they were published as request files).
+    pub(crate) fn forget_kept(&self) -> Result<(), AppError> {
+        match fs::remove_file(&self.crossover) {
+            Ok(()) => Ok(()),
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(()),
+            Err(source) => Err(AppError::File {
+                path: self.crossover.clone(),
+                source,
+            }),
+        }
+    }
+
+    /// Writes our status file if the idle flag changed (or was never written);
+    /// in two-level mode also while busy, at most every second, so the
+    /// coordinator's balanced policy sees the pages so far.
+    pub(crate) fn set_idle(
+        &mut self,
+        idle: bool,
+        c: &PartCounters,
+        pages: u64,
+    ) -> Result<(), AppError> {
+        self.board.set_idle(idle, self.sites.is_some(), c, pages)
+    }
+
+    /// Every part's status, in part order; `None` for a part without a (readable)
+    /// status file yet.
+    pub(crate) fn statuses(&self) -> Vec<Option<Status>> {
+        self.board.statuses()
+    }
+
+    /// Exchange files anywhere: waiting in a folder or claimed by their receiver.
+    pub(crate) fn in_flight(&self) -> Result<usize, AppError> {
+        self.board.in_flight()
+    }
+}
+
+/// Appends `text` (whole lines) to `path` and fsyncs it.
+fn append_synced(path: &Path, text: &str) -> Result<(), AppError> {
+    let io = |source| AppError::File {
+        path: path.to_owned(),
+        source,
+    };
+    let mut file = fs::OpenOptions::new()
+        .create(true)
+        .append(true)
+        .open(path)
+        .map_err(io)?;
+    file.write_all(text.as_bytes()).map_err(io)?;
+    file.sync_all().map_err(io)
+}
+
+/// Cuts off a last line a crash left without its newline (so the next append
+/// starts a line of its own) and returns the whole lines left; 0 when `path`
+/// does not exist.
+fn cut_partial_line(path: &Path) -> Result<u64, AppError> {
+    let io = |source| AppError::File {
+        path: path.to_owned(),
+        source,
+    };
+    let bytes = match fs::read(path) {
+        Ok(b) => b,
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(0),
+        Err(source) => return Err(io(source)),
+    };
+    let whole = bytes.iter().rposition(|&b| b == b'\n').map_or(0, |i| i + 1);
+    if whole < bytes.len() {
+        let file = fs::OpenOptions::new().write(true).open(path).map_err(io)?;
+        file.set_len(whole as u64).map_err(io)?;
+        file.sync_all().map_err(io)?;
+    }
+    Ok(bytes[..whole].iter().filter(|&&b| b == b'\n').count() as u64)
+}
+
+fn format_error(e: spool::formats::FormatError) -> AppError {
+    AppError::File {
+        path: PathBuf::from("<exchange file>"),
+        source: std::io::Error::other(e.to_string()),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn part_ids_and_modes_are_checked() {
+        let mut c = AppConfig {
+            app: "bfs-p2".into(),
+            parts: 4,
+            part: 2,
+            ..AppConfig::default()
+        };
+        assert_eq!(c.part_stem().unwrap().as_deref(), Some("bfs"));
+        c.app = "bfs".into();
+        assert!(c.part_stem().is_err(), "the id must name the part");
+        c.part = 4;
+        assert!(c.scope().is_err(), "part out of range");
+        c.parts = 1;
+        c.part = 0;
+        assert_eq!(c.part_stem().unwrap(), None);
+        assert_eq!("cross-over".parse::<PartMode>(), Ok(PartMode::Crossover));
+        assert_eq!("firewall".parse::<PartMode>(), Ok(PartMode::Firewall));
+        assert!("both".parse::<PartMode>().is_err());
+    }
+
+    fn config(dir: &Path, part: u32, mode: PartMode) -> AppConfig {
+        AppConfig {
+            app: format!("bfs-p{part}"),
+            parts: 2,
+            part,
+            part_mode: mode,
+            state_dir: dir.join(format!("state{part}")),
+            exchange_urls_per_file: 2,
+            ..AppConfig::default()
+        }
+    }
+
+    #[test]
+    fn exchange_files_reach_the_owner_cut_by_size_and_termination_sees_them() {
+        let dir = tempfile::tempdir().unwrap();
+        let spool = Spool::new(dir.path().join("spool"));
+        let id = ComponentId::new("t".to_owned()).unwrap();
+        let c0 = config(dir.path(), 0, PartMode::Exchange);
+        let app0 = c0.app_id().unwrap();
+        let mut p0 = Parts::open(&c0, &spool, &app0, &id).unwrap().unwrap();
+        let c1 = config(dir.path(), 1, PartMode::Exchange);
+        let app1 = c1.app_id().unwrap();
+        let mut p1 = Parts::open(&c1, &spool, &app1, &id).unwrap().unwrap();
+        let mut counters = PartCounters::default();
+        let urls: Vec<(u32, Foreign)> = (0..5)
+            .map(|i| (1, Foreign::new(format!("http://h{i}.example/"), 3, 0)))
+            .collect();
+        p0.hand_on(urls, Priority::NORMAL, &mut counters).unwrap();
+        assert_eq!((counters.sent_files, counters.sent_urls), (3, 5));
+        assert_eq!(p0.in_flight().unwrap(), 3);
+        // Both idle, but files in flight: not over.
+        p0.set_idle(true, &counters, 0).unwrap();
+        p1.set_idle(true, &PartCounters::default(), 0).unwrap();
+        let first = p0.statuses();
+        assert!(!quiet(&first, p0.in_flight().unwrap(), &p0.statuses()));
+        // The receiver claims them: still in flight until it deletes them.
+        let claimed = p1.inbox.claim_batch(10).unwrap();
+        assert_eq!(claimed.len(), 3);
+        assert_eq!(p0.in_flight().unwrap(), 3);
+        let mut got = Vec::new();
+        for c in claimed {
+            let bytes = c.read().unwrap();
+            let r = spool::formats::ExchangeReader::new(&bytes[..]).unwrap();
+            assert_eq!((r.header().from, r.header().to), (0, 1));
+            for req in r {
+                let req = req.unwrap();
+                assert_eq!(req.hints.depth, Some(3));
+                got.push(req.url);
+            }
+            c.done().unwrap();
+        }
+        got.sort();
+        assert_eq!(got.len(), 5);
+        assert_eq!(p0.in_flight().unwrap(), 0);
+        // Idle again, nothing in flight, unchanged: over.
+        let first = p0.statuses();
+        assert!(quiet(&first, p0.in_flight().unwrap(), &p1.statuses()));
+        // A part that works in between changes its version.
+        p1.set_idle(false, &PartCounters::default(), 0).unwrap();
+        p1.set_idle(true, &PartCounters::default(), 0).unwrap();
+        assert!(!quiet(&first, 0, &p0.statuses()));
+    }
+
+    #[test]
+    fn outbox_waits_for_size_age_or_an_idle_owner_and_survives_a_cut_line() {
+        let dir = tempfile::tempdir().unwrap();
+        let spool = Spool::new(dir.path().join("spool"));
+        let id = ComponentId::new("t".to_owned()).unwrap();
+        let mut c0 = config(dir.path(), 0, PartMode::Exchange);
+        c0.exchange_urls_per_file = 3;
+        c0.exchange_max_age_ms = 3_600_000;
+        let app0 = c0.app_id().unwrap();
+        let mut p0 = Parts::open(&c0, &spool, &app0, &id).unwrap().unwrap();
+        let c1 = config(dir.path(), 1, PartMode::Exchange);
+        let app1 = c1.app_id().unwrap();
+        let mut p1 = Parts::open(&c1, &spool, &app1, &id).unwrap().unwrap();
+        let mut counters = PartCounters::default();
+        let u = |s: &str, d, h| (1, Foreign::new(s.to_owned(), d, h));
+        // Two URLs: below the size, young, owner busy: they wait on disk.
+        p0.hand_on(
+            vec![u("http://a.x/", 2, 0), u("http://b.x/", 1, 3)],
+            Priority::NORMAL,
+            &mut counters,
+        )
+        .unwrap();
+        p1.set_idle(false, &PartCounters::default(), 0).unwrap();
+        assert!(!p0.send_due(Priority::NORMAL, &mut counters, false).unwrap());
+        assert_eq!((p0.in_flight().unwrap(), counters.sent_urls), (0, 0));
+        // A crash cut the next append; reopening cuts the partial line off and
+        // counts the two whole ones.
+        let outbox = dir.path().join("state0").join("outbox").join("1");
+        append_synced(&outbox, "http://cut.x/\t4").unwrap();
+        drop(p0);
+        let mut p0 = Parts::open(&c0, &spool, &app0, &id).unwrap().unwrap();
+        assert_eq!(p0.outbox.waiting[1].0, 2);
+        p0.hand_on(
+            vec![u("http://c.x/", 1, 0)],
+            Priority::NORMAL,
+            &mut counters,
+        )
+        .unwrap();
+        // Three: the size is reached, one file goes at once.
+        assert_eq!((counters.sent_files, counters.sent_urls), (1, 3));
+        assert!(!outbox.exists());
+        // The owner says it is idle: what waits goes at once.
+        p0.hand_on(
+            vec![u("http://d.x/", 1, 0)],
+            Priority::NORMAL,
+            &mut counters,
+        )
+        .unwrap();
+        p1.set_idle(true, &PartCounters::default(), 0).unwrap();
+        assert!(p0.send_due(Priority::NORMAL, &mut counters, false).unwrap());
+        assert_eq!((counters.sent_files, counters.sent_urls), (2, 4));
+        // Old enough: goes even to a busy owner.
+        p0.outbox.max_age = Duration::ZERO;
+        p1.set_idle(false, &PartCounters::default(), 0).unwrap();
+        p0.hand_on(
+            vec![u("http://e.x/", 1, 0)],
+            Priority::NORMAL,
+            &mut counters,
+        )
+        .unwrap();
+        p0.outbox.last_look = None;
+        assert!(p0.send_due(Priority::NORMAL, &mut counters, false).unwrap());
+        assert_eq!((counters.sent_files, counters.sent_urls), (3, 5));
+        // What reached part 1, hints included; nothing cut or doubled.
+        let mut got = Vec::new();
+        for c in p1.inbox.claim_batch(10).unwrap() {
+            let bytes = c.read().unwrap();
+            for req in spool::formats::ExchangeReader::new(&bytes[..]).unwrap() {
+                let req = req.unwrap();
+                got.push((req.url, req.hints.depth, req.hints.hops));
+            }
+            c.done().unwrap();
+        }
+        got.sort();
+        let want = |s: &str, d, h| (s.to_owned(), Some(d), h);
+        assert_eq!(
+            got,
+            vec![
+                want("http://a.x/", 2, None),
+                want("http://b.x/", 1, Some(3)),
+                want("http://c.x/", 1, None),
+                want("http://d.x/", 1, None),
+                want("http://e.x/", 1, None),
+            ]
+        );
+        // Before saying idle, everything goes.
+        p0.hand_on(
+            vec![u("http://f.x/", 1, 0)],
+            Priority::NORMAL,
+            &mut counters,
+        )
+        .unwrap();
+        p0.outbox.max_age = Duration::from_secs(3600);
+        assert!(p0.send_due(Priority::NORMAL, &mut counters, true).unwrap());
+        assert_eq!(p0.in_flight().unwrap(), 1);
+    }
+
+    #[test]
+    fn outbox_lines_round_trip_with_and_without_a_vote() {
+        let plain = Foreign::new("http://a.x/p".to_owned(), 3, 1);
+        let mut vote = plain.clone();
+        vote.via = Some("http://b.y/q".to_owned());
+        for f in [&plain, &vote] {
+            let line = f.line();
+            assert_eq!(
+                Foreign::parse(line.trim_end_matches('\n')).as_ref(),
+                Some(f)
+            );
+        }
+        assert_eq!(Foreign::parse("http://a.x/p\t3"), None, "cut by a crash");
+        assert_eq!(Foreign::parse("http://a.x/p\t3\t1\tv\tmore"), None);
+        assert_eq!(Foreign::parse("\t3\t1"), None);
+    }
+
+    #[test]
+    fn a_vote_reaches_the_owner_with_its_linking_page_in_exchange_mode_only() {
+        let dir = tempfile::tempdir().unwrap();
+        let spool = Spool::new(dir.path().join("spool"));
+        let id = ComponentId::new("t".to_owned()).unwrap();
+        let c0 = config(dir.path(), 0, PartMode::Exchange);
+        let mut p0 = Parts::open(&c0, &spool, &c0.app_id().unwrap(), &id)
+            .unwrap()
+            .unwrap();
+        let c1 = config(dir.path(), 1, PartMode::Exchange);
+        let p1 = Parts::open(&c1, &spool, &c1.app_id().unwrap(), &id)
+            .unwrap()
+            .unwrap();
+        let host = |owner: u32| {
+            (0..100)
+                .map(|i| Url::parse(&format!("http://h{i}.example/x")).unwrap())
+                .find(|u| p0.owner(u) == owner)
+                .unwrap()
+        };
+        let (theirs, ours) = (host(1), host(0));
+        let page = Url::parse("http://linker.example/a").unwrap();
+        p0.vote(&theirs, 2, 0, &page);
+        p0.vote(&ours, 2, 0, &page);
+        let mut counters = PartCounters::default();
+        p0.hand_on(Vec::new(), Priority::NORMAL, &mut counters)
+            .unwrap();
+        assert!(p0.send_due(Priority::NORMAL, &mut counters, true).unwrap());
+        let mut got = Vec::new();
+        for c in p1.inbox.claim_batch(10).unwrap() {
+            let bytes = c.read().unwrap();
+            for req in spool::formats::ExchangeReader::new(&bytes[..]).unwrap() {
+                let req = req.unwrap();
+                got.push((req.url, req.hints.depth, req.hints.via));
+            }
+            c.done().unwrap();
+        }
+        let want = (theirs.to_string(), Some(2), Some(page.to_string()));
+        assert_eq!(got, vec![want], "one vote, for the other part's host only");
+
+        let cf = config(&dir.path().join("fw"), 0, PartMode::Firewall);
+        let fw_spool = Spool::new(dir.path().join("fw-spool"));
+        let mut pf = Parts::open(&cf, &fw_spool, &cf.app_id().unwrap(), &id)
+            .unwrap()
+            .unwrap();
+        pf.vote(&theirs, 2, 0, &page);
+        assert!(pf.votes.is_empty(), "firewall mode sends nothing");
+    }
+
+    #[test]
+    fn two_level_places_by_assignment_reduces_without_the_fix_and_counts_site_depth() {
+        let dir = tempfile::tempdir().unwrap();
+        let spool = Spool::new(dir.path().join("spool"));
+        let id = ComponentId::new("t".to_owned()).unwrap();
+        let mut c = config(dir.path(), 0, PartMode::TwoLevel);
+        let mut p = Parts::open(&c, &spool, &c.app_id().unwrap(), &id)
+            .unwrap()
+            .unwrap();
+        let u = |s: &str| Url::parse(s).unwrap();
+        let (page, other) = (u("http://a.x:81/p/q"), u("https://b.y/deep/page?x=1"));
+        // Unassigned until an assignment generation names the site.
+        assert_eq!(p.place(&other), None);
+        let assign = app_core::twolevel::assignment_dir(spool.root(), "bfs");
+        fs::create_dir_all(&assign).unwrap();
+        app_core::twolevel::write_generation(&assign, 1, 2, &[("b.y".into(), 1)]).unwrap();
+        let mut counters = PartCounters::default();
+        assert!(p.poll_sites(&mut counters).unwrap());
+        assert_eq!((p.place(&other), p.place(&page)), (Some(1), None));
+        assert_eq!(counters.sites, 0, "b.y is part 1's");
+        // Site depth: 0 when the link enters another site.
+        assert_eq!(p.site_depth(&other, &page, 5), 0);
+        assert_eq!(p.site_depth(&u("http://a.x/r"), &page, 5), 5);
+        // With the fix links stay; without it they go to their site's root.
+        assert_eq!(p.reduce(&other, &page), None);
+        c.coverage_fix = false;
+        let p = Parts::open(&c, &spool, &c.app_id().unwrap(), &id)
+            .unwrap()
+            .unwrap();
+        assert_eq!(p.reduce(&other, &page), Some(u("https://b.y/")));
+        assert_eq!(p.reduce(&u("http://a.x/other"), &page), None, "same site");
+        assert_eq!(
+            p.reduce(&u("https://b.y/"), &page),
+            None,
+            "already the root"
+        );
+        // The thresholds apply to two-level agents only.
+        assert_eq!((c.depth_limit(), c.budget_rule().cap), (32, 100_000));
+        c.max_pages_per_host = 50;
+        assert_eq!(c.budget_rule().cap, 50);
+        c.part_mode = PartMode::Exchange;
+        assert_eq!((c.depth_limit(), c.budget_rule().cap), (64, 50));
+    }
+
+    #[test]
+    fn two_level_parks_reports_and_releases_once_sites_are_assigned() {
+        let dir = tempfile::tempdir().unwrap();
+        let spool = Spool::new(dir.path().join("spool"));
+        let id = ComponentId::new("t".to_owned()).unwrap();
+        let c = config(dir.path(), 0, PartMode::TwoLevel);
+        let mut p = Parts::open(&c, &spool, &c.app_id().unwrap(), &id)
+            .unwrap()
+            .unwrap();
+        let mut counters = PartCounters::default();
+        let f = |s: &str| Foreign::new(s.to_owned(), 0, 0);
+        p.park(
+            vec![
+                f("http://a.x/1"),
+                f("http://a.x/2"),
+                f("http://b.y/3"),
+                f("http://c.z/"),
+            ],
+            &mut counters,
+        )
+        .unwrap();
+        assert_eq!((p.parked(), counters.parked, counters.reported), (4, 4, 3));
+        // One report for the coordinator, with the three sites.
+        let coord = AppId::new("bfs-coord".to_owned()).unwrap();
+        let inbox = Consumer::new(spool.exchange(&coord).unwrap(), id.clone()).unwrap();
+        let reports = inbox.claim_batch(10).unwrap();
+        assert_eq!(reports.len(), 1);
+        let sites = app_core::twolevel::read_report(&reports[0].read().unwrap(), 2).unwrap();
+        assert_eq!(sites, vec!["a.x", "b.y", "c.z"]);
+        // a.x is ours, b.y part 1's; c.z stays parked, also across a reopen.
+        let assign = app_core::twolevel::assignment_dir(spool.root(), "bfs");
+        fs::create_dir_all(&assign).unwrap();
+        app_core::twolevel::write_generation(
+            &assign,
+            1,
+            2,
+            &[("a.x".into(), 0), ("b.y".into(), 1)],
+        )
+        .unwrap();
+        assert!(p.poll_sites(&mut counters).unwrap());
+        assert_eq!(counters.sites, 1);
+        let (own, other, rest) = p.parked_ready().unwrap();
+        let own_urls: Vec<&str> = own.iter().map(|(u, _)| u.as_str()).collect();
+        assert_eq!(own_urls, ["http://a.x/1", "http://a.x/2"]);
+        assert_eq!(other.len(), 1);
+        assert_eq!((other[0].0, other[0].1.url.as_str()), (1, "http://b.y/3"));
+        p.keep_parked(&rest, 3, &mut counters).unwrap();
+        assert_eq!((p.parked(), counters.released), (1, 3));
+        drop(p);
+        let p = Parts::open(&c, &spool, &c.app_id().unwrap(), &id)
+            .unwrap()
+            .unwrap();
+        assert_eq!(p.parked(), 1, "the rest survives a restart");
+    }
+
+    #[test]
+    fn crossover_keeps_on_disk_distinct_and_skips_a_cut_line() {
+        let dir = tempfile::tempdir().unwrap();
+        let spool = Spool::new(dir.path().join("spool"));
+        let id = ComponentId::new("t".to_owned()).unwrap();
+        let c = config(dir.path(), 0, PartMode::Crossover);
+        fs::create_dir_all(&c.state_dir).unwrap();
+        let app = c.app_id().unwrap();
+        let mut p = Parts::open(&c, &spool, &app, &id).unwrap().unwrap();
+        let mut counters = PartCounters::default();
+        let u = |s: &str, d| (1, Foreign::new(s.to_owned(), d, 0));
+        p.hand_on(
+            vec![u("http://a.x/", 2), u("http://b.x/", 1)],
+            Priority::NORMAL,
+            &mut counters,
+        )
+        .unwrap();
+        p.hand_on(vec![u("http://a.x/", 1)], Priority::NORMAL, &mut counters)
+            .unwrap();
+        let mut f = fs::OpenOptions::new()
+            .append(true)
+            .open(&p.crossover)
+            .unwrap();
+        f.write_all(b"http://cut.x/\t").unwrap();
+        assert_eq!(counters.kept, 3);
+        assert_eq!(
+            p.kept().unwrap(),
+            vec![("http://a.x/".to_owned(), 1), ("http://b.x/".to_owned(), 1)]
+        );
+        p.forget_kept().unwrap();
+        assert!(p.kept().unwrap().is_empty());
+        // Firewall drops and counts.
+        p.mode = PartMode::Firewall;
+        p.hand_on(vec![u("http://c.x/", 1)], Priority::NORMAL, &mut counters)
+            .unwrap();
+        assert_eq!(counters.dropped, 1);
+        assert!(p.kept().unwrap().is_empty());
+    }
+}
