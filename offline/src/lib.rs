@@ -1,5 +1,6 @@
 //! Site assignment from a previous crawl, `polycrawl assign` (issue 10; DESIGN.md
-//! section 10; the paper in `papers/hypergraph-site-assignment.txt`).
+//! section 10; after Turk, Cambazoglu and Aykanat's hypergraph-partitioned site
+//! assignment for parallel crawlers).
 //!
 //! A crawl split into K parts in exchange mode sends every link whose host another
 //! part owns to that part. With the hash ([`app_core::parts::hash_part`]) most

@@ -45,9 +45,12 @@
 //!
 //! **Decision: compression runs once, in the downloader, as it writes each batch
 //! (`spool::warc::WarcWriter`, gzip level 1, one member per record); storage only
-//! renames. The workspace's `flate2` uses the `zlib-rs` back end** (feature
-//! `zlib-rs` on the one `flate2` dependency in the root `Cargo.toml`, with
-//! `runtime_detection` for its SIMD paths; miniz_oxide is no longer compiled in).
+//! renames.** Since issue 39 the response blocks are deflated by ISA-L's igzip
+//! (`spool::warc`'s block deflater: gzip level 1 is igzip level 0) and whole
+//! members are inflated by libdeflate; the workspace's `flate2` (back end
+//! `zlib-rs`) deflates the small records and streams. BENCHMARKS.md, "An archive at
+//! the peer's speed", has the figures that chose them; the table below is the
+//! earlier choice between flate2's back ends, kept for its measurements.
 //!
 //! Why there: a batch must be `.warc.gz` in the spool anyway (DESIGN.md section 3),
 //! and its gzip members can be appended to a WARC file as they are, so compressing

@@ -23,7 +23,7 @@
 //!   mounts, one per simulated machine, removed on drop; [`netns`]: the namespace
 //!   harness it makes them with (the multi-machine tests use it too).
 //! - [`progress`]: live progress (indicatif) from the manager's status.
-//! - [`repo_scan`]: what the repository holds, read back from its WARC files.
+//! - [`repo_scan`]: what the repository holds, read back from its CDXJ index.
 //! - [`strategy`]: which application the parts are (breadth-first or
 //!   seed-by-seed) and the seed-by-seed settings.
 //! - [`sizing`]: parts, downloaders and reader threads for the cores at hand.
