@@ -53,7 +53,7 @@ done
 
 target="${CARGO_TARGET_DIR:-$root/target}"
 if [ "$build" = 1 ]; then
-    (cd "$root" && cargo build --release -p ops >&2)
+    (cd "$root" && cargo build --release -p polycrawl >&2)
 fi
 bin="${POLYCRAWL_BIN:-$target/release/polycrawl}"
 [ -x "$bin" ] || die "no polycrawl binary at $bin"

@@ -18,7 +18,7 @@
 # files and an nginx configuration (`polycrawl websim --export-static`, websim/src/export.rs),
 # served by Debian's nginx-light from disk on websim's loopback addresses, names answered
 # by dnsmasq for polycrawl and by a private /etc/hosts for wget2; nginx's access log,
-# written in websim's log columns, is what `polycrawl bench check` judges. A fresh nginx
+# written in websim's log columns, is what `polycrawl-bench check` judges. A fresh nginx
 # (so a fresh access log) serves each run. --nginx-workers N (default: the cores).
 # --parts K: polycrawl's application parts (default: what `polycrawl crawl` chooses);
 # --downloaders auto: let `polycrawl crawl` choose. --app-settings 'KEY: VALUE, ...': extra
@@ -54,9 +54,9 @@
 # usual virtual-hosting groups, the default of the other configurations).
 #
 # How each run goes: a fresh `polycrawl websim` (so its request log holds that one run
-# and nothing else), then the crawler under `polycrawl bench measure` (wall time, CPU of
+# and nothing else), then the crawler under `polycrawl-bench measure` (wall time, CPU of
 # its whole process tree, peak memory; websim is not under it, so its CPU is never
-# counted), then websim is stopped (its log flushed) and `polycrawl bench check` judges
+# counted), then websim is stopped (its log flushed) and `polycrawl-bench check` judges
 # the run from websim's manifest and log. Crawlers alternate run by run (wget2,
 # polycrawl, wget2, ...) so a change in the machine's load hits both alike.
 #
@@ -159,14 +159,17 @@ fi
 command -v unshare >/dev/null || die "unshare (util-linux) not found"
 source "$here/env.sh"
 if [ "$build" -eq 1 ]; then
-    log "building polycrawl (release)"
-    cargo build --quiet --release --locked --manifest-path "$here/../Cargo.toml" -p ops --bin polycrawl
+    log "building polycrawl and polycrawl-bench (release)"
+    cargo build --quiet --release --locked --manifest-path "$here/../Cargo.toml" -p polycrawl --bin polycrawl \
+        -p bench --bin polycrawl-bench
 fi
 mkdir -p "$work"
 work="$(cd "$work" && pwd)"
 # A copy, so that a rebuild during the benchmark cannot swap the binary under it.
 bin="$work/polycrawl"
 cp "$CARGO_TARGET_DIR/release/polycrawl" "$bin"
+benchbin="$work/polycrawl-bench"
+cp "$CARGO_TARGET_DIR/release/polycrawl-bench" "$benchbin"
 commit="$(git -C "$here/.." rev-parse --short=12 HEAD)"
 git -C "$here/.." diff --quiet HEAD -- . ':!BENCHMARKS.md' || commit="$commit+changes"
 
@@ -356,7 +359,7 @@ start_nginx() { # DIR
 }
 
 # Stops nginx (SIGQUIT: graceful, the log buffer written) and converts its access log
-# into websim's request log columns (websim/src/log.rs) for `polycrawl bench check`.
+# into websim's request log columns (websim/src/log.rs) for `polycrawl-bench check`.
 stop_nginx() { # DIR
     local dir="$1"
     stop_pid "$nginx_pid" QUIT
@@ -447,7 +450,7 @@ run_one() { # CRAWLER RUN
     wait_time_wait
     load="$(load1)"
     log "$c_name: $crawler run $run (load $load)"
-    "$bin" bench measure --out "$dir/measure.txt" --timeout-s "$timeout_s" -- "${cmd[@]}" \
+    "$benchbin" measure --out "$dir/measure.txt" --timeout-s "$timeout_s" -- "${cmd[@]}" \
         >"$dir/crawler.stdout" 2>"$dir/crawler.stderr" &
     measure_pid=$!
     wait "$measure_pid" || rc=$?
@@ -457,7 +460,7 @@ run_one() { # CRAWLER RUN
     local agent=polycrawl pace=()
     [ "$crawler" = wget2 ] && agent=wget2
     [ "$c_interval" -gt 0 ] && pace=(--interval-ms "$c_interval" --ip-interval-ms "$c_interval")
-    "$bin" bench check --websim "$ws_dir" --agent "$agent" "${pace[@]}" \
+    "$benchbin" check --websim "$ws_dir" --agent "$agent" "${pace[@]}" \
         >"$dir/check.txt" 2>"$dir/check.stderr"
     local m="$dir/measure.txt" k="$dir/check.txt"
     local wall cpu pages mgr="-" inner="-"

@@ -52,7 +52,7 @@ esac
 
 target="${CARGO_TARGET_DIR:-$here/target}"
 if [ "$build" = 1 ]; then
-    (cd "$here" && cargo build --release --locked -p ops --bin polycrawl >&2)
+    (cd "$here" && cargo build --release --locked -p polycrawl --bin polycrawl >&2)
 fi
 bin="$target/release/polycrawl"
 [ -x "$bin" ] || { echo "bench-seeds: no $bin (build it, or set CARGO_TARGET_DIR)" >&2; exit 1; }

@@ -43,7 +43,7 @@ while [ $# -gt 0 ]; do
 done
 target="${CARGO_TARGET_DIR:-$here/target}"
 if [ "$build" = 1 ]; then
-    (cd "$here" && cargo build --release --locked -p ops --bin polycrawl >&2)
+    (cd "$here" && cargo build --release --locked -p polycrawl --bin polycrawl >&2)
 fi
 bin="$target/release/polycrawl"
 [ -x "$bin" ] || { echo "bench-two-level: no $bin (build it, or set CARGO_TARGET_DIR)" >&2; exit 1; }

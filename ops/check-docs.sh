@@ -11,7 +11,7 @@ cd "$here/.."
 RUSTDOCFLAGS="${RUSTDOCFLAGS:-} -D warnings" \
     cargo doc --release --locked --workspace --no-deps --document-private-items --quiet
 
-crates='spool|manager|downloader|resolver|pages|seen|app-core|app-bfs|app-seeds|coordinator|offline|storage|ops|tests|websim|fuzzing'
+crates='spool|manager|downloader|resolver|pages|seen|app-core|app-bfs|app-seeds|coordinator|offline|storage|nfsim|ops|tests|websim|fuzzing'
 missing=0
 while IFS=: read -r file line path; do
     if [ ! -e "$path" ]; then

@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Checks that the two README commands resolve the same features for every
-# dependency: `cargo build -p ops` (ops/polycrawl, the demo) and the workspace's
+# dependency: `cargo build -p polycrawl` (ops/polycrawl, the demo) and the workspace's
 # test build (ops/test.sh). If they differ, a fresh machine compiles RocksDB twice.
 # Uses cargo's unit graph (an unstable flag, hence RUSTC_BOOTSTRAP for this call
 # only). Prints the differing units and exits 1, or exits 0 silently.
@@ -10,7 +10,7 @@ cd "$here/.."
 tmp="$(mktemp -d)"
 trap 'rm -rf "$tmp"' EXIT
 graph() { RUSTC_BOOTSTRAP=1 cargo build --release --locked --unit-graph -Z unstable-options "$@"; }
-graph -p ops --bin polycrawl >"$tmp/ops.json"
+graph -p polycrawl --bin polycrawl >"$tmp/ops.json"
 graph --workspace --all-targets >"$tmp/workspace.json"
 python3 - "$tmp/ops.json" "$tmp/workspace.json" <<'PY'
 import json, sys
@@ -25,6 +25,6 @@ bad = [(k, demo[k], tests[k]) for k in sorted(set(demo) & set(tests)) if demo[k]
 for key, a, b in bad:
     print(f"check-unified-build: {key[0]} ({key[1]}, {key[2]}): demo {sorted(a)} vs tests {sorted(b)}")
 if bad:
-    print("check-unified-build: add the missing features to ops/Cargo.toml (see its comment)")
+    print("check-unified-build: add the missing features to polycrawl/Cargo.toml (see its comment)")
     sys.exit(1)
 PY

@@ -85,7 +85,7 @@ done <<<"$sites"
 if [ -z "$bin" ]; then
     source "$here/env.sh"
     log "building polycrawl (release)"
-    cargo build --quiet --release --locked --manifest-path "$here/../Cargo.toml" -p ops --bin polycrawl
+    cargo build --quiet --release --locked --manifest-path "$here/../Cargo.toml" -p polycrawl --bin polycrawl
     bin="$CARGO_TARGET_DIR/release/polycrawl"
 fi
 

@@ -19,7 +19,7 @@ if [ -n "${CI:-}" ]; then
     trap 'find "$CARGO_TARGET_DIR/release/deps" -maxdepth 1 -type f -perm -u+x ! -name "*.*" -newer "$stamp" -delete 2>/dev/null; rm -f "$stamp"' EXIT
 fi
 cargo fmt --all --check
-# The demo's build and this one must share RocksDB's build (see ops/Cargo.toml).
+# The demo's build and this one must share RocksDB's build (see polycrawl/Cargo.toml).
 "$here/check-unified-build.sh"
 # The doc gate: rustdoc warnings denied, no stale file paths in comments.
 "$here/check-docs.sh"

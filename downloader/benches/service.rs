@@ -22,7 +22,7 @@
 //!   [CONCURRENCY...]` (`--websim-out`: keep websim's files, the request log among
 //!   them, in DIR)
 //!   (defaults: concurrency 64 and 256). It needs the `polycrawl` binary next to
-//!   the bench's directory (`cargo build --release -p ops --bin polycrawl`, same
+//!   the bench's directory (`cargo build --release -p polycrawl --bin polycrawl`, same
 //!   target dir) or `POLYCRAWL_BIN`. About 10-30 s per run.
 //!
 //! Each mode first runs 2,000 jobs at concurrency 64 as a warm-up; then `--runs`

@@ -1,7 +1,7 @@
 //! The fetch engine's runtime configuration, with documented defaults.
 //!
 //! This is the validated runtime struct; the serde layer (RON file plus flags) lives
-//! in `ops` and fills it in. [`FetcherConfig::validate`] runs inside
+//! in `polycrawl` and fills it in. [`FetcherConfig::validate`] runs inside
 //! [`Fetcher::new`](crate::Fetcher::new), so an invalid config never reaches a fetch.
 
 use std::path::PathBuf;

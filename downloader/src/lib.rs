@@ -45,7 +45,7 @@
 //! files), `metrics.rs`, `error.rs`.
 //!
 //! Depends only on `spool` (outcomes, the control protocol, the WARC codec, spool
-//! publishing), never on another service crate or on `ops`.
+//! publishing), never on another service crate or on `polycrawl`.
 
 pub mod address;
 pub mod config;

@@ -2,8 +2,8 @@
 //! timeouts and TTL bounds, with documented defaults, and the checks
 //! ([`Config::validate`]) for values that parse but make no sense.
 //!
-//! The documented copy of the defaults lives in `ops/src/config/default.ron`; a test
-//! in `ops` checks the two agree. This module must never touch the network or the
+//! The documented copy of the defaults lives in `polycrawl/src/config/default.ron`; a test
+//! in `polycrawl` checks the two agree. This module must never touch the network or the
 //! file system: it only describes and checks settings. Validation is O(number of
 //! name servers).
 

@@ -36,7 +36,7 @@
 //!   (clamped to 1..=[`MAX_CONCURRENCY`]) without cancelling any.
 //! - `Drain { grace_ms }`: no new batches; running ones get `grace_ms` to be
 //!   answered; then `Bye { Drained }` and [`run`] returns `Ok(())`. Cancelling the
-//!   token (SIGTERM in `ops`) does the same with [`SHUTDOWN_GRACE`] and
+//!   token (SIGTERM in `polycrawl`) does the same with [`SHUTDOWN_GRACE`] and
 //!   `Bye { ShuttingDown }`.
 //! - A refused handshake (wrong token, other version) or `Bye { Replaced }` (another
 //!   resolver took this id) ends [`run`] with an error: retrying cannot help.
@@ -65,7 +65,7 @@
 //! - block the runtime (all DNS I/O is hickory's async I/O);
 //! - let work pile up unbounded: queries are bounded by a semaphore, accepted names
 //!   by `max_pending_names`, each name by a deadline;
-//! - depend on another service crate or on `ops`: it depends on `spool` only.
+//! - depend on another service crate or on `polycrawl`: it depends on `spool` only.
 //!
 //! Cost: each name is one query per record type asked (A, plus AAAA with `ipv6`),
 //! retried at most `attempts` times; memory is O(names pending + cache_size).

@@ -19,7 +19,7 @@
 //!   entity body with a size cap), as kept in a WARC response record.
 //!
 //! This crate must never depend on a service crate (manager, downloader, resolver,
-//! application, storage) or on `ops`.
+//! application, storage) or on `polycrawl`.
 
 pub mod claim;
 pub mod discover;

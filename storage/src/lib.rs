@@ -99,7 +99,7 @@
 //! `uuid` (name-based record ids), `zip` (the WACZ container: entries stored, ZIP64
 //! when needed; a well-kept crate rather than our own ZIP writer) and `sha2` (its
 //! SHA-256 digests), `thiserror`, `tracing`. Storage must never depend
-//! on a service crate (manager, downloader, resolver, application) or on `ops`.
+//! on a service crate (manager, downloader, resolver, application) or on `polycrawl`.
 
 mod batch;
 pub mod catalog;

@@ -1,11 +1,11 @@
 //! Where the `polycrawl` binary is, and making sure it is built and current.
 //!
-//! `CARGO_BIN_EXE_polycrawl` exists only inside the `ops` package, which the tests
+//! `CARGO_BIN_EXE_polycrawl` exists only inside the `polycrawl` package, which the tests
 //! do not depend on (a dependency would build only its library anyway). So
-//! [`polycrawl`] looks next to the test's own executable (a test binary lives in
+//! [`polycrawl()`] looks next to the test's own executable (a test binary lives in
 //! `<target>/<profile>/deps/`, cargo puts `polycrawl` in `<target>/<profile>/`)
 //! and, once per test process,
-//! runs `$CARGO build -p ops --bin polycrawl` for that same target directory and
+//! runs `$CARGO build -p polycrawl --bin polycrawl` for that same target directory and
 //! profile first, so a test never runs a stale binary. `cargo test` has released
 //! its build lock when tests run, so this does not deadlock; when nothing changed it
 //! costs well under a second.
@@ -69,7 +69,7 @@ fn locate_and_build() -> PathBuf {
     }
     assert!(
         bin.exists(),
-        "{} does not exist: build it with `cargo build --release -p ops` (same target \
+        "{} does not exist: build it with `cargo build --release -p polycrawl` (same target \
          directory and profile as the tests), or set POLYCRAWL_BIN",
         bin.display()
     );

@@ -1,6 +1,6 @@
 //! [`Grade`]: a finished `polycrawl demo` judged on its files alone, independently
 //! of the demo's own verdict. The demo's `coverage:`, `duplicate fetches:` and
-//! `metrics:` lines are the orchestrator's judge (`ops::orchestrate::websim_check`,
+//! `metrics:` lines are the orchestrator's judge (`polycrawl::orchestrate::websim_check`,
 //! which reads the repositories' CDXJ index); a test that claims coverage or
 //! duplicates checks them here too:
 //!

@@ -3,7 +3,7 @@
 //! on failure), a websim handle, and a small HTTP/1.1 client.
 //!
 //! - [`bin`]: the `polycrawl` binary ([`bin::polycrawl`]), built or rebuilt by
-//!   `cargo build -p ops` on first use so tests never run a stale one.
+//!   `cargo build -p polycrawl` on first use so tests never run a stale one.
 //! - [`process`]: test-support's [`process::ProcessGuard`], a child process with
 //!   its stdout read line by line and its stderr kept in a file; killed (SIGKILL)
 //!   and reaped on drop (re-exported: the one copy lives in `tests/support`,
@@ -25,12 +25,12 @@
 //!   with websim's log, each violation named with the side that saw it.
 //! - [`netns`]: [`netns::Net`], network namespaces on a bridge (one per "machine"),
 //!   reaching the root namespace's 127.x (websim) and each other; removed on drop.
-//!   Re-exported from the binary package (`ops::orchestrate::netns`), whose
+//!   Re-exported from the binary package (`polycrawl::orchestrate::netns`), whose
 //!   `polycrawl demo --machines` makes its machines with the same harness (the
 //!   tests' names start `pct`, the demo's `pcd`).
 //! - [`nfsim`]: [`nfsim::Mount`], one machine's NFS-like view of a shared
 //!   directory (`polycrawl nfsim`), unmounted on drop; the mount helpers it shares
-//!   with the demo are `ops::nfsim::mount`.
+//!   with the demo are `nfsim::mount`.
 //! - [`spoolout`]: [`spoolout::Returned`], the pages and outcomes the system handed
 //!   back in the spool.
 //! - [`repository`]: [`repository::RepoScan`], the responses an application stored
@@ -57,7 +57,7 @@ pub mod bin;
 pub mod browser;
 pub mod grade;
 pub mod http;
-pub use ops::orchestrate::netns;
+pub use polycrawl::orchestrate::netns;
 pub mod nfsim;
 pub mod politeness;
 pub use test_support::proc;

@@ -1,11 +1,11 @@
 //! One NFS client's view of a shared directory for multi-machine tests: a running
 //! `polycrawl nfsim` (a FUSE pass-through with a visibility delay for other
 //! clients' new entries and attributes, and injectable EIO/ESTALE; see
-//! `ops/src/nfsim/mod.rs`), owned by a [`Mount`] guard that unmounts on drop
+//! `nfsim/src/lib.rs`), owned by a [`Mount`] guard that unmounts on drop
 //! (SIGTERM, then `fusermount3 -u -z` if the mount is still there, then SIGKILL),
 //! also when the test panicked. [`unusable`] says why FUSE cannot be used here,
 //! if it cannot; [`mounted`], [`unmount_lazily`] and [`unusable`] are the binary
-//! package's (`ops::nfsim::mount`), which `polycrawl demo --machines` uses for its
+//! package's (`nfsim::mount`), which `polycrawl demo --machines` uses for its
 //! own mounts. The multi-machine tests and the nfsim tests mount through [`Mount`].
 //!
 //! This module must never unmount anything it did not mount.
@@ -17,7 +17,7 @@ use std::time::{Duration, Instant};
 use nix::sys::signal::{Signal, kill};
 use nix::unistd::Pid;
 
-pub use ops::nfsim::mount::{mounted, unmount_lazily, unusable};
+pub use nfsim::mount::{mounted, unmount_lazily, unusable};
 
 use crate::process::ProcessGuard;
 

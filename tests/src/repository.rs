@@ -7,7 +7,7 @@
 //! repository whose application has stopped (or restarted, which cuts a torn tail)
 //! reads whole.
 //!
-//! Why this is not `polycrawl`'s own scan (`ops::orchestrate::repo_scan`, the one
+//! Why this is not `polycrawl`'s own scan (`polycrawl::orchestrate::repo_scan`, the one
 //! behind a run's summary): that one reads the repository's CDXJ index, written by
 //! the same ingest step the tests check; this one reads the WARC records
 //! themselves, so a test judges what a user's WARC tools would see, not what the

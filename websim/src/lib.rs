@@ -95,7 +95,7 @@
 //! addresses); store per-page data for the whole generated web (the disk web
 //! keeps one index entry per stored URL, bodies on disk); share code with the
 //! crawler's robots parser or link extractor (the manifest is an independent
-//! oracle); depend on `ops` or on a service crate (it sits below them: of
+//! oracle); depend on `polycrawl` or on a service crate (it sits below them: of
 //! polycrawl's crates it uses `spool` only, for the outcome reasons and the WARC
 //! reader).
 

@@ -4,7 +4,7 @@
 //! and turns `manifest.tsv` + `hosts.tsv` into fetch targets with their socket
 //! addresses, so no DNS is needed. The formats are documented in
 //! `websim/src/outfiles.rs` and `cli.rs`; this is a reader of its own because
-//! the downloader must not depend on `ops` or `tests`.
+//! the downloader must not depend on `polycrawl` or `tests`.
 
 use std::collections::HashMap;
 use std::io::{BufRead, BufReader};
@@ -84,7 +84,7 @@ pub fn polycrawl_bin() -> Result<PathBuf, String> {
         Ok(bin)
     } else {
         Err(format!(
-            "{} does not exist: run `cargo build --release -p ops --bin polycrawl` first \
+            "{} does not exist: run `cargo build --release -p polycrawl --bin polycrawl` first \
              (same CARGO_TARGET_DIR), or set POLYCRAWL_BIN",
             bin.display()
         ))

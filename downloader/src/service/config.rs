@@ -3,8 +3,8 @@
 //! values that parse but make no sense ([`DownloaderConfig::validate`]), and the
 //! conversion into the engine's runtime [`FetcherConfig`].
 //!
-//! The documented copy of the defaults lives in `ops/src/config/default.ron`; a test
-//! in `ops` checks the two agree. This module must never touch the network or the
+//! The documented copy of the defaults lives in `polycrawl/src/config/default.ron`; a test
+//! in `polycrawl` checks the two agree. This module must never touch the network or the
 //! file system (the CA file is read when the fetcher is built). O(1).
 
 use std::path::PathBuf;

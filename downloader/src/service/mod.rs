@@ -42,7 +42,7 @@
 //!   for a slot are returned at once; running ones get `grace_ms` to finish and
 //!   are then stopped and returned; open batches are published and committed;
 //!   then `Bye { Drained }` and [`run`] returns `Ok(())`. Cancelling the shutdown
-//!   token (SIGINT/SIGTERM in `ops`) does the same with `control.shutdown_grace` ([`SHUTDOWN_GRACE`] by default) and
+//!   token (SIGINT/SIGTERM in `polycrawl`) does the same with `control.shutdown_grace` ([`SHUTDOWN_GRACE`] by default) and
 //!   `Bye { ShuttingDown }`.
 //! - **Connection lost**: the manager treats every job it has no report for, and
 //!   every page it has no `Committed` for, as not done and dispatches it again. So

@@ -93,7 +93,7 @@ async fn batches_are_published_by_size() {
 }
 
 /// The `polycrawl` binary next to this test's executable (`cargo build --release
-/// -p ops` builds it), or `POLYCRAWL_BIN`.
+/// -p polycrawl` builds it), or `POLYCRAWL_BIN`.
 fn polycrawl() -> PathBuf {
     if let Some(p) = std::env::var_os("POLYCRAWL_BIN") {
         return PathBuf::from(p);
@@ -106,7 +106,7 @@ fn polycrawl() -> PathBuf {
         .join("polycrawl");
     assert!(
         bin.exists(),
-        "{} does not exist: build it first with `cargo build --release -p ops` \
+        "{} does not exist: build it first with `cargo build --release -p polycrawl` \
          (same CARGO_TARGET_DIR), or set POLYCRAWL_BIN",
         bin.display()
     );

@@ -99,7 +99,7 @@ pub struct StageTimes {
 
 impl StageTimes {
     /// `manager stages measured_ms=N held_ms=N starved_ms=N`, the line the manager
-    /// prints when it stops (`ops` reads it).
+    /// prints when it stops (`polycrawl` reads it).
     pub fn line(&self) -> String {
         format!(
             "manager stages measured_ms={} held_ms={} starved_ms={}",

@@ -54,7 +54,9 @@ const SHIPPING: &[&str] = &[
     "offline",
     "storage",
     "websim",
-    "ops",
+    "nfsim",
+    "polycrawl",
+    "bench",
 ];
 
 /// The workspace crates each shipping crate may name under `[dependencies]`
@@ -67,6 +69,7 @@ const MAY_USE: &[(&str, &[&str])] = &[
     ("downloader", &["spool"]),
     ("resolver", &["spool"]),
     ("websim", &["spool"]),
+    ("nfsim", &[]),
     ("pages", &["spool", "storage"]),
     ("seen", &["spool"]),
     ("app-core", &["spool", "storage", "pages", "seen"]),
@@ -75,7 +78,7 @@ const MAY_USE: &[(&str, &[&str])] = &[
     ("coordinator", &["spool", "seen", "app-core"]),
     ("offline", &["spool", "storage", "pages", "app-core"]),
     (
-        "ops",
+        "polycrawl",
         &[
             "spool",
             "storage",
@@ -89,8 +92,10 @@ const MAY_USE: &[(&str, &[&str])] = &[
             "app-seeds",
             "coordinator",
             "offline",
+            "nfsim",
         ],
     ),
+    ("bench", &["spool", "storage", "websim", "pages", "polycrawl"]),
 ];
 
 fn main() -> ExitCode {

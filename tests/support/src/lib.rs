@@ -22,7 +22,7 @@
 //! of `spool`) must not use it, and they do not.
 //!
 //! The namespace harness and the mount helpers that `polycrawl demo --machines`
-//! needs are the binary package's (`ops::orchestrate::netns`, `ops::nfsim::mount`);
+//! needs are the binary package's (`polycrawl::orchestrate::netns`, `nfsim::mount`);
 //! the multi-machine tests reach them through the `tests` package.
 //!
 //! This crate must never be a normal dependency of any shipping crate, the

@@ -6,7 +6,7 @@
 //! `deny_unknown_fields` and a default for every field; [`ManagerConfig::validate`]
 //! names the field at fault as `manager.<field>` (`manager.frontier.<field>` for the
 //! core's). Times are milliseconds. This module must never read files or the
-//! environment: `ops` does, and overrides fields from flags.
+//! environment: `polycrawl` does, and overrides fields from flags.
 
 pub(crate) mod schedule;
 pub mod speed;

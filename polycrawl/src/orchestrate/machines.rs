@@ -46,8 +46,8 @@ use std::process::Command;
 use std::time::{Duration, Instant};
 
 use super::netns::{self, Net};
-use crate::nfsim::mount::{self as nfsim, mounted};
 use anyhow::Context;
+use nfsim::mount::{self as nfsim_mount, mounted};
 
 use super::child::Child;
 
@@ -119,7 +119,7 @@ fn check_prerequisites() -> anyhow::Result<()> {
         nix::unistd::geteuid().is_root(),
         "--machines needs root (network namespaces and FUSE mounts)"
     );
-    if let Some(why) = nfsim::unusable() {
+    if let Some(why) = nfsim_mount::unusable() {
         anyhow::bail!("--machines needs FUSE for its NFS stand-in: {why}");
     }
     Ok(())
@@ -252,7 +252,7 @@ pub fn unmount_dead(mnt: &Path) -> Vec<PathBuf> {
         if !point.starts_with(&mnt) || !dead {
             continue;
         }
-        if nfsim::unmount_lazily(&point) {
+        if nfsim_mount::unmount_lazily(&point) {
             unmounted.push(point);
         } else {
             eprintln!("demo: cannot unmount the dead mount {}", point.display());
@@ -267,7 +267,7 @@ impl Drop for Machines {
             nfsim.terminate();
             let _ = nfsim.wait_or_kill(Instant::now() + UNMOUNT_GRACE);
             if mounted(&m.mount) {
-                nfsim::unmount_lazily(&m.mount);
+                nfsim_mount::unmount_lazily(&m.mount);
             }
         }
         self.nfsims.clear();

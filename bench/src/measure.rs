@@ -1,4 +1,4 @@
-//! `polycrawl bench measure [FLAGS] -- CMD ARGS...`: runs a command and reports
+//! `polycrawl-bench measure [FLAGS] -- CMD ARGS...`: runs a command and reports
 //! what it cost, counting every process it starts.
 //!
 //! - **Wall time**: from the spawn to the command's exit (it is reaped at once by a
@@ -41,7 +41,7 @@ use nix::sys::signal::{Signal, kill};
 use nix::sys::wait::{WaitStatus, waitpid};
 use nix::unistd::Pid;
 
-/// Flags of `polycrawl bench measure`.
+/// Flags of `polycrawl-bench measure`.
 #[derive(Debug, Clone, clap::Args)]
 pub struct MeasureArgs {
     /// Also write the result line to FILE.
@@ -112,7 +112,7 @@ impl Measured {
     }
 }
 
-/// Runs `polycrawl bench measure`; returns the command's exit code (1 if it
+/// Runs `polycrawl-bench measure`; returns the command's exit code (1 if it
 /// does not fit in a byte).
 pub fn run(args: &MeasureArgs) -> anyhow::Result<u8> {
     let m = measure(args)?;
@@ -298,7 +298,7 @@ fn sample_until_done(
 /// Every process below `root` (not `root` itself), from `/proc/<pid>/stat`.
 fn descendants(root: i32) -> Vec<i32> {
     let mut children: HashMap<i32, Vec<i32>> = HashMap::new();
-    for (pid, parent) in crate::procs::parents() {
+    for (pid, parent) in polycrawl::procs::parents() {
         children.entry(parent).or_default().push(pid);
     }
     let mut out = Vec::new();
@@ -314,7 +314,7 @@ fn descendants(root: i32) -> Vec<i32> {
 
 /// `VmRSS` of a process in KiB (`None` for a zombie or a process gone).
 fn rss_kib(pid: i32) -> Option<u64> {
-    crate::procs::rss_kib(u32::try_from(pid).ok()?)
+    polycrawl::procs::rss_kib(u32::try_from(pid).ok()?)
 }
 
 #[cfg(test)]

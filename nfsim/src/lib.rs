@@ -1,4 +1,4 @@
-//! `polycrawl nfsim`: an NFS stand-in for tests on one machine. Each mount is one NFS
+//! The NFS stand-in, `polycrawl nfsim`: for tests on one machine. Each mount is one NFS
 //! client machine over a shared backing directory (the "export").
 //!
 //! What it models of NFS (v3/v4 clients with attribute caching):
@@ -30,11 +30,50 @@ pub mod view;
 use std::path::PathBuf;
 use std::time::Duration;
 
-use anyhow::Context;
 use fuser::{Config, MountOption, SessionACL};
 
 use self::fs::NfsFs;
 use self::view::Faults;
+
+/// Why a mount could not be made, served or ended.
+#[derive(Debug, thiserror::Error)]
+pub enum NfsimError {
+    /// Flags that make no sense.
+    #[error("{0}")]
+    Flags(&'static str),
+    /// The backing directory cannot be used.
+    #[error("backing directory {}: {source}", path.display())]
+    Backing {
+        /// The directory.
+        path: PathBuf,
+        /// Why.
+        source: std::io::Error,
+    },
+    /// FUSE refused the mount.
+    #[error("mounting {} (needs /dev/fuse and fusermount3: apt-get install fuse3): {source}", path.display())]
+    Mount {
+        /// The mount point.
+        path: PathBuf,
+        /// Why.
+        source: std::io::Error,
+    },
+    /// Waiting for signals, unmounting or serving failed.
+    #[error("{what}: {source}")]
+    Serve {
+        /// What was being done.
+        what: &'static str,
+        /// Why.
+        source: std::io::Error,
+    },
+    /// The lazy unmount at the end did not succeed.
+    #[error("fusermount3 -u -z {} failed ({status})", path.display())]
+    Unmount {
+        /// The mount point.
+        path: PathBuf,
+        /// Its exit status.
+        status: std::process::ExitStatus,
+    },
+}
 
 /// `polycrawl nfsim`'s flags.
 #[derive(Debug, clap::Args)]
@@ -63,9 +102,11 @@ pub struct NfsimArgs {
 }
 
 /// Mounts, serves until SIGTERM or SIGINT (or an outside `umount`), then unmounts.
-pub fn run(args: NfsimArgs) -> anyhow::Result<()> {
+pub fn run(args: NfsimArgs) -> Result<(), NfsimError> {
     if args.eio_per_million + args.estale_per_million > 1_000_000 {
-        anyhow::bail!("--eio-per-million plus --estale-per-million must be at most 1000000");
+        return Err(NfsimError::Flags(
+            "--eio-per-million plus --estale-per-million must be at most 1000000",
+        ));
     }
     let faults = Faults::new(args.eio_per_million, args.estale_per_million, args.seed);
     let fs = NfsFs::new(
@@ -73,7 +114,10 @@ pub fn run(args: NfsimArgs) -> anyhow::Result<()> {
         Duration::from_millis(args.visibility_delay_ms),
         faults,
     )
-    .with_context(|| format!("backing directory {}", args.backing.display()))?;
+    .map_err(|source| NfsimError::Backing {
+        path: args.backing.clone(),
+        source,
+    })?;
     let mut config = Config::default();
     config.mount_options = vec![
         MountOption::FSName("nfsim".to_owned()),
@@ -84,12 +128,11 @@ pub fn run(args: NfsimArgs) -> anyhow::Result<()> {
     ];
     config.acl = SessionACL::All;
     config.n_threads = Some(args.threads.max(1));
-    let session = fuser::spawn_mount(fs, &args.mount, &config).with_context(|| {
-        format!(
-            "mounting {} (needs /dev/fuse and fusermount3: apt-get install fuse3)",
-            args.mount.display()
-        )
-    })?;
+    let session =
+        fuser::spawn_mount(fs, &args.mount, &config).map_err(|source| NfsimError::Mount {
+            path: args.mount.clone(),
+            source,
+        })?;
     tracing::info!(
         backing = %args.backing.display(),
         mount = %args.mount.display(),
@@ -99,18 +142,27 @@ pub fn run(args: NfsimArgs) -> anyhow::Result<()> {
     let runtime = tokio::runtime::Builder::new_current_thread()
         .enable_all()
         .build()
-        .context("starting the signal runtime")?;
-    let served_until_unmount = runtime.block_on(async {
-        let mut term = tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate())?;
-        let mut tick = tokio::time::interval(Duration::from_millis(200));
-        loop {
-            tokio::select! {
-                _ = term.recv() => return Ok::<bool, std::io::Error>(false),
-                _ = tokio::signal::ctrl_c() => return Ok(false),
-                _ = tick.tick() => if session.guard.is_finished() { return Ok(true) },
+        .map_err(|source| NfsimError::Serve {
+            what: "starting the signal runtime",
+            source,
+        })?;
+    let served_until_unmount = runtime
+        .block_on(async {
+            let mut term =
+                tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate())?;
+            let mut tick = tokio::time::interval(Duration::from_millis(200));
+            loop {
+                tokio::select! {
+                    _ = term.recv() => return Ok::<bool, std::io::Error>(false),
+                    _ = tokio::signal::ctrl_c() => return Ok(false),
+                    _ = tick.tick() => if session.guard.is_finished() { return Ok(true) },
+                }
             }
-        }
-    })?;
+        })
+        .map_err(|source| NfsimError::Serve {
+            what: "waiting for a signal",
+            source,
+        })?;
     if !served_until_unmount {
         // fuser's own unmount of an auto-unmount mount only closes fusermount3's
         // socket, which does not end the session: the workers stay blocked reading
@@ -121,14 +173,21 @@ pub fn run(args: NfsimArgs) -> anyhow::Result<()> {
             .arg("-z")
             .arg(&args.mount)
             .status()
-            .context("running fusermount3 -u -z")?;
-        anyhow::ensure!(
-            status.success(),
-            "fusermount3 -u -z {} failed ({status})",
-            args.mount.display()
-        );
+            .map_err(|source| NfsimError::Serve {
+                what: "running fusermount3 -u -z",
+                source,
+            })?;
+        if !status.success() {
+            return Err(NfsimError::Unmount {
+                path: args.mount,
+                status,
+            });
+        }
     }
-    session.join().context("serving the mount")?;
+    session.join().map_err(|source| NfsimError::Serve {
+        what: "serving the mount",
+        source,
+    })?;
     tracing::info!(mount = %args.mount.display(), "nfsim unmounted");
     Ok(())
 }

@@ -1,4 +1,4 @@
-//! `polycrawl bench roundtrip`: how long a crawl took from a page's last byte to its
+//! `polycrawl-bench roundtrip`: how long a crawl took from a page's last byte to its
 //! links on the wire (the pipeline's round trip: downloader batch, application
 //! merge, request file, manager load and dispatch), read from a finished crawl's
 //! repository and websim's request log. Any crawler that stores WARC can be judged.
@@ -24,10 +24,10 @@ use pages::canon::CanonConfig;
 use pages::links::batch::BatchReader;
 use url::Url;
 
-use super::check::read_log;
-use crate::orchestrate::repo_scan::collect_warcs;
+use crate::check::read_log;
+use polycrawl::orchestrate::repo_scan::collect_warcs;
 
-/// `polycrawl bench roundtrip` arguments.
+/// `polycrawl-bench roundtrip` arguments.
 #[derive(Debug, clap::Args)]
 pub struct RoundtripArgs {
     /// websim's output directory (its request log, requests.tsv).
@@ -148,7 +148,7 @@ fn quantiles(v: &mut [f64]) -> [f64; 3] {
     [at(0.5), at(0.9), v[v.len() - 1]]
 }
 
-/// `polycrawl bench roundtrip`: prints one `roundtrip key=value ...` line.
+/// `polycrawl-bench roundtrip`: prints one `roundtrip key=value ...` line.
 pub fn run(args: &RoundtripArgs) -> anyhow::Result<()> {
     let d = measure(&args.websim, &args.warcs)?;
     println!(

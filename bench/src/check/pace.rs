@@ -14,7 +14,7 @@
 use std::collections::{BTreeMap, HashSet};
 use std::net::IpAddr;
 
-use super::check::{HostRow, Request};
+use super::{HostRow, Request};
 
 /// Allowance on a per-origin gap (`start(next) - end(previous)`), microseconds.
 pub const CLOCK_SLACK_US: i64 = 5_000;

@@ -305,7 +305,7 @@ pub fn explaining_kill(fetches_us: &[(u64, u64)], kills: &[Kill], hold_us: u64) 
 /// Host header lower-cased, with the listener's port (from the server address
 /// `server`) added when the header has none (some clients, wget2 among them, leave
 /// it out).
-pub(crate) fn log_origin(scheme: &str, host: &str, server: &str) -> String {
+pub fn log_origin(scheme: &str, host: &str, server: &str) -> String {
     let host = host.to_ascii_lowercase();
     let has_port = host
         .rsplit_once(':')
@@ -321,7 +321,7 @@ fn read(path: &Path) -> anyhow::Result<String> {
 }
 
 /// The tab-separated fields of each line of a file, `#` comment lines skipped.
-pub(crate) fn tsv(path: &Path) -> anyhow::Result<Vec<Vec<String>>> {
+pub fn tsv(path: &Path) -> anyhow::Result<Vec<Vec<String>>> {
     Ok(read(path)?
         .lines()
         .filter(|l| !l.is_empty() && !l.starts_with('#'))

@@ -100,7 +100,7 @@ impl RepoScan {
 
 /// Appends the `.warc.gz` files under `dir` (recursively) to `out`; a missing `dir`
 /// adds none.
-pub(crate) fn collect_warcs(dir: &Path, out: &mut Vec<PathBuf>) -> anyhow::Result<()> {
+pub fn collect_warcs(dir: &Path, out: &mut Vec<PathBuf>) -> anyhow::Result<()> {
     let entries = match std::fs::read_dir(dir) {
         Ok(e) => e,
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(()),

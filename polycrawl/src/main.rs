@@ -1,13 +1,13 @@
 //! `polycrawl`: one binary whose subcommands start each part of the crawler.
 //!
 //! `main` only sets up the process (allocator, huge pages, the parent-death
-//! signal, logging), parses the command line ([`ops::cli::Cli`]) and runs it; every
+//! signal, logging), parses the command line ([`polycrawl::cli::Cli`]) and runs it; every
 //! error reaches the user as one readable line and a non-zero exit code.
 
 use std::process::ExitCode;
 
 use clap::Parser as _;
-use ops::cli::{Cli, one_line};
+use polycrawl::cli::{Cli, one_line};
 
 /// Every polycrawl process (manager, downloader, resolver, application, websim)
 /// allocates through mimalloc: the crawl allocates and frees small buffers per URL
@@ -19,7 +19,7 @@ static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
 fn main() -> ExitCode {
     no_huge_pages();
     // A child of `polycrawl demo` / `crawl` dies with it, even if it is SIGKILLed.
-    if let Err(err) = ops::orchestrate::child::die_with_parent() {
+    if let Err(err) = polycrawl::orchestrate::child::die_with_parent() {
         eprintln!("polycrawl: error: {}", one_line(&err));
         return ExitCode::FAILURE;
     }

@@ -1,4 +1,4 @@
-//! `cargo bench -p ops --bench app_memory -- [--urls N,M ...]`: the application's
+//! `cargo bench -p polycrawl --bench app_memory -- [--urls N,M ...]`: the application's
 //! memory with many URLs outstanding (issue 11: memory flat in the crawl's size).
 //! A bench of the `polycrawl` binary's package, not a subcommand of it, so that the
 //! manager stand-in (`test_support::manager`) stays out of the shipping binary.

@@ -1,4 +1,4 @@
-//! `polycrawl bench check --websim DIR`: what a crawler, any crawler, fetched from
+//! `polycrawl-bench check --websim DIR`: what a crawler, any crawler, fetched from
 //! websim, judged by websim's oracle files, from websim's request log alone (so a
 //! crawler that stores nothing websim can read, like wget2, is judged the same
 //! way as polycrawl).
@@ -14,7 +14,7 @@
 //!   links in comments and scripts, stylesheets, images, links of nofollow pages);
 //! - **unexpected**: URLs in none of websim's files (not in the manifest, not
 //!   unreachable, not in `never.txt`);
-//! - the timing figures of [`super::pace`].
+//! - the timing figures of [`pace`].
 //!
 //! The log must hold one crawler's run only: the benchmark starts a fresh websim
 //! for every run. robots.txt fetches are the requests whose path starts with
@@ -23,20 +23,20 @@
 //! Output: one line `check key=value ...` on stdout; sample URLs of each kind of
 //! problem on stderr. Cost: O(log lines + manifest rows) time and memory.
 
+pub mod pace;
+
 use std::collections::{HashMap, HashSet};
 use std::fmt::Write as _;
 use std::net::IpAddr;
 use std::path::{Path, PathBuf};
 
 use anyhow::Context;
-
-use super::pace;
-use crate::orchestrate::websim_check::{WebsimCheck, log_origin, tsv};
+use polycrawl::orchestrate::websim_check::{WebsimCheck, log_origin, tsv};
 use websim::outfiles::OutPaths;
 use websim::paths::encode_non_ascii;
 use websim::robots::{RobotsVariant, Rules};
 
-/// Flags of `polycrawl bench check`.
+/// Flags of `polycrawl-bench check`.
 #[derive(Debug, Clone, clap::Args)]
 pub struct CheckArgs {
     /// websim's output directory (manifest.tsv, never.txt, unreachable.tsv,
@@ -385,7 +385,7 @@ impl Report {
     }
 }
 
-/// Runs `polycrawl bench check`.
+/// Runs `polycrawl-bench check`.
 pub fn run(args: &CheckArgs) -> anyhow::Result<()> {
     let report = judge(
         &args.websim,

@@ -57,9 +57,6 @@ enum Command {
     Config(ConfigArgs),
     /// Check URLs against a robots.txt file, as the manager would (RFC 9309).
     Robots(RobotsArgs),
-    /// Benchmark tools: measure a command's cost, judge a crawl by websim's log.
-    #[command(subcommand)]
-    Bench(crate::bench::BenchCommand),
     /// Print the canonical links the application would follow from an HTML file.
     Links(LinksArgs),
     /// Assign hosts to K application parts from a finished crawl's repository
@@ -72,7 +69,7 @@ enum Command {
     /// holds after each 10 % of its downloads.
     Quality(QualityArgs),
     /// Mount an NFS stand-in over a shared directory (one client machine's view).
-    Nfsim(crate::nfsim::NfsimArgs),
+    Nfsim(nfsim::NfsimArgs),
     /// Start the coordinator of a two-level crawl: site-level duplicate check and
     /// run-time assignment of new sites to the agents, through the shared spool.
     Coordinator(CoordinatorArgs),
@@ -101,15 +98,7 @@ impl Cli {
             Command::Demo(args) => orchestrate(|s, rt| crate::orchestrate::demo::run(args, s, rt)),
             Command::Status(args) => tools::status_command(args),
             Command::Websim(args) => Ok(websim::run(args)?),
-            Command::Nfsim(args) => crate::nfsim::run(args),
-            Command::Bench(command) => {
-                // `bench measure` exits with the measured command's exit code.
-                let code = crate::bench::run(command)?;
-                if code != 0 {
-                    std::process::exit(i32::from(code));
-                }
-                Ok(())
-            }
+            Command::Nfsim(args) => Ok(nfsim::run(args)?),
             Command::Robots(args) => tools::robots_command(args),
             Command::Links(args) => tools::links_command(args),
             Command::Assign(args) => assign::assign_command(args),

@@ -1,31 +1,35 @@
-//! `polycrawl bench`: the tools the peer benchmark (`ops/bench-peers.sh`, issue 9)
+//! `polycrawl-bench`: the tools the peer benchmark (`ops/bench-peers.sh`, issue 9)
 //! runs around *any* crawler, polycrawl or another, so that both are judged by
-//! the same code:
+//! the same code. A binary of its own, beside `polycrawl` and not in it: a crawler
+//! does not ship the tools that judge it.
 //!
-//! - [`measure`]: `polycrawl bench measure -- CMD ...` runs a command and reports
+//! - [`measure`]: `polycrawl-bench measure -- CMD ...` runs a command and reports
 //!   its wall time, the CPU time of its whole process tree and its peak memory.
-//! - [`check`]: `polycrawl bench check --websim DIR` reads websim's oracle files
+//! - [`check`]: `polycrawl-bench check --websim DIR` reads websim's oracle files
 //!   and request log and prints what the crawler fetched: coverage of the
 //!   manifest, duplicate and robots-disallowed fetches and, for the
 //!   politeness-bound regime, the fetch rate and interval violations
-//!   ([`pace`]).
-//! - [`roundtrip`]: `polycrawl bench roundtrip --websim DIR --warcs DIR`: the delay
+//!   ([`check::pace`]).
+//! - [`roundtrip`]: `polycrawl-bench roundtrip --websim DIR --warcs DIR`: the delay
 //!   from a page's last byte to its links on the wire.
 //!
 //! Both print one machine-readable line of `key=value` words (the script parses
 //! it) and never talk to the network: they read files and `/proc`.
-//! This module must never start or stop a crawler or websim on its own (the
+//! This binary must never start or stop a crawler or websim on its own (the
 //! script does), and `measure` signals only the processes it started and their
 //! descendants, by pid.
 
-pub mod check;
-pub mod measure;
-pub mod pace;
-pub mod roundtrip;
+mod check;
+mod measure;
+mod roundtrip;
 
-/// `polycrawl bench` subcommands.
+use std::process::ExitCode;
+
+use clap::Parser;
+
+/// `polycrawl-bench` subcommands.
 #[derive(Debug, clap::Subcommand)]
-pub enum BenchCommand {
+enum BenchCommand {
     /// Run a command; print its wall time, the CPU time of its whole process tree
     /// and its peak memory.
     Measure(measure::MeasureArgs),
@@ -36,9 +40,9 @@ pub enum BenchCommand {
     Roundtrip(roundtrip::RoundtripArgs),
 }
 
-/// Runs one `polycrawl bench` subcommand; the exit code is the measured
+/// Runs one `polycrawl-bench` subcommand; the exit code is the measured
 /// command's for `measure`, success otherwise.
-pub fn run(command: BenchCommand) -> anyhow::Result<u8> {
+fn run(command: BenchCommand) -> anyhow::Result<u8> {
     match command {
         BenchCommand::Measure(args) => measure::run(&args),
         BenchCommand::Check(args) => {
@@ -48,6 +52,26 @@ pub fn run(command: BenchCommand) -> anyhow::Result<u8> {
         BenchCommand::Roundtrip(args) => {
             roundtrip::run(&args)?;
             Ok(0)
+        }
+    }
+}
+
+/// `polycrawl-bench`: the peer benchmark's tools (see the module docs).
+#[derive(Debug, Parser)]
+#[command(name = "polycrawl-bench", version, about)]
+struct Cli {
+    #[command(subcommand)]
+    command: BenchCommand,
+}
+
+fn main() -> ExitCode {
+    let cli = Cli::parse();
+    match run(cli.command) {
+        // `measure` exits with the measured command's exit code.
+        Ok(code) => ExitCode::from(code),
+        Err(e) => {
+            eprintln!("error: {e:#}");
+            ExitCode::FAILURE
         }
     }
 }
