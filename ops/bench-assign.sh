@@ -29,9 +29,7 @@ set -euo pipefail
 here="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
 root="$(dirname "$here")"
 source "$here/env.sh"
-
-log() { printf 'bench-assign: %s\n' "$*" >&2; }
-die() { log "$*"; exit 1; }
+source "$here/lib.sh"
 
 hosts=300 pages=6000 skew=0.5 communities=16 seed=1 parts="4 8 16" imbalance=1.1
 interval_ms=20 work=/tmp/polycrawl-bench-assign build=1
@@ -58,56 +56,17 @@ fi
 bin="${POLYCRAWL_BIN:-$target/release/polycrawl}"
 [ -x "$bin" ] || die "no polycrawl binary at $bin"
 
-websim_pid=""
-stop_websim() {
-    if [ -n "$websim_pid" ] && kill -0 "$websim_pid" 2>/dev/null; then
-        kill -TERM "$websim_pid" 2>/dev/null || true
-        wait "$websim_pid" 2>/dev/null || true
-    fi
-    websim_pid=""
-}
-trap stop_websim EXIT
 trap 'log "interrupted"; exit 130' INT TERM
 
 rm -rf "$work"
 mkdir -p "$work"
 
 # websim, once for both crawls (the web is a function of its flags: same pages, same links).
-RUST_LOG=warn "$bin" websim --hosts "$hosts" --pages "$pages" --size-skew "$skew" \
-    --communities "$communities" --seed "$seed" --slow-ms 50 --out "$work/websim" \
-    --exit-with-parent >"$work/websim.stdout" 2>"$work/websim.log" &
-websim_pid=$!
-line=""
-for _ in $(seq 1 1800); do
-    line="$(grep -m1 '^websim ready ' "$work/websim.stdout" 2>/dev/null || true)"
-    [ -n "$line" ] && break
-    kill -0 "$websim_pid" 2>/dev/null || die "websim exited: $(tail -n 5 "$work/websim.log")"
-    sleep 0.1
-done
-[ -n "$line" ] || die "websim did not get ready in 180 s"
-ws() { printf '%s\n' "$line" | sed -n "s/.* $1=\([^ ]*\).*/\1/p"; }
+websim_start "$bin" "$work/websim" --hosts "$hosts" --pages "$pages" --size-skew "$skew" \
+    --communities "$communities" --seed "$seed" --slow-ms 50
 
 # The defaults plus what websim on loopback needs, every domain in scope.
-cat >"$work/config.ron" <<CONF
-// Written by ops/bench-assign.sh.
-(
-    app: (scope: open, allowed_domains: []),
-    resolver: (name_servers: ["$(ws dns)"]),
-    downloader: (allow_private: true, extra_ca_file: Some("$(ws ca)")),
-    manager: (
-        admin_http: "127.0.0.1:0",
-        frontier: (
-            allow_private_addresses: true,
-            target_pages_per_sec: 100000.0,
-            interval_ms: $interval_ms, min_interval_ms: $interval_ms,
-            ip_max_in_flight: 1, ip_min_interval_ms: $interval_ms,
-            max_crawl_delay_ms: 1000,
-            backoff_ms: [500, 1000, 2000],
-            dns_retry_ms: 5000,
-        ),
-    ),
-)
-CONF
+loopback_config "$work/config.ron" "$interval_ms"
 "$bin" config --check "$work/config.ron" >/dev/null
 
 crawl() { # N
@@ -156,7 +115,7 @@ if [ "${SPLIT:-1}" = 1 ]; then
     done
 fi
 
-stop_websim
+websim_stop
 printf '\nmachine: %s, %s cores; load average %s; commit %s; %s\n' \
     "$(sed -n 's/^model name[[:space:]]*: //p' /proc/cpuinfo | head -n1)" "$(nproc)" \
     "$(cut -d' ' -f1-3 /proc/loadavg)" "$(git -C "$root" rev-parse --short HEAD 2>/dev/null || echo '?')" \

@@ -35,9 +35,7 @@ set -euo pipefail
 here="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
 root="$(dirname "$here")"
 source "$here/env.sh"
-
-log() { printf 'bench-partitioning: %s\n' "$*" >&2; }
-die() { log "$*"; exit 1; }
+source "$here/lib.sh"
 
 hosts=100 pages=3000 skew=0.5 communities=8 seed=1 ks="2,4,8" tops="100,1000" parts=4
 top=100 interval_ms=20 work=/tmp/polycrawl-bench-partitioning build=1
@@ -66,55 +64,16 @@ fi
 bin="${POLYCRAWL_BIN:-$target/release/polycrawl}"
 [ -x "$bin" ] || die "no polycrawl binary at $bin"
 
-websim_pid=""
-stop_websim() {
-    if [ -n "$websim_pid" ] && kill -0 "$websim_pid" 2>/dev/null; then
-        kill -TERM "$websim_pid" 2>/dev/null || true
-        wait "$websim_pid" 2>/dev/null || true
-    fi
-    websim_pid=""
-}
-trap stop_websim EXIT
 trap 'log "interrupted"; exit 130' INT TERM
 
 rm -rf "$work"
 mkdir -p "$work"
 
-RUST_LOG=warn "$bin" websim --hosts "$hosts" --pages "$pages" --size-skew "$skew" \
-    --communities "$communities" --seed "$seed" --slow-ms 50 --out "$work/websim" \
-    --exit-with-parent >"$work/websim.stdout" 2>"$work/websim.log" &
-websim_pid=$!
-line=""
-for _ in $(seq 1 1800); do
-    line="$(grep -m1 '^websim ready ' "$work/websim.stdout" 2>/dev/null || true)"
-    [ -n "$line" ] && break
-    kill -0 "$websim_pid" 2>/dev/null || die "websim exited: $(tail -n 5 "$work/websim.log")"
-    sleep 0.1
-done
-[ -n "$line" ] || die "websim did not get ready in 180 s"
-ws() { printf '%s\n' "$line" | sed -n "s/.* $1=\([^ ]*\).*/\1/p"; }
+websim_start "$bin" "$work/websim" --hosts "$hosts" --pages "$pages" --size-skew "$skew" \
+    --communities "$communities" --seed "$seed" --slow-ms 50
 
 # The defaults plus what websim on loopback needs, every domain in scope.
-cat >"$work/config.ron" <<CONF
-// Written by ops/bench-partitioning.sh.
-(
-    app: (scope: open, allowed_domains: []),
-    resolver: (name_servers: ["$(ws dns)"]),
-    downloader: (allow_private: true, extra_ca_file: Some("$(ws ca)")),
-    manager: (
-        admin_http: "127.0.0.1:0",
-        frontier: (
-            allow_private_addresses: true,
-            target_pages_per_sec: 100000.0,
-            interval_ms: $interval_ms, min_interval_ms: $interval_ms,
-            ip_max_in_flight: 1, ip_min_interval_ms: $interval_ms,
-            max_crawl_delay_ms: 1000,
-            backoff_ms: [500, 1000, 2000],
-            dns_retry_ms: 5000,
-        ),
-    ),
-)
-CONF
+loopback_config "$work/config.ron" "$interval_ms"
 "$bin" config --check "$work/config.ron" >/dev/null
 
 crawl() { # NAME [FLAGS...]
@@ -153,7 +112,7 @@ split firewall --mode firewall
 split exchange-metis-top --mode exchange --assignment "$work/assign-$parts.tsv" \
     --replicated "$work/top-$top.tsv"
 
-stop_websim
+websim_stop
 printf '\nmachine: %s, %s cores; load average %s; commit %s; %s\n' \
     "$(sed -n 's/^model name[[:space:]]*: //p' /proc/cpuinfo | head -n1)" "$(nproc)" \
     "$(cut -d' ' -f1-3 /proc/loadavg)" "$(git -C "$root" rev-parse --short HEAD 2>/dev/null || echo '?')" \

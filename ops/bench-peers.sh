@@ -82,8 +82,7 @@
 set -euo pipefail
 here="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
 
-log() { printf 'bench-peers: %s\n' "$*" >&2; }
-die() { log "$*"; exit 1; }
+source "$here/lib.sh"
 
 configs=()
 runs="" hosts="" pages="" skew="" interval_ms="" crawlers="" own_addresses=""

@@ -27,8 +27,7 @@
 # Everything started here (nginx, the crawl) is stopped on exit, by pid.
 set -euo pipefail
 here="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
-log() { printf 'docsites: %s\n' "$*" >&2; }
-die() { log "$*"; exit 1; }
+source "$here/lib.sh"
 
 set_name=full work=/tmp/polycrawl-docsites bin="" timeout_s=600 keep=0
 while [ $# -gt 0 ]; do

@@ -13,8 +13,8 @@
 #          test's link oracle, ops/link_oracle.py), prometheus_client (its
 #          text parser reads the manager's /metrics in the tests)
 set -euo pipefail
-
-log() { printf 'setup: %s\n' "$*" >&2; }
+here="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
+source "$here/lib.sh"
 
 as_root() {
     if [ "$(id -u)" -eq 0 ]; then "$@"

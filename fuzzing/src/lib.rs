@@ -1,4 +1,4 @@
-//! The fuzz targets' entry functions, one per target (see `fuzz/README.md`).
+//! The fuzz targets' entry functions, one per target (see `fuzzing/fuzz/README.md`).
 //!
 //! Each takes arbitrary bytes and drives one real parser of the crawler over them,
 //! the way the crawler does: the robots.txt parser, the downloader's response-head

@@ -1,12 +1,12 @@
 //! Replays every committed fuzz input through its target's entry function: the seed
-//! corpora (`fuzz/corpus/<target>/`) and the crash reproducers
-//! (`fuzz/regressions/<target>/`), so a stable `cargo test` without nightly or
+//! corpora (`fuzzing/fuzz/corpus/<target>/`) and the crash reproducers
+//! (`fuzzing/fuzz/regressions/<target>/`), so a stable `cargo test` without nightly or
 //! cargo-fuzz still checks that none of them panics.
 
 use std::path::{Path, PathBuf};
 
 fn fuzz_dir() -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR")).join("../fuzz")
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("fuzz")
 }
 
 /// The files under `dir/<target>/`, sorted (none if the directory is missing).
