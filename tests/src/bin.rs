@@ -49,7 +49,14 @@ fn locate_and_build() -> PathBuf {
             .and_then(|n| n.to_str())
             .unwrap_or("debug");
         let mut cmd = Command::new(cargo);
-        cmd.args(["build", "-p", "polycrawl", "--bin", "polycrawl", "--target-dir"]);
+        cmd.args([
+            "build",
+            "-p",
+            "polycrawl",
+            "--bin",
+            "polycrawl",
+            "--target-dir",
+        ]);
         cmd.arg(target_dir);
         match profile {
             "release" => {

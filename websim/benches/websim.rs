@@ -69,23 +69,7 @@ fn main() {
     println!("machine: {}", test_support::proc::machine());
 
     // Render-only figure first (no network): the page generator's own speed.
-    let web0 = Web::new(Params {
-        seed: 1,
-        hosts: HOSTS,
-        pages: PAGES,
-        size_skew: 1.0,
-        plain: false,
-        simple: false,
-        traps: false,
-        http_port: 8080,
-        https_port: 8443,
-        communities: 0,
-        own_addresses: false,
-        all_seeds: false,
-        sitemaps: false,
-        components: 0,
-        stuck_hosts: false,
-    });
+    let web0 = Web::new(Params::new(1, HOSTS, PAGES));
     let mut buf = Vec::with_capacity(64 * 1024);
     let mut scratch = Scratch::default();
     let started = Instant::now();
@@ -139,21 +123,9 @@ fn main() {
                 let ips: Vec<Ipv4Addr> = server_addrs.iter().map(|&(_, a)| a).collect();
                 let (port, listeners) = bind_all(&ips, 0).expect("bind");
                 let web = Arc::new(Web::new(Params {
-                    seed: 1,
-                    hosts: HOSTS,
-                    pages: PAGES,
-                    size_skew: 1.0,
-                    plain: false,
-                    simple: false,
-                    traps: false,
                     http_port: port,
                     https_port: 1,
-                    communities: 0,
-                    own_addresses: false,
-                    all_seeds: false,
-                    sitemaps: false,
-                    components: 0,
-                    stuck_hosts: false,
+                    ..Params::new(1, HOSTS, PAGES)
                 }));
                 let log = RequestLog::create(&log_path).expect("log");
                 let _flusher = log.start_flusher();

@@ -470,9 +470,6 @@ async fn serve(args: Args) -> Result<(), CliError> {
         return crate::diskweb::serve_repository(&args, &repo, &paths, nofile).await;
     }
     let mut params = Params {
-        seed: args.seed,
-        hosts: args.hosts,
-        pages: args.pages,
         size_skew: args.size_skew,
         plain: args.plain || args.simple,
         simple: args.simple,
@@ -485,6 +482,7 @@ async fn serve(args: Args) -> Result<(), CliError> {
         sitemaps: args.sitemaps,
         components: args.components,
         stuck_hosts: args.stuck_hosts,
+        ..Params::new(args.seed, args.hosts, args.pages)
     };
     if let Some(dir) = &args.export_static {
         return export_static(params, &args, &paths, dir);

@@ -371,21 +371,8 @@ mod tests {
     #[test]
     fn every_page_of_the_manifest_is_a_file_with_websims_bytes() {
         let web = Web::new(Params {
-            seed: 3,
-            hosts: 30,
-            pages: 600,
-            size_skew: 1.0,
             plain: true,
-            simple: false,
-            traps: false,
-            http_port: 8080,
-            https_port: 8443,
-            communities: 0,
-            own_addresses: false,
-            all_seeds: false,
-            sitemaps: false,
-            components: 0,
-            stuck_hosts: false,
+            ..Params::new(3, 30, 600)
         });
         let dir = tempfile::tempdir().unwrap();
         let ca = SimCa::generate().unwrap();

@@ -385,21 +385,9 @@ mod tests {
 
     fn web(seed: u64) -> Web {
         Web::new(Params {
-            seed,
-            hosts: 60,
-            pages: 3000,
-            size_skew: 1.0,
-            plain: false,
-            simple: false,
-            traps: false,
             http_port: 80,
             https_port: 443,
-            communities: 0,
-            own_addresses: false,
-            all_seeds: false,
-            sitemaps: false,
-            components: 0,
-            stuck_hosts: false,
+            ..Params::new(seed, 60, 3000)
         })
     }
 

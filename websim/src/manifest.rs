@@ -437,23 +437,7 @@ mod tests {
     }
 
     fn web(seed: u64) -> Web {
-        Web::new(Params {
-            seed,
-            hosts: 40,
-            pages: 800,
-            size_skew: 1.0,
-            plain: false,
-            simple: false,
-            traps: false,
-            http_port: 8080,
-            https_port: 8443,
-            communities: 0,
-            own_addresses: false,
-            all_seeds: false,
-            sitemaps: false,
-            components: 0,
-            stuck_hosts: false,
-        })
+        Web::new(Params::new(seed, 40, 800))
     }
 
     #[test]

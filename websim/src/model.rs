@@ -79,6 +79,31 @@ pub struct Params {
     pub stuck_hosts: bool,
 }
 
+impl Params {
+    /// A web of `hosts` hosts and `pages` pages from `seed`, with the usual skew
+    /// (1.0), listeners on 8080 and 8443, and none of the optional hosts or
+    /// shapes: what a test or a bench starts from and changes a field or two of.
+    pub fn new(seed: u64, hosts: u32, pages: u32) -> Params {
+        Params {
+            seed,
+            hosts,
+            pages,
+            size_skew: 1.0,
+            plain: false,
+            simple: false,
+            traps: false,
+            http_port: 8080,
+            https_port: 8443,
+            communities: 0,
+            own_addresses: false,
+            all_seeds: false,
+            sitemaps: false,
+            components: 0,
+            stuck_hosts: false,
+        }
+    }
+}
+
 /// With communities, the share (per mille) of cross-host link draws that pick a
 /// host of the linking host's own community; the rest pick among all hosts.
 pub const COMMUNITY_LOCAL_PER_MILLE: u64 = 900;
@@ -534,21 +559,8 @@ mod tests {
 
     pub(crate) fn small() -> Web {
         Web::new(Params {
-            seed: 11,
-            hosts: 40,
-            pages: 800,
-            size_skew: 1.0,
-            plain: false,
-            simple: false,
-            traps: false,
-            http_port: 8080,
             https_port: 443,
-            communities: 0,
-            own_addresses: false,
-            all_seeds: false,
-            sitemaps: false,
-            components: 0,
-            stuck_hosts: false,
+            ..Params::new(11, 40, 800)
         })
     }
 

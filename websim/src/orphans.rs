@@ -141,24 +141,7 @@ mod tests {
     use crate::model::Params;
 
     fn web(orphans: u32) -> Web {
-        Web::new(Params {
-            seed: 9,
-            hosts: 40,
-            pages: 2000,
-            size_skew: 1.0,
-            plain: false,
-            simple: false,
-            traps: false,
-            http_port: 8080,
-            https_port: 8443,
-            communities: 0,
-            own_addresses: false,
-            all_seeds: false,
-            sitemaps: false,
-            components: 0,
-            stuck_hosts: false,
-        })
-        .with_orphans(orphans)
+        Web::new(Params::new(9, 40, 2000)).with_orphans(orphans)
     }
 
     #[test]

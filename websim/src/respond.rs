@@ -286,23 +286,7 @@ mod tests {
     use crate::model::Params;
 
     fn web() -> Web {
-        Web::new(Params {
-            seed: 2,
-            hosts: 40,
-            pages: 800,
-            size_skew: 1.0,
-            plain: false,
-            simple: false,
-            traps: false,
-            http_port: 8080,
-            https_port: 8443,
-            communities: 0,
-            own_addresses: false,
-            all_seeds: false,
-            sitemaps: false,
-            components: 0,
-            stuck_hosts: false,
-        })
+        Web::new(Params::new(2, 40, 800))
     }
 
     fn get<'a>(web: &Web, h: u32, scheme: Scheme, target: &'a str, name: &'a str) -> Request<'a> {

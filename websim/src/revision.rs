@@ -215,23 +215,7 @@ mod tests {
     use crate::model::Params;
 
     fn web() -> Web {
-        Web::new(Params {
-            seed: 3,
-            hosts: 40,
-            pages: 2000,
-            size_skew: 1.0,
-            plain: false,
-            simple: false,
-            traps: false,
-            http_port: 8080,
-            https_port: 8443,
-            communities: 0,
-            own_addresses: false,
-            all_seeds: false,
-            components: 0,
-            sitemaps: false,
-            stuck_hosts: false,
-        })
+        Web::new(Params::new(3, 40, 2000))
     }
 
     #[test]

@@ -204,21 +204,9 @@ mod tests {
 
     fn web() -> Web {
         Web::new(Params {
-            seed: 5,
-            hosts: 30,
-            pages: 300,
-            size_skew: 1.0,
-            plain: false,
-            simple: false,
-            traps: false,
-            http_port: 8080,
             https_port: 443,
-            communities: 0,
-            own_addresses: false,
-            all_seeds: false,
-            components: 0,
             sitemaps: true,
-            stuck_hosts: false,
+            ..Params::new(5, 30, 300)
         })
     }
 

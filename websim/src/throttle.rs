@@ -101,21 +101,9 @@ mod tests {
     #[test]
     fn the_three_most_popular_hosts_throttle_as_documented() {
         let web = Web::new(Params {
-            seed: 11,
-            hosts: 30,
-            pages: 300,
-            size_skew: 1.0,
-            plain: false,
-            simple: false,
             traps: true,
-            http_port: 8080,
             https_port: 443,
-            communities: 0,
-            own_addresses: false,
-            all_seeds: false,
-            sitemaps: false,
-            components: 0,
-            stuck_hosts: false,
+            ..Params::new(11, 30, 300)
         });
         let t = Throttled::new(&web);
         let kinds: Vec<(u32, Throttling)> = t.hosts().collect();

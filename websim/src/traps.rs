@@ -636,21 +636,8 @@ mod tests {
 
     fn web() -> Web {
         Web::new(super::super::model::Params {
-            seed: 3,
-            hosts: 20,
-            pages: 100,
-            size_skew: 1.0,
-            plain: false,
-            simple: false,
             traps: true,
-            http_port: 8080,
-            https_port: 8443,
-            communities: 0,
-            own_addresses: false,
-            all_seeds: false,
-            sitemaps: false,
-            components: 0,
-            stuck_hosts: false,
+            ..super::super::model::Params::new(3, 20, 100)
         })
     }
 
