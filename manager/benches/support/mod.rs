@@ -3,7 +3,7 @@
 
 use std::net::IpAddr;
 
-use spool::protocol::{FetchReport, FetchResult, StoredPage, Timing};
+use spool::protocol::FetchReport;
 
 /// Host `hN` gets its own address 10.x.y.z, so the per-IP limit never binds.
 pub fn ip_of(name: &str) -> IpAddr {
@@ -17,26 +17,10 @@ pub fn ip_of(name: &str) -> IpAddr {
 }
 
 pub fn stored(job: spool::protocol::JobId) -> FetchReport {
-    FetchReport {
-        job,
-        result: FetchResult::Stored(StoredPage {
-            status: 200,
-            wire_bytes: 1_000,
-            body_bytes: 800,
-            truncated: false,
-            timing: Timing {
-                connect_ms: 1,
-                first_byte_ms: 2,
-                total_ms: 3,
-                sent_us: 0,
-                written_us: 0,
-                received_us: 0,
-            },
-            file: "10-bench-00000000000000000001.warc.gz".into(),
-            location: None,
-            retry_after: None,
-        }),
-    }
+    let mut report =
+        test_support::reports::stored(job, 200, "10-bench-00000000000000000001.warc.gz");
+    test_support::reports::page_mut(&mut report).body_bytes = 800;
+    report
 }
 
 pub use test_support::proc::{cores, cpu_model};

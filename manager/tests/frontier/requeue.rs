@@ -5,9 +5,7 @@ use std::net::{IpAddr, Ipv4Addr};
 
 use spool::formats::{Hints, RequestHeader, RequestWriter};
 use spool::name::{FileKind, Priority};
-use spool::protocol::{
-    FetchJob, FetchPurpose, FetchReport, FetchResult, Resolution, StoredPage, Timing,
-};
+use spool::protocol::{FetchJob, FetchPurpose, FetchReport, Resolution};
 use spool::publish::Publisher;
 use spool::{ComponentId, Spool, Validators};
 
@@ -52,26 +50,14 @@ fn pages(f: &mut Frontier, now: u64) -> Vec<FetchJob> {
 }
 
 fn stored(job: &FetchJob) -> FetchReport {
-    FetchReport {
-        job: job.job,
-        result: FetchResult::Stored(StoredPage {
-            status: 200,
-            wire_bytes: 100,
-            body_bytes: 10,
-            truncated: false,
-            timing: Timing {
-                connect_ms: 1,
-                first_byte_ms: 1,
-                total_ms: 1,
-                sent_us: 0,
-                written_us: 0,
-                received_us: 0,
-            },
-            file: "50-dl-00000000000000000001.warc.gz".into(),
-            location: None,
-            retry_after: None,
-        }),
-    }
+    let mut report =
+        test_support::reports::stored(job.job, 200, "50-dl-00000000000000000001.warc.gz");
+    let page = test_support::reports::page_mut(&mut report);
+    page.wire_bytes = 100;
+    page.body_bytes = 10;
+    page.timing.first_byte_ms = 1;
+    page.timing.total_ms = 1;
+    report
 }
 
 /// Publishes one request file of `urls` for `app`.

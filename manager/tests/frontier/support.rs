@@ -10,9 +10,7 @@ use std::path::PathBuf;
 use manager::{Frontier, FrontierConfig};
 use spool::formats::{Hints, Outcome, OutcomeReader, RequestHeader, RequestWriter};
 use spool::name::{FileKind, Priority};
-use spool::protocol::{
-    FetchJob, FetchPurpose, FetchReport, FetchResult, Resolution, StoredPage, Timing,
-};
+use spool::protocol::{FetchJob, FetchPurpose, FetchReport, FetchResult, Resolution};
 use spool::publish::Publisher;
 use spool::{AppId, ComponentId, OutcomeReason, Spool};
 
@@ -124,26 +122,16 @@ pub fn addrs(ip: IpAddr) -> Resolution {
 }
 
 pub fn stored(job: &FetchJob, status: u16, total_ms: u32) -> FetchReport {
-    FetchReport {
-        job: job.job,
-        result: FetchResult::Stored(StoredPage {
-            status,
-            wire_bytes: 100,
-            body_bytes: 10,
-            truncated: false,
-            timing: Timing {
-                connect_ms: 1,
-                first_byte_ms: 2,
-                total_ms,
-                sent_us: 0,
-                written_us: 0,
-                received_us: 0,
-            },
-            file: "00-downloader-00000000000000000001.warc.gz".into(),
-            location: None,
-            retry_after: None,
-        }),
-    }
+    let mut report = test_support::reports::stored(
+        job.job,
+        status,
+        "00-downloader-00000000000000000001.warc.gz",
+    );
+    let page = test_support::reports::page_mut(&mut report);
+    page.wire_bytes = 100;
+    page.body_bytes = 10;
+    page.timing.total_ms = total_ms;
+    report
 }
 
 pub fn failed(job: &FetchJob, reason: OutcomeReason) -> FetchReport {

@@ -14,8 +14,8 @@ use spool::formats::{Hints, RequestHeader, RequestWriter};
 use spool::name::{FileKind, Priority};
 use spool::protocol::{
     AdminCommand, AdminReply, AppProgress, ByeReason, ConnReader, ConnWriter, FetchJob,
-    FetchPurpose, FetchReport, FetchResult, Hello, HostAnswer, JobId, Limits, Load, Message,
-    ProtocolError, RequestId, Resolution, Role, StoredPage, Timing, Token, client_handshake,
+    FetchPurpose, FetchReport, Hello, HostAnswer, JobId, Limits, Load, Message, ProtocolError,
+    RequestId, Resolution, Role, Token, client_handshake,
 };
 use spool::publish::Publisher;
 use spool::warc::{Capture, RecordId, WarcDate, WarcHeaders, WarcWriter, payload_digest};
@@ -364,26 +364,7 @@ fn parse_status(raw: &[u8]) -> u16 {
 
 /// A `Stored` report for `job` in `file`.
 pub fn stored(job: &FetchJob, status: u16, file: &str) -> FetchReport {
-    FetchReport {
-        job: job.job,
-        result: FetchResult::Stored(StoredPage {
-            status,
-            wire_bytes: 1_000,
-            body_bytes: 500,
-            truncated: false,
-            timing: Timing {
-                connect_ms: 1,
-                first_byte_ms: 2,
-                total_ms: 3,
-                sent_us: 0,
-                written_us: 0,
-                received_us: 0,
-            },
-            file: file.to_owned(),
-            location: None,
-            retry_after: None,
-        }),
-    }
+    test_support::reports::stored(job.job, status, file)
 }
 
 /// The host of a URL.

@@ -11,6 +11,7 @@
 //!   started.
 //! - [`proc`]: what `/proc` says: a process's or thread's CPU time, state and
 //!   start ([`proc::Stat`]), its threads, `VmRSS`-like fields, the CPU model.
+//! - [`reports`]: the one `Stored` fetch report the manager's tests start from.
 //! - [`wait`]: waiting for a state with a deadline ([`wait::until`],
 //!   [`wait::until_async`]), so that no test sleeps a fixed time hoping a state
 //!   has come.
@@ -33,4 +34,5 @@
 pub mod manager;
 pub mod proc;
 pub mod process;
+pub mod reports;
 pub mod wait;

@@ -37,8 +37,8 @@ use std::time::Duration;
 use spool::formats::{Hints, RequestHeader, RequestWriter};
 use spool::name::{FileKind, Priority};
 use spool::protocol::{
-    AdminCommand, AdminReply, FetchJob, FetchPurpose, FetchReport, FetchResult, Hello, Message,
-    Resolution, Role, StoredPage, TargetSource, Timing, Token,
+    AdminCommand, AdminReply, FetchJob, FetchPurpose, FetchReport, Hello, Message, Resolution,
+    Role, TargetSource, Token,
 };
 use spool::publish::Publisher;
 use spool::{AppId, ComponentId, Spool};
@@ -279,26 +279,11 @@ fn hello(role: Role, id: &str) -> Hello {
 
 /// A 200 stored in `file`.
 fn stored(job: &FetchJob, file: &str) -> FetchReport {
-    FetchReport {
-        job: job.job,
-        result: FetchResult::Stored(StoredPage {
-            status: 200,
-            wire_bytes: 100,
-            body_bytes: 10,
-            truncated: false,
-            timing: Timing {
-                connect_ms: 1,
-                first_byte_ms: 2,
-                total_ms: 3,
-                sent_us: 0,
-                written_us: 0,
-                received_us: 0,
-            },
-            file: file.to_owned(),
-            location: None,
-            retry_after: None,
-        }),
-    }
+    let mut report = test_support::reports::stored(job.job, 200, file);
+    let page = test_support::reports::page_mut(&mut report);
+    page.wire_bytes = 100;
+    page.body_bytes = 10;
+    report
 }
 
 /// At 20 pages/s for 10 virtual seconds: one second of tokens at once, then one
