@@ -81,12 +81,17 @@ mod tests {
     #[test]
     fn this_process_has_cpu_time_threads_a_parent_and_memory() {
         let me = std::process::id();
-        let mut spent = 0u64;
+        // Spin until the kernel has counted a tick of CPU (10 ms at USER_HZ 100),
+        // however loaded the machine: the figure must grow with work done.
         let start = std::time::Instant::now();
-        while start.elapsed() < Duration::from_millis(30) {
-            spent = spent.wrapping_add(std::hint::black_box(1));
+        let mut spent = 0u64;
+        while cpu_time(me).is_none_or(|c| c == Duration::ZERO) {
+            assert!(start.elapsed() < Duration::from_secs(30), "no CPU time counted");
+            for _ in 0..100_000 {
+                spent = spent.wrapping_add(std::hint::black_box(1));
+            }
         }
-        assert!(cpu_time(me).is_some_and(|c| c > Duration::ZERO));
+        std::hint::black_box(spent);
         let threads = threads(me);
         assert!(threads.iter().any(|(tid, _)| *tid == me), "{threads:?}");
         let parent = std::os::unix::process::parent_id();
