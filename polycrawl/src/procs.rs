@@ -86,7 +86,10 @@ mod tests {
         let start = std::time::Instant::now();
         let mut spent = 0u64;
         while cpu_time(me).is_none_or(|c| c == Duration::ZERO) {
-            assert!(start.elapsed() < Duration::from_secs(30), "no CPU time counted");
+            assert!(
+                start.elapsed() < Duration::from_secs(30),
+                "no CPU time counted"
+            );
             for _ in 0..100_000 {
                 spent = spent.wrapping_add(std::hint::black_box(1));
             }

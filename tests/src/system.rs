@@ -118,11 +118,16 @@ impl Knobs {
             max_crawl_delay_ms: 100,
             ..Knobs::default()
         };
-        let text = knobs.config(ws, "unused-admin-token").replacen(
-            "(\n",
-            "(\n    app: (scope: open, allowed_domains: [], urls_per_request_file: 200, scan_interval_ms: 200),\n",
-            1,
-        );
+        // The admin page on a port of the kernel's choosing: never the default
+        // 7401, which another crawl on this machine may hold.
+        let text = knobs
+            .config(ws, "unused-admin-token")
+            .replacen(
+                "(\n",
+                "(\n    app: (scope: open, allowed_domains: [], urls_per_request_file: 200, scan_interval_ms: 200),\n",
+                1,
+            )
+            .replacen("    manager: (\n", "    manager: (\n        admin_http: \"127.0.0.1:0\",\n", 1);
         let path = dir.join(name);
         std::fs::write(&path, text).unwrap_or_else(|e| panic!("{}: {e}", path.display()));
         path
