@@ -16,8 +16,10 @@
 //! - [`nfsim`]: [`nfsim::Mount`], one machine's NFS-like view of a shared
 //!   directory (`polycrawl nfsim`), unmounted on drop; whether FUSE can be used.
 //! - [`wait`]: waiting for a state with a deadline ([`wait::until`],
-//!   [`wait::until_async`]), so that no test sleeps a fixed time hoping a state
-//!   has come.
+//!   [`wait::until_async`], [`wait::poll_async_with`] for a probe that awaits), so
+//!   that no test sleeps a fixed time hoping a state has come, and no test polls
+//!   with a sleep of its own (the two poll intervals there are the workspace's
+//!   listed ones, `ops/house/sleeps.txt`).
 //!
 //! Why `spool` types here and no cycle: this crate depends on `spool`, and
 //! `spool`'s integration tests (`spool/tests/`) dev-depend on this crate. That is
@@ -31,7 +33,7 @@
 //!
 //! This crate must never be a dependency of a service's shipping code; it binds and
 //! connects only on 127.0.0.0/8, port 0; it never sleeps a fixed time to wait for a
-//! state (a poll interval inside a deadline is the only sleep).
+//! state (the poll interval of [`wait`], inside a deadline, is its only sleep).
 
 pub mod manager;
 pub mod netns;
