@@ -182,17 +182,24 @@ async fn finish(
     spool: &Path,
     app: tokio::task::JoinHandle<Result<app_bfs::Summary, AppError>>,
 ) -> (app_bfs::Summary, Vec<(String, u32)>) {
-    let deadline = tokio::time::Instant::now() + Duration::from_secs(20);
     let mut taken = Vec::new();
-    while !app.is_finished() {
-        assert!(
-            tokio::time::Instant::now() < deadline,
-            "the app did not end within 20 s once every URL it requested ended"
-        );
-        taken.extend(take_requests(spool));
-        answer_taken(spool);
-        tokio::time::sleep(Duration::from_millis(25)).await;
-    }
+    let ended = test_support::wait::poll_async_with(
+        Duration::from_secs(20),
+        Duration::from_millis(25),
+        async || {
+            if app.is_finished() {
+                return Some(());
+            }
+            taken.extend(take_requests(spool));
+            answer_taken(spool);
+            None
+        },
+    )
+    .await;
+    assert!(
+        ended.is_some(),
+        "the app did not end within 20 s once every URL it requested ended"
+    );
     taken.extend(take_requests(spool));
     (app.await.unwrap().unwrap(), taken)
 }
@@ -244,14 +251,19 @@ async fn wait_batches_consumed(spool: &Path) {
 
 async fn wait_requests(spool: &Path, n: usize) -> Vec<(String, u32)> {
     let mut got = Vec::new();
-    for _ in 0..200 {
-        got.extend(take_requests(spool));
-        if got.len() >= n {
-            return got;
-        }
-        tokio::time::sleep(Duration::from_millis(25)).await;
+    let came = test_support::wait::poll_async_with(
+        Duration::from_secs(5),
+        Duration::from_millis(25),
+        async || {
+            got.extend(take_requests(spool));
+            (got.len() >= n).then_some(())
+        },
+    )
+    .await;
+    if came.is_none() {
+        panic!("only {} of {n} requests came: {got:?}", got.len());
     }
-    panic!("only {} of {n} requests came: {got:?}", got.len());
+    got
 }
 
 fn sorted(v: &[(String, u32)]) -> Vec<(String, u32)> {
@@ -608,13 +620,15 @@ async fn redirect_chains_end_at_the_hop_limit_and_hosts_at_their_budget() {
         ],
     );
     let mut hops = Vec::new();
-    for _ in 0..200 {
-        hops.extend(take_hops(&d.spool));
-        if hops.len() >= 2 {
-            break;
-        }
-        tokio::time::sleep(Duration::from_millis(25)).await;
-    }
+    test_support::wait::poll_async_with(
+        Duration::from_secs(5),
+        Duration::from_millis(25),
+        async || {
+            hops.extend(take_hops(&d.spool));
+            (hops.len() >= 2).then_some(())
+        },
+    )
+    .await;
     hops.sort();
     assert_eq!(
         hops,
@@ -1000,7 +1014,8 @@ async fn cuts_make_a_crawl_incomplete_and_the_cut_list_fed_back_crawls_exactly_t
     // A page at depth 1 links one at depth 2: past max_depth, a cut.
     let at_depth_1 = first[0].0.clone();
     publish_batch(&d.spool, 1, &[(&at_depth_1, html(&["/deep", "/p0"]))]);
-    tokio::time::sleep(Duration::from_millis(500)).await;
+    // Its links are published before the batch is let go.
+    wait_batches_consumed(&d.spool).await;
     first.extend(take_requests(&d.spool));
     idle.store(true, Ordering::SeqCst);
     let (summary, rest) = finish(&d.spool, app).await;

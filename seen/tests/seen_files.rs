@@ -221,12 +221,10 @@ fn kill_in_a_merge_and_check() -> bool {
         }
     }
     let has_tmp = |dir: &Path| names(dir).iter().any(|n| n.ends_with(".tmp"));
-    for _ in 0..20_000 {
-        if has_tmp(dir.path()) {
-            break;
-        }
-        std::thread::sleep(Duration::from_micros(500));
-    }
+    // Polled this often to kill it mid-merge; a merge that ends first is told below.
+    test_support::wait::poll_every(Duration::from_secs(10), Duration::from_micros(500), || {
+        has_tmp(dir.path()).then_some(())
+    });
     proc.kill().unwrap(); // SIGKILL: no destructor runs
     proc.wait().unwrap();
     if !has_tmp(dir.path()) {

@@ -20,7 +20,10 @@ fn time_to_discover(dir: &SpoolDir, discovery: Discovery) -> Duration {
     let consumer = Consumer::new(dir.clone(), id("app-1")).unwrap();
     let (started_tx, started_rx) = mpsc::channel();
     let waiter = std::thread::spawn(move || {
-        started_tx.send(()).unwrap();
+        // Its thread id: `/proc/thread-self` links to `<pid>/task/<tid>`.
+        let link = std::fs::read_link("/proc/thread-self").unwrap();
+        let tid: u32 = link.file_name().unwrap().to_str().unwrap().parse().unwrap();
+        started_tx.send(tid).unwrap();
         let batch = discovery
             .next_batch(&consumer, 1, Duration::from_secs(30))
             .unwrap();
@@ -29,9 +32,18 @@ fn time_to_discover(dir: &SpoolDir, discovery: Discovery) -> Duration {
         batch.into_iter().for_each(|c| c.done().unwrap());
         found
     });
-    started_rx.recv().unwrap();
-    // Let the first scan find nothing, so the consumer is waiting when the file lands.
-    std::thread::sleep(Duration::from_millis(100));
+    let tid = started_rx.recv().unwrap();
+    // Let the first scan find nothing, so the consumer is waiting when the file
+    // lands: its thread blocked (`S` in /proc) is in the wait that follows the scan.
+    test_support::wait::until(
+        "the consumer to wait after its first scan",
+        Duration::from_secs(30),
+        || {
+            test_support::proc::threads(std::process::id())
+                .iter()
+                .any(|(t, stat)| *t == tid && stat.state == 'S')
+        },
+    );
     let publisher = Publisher::new(dir.clone(), id("dl-1")).unwrap();
     let published = Instant::now();
     publisher

@@ -36,6 +36,8 @@ const MAX_MESSAGE: usize = 64 << 20;
 const LAYOUT_TIMEOUT: Duration = Duration::from_secs(30);
 /// Pause between two looks at a page that is not laid out yet.
 const LAYOUT_POLL: Duration = Duration::from_millis(50);
+/// Pause between two evaluations of a condition in the page (each a DevTools call).
+const EVAL_POLL: Duration = Duration::from_millis(100);
 
 /// The Chromium binary, if one is installed (`chromium` or `chromium-browser`).
 pub fn chromium() -> Option<PathBuf> {
@@ -101,20 +103,18 @@ impl Browser {
         cmd.arg("about:blank");
         let process = ProcessGuard::spawn("chromium", cmd, log_dir).expect("starting chromium");
         let port_file = profile.path().join("DevToolsActivePort");
-        let deadline = Instant::now() + START_TIMEOUT;
-        let (port, path) = loop {
+        let found = test_support::wait::poll(START_TIMEOUT, || {
             let text = std::fs::read_to_string(&port_file).unwrap_or_default();
             let mut lines = text.lines();
-            if let (Some(port), Some(path)) = (lines.next(), lines.next()) {
-                break (port.trim().to_owned(), path.trim().to_owned());
-            }
-            assert!(
-                Instant::now() < deadline,
+            let (port, path) = (lines.next()?, lines.next()?);
+            Some((port.trim().to_owned(), path.trim().to_owned()))
+        });
+        let (port, path) = found.unwrap_or_else(|| {
+            panic!(
                 "chromium wrote no DevToolsActivePort within {START_TIMEOUT:?}\n{}",
                 process.report("running")
-            );
-            std::thread::sleep(Duration::from_millis(50));
-        };
+            )
+        });
         let ws = WebSocket::connect(&format!("127.0.0.1:{port}"), &path)
             .unwrap_or_else(|e| panic!("DevTools WebSocket: {e}\n{}", process.report("running")));
         Browser {
@@ -214,15 +214,15 @@ impl Page<'_> {
     /// # Panics
     /// After `timeout`, naming `what`.
     pub fn wait_for(&mut self, what: &str, expression: &str, timeout: Duration) {
-        let deadline = Instant::now() + timeout;
-        loop {
-            match self.eval(expression) {
-                Ok(Value::Bool(true)) => return,
-                Ok(_) | Err(_) if Instant::now() < deadline => {
-                    std::thread::sleep(Duration::from_millis(100));
-                }
-                other => panic!("{what}: not true within {timeout:?} ({expression}: {other:?})"),
-            }
+        let mut last = None;
+        let held = test_support::wait::poll_every(timeout, EVAL_POLL, || {
+            let value = self.eval(expression);
+            let held = matches!(value, Ok(Value::Bool(true)));
+            last = Some(value);
+            held.then_some(())
+        });
+        if held.is_none() {
+            panic!("{what}: not true within {timeout:?} ({expression}: {last:?})");
         }
     }
 
@@ -277,24 +277,25 @@ impl Page<'_> {
     /// be laid out. Polls every `LAYOUT_POLL` until `LAYOUT_TIMEOUT`.
     pub fn wait_laid_out(&mut self) -> Result<(), String> {
         self.call("Page.bringToFront", json!({}))?;
-        let deadline = Instant::now() + LAYOUT_TIMEOUT;
-        loop {
+        let mut last = None;
+        let laid_out = test_support::wait::poll_every(LAYOUT_TIMEOUT, LAYOUT_POLL, || {
             let ready = self.eval("document.readyState");
             let metrics = self.call("Page.getLayoutMetrics", json!({}));
             let laid_out = metrics.as_ref().is_ok_and(|m| {
                 width(m, "cssLayoutViewport", "clientWidth") > 0.0
                     && width(m, "cssContentSize", "width") > 0.0
             });
-            if laid_out && ready.as_ref().is_ok_and(|r| r == "complete") {
-                return Ok(());
-            }
-            if Instant::now() >= deadline {
-                return Err(format!(
-                    "not laid out within {LAYOUT_TIMEOUT:?}: readyState {ready:?}, \
-                     layout metrics {metrics:?}"
-                ));
-            }
-            std::thread::sleep(LAYOUT_POLL);
+            let done = laid_out && ready.as_ref().is_ok_and(|r| r == "complete");
+            last = Some((ready, metrics));
+            done.then_some(())
+        });
+        match (laid_out, last) {
+            (Some(()), _) => Ok(()),
+            (None, Some((ready, metrics))) => Err(format!(
+                "not laid out within {LAYOUT_TIMEOUT:?}: readyState {ready:?}, \
+                 layout metrics {metrics:?}"
+            )),
+            (None, None) => Err(format!("not laid out within {LAYOUT_TIMEOUT:?}")),
         }
     }
 

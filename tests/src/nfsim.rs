@@ -12,7 +12,7 @@
 
 use std::path::{Path, PathBuf};
 use std::process::Command;
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use nix::sys::signal::{Signal, kill};
 use nix::unistd::Pid;
@@ -64,21 +64,23 @@ impl Mount {
             .env("RUST_LOG", "info");
         let mut process =
             ProcessGuard::spawn(name, cmd, log_dir).expect("starting polycrawl nfsim");
-        let deadline = Instant::now() + MOUNT_TIMEOUT;
-        while !mounted(&dir) {
+        let up = test_support::wait::poll(MOUNT_TIMEOUT, || {
+            if mounted(&dir) {
+                return Some(());
+            }
             if let Ok(Some(status)) = process.wait_exit(Duration::ZERO) {
                 panic!(
                     "{}",
                     process.report(&format!("exited {status} before mounting"))
                 );
             }
-            if Instant::now() > deadline {
-                panic!(
-                    "{}",
-                    process.report(&format!("not mounted after {MOUNT_TIMEOUT:?}"))
-                );
-            }
-            std::thread::sleep(Duration::from_millis(20));
+            None
+        });
+        if up.is_none() {
+            panic!(
+                "{}",
+                process.report(&format!("not mounted after {MOUNT_TIMEOUT:?}"))
+            );
         }
         Mount {
             process: Some(process),

@@ -23,7 +23,7 @@ use std::io::Write;
 use std::net::SocketAddr;
 use std::path::{Path, PathBuf};
 use std::process::Command;
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use spool::formats::{Hints, RequestHeader, RequestWriter};
 use spool::name::{FileKind, Priority};
@@ -49,6 +49,10 @@ pub const WIRE_LOG: &str = "wire.tsv";
 
 /// How long the manager may take to print its ready line.
 pub const MANAGER_READY: Duration = Duration::from_secs(30);
+/// How often a test polls a running system's state (the manager's status, the
+/// spool): each look costs the system under test a connection or a folder scan, so
+/// not every `test_support::wait::POLL`.
+pub const STATUS_POLL: Duration = Duration::from_millis(100);
 
 /// The settings tests vary; everything else is fixed by [`Knobs::config`].
 #[derive(Debug, Clone)]
@@ -418,6 +422,40 @@ impl System {
         self.bury(p);
     }
 
+    /// kill -9 of the manager, then waits (up to `timeout`) until every running
+    /// resolver and downloader has logged that it lost the manager connection: the
+    /// outage as they live it, before a test starts the manager again.
+    ///
+    /// # Panics
+    /// If one has not said so within `timeout`, with the processes' output.
+    pub fn kill_manager_and_wait_lost(&mut self, timeout: Duration) {
+        const LOST: &str = "lost the manager connection";
+        let lost = |p: &ProcessGuard| p.stderr().matches(LOST).count();
+        let before: Vec<usize> = self.components().map(lost).collect();
+        self.kill_manager();
+        let noticed = test_support::wait::poll_every(timeout, Duration::from_millis(20), || {
+            let mut now = self.components().map(lost);
+            before
+                .iter()
+                .all(|b| now.next().is_some_and(|n| n > *b))
+                .then_some(())
+        });
+        assert!(
+            noticed.is_some(),
+            "not every component logged {LOST:?} within {timeout:?}\n{}",
+            self.reports()
+        );
+    }
+
+    /// The running resolvers and downloaders, in a fixed order.
+    fn components(&self) -> impl Iterator<Item = &ProcessGuard> {
+        let mut downloaders: Vec<(&String, &ProcessGuard)> = self.downloaders.iter().collect();
+        downloaders.sort_by_key(|(id, _)| *id);
+        self.resolvers
+            .iter()
+            .chain(downloaders.into_iter().map(|(_, p)| p))
+    }
+
     fn bury(&mut self, p: ProcessGuard) {
         let (name, stderr) = (p.name().to_owned(), p.stderr());
         drop(p); // SIGKILL and reap.
@@ -466,21 +504,17 @@ impl System {
     /// # Panics
     /// After `timeout`, with the processes' output.
     pub fn wait_components(&mut self, downloaders: usize, resolvers: usize, timeout: Duration) {
-        let deadline = Instant::now() + timeout;
-        loop {
-            if let Ok(s) = self.try_status() {
-                let count = |r: Role| s.components.iter().filter(|c| c.role == r).count();
-                if count(Role::Downloader) >= downloaders && count(Role::Resolver) >= resolvers {
-                    return;
-                }
-            }
-            assert!(
-                Instant::now() < deadline,
-                "components did not register within {timeout:?}\n{}",
-                self.reports()
-            );
-            std::thread::sleep(Duration::from_millis(100));
-        }
+        let registered = test_support::wait::poll_every(timeout, STATUS_POLL, || {
+            let s = self.try_status().ok()?;
+            let count = |r: Role| s.components.iter().filter(|c| c.role == r).count();
+            (count(Role::Downloader) >= downloaders && count(Role::Resolver) >= resolvers)
+                .then_some(())
+        });
+        assert!(
+            registered.is_some(),
+            "components did not register within {timeout:?}\n{}",
+            self.reports()
+        );
     }
 
     /// Publishes a request file of `urls` for `app` (spool's writer and publisher).

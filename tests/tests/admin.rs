@@ -31,7 +31,7 @@ use serde_json::Value;
 use tests::browser::{self, Browser};
 use tests::requestlog::url_host;
 use tests::spoolout::Returned;
-use tests::system::{Knobs, System};
+use tests::system::{Knobs, STATUS_POLL, System};
 use tests::websim::{HostRow, LogLine, Websim};
 
 const APP: &str = "admintest";
@@ -66,24 +66,21 @@ fn start_components(sys: &mut System, downloaders: usize) {
 
 /// Polls until every URL of `urls` has ended for each reader; panics after `timeout`.
 fn wait_all_ended(sys: &System, readers: &mut [(&mut Returned, &[String])], timeout: Duration) {
-    let started = Instant::now();
-    loop {
-        let mut open = 0;
+    let mut open = 0;
+    let ended = test_support::wait::poll_every(timeout, Duration::from_millis(200), || {
+        open = 0;
         for (back, urls) in readers.iter_mut() {
             back.refresh();
             open += back.open(urls.iter());
         }
-        if open == 0 {
-            return;
-        }
-        assert!(
-            started.elapsed() < timeout,
-            "{open} URLs not ended after {timeout:?}; status {:?}\n{}",
-            sys.try_status(),
-            sys.reports()
-        );
-        std::thread::sleep(Duration::from_millis(200));
-    }
+        (open == 0).then_some(())
+    });
+    assert!(
+        ended.is_some(),
+        "{open} URLs not ended after {timeout:?}; status {:?}\n{}",
+        sys.try_status(),
+        sys.reports()
+    );
 }
 
 /// websim's request log holding every request it served.
@@ -174,19 +171,16 @@ fn blacklisted_domain_gets_no_more_requests_even_after_a_restart() {
     let mut back = Returned::new(&sys.spool, APP);
 
     // Mid-crawl: a few of the domain's pages fetched, most not.
-    let deadline = Instant::now() + Duration::from_secs(60);
-    let fetched_before = loop {
-        let n = ws
-            .log()
-            .iter()
-            .filter(|l| !l.is_robots() && in_domain(&l.name()))
-            .count();
-        if n >= 3 {
-            break n;
-        }
-        assert!(Instant::now() < deadline, "the domain was never fetched");
-        std::thread::sleep(Duration::from_millis(50));
-    };
+    let fetched_before =
+        test_support::wait::poll_every(Duration::from_secs(60), Duration::from_millis(50), || {
+            let n = ws
+                .log()
+                .iter()
+                .filter(|l| !l.is_robots() && in_domain(&l.name()))
+                .count();
+            (n >= 3).then_some(n)
+        })
+        .expect("the domain was never fetched");
     let answer = sys.api(
         "POST",
         "/api/blacklist",
@@ -201,10 +195,25 @@ fn blacklisted_domain_gets_no_more_requests_even_after_a_restart() {
         domain_urls.len()
     );
 
+    // The live manager dispatches past the grace (websim logs a request that
+    // starts after it), unless the crawl has ended before: a request to the
+    // domain dispatched after the answer would then be seen late.
+    let past_grace =
+        test_support::wait::poll_every(Duration::from_secs(60), Duration::from_millis(100), || {
+            back.refresh();
+            let late = ws
+                .log()
+                .iter()
+                .any(|l| l.start_us > answered_us + IN_FLIGHT_GRACE_US);
+            (late || back.open(&urls) == 0).then_some(())
+        });
+    assert!(
+        past_grace.is_some(),
+        "no request past the grace and the crawl not ended\n{}",
+        sys.reports()
+    );
     // kill -9 of the manager; the restarted one still has the entry.
-    std::thread::sleep(Duration::from_secs(2));
-    sys.kill_manager();
-    std::thread::sleep(Duration::from_millis(500));
+    sys.kill_manager_and_wait_lost(Duration::from_secs(30));
     sys.start_manager();
     sys.wait_components(2, 1, Duration::from_secs(30));
     let entries = blacklist(&sys);
@@ -398,15 +407,11 @@ fn forced_checkpoint_restarts_the_crawl() {
     sys.publish_requests(APP, 50, &urls);
     let mut back = Returned::new(&sys.spool, APP);
 
-    let deadline = Instant::now() + Duration::from_secs(90);
-    while back.pages.len() < urls.len() / 3 {
-        assert!(
-            Instant::now() < deadline,
-            "a third of the crawl took too long"
-        );
-        std::thread::sleep(Duration::from_millis(100));
+    let third = test_support::wait::poll_every(Duration::from_secs(90), STATUS_POLL, || {
         back.refresh();
-    }
+        (back.pages.len() >= urls.len() / 3).then_some(())
+    });
+    assert!(third.is_some(), "a third of the crawl took too long");
     let stats = json(&sys.api("GET", "/api/stats", "", false), 200, "stats");
     let pages_before = stats["pages_total"].as_u64().expect("pages_total");
     let answer = json(
@@ -422,18 +427,12 @@ fn forced_checkpoint_restarts_the_crawl() {
         checkpoint.display()
     );
     // More pages after the checkpoint, then drain and shut down through the API.
-    let deadline = Instant::now() + Duration::from_secs(60);
-    let pages_at_shutdown = loop {
-        let s = sys.status();
-        if s.pages_total >= pages_before + 50 {
-            break s.pages_total;
-        }
-        assert!(
-            Instant::now() < deadline,
-            "no progress after the checkpoint"
-        );
-        std::thread::sleep(Duration::from_millis(100));
-    };
+    let pages_at_shutdown =
+        test_support::wait::poll_every(Duration::from_secs(60), STATUS_POLL, || {
+            let s = sys.status();
+            (s.pages_total >= pages_before + 50).then_some(s.pages_total)
+        })
+        .expect("no progress after the checkpoint");
     let bye = json(
         &sys.api("POST", "/api/shutdown", r#"{"grace_ms": 3000}"#, true),
         200,

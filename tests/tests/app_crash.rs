@@ -127,8 +127,7 @@ fn app_killed_mid_crawl_restarts_and_loses_no_url() {
 
     // Run 1: until the repository holds some pages, then kill -9.
     let mut app = start_app(&sys, &ws, &dirs, 1);
-    let deadline = Instant::now() + FIRST_RUN;
-    let stored_at_kill = loop {
+    let stored = test_support::wait::poll_every(FIRST_RUN, Duration::from_millis(50), || {
         if let Some(status) = app.wait_exit(Duration::ZERO).expect("app status") {
             panic!(
                 "{}",
@@ -138,19 +137,16 @@ fn app_killed_mid_crawl_restarts_and_loses_no_url() {
             );
         }
         // A batch may be renamed in while listing: retry on the next tick.
-        if let Ok(scan) = RepoScan::read(&dirs.repo) {
-            if scan.responses > KILL_AFTER_PAGES {
-                break scan.responses;
-            }
-        }
-        assert!(
-            Instant::now() < deadline,
+        let scan = RepoScan::read(&dirs.repo).ok()?;
+        (scan.responses > KILL_AFTER_PAGES).then_some(scan.responses)
+    });
+    let stored_at_kill = stored.unwrap_or_else(|| {
+        panic!(
             "{KILL_AFTER_PAGES} pages not stored within {FIRST_RUN:?}\n{}\n{}",
             app.report("running"),
             sys.reports()
-        );
-        std::thread::sleep(Duration::from_millis(50));
-    };
+        )
+    });
     let killed_at = started.elapsed();
     let app1_stderr = app.stderr();
     drop(app); // SIGKILL and reap.

@@ -15,7 +15,7 @@
 
 use std::collections::{BTreeMap, HashMap};
 use std::sync::{Mutex, PoisonError};
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use tests::requestlog::{self, url_host};
 use tests::spoolout::Returned;
@@ -45,22 +45,23 @@ fn crawl(ws: &Websim, knobs: &Knobs) -> (System, Returned, Vec<String>) {
         sys.publish_requests(APP, 50, chunk);
     }
     let mut back = Returned::new(&sys.spool, APP);
-    let started = Instant::now();
-    loop {
-        back.refresh();
-        let open = back.open(&urls);
-        if open == 0 {
-            break;
-        }
-        assert!(
-            started.elapsed() < Duration::from_secs(200),
-            "{open} of {} URLs not ended; status {:?}\n{}",
-            urls.len(),
-            sys.try_status(),
-            sys.reports()
-        );
-        std::thread::sleep(Duration::from_millis(200));
-    }
+    let mut open = 0;
+    let ended = test_support::wait::poll_every(
+        Duration::from_secs(200),
+        Duration::from_millis(200),
+        || {
+            back.refresh();
+            open = back.open(&urls);
+            (open == 0).then_some(())
+        },
+    );
+    assert!(
+        ended.is_some(),
+        "{open} of {} URLs not ended; status {:?}\n{}",
+        urls.len(),
+        sys.try_status(),
+        sys.reports()
+    );
     (sys, back, urls)
 }
 

@@ -6,7 +6,7 @@
 //! started (no `--out` folder at all).
 
 use std::process::{Command, Stdio};
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use tests::bin;
 use tests::netns::{self, Isolated};
@@ -33,20 +33,19 @@ fn crawl(
         .stdout(Stdio::null())
         .stderr(Stdio::piped());
     let mut child = cmd.spawn().expect("spawn polycrawl crawl");
-    let started = Instant::now();
-    let status = loop {
-        if let Some(status) = child.try_wait().expect("wait") {
-            break status.code();
-        }
-        if started.elapsed() > limit {
+    let exited = test_support::wait::poll_every(limit, Duration::from_millis(50), || {
+        child.try_wait().expect("wait")
+    });
+    let status = match exited {
+        Some(status) => status.code(),
+        None => {
             let _ = nix::sys::signal::kill(
                 nix::unistd::Pid::from_raw(child.id() as i32),
                 nix::sys::signal::Signal::SIGTERM,
             );
             let _ = child.wait();
-            break None;
+            None
         }
-        std::thread::sleep(Duration::from_millis(50));
     };
     let mut err = String::new();
     if let Some(mut e) = child.stderr.take() {

@@ -12,7 +12,7 @@
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::{Path, PathBuf};
 use std::process::Command;
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use spool::publish::Publisher;
 use spool::{AppId, ComponentId, Spool};
@@ -120,15 +120,15 @@ fn idle(root: &Path) -> bool {
 
 /// Waits until every report is read and the coordinator says it is idle.
 fn settle(root: &Path, co: &mut ProcessGuard) {
-    let deadline = Instant::now() + Duration::from_secs(60);
-    while reports_left(root) > 0 || !idle(root) {
-        assert!(
-            Instant::now() < deadline,
-            "{}",
-            co.report(&format!("{} reports left", reports_left(root)))
-        );
-        std::thread::sleep(Duration::from_millis(20));
-    }
+    let settled =
+        test_support::wait::poll_every(Duration::from_secs(60), Duration::from_millis(20), || {
+            (reports_left(root) == 0 && idle(root)).then_some(())
+        });
+    assert!(
+        settled.is_some(),
+        "{}",
+        co.report(&format!("{} reports left", reports_left(root)))
+    );
 }
 
 #[test]

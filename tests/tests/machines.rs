@@ -409,6 +409,53 @@ impl Cluster {
         killed
     }
 
+    /// [`Cluster::kill_machine`] of a manager's machine, then waits until every
+    /// running client of the managers there has logged that it lost the manager
+    /// connection: the outage as they live it, before the test starts the machine
+    /// again.
+    fn kill_machine_and_wait_lost(&mut self, role: &str) -> Vec<String> {
+        const LOST: &str = "lost the manager connection";
+        let m = self.machine(role);
+        let addrs: Vec<OsString> = self
+            .procs
+            .iter()
+            .filter(|p| p.machine == m)
+            .filter_map(|p| p.name.strip_prefix("manager-s")?.parse::<usize>().ok())
+            .map(|s| self.manager_addrs[s].clone().into())
+            .collect();
+        let clients: Vec<usize> = (0..self.procs.len())
+            .filter(|&i| {
+                let p = &self.procs[i];
+                p.machine != m && p.guard.is_some() && p.args.iter().any(|a| addrs.contains(a))
+            })
+            .collect();
+        let lost = |c: &Cluster, i: usize| {
+            c.procs[i]
+                .guard
+                .as_ref()
+                .map_or(0, |g| g.stderr().matches(LOST).count())
+        };
+        let before: Vec<usize> = clients.iter().map(|&i| lost(self, i)).collect();
+        let killed = self.kill_machine(role);
+        let noticed = test_support::wait::poll_every(
+            Duration::from_secs(30),
+            Duration::from_millis(20),
+            || {
+                let all = clients
+                    .iter()
+                    .zip(&before)
+                    .all(|(&i, b)| lost(self, i) > *b);
+                all.then_some(())
+            },
+        );
+        assert!(
+            noticed.is_some(),
+            "not every client of {role}'s managers logged {LOST:?}\n{}",
+            self_report(&self.logs)
+        );
+        killed
+    }
+
     /// Starts the processes of machine `role` again (managers first, on their
     /// first address).
     fn restart_machine(&mut self, role: &str) {
@@ -450,36 +497,38 @@ impl Cluster {
     /// every 200 ms meanwhile. Any other exit fails the test with the logs.
     fn wait_complete(&mut self, mut tick: impl FnMut(&mut Cluster)) -> Duration {
         let started = Instant::now();
-        loop {
-            let mut done = 0;
-            for p in &mut self.procs {
-                let Some(g) = p.guard.as_mut() else { continue };
-                let Some(status) = g.wait_exit(Duration::ZERO).expect("try_wait") else {
-                    continue;
-                };
-                let part = p.name.starts_with("app-p");
-                if part && status.success() {
-                    done += 1;
-                    continue;
+        let complete =
+            test_support::wait::poll_every(CRAWL_TIMEOUT, Duration::from_millis(200), || {
+                let mut done = 0;
+                for p in &mut self.procs {
+                    let Some(g) = p.guard.as_mut() else { continue };
+                    let Some(status) = g.wait_exit(Duration::ZERO).expect("try_wait") else {
+                        continue;
+                    };
+                    let part = p.name.starts_with("app-p");
+                    if part && status.success() {
+                        done += 1;
+                        continue;
+                    }
+                    panic!(
+                        "{} exited {status} mid-crawl\n{}",
+                        p.name,
+                        self_report(&self.logs)
+                    );
                 }
-                panic!(
-                    "{} exited {status} mid-crawl\n{}",
-                    p.name,
-                    self_report(&self.logs)
-                );
-            }
-            if done == PARTS as usize {
-                return started.elapsed();
-            }
-            assert!(
-                started.elapsed() < CRAWL_TIMEOUT,
-                "the crawl did not complete within {CRAWL_TIMEOUT:?} ({} pages stored)\n{}",
-                self.pages_stored(),
-                self_report(&self.logs)
-            );
-            tick(self);
-            std::thread::sleep(Duration::from_millis(200));
-        }
+                if done == PARTS as usize {
+                    return Some(());
+                }
+                tick(self);
+                None
+            });
+        assert!(
+            complete.is_some(),
+            "the crawl did not complete within {CRAWL_TIMEOUT:?} ({} pages stored)\n{}",
+            self.pages_stored(),
+            self_report(&self.logs)
+        );
+        started.elapsed()
     }
 
     /// The parts' summary lines (`app bfs-pI: ...`).
@@ -488,15 +537,12 @@ impl Cluster {
             .map(|p| {
                 let g = p.guard.as_ref().expect("running or exited");
                 // The stdout reader may hold the last line for a moment.
-                let deadline = Instant::now() + Duration::from_secs(5);
-                loop {
-                    let out = g.stdout();
-                    if let Some(l) = out.iter().rev().find(|l| l.starts_with("app ")) {
-                        return l.clone();
-                    }
-                    assert!(Instant::now() < deadline, "{}", g.report("no summary"));
-                    std::thread::sleep(Duration::from_millis(20));
-                }
+                test_support::wait::poll_every(
+                    Duration::from_secs(5),
+                    Duration::from_millis(20),
+                    || g.stdout().into_iter().rev().find(|l| l.starts_with("app ")),
+                )
+                .unwrap_or_else(|| panic!("{}", g.report("no summary")))
             })
             .collect()
     }
@@ -733,9 +779,8 @@ fn a_machine_killed_mid_crawl_loses_nothing() {
     let mut killed = Vec::new();
     cluster.wait_complete(|c| {
         if killed.is_empty() && c.pages_stored() >= expected / 3 {
-            killed = c.kill_machine(victim);
+            killed = c.kill_machine_and_wait_lost(victim);
             eprintln!("killed {killed:?} on {victim}");
-            std::thread::sleep(Duration::from_millis(500));
             c.restart_machine(victim);
         }
     });

@@ -28,7 +28,7 @@ use std::process::Command;
 use std::time::{Duration, Instant};
 
 use tests::spoolout::Returned;
-use tests::system::{Knobs, System};
+use tests::system::{Knobs, STATUS_POLL, System};
 use tests::websim::Websim;
 
 const APP: &str = "metrics";
@@ -81,15 +81,13 @@ fn totals_survive_a_kill_and_metrics_parse() {
     // Mid-crawl: some responses counted, not all, and jobs out (websim's slow hosts
     // answer after 2 s): their pages are stored after the kill, their reports lost.
     let started = Instant::now();
-    loop {
-        let status = sys.status();
-        let counted: u64 = status.http_status.iter().map(|c| c.count).sum();
-        if counted >= 100 && status.in_flight >= 2 {
-            break;
-        }
-        assert!(started.elapsed() < Duration::from_secs(60), "no progress");
-        std::thread::sleep(Duration::from_millis(5));
-    }
+    let mid_crawl =
+        test_support::wait::poll_every(Duration::from_secs(60), Duration::from_millis(5), || {
+            let status = sys.status();
+            let counted: u64 = status.http_status.iter().map(|c| c.count).sum();
+            (counted >= 100 && status.in_flight >= 2).then_some(())
+        });
+    assert!(mid_crawl.is_some(), "no progress");
     let before = responses(&sys);
     sys.kill_manager();
     sys.start_manager();
@@ -104,37 +102,41 @@ fn totals_survive_a_kill_and_metrics_parse() {
     );
 
     let mut back = Returned::new(&sys.spool, APP);
-    loop {
+    let mut last = None;
+    let limit = Duration::from_secs(120).saturating_sub(started.elapsed());
+    let ended = test_support::wait::poll_every(limit, STATUS_POLL, || {
         back.refresh();
         let status = sys.status();
-        if back.open(&urls) == 0 && status.queued_urls == 0 && status.in_flight == 0 {
-            break;
-        }
-        assert!(
-            started.elapsed() < Duration::from_secs(120),
-            "{} of {} URLs open; status {status:?}",
-            back.open(&urls),
-            urls.len()
-        );
-        std::thread::sleep(Duration::from_millis(100));
-    }
+        let done = back.open(&urls) == 0 && status.queued_urls == 0 && status.in_flight == 0;
+        last = Some(status);
+        done.then_some(())
+    });
+    assert!(
+        ended.is_some(),
+        "{} of {} URLs open; status {last:?}",
+        back.open(&urls),
+        urls.len()
+    );
     // Batches still open at the downloader are published within their age limit:
     // wait (three age limits at most, plus room for a loaded machine) until the
     // counts agree with the URLs stored, then judge.
-    let deadline = Instant::now()
-        + Duration::from_millis(tests::system::BATCH_AGE_MS * 3)
-        + Duration::from_secs(10);
-    let (counted, urls_stored, status) = loop {
+    let limit = Duration::from_millis(tests::system::BATCH_AGE_MS * 3) + Duration::from_secs(10);
+    let mut last = None;
+    let agreed = test_support::wait::poll(limit, || {
         back.refresh();
         let counted = responses(&sys);
         let urls_stored = back.pages.len() as u64;
         let status = sys.status();
-        if (counted, status.pages_total) == (urls_stored, urls_stored) || Instant::now() >= deadline
-        {
-            break (counted, urls_stored, status);
+        let agree = (counted, status.pages_total) == (urls_stored, urls_stored);
+        let look = (counted, urls_stored, status);
+        if agree {
+            return Some(look);
         }
-        std::thread::sleep(test_support::wait::POLL);
-    };
+        last = Some(look);
+        None
+    });
+    // Judged on the last look when they never agreed.
+    let (counted, urls_stored, status) = agreed.or(last).expect("looked at least once");
     let records = back.page_records() as u64;
     let bound = knobs.jobs_bound(1) as u64;
     eprintln!(

@@ -8,7 +8,6 @@
 use std::fs;
 use std::io::ErrorKind;
 use std::path::Path;
-use std::thread::sleep;
 use std::time::{Duration, Instant};
 
 use tests::nfsim::{self, Mount};
@@ -62,10 +61,11 @@ fn two_clients_see_each_other_after_the_delay_and_themselves_at_once() {
         fs::metadata(b.path("one")).unwrap_err().kind(),
         ErrorKind::NotFound
     );
-    while names(b.dir()).is_empty() {
-        assert!(t0.elapsed() < Duration::from_millis(DELAY_MS + 3000));
-        sleep(Duration::from_millis(50));
-    }
+    test_support::wait::until(
+        "b to list a's file once the delay has passed",
+        Duration::from_millis(DELAY_MS + 3000).saturating_sub(t0.elapsed()),
+        || !names(b.dir()).is_empty(),
+    );
     assert!(
         t0.elapsed() >= Duration::from_millis(DELAY_MS - 100),
         "b saw the file after {:?}",
@@ -113,7 +113,6 @@ fn faults_are_injected_on_demand() {
     let backing = tmp.path().join("export");
     fs::create_dir(&backing).unwrap();
     fs::write(backing.join("f"), b"data").unwrap();
-    sleep(Duration::from_millis(50));
     let stale = mount(
         &backing,
         &tmp.path().join("stale"),

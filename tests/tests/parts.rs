@@ -40,7 +40,7 @@
 use std::collections::{BTreeMap, HashSet};
 use std::path::Path;
 use std::process::Command;
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use tests::applog;
 use tests::bin;
@@ -561,23 +561,18 @@ fn restarts_of(out: &[String], name: &str) -> u32 {
 /// Kills `name` (from the demo's pids file) with SIGKILL once `ready` holds;
 /// returns its pid and the moment of the kill (unix µs).
 fn kill_when(out_dir: &Path, name: &str, ready: impl Fn() -> bool) -> (i32, u64) {
-    let deadline = Instant::now() + Duration::from_secs(120);
-    loop {
-        assert!(Instant::now() < deadline, "{name}: never got going");
-        if ready() {
-            if let Some(pid) = pid_of(out_dir, name) {
-                let at_us = now_us();
-                nix::sys::signal::kill(
-                    nix::unistd::Pid::from_raw(pid),
-                    nix::sys::signal::Signal::SIGKILL,
-                )
-                .unwrap_or_else(|e| panic!("SIGKILL to {name}: {e}"));
-                eprintln!("killed {name} (pid {pid})");
-                return (pid, at_us);
-            }
-        }
-        std::thread::sleep(Duration::from_millis(10));
-    }
+    let pid = test_support::wait::poll(Duration::from_secs(120), || {
+        if ready() { pid_of(out_dir, name) } else { None }
+    })
+    .unwrap_or_else(|| panic!("{name}: never got going"));
+    let at_us = now_us();
+    nix::sys::signal::kill(
+        nix::unistd::Pid::from_raw(pid),
+        nix::sys::signal::Signal::SIGKILL,
+    )
+    .unwrap_or_else(|e| panic!("SIGKILL to {name}: {e}"));
+    eprintln!("killed {name} (pid {pid})");
+    (pid, at_us)
 }
 
 fn now_us() -> u64 {

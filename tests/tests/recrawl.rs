@@ -227,10 +227,9 @@ async fn a_recrawl_stores_304s_and_unchanged_pages_as_revisits_as_websim_says() 
     // websim writes its log in the background: wait (bounded) until it holds
     // as many as there should be; the count must then be exactly that.
     let count_304 = || ws.log().iter().filter(|l| l.status == 304).count() as u64;
-    let deadline = Instant::now() + Duration::from_secs(10);
-    while count_304() < not_modified && Instant::now() < deadline {
-        std::thread::sleep(Duration::from_millis(50));
-    }
+    test_support::wait::poll_every(Duration::from_secs(10), Duration::from_millis(50), || {
+        (count_304() >= not_modified).then_some(())
+    });
     assert_eq!(count_304(), not_modified, "304s in websim's log");
 
     // Every WARC file passes warcio.
@@ -281,11 +280,13 @@ async fn a_recrawl_stores_304s_and_unchanged_pages_as_revisits_as_websim_says() 
     let addr: std::net::SocketAddr = ([127, 0, 0, 1], port).into();
     let client = Client::plain();
     let host = format!("127.0.0.1:{port}");
-    let deadline = Instant::now() + Duration::from_secs(60);
-    while client.get(addr, false, &host, "/", &[]).await.is_err() {
-        assert!(Instant::now() < deadline, "pywb did not answer in 60 s");
-        tokio::time::sleep(Duration::from_millis(200)).await;
-    }
+    test_support::wait::until_async_with(
+        "pywb to answer",
+        Duration::from_secs(60),
+        Duration::from_millis(200),
+        async || client.get(addr, false, &host, "/", &[]).await.is_ok(),
+    )
+    .await;
     let replay = |ts: String| {
         let client = client.clone();
         let host = host.clone();
@@ -333,13 +334,22 @@ async fn a_recrawl_stores_304s_and_unchanged_pages_as_revisits_as_websim_says() 
     )
     .unwrap();
     let target = format!("/ours/{}id_/{same}", newest[same.as_str()].1);
-    let mut r = client.get(addr, false, &host, &target, &[]).await.unwrap();
     // pywb notices a new collection on its next look at the folder.
-    let deadline = Instant::now() + Duration::from_secs(30);
-    while r.status == 404 && Instant::now() < deadline {
-        tokio::time::sleep(Duration::from_millis(500)).await;
-        r = client.get(addr, false, &host, &target, &[]).await.unwrap();
-    }
+    let mut last = None;
+    let found = test_support::wait::poll_async_with(
+        Duration::from_secs(30),
+        Duration::from_millis(500),
+        async || {
+            let r = client.get(addr, false, &host, &target, &[]).await.unwrap();
+            if r.status != 404 {
+                return Some(r);
+            }
+            last = Some(r);
+            None
+        },
+    )
+    .await;
+    let r = found.or(last).expect("pywb was asked at least once");
     assert_eq!(r.status, 200, "{target}: {:?}", r.headers);
     assert_eq!(
         spool::warc::payload_digest(&r.raw_body).to_string(),
@@ -429,15 +439,12 @@ fn a_recrawl_killed_mid_run_resumes_and_loses_no_url() {
     let mut cmd = Command::new(bin::polycrawl());
     cmd.args(&args).env("NO_COLOR", "1");
     let p = ProcessGuard::spawn("recrawl-1", cmd, d).unwrap();
-    let deadline = Instant::now() + Duration::from_secs(120);
-    let stored_at_kill = loop {
-        let n = index_lines(&repo).len() - before;
-        if n >= changes.len() / 3 {
-            break n;
-        }
-        assert!(Instant::now() < deadline, "{}", p.report("too slow"));
-        std::thread::sleep(Duration::from_millis(20));
-    };
+    let stored_at_kill =
+        test_support::wait::poll_every(Duration::from_secs(120), Duration::from_millis(20), || {
+            let n = index_lines(&repo).len() - before;
+            (n >= changes.len() / 3).then_some(n)
+        })
+        .unwrap_or_else(|| panic!("{}", p.report("too slow")));
     let pid = p.pid();
     drop(p); // SIGKILL; the children die with it.
     assert!(stored_at_kill < changes.len(), "killed too late");

@@ -207,11 +207,13 @@ async fn a_crawl_is_archived_packaged_and_replayed_by_pywb() {
     let addr: std::net::SocketAddr = ([127, 0, 0, 1], port).into();
     let client = Client::plain();
     let host = format!("127.0.0.1:{port}");
-    let deadline = Instant::now() + Duration::from_secs(60);
-    while client.get(addr, false, &host, "/", &[]).await.is_err() {
-        assert!(Instant::now() < deadline, "pywb did not answer in 60 s");
-        tokio::time::sleep(Duration::from_millis(200)).await;
-    }
+    test_support::wait::until_async_with(
+        "pywb to answer",
+        Duration::from_secs(60),
+        Duration::from_millis(200),
+        async || client.get(addr, false, &host, "/", &[]).await.is_ok(),
+    )
+    .await;
 
     // The sample: every k-th line, and every kind represented.
     let lines = index_lines(&repo);

@@ -12,14 +12,14 @@
 use std::collections::{BTreeMap, HashMap, HashSet};
 use std::path::Path;
 use std::process::Command;
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use spool::protocol::SeedFigures;
 
 use tests::bin;
 use tests::politeness;
 use tests::process::ProcessGuard;
-use tests::system::{Knobs, System};
+use tests::system::{Knobs, STATUS_POLL, System};
 use tests::websim::Websim;
 
 /// The status-coded URLs of the union of the parties, the robots-excluded ones
@@ -339,8 +339,11 @@ fn breadth_first_and_seed_by_seed_share_one_manager_politely() {
     // The manager's status (what the admin page shows) carries the seed-by-seed
     // app's figures while it runs, and none for the breadth-first app.
     let mut shown: Vec<SeedFigures> = Vec::new();
-    let deadline = Instant::now() + CRAWL;
-    while sbs.wait_exit(Duration::ZERO).ok().flatten().is_none() && Instant::now() < deadline {
+    // Sampled until it exits (judged by `wait_success` below, also at the limit).
+    test_support::wait::poll_every(CRAWL, STATUS_POLL, || {
+        if sbs.wait_exit(Duration::ZERO).ok().flatten().is_some() {
+            return Some(());
+        }
         if let Ok(status) = sys.try_status() {
             for c in &status.components {
                 let Some(app) = &c.state.app else { continue };
@@ -350,8 +353,8 @@ fn breadth_first_and_seed_by_seed_share_one_manager_politely() {
                 }
             }
         }
-        std::thread::sleep(Duration::from_millis(100));
-    }
+        None
+    });
     wait_success(&mut sbs, &sys);
     wait_success(&mut bfs, &sys);
     let seed_count = std::fs::read_to_string(&seeds)
@@ -442,10 +445,9 @@ fn seed_by_seed_killed_mid_crawl_resumes_and_loses_no_url() {
     let flags = ["--workers", "3", "--seed-contexts", "4", "--window", "3"];
     let mut app = start_seed_app(&sys, &ws.path("seeds"), &state, &repo, &flags);
     // kill -9 once a part of the web is fetched.
-    let deadline = Instant::now() + CRAWL;
-    loop {
+    let fetched = test_support::wait::poll_every(CRAWL, Duration::from_millis(20), || {
         if fetch_counts(&ws).len() >= 250 {
-            break;
+            return Some(());
         }
         if let Some(status) = app.wait_exit(Duration::ZERO).expect("app status") {
             panic!(
@@ -453,9 +455,9 @@ fn seed_by_seed_killed_mid_crawl_resumes_and_loses_no_url() {
                 app.report(&format!("exited ({status}) before the kill"))
             );
         }
-        assert!(Instant::now() < deadline, "no progress");
-        std::thread::sleep(Duration::from_millis(20));
-    }
+        None
+    });
+    assert!(fetched.is_some(), "no progress");
     drop(app); // SIGKILL
     let mut app = start_seed_app(&sys, &ws.path("seeds"), &state, &repo, &flags);
     wait_success(&mut app, &sys);

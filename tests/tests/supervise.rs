@@ -117,20 +117,22 @@ fn read_pids(out: &Path) -> Vec<(String, u32)> {
 
 /// Waits until `<out>/pids` lists `n` processes.
 fn wait_pids(out: &Path, n: usize, crawl: &mut ProcessGuard) -> Vec<(String, u32)> {
-    let deadline = Instant::now() + Duration::from_secs(60);
-    loop {
-        let pids = read_pids(out);
-        if pids.len() == n {
-            return pids;
-        }
-        if Instant::now() > deadline || crawl.wait_exit(Duration::ZERO).ok().flatten().is_some() {
-            panic!(
-                "{}",
-                crawl.report(&format!("no {n} pids in pids: {pids:?}"))
-            );
-        }
-        std::thread::sleep(Duration::from_millis(100));
-    }
+    let mut pids = Vec::new();
+    let found =
+        test_support::wait::poll_every(Duration::from_secs(60), Duration::from_millis(100), || {
+            pids = read_pids(out);
+            if pids.len() == n {
+                return Some(Some(pids.clone()));
+            }
+            // Exited: no use waiting.
+            crawl.wait_exit(Duration::ZERO).ok().flatten().map(|_| None)
+        });
+    found.flatten().unwrap_or_else(|| {
+        panic!(
+            "{}",
+            crawl.report(&format!("no {n} pids in pids: {pids:?}"))
+        )
+    })
 }
 
 /// Whether the process that had `start` as its start time is still alive (a
@@ -199,18 +201,21 @@ fn sigkill_of_the_crawl_leaves_no_process_behind() {
     // A short grace: the kernel signals the children at once; the init process
     // reaps them a moment later.
     let grace = Duration::from_secs(5);
-    loop {
+    let gone = test_support::wait::poll_every(
+        grace.saturating_sub(killed.elapsed()),
+        Duration::from_millis(50),
+        || {
+            let left = started.iter().any(|(_, p, s)| alive(*p, *s));
+            (!left && children_by_environment(crawl_pid).is_empty()).then_some(())
+        },
+    );
+    if gone.is_none() {
         let left: Vec<&(String, u32, u64)> =
             started.iter().filter(|(_, p, s)| alive(*p, *s)).collect();
         let by_env = children_by_environment(crawl_pid);
-        if left.is_empty() && by_env.is_empty() {
-            break;
-        }
-        assert!(
-            killed.elapsed() < grace,
+        panic!(
             "alive {grace:?} after SIGKILL of polycrawl crawl: {left:?}, by environment {by_env:?}"
         );
-        std::thread::sleep(Duration::from_millis(50));
     }
     println!(
         "supervise: SIGKILL of polycrawl crawl (pid {crawl_pid}): its {} children were gone after {:.2} s",
@@ -309,19 +314,18 @@ fn a_process_in_a_crash_loop_is_given_up_on_with_a_one_line_reason() {
     // nothing more), damage the file and kill it.
     let progress = out.join("state").join("app").join("progress");
     let log = out.join("logs").join("app.log");
-    let deadline = Instant::now() + Duration::from_secs(60);
-    while !progress.exists()
-        || !std::fs::read_to_string(&log)
-            .unwrap_or_default()
-            .contains("registered with the manager")
-    {
-        assert!(
-            Instant::now() < deadline,
-            "{}",
-            crawl.report("the app never registered and saved its progress")
-        );
-        std::thread::sleep(Duration::from_millis(50));
-    }
+    let saved =
+        test_support::wait::poll_every(Duration::from_secs(60), Duration::from_millis(50), || {
+            let registered = std::fs::read_to_string(&log)
+                .unwrap_or_default()
+                .contains("registered with the manager");
+            (progress.exists() && registered).then_some(())
+        });
+    assert!(
+        saved.is_some(),
+        "{}",
+        crawl.report("the app never registered and saved its progress")
+    );
     let pid = nix::unistd::Pid::from_raw(app as i32);
     nix::sys::signal::kill(pid, nix::sys::signal::Signal::SIGSTOP).expect("SIGSTOP to the app");
     std::fs::write(&progress, "damaged\n").expect("damaging the progress file");
@@ -373,13 +377,15 @@ fn a_process_in_a_crash_loop_is_given_up_on_with_a_one_line_reason() {
     }
 }
 
-/// Runs `polycrawl demo ARGS --out OUT` to its end; `(exit success, stdout,
-/// stderr, time)`.
+/// Runs `polycrawl demo ARGS --out OUT` to its end, or with `term_after`, sends it
+/// SIGTERM once websim has logged that many requests (the crawl under way) and
+/// waits for its end; `(exit success, stdout, stderr, time from the SIGTERM to
+/// the exit)`.
 fn demo(
     dir: &Path,
     out: &Path,
     args: &[&str],
-    term_after: Option<Duration>,
+    term_after: Option<usize>,
 ) -> (bool, String, String, Duration) {
     let mut cmd = Command::new(bin::polycrawl());
     cmd.arg("demo")
@@ -401,8 +407,26 @@ fn demo(
     .unwrap_or_else(|e| panic!("{e}"));
     let mut took = Duration::ZERO;
     let status = if let Some(after) = term_after {
-        std::thread::sleep(after);
-        assert_eq!(read_pids(out).len(), 4, "{}", demo.report("not running"));
+        // The first run's request log (the resumed one writes requests-2.tsv).
+        let log = out.join("websim").join("requests.tsv");
+        let requests = || {
+            let text = std::fs::read_to_string(&log).unwrap_or_default();
+            text.lines().filter(|l| !l.starts_with('#')).count()
+        };
+        let under_way = test_support::wait::poll_every(
+            Duration::from_secs(120),
+            Duration::from_millis(50),
+            || (requests() >= after && read_pids(out).len() == 4).then_some(()),
+        );
+        assert!(
+            under_way.is_some(),
+            "{}",
+            demo.report(&format!(
+                "not running with {after} requests logged: {} logged, pids {:?}",
+                requests(),
+                read_pids(out)
+            ))
+        );
         let t = Instant::now();
         nix::sys::signal::kill(
             nix::unistd::Pid::from_raw(demo.pid() as i32),
@@ -443,7 +467,7 @@ fn sigterm_ends_a_demo_with_its_summary_and_the_same_command_resumes() {
     let out = dir.path().join("demo-out");
     let args = ["--hosts", "50", "--pages", "1500", "--seed", "3"];
 
-    let (ok, stdout, stderr, took) = demo(dir.path(), &out, &args, Some(Duration::from_secs(4)));
+    let (ok, stdout, stderr, took) = demo(dir.path(), &out, &args, Some(150));
     println!(
         "supervise: first demo stopped {:.2} s after SIGTERM:\n{stdout}",
         took.as_secs_f64()

@@ -89,24 +89,26 @@ fn wait_all_ended(
     mut on_tick: impl FnMut(&mut System, &Returned),
 ) -> Duration {
     let started = Instant::now();
-    loop {
+    let mut open = 0;
+    let ended = test_support::wait::poll_every(timeout, Duration::from_millis(200), || {
         back.refresh();
-        let open = back.open(urls);
+        open = back.open(urls);
         if open == 0 {
-            return started.elapsed();
+            return Some(());
         }
         on_tick(sys, back);
-        if started.elapsed() > timeout {
-            let sample: Vec<&String> = urls.iter().filter(|u| !back.ended(u)).take(10).collect();
-            panic!(
-                "{open} of {} URLs not ended after {timeout:?} (e.g. {sample:?}); status {:?}\n{}",
-                urls.len(),
-                sys.try_status(),
-                sys.reports()
-            );
-        }
-        std::thread::sleep(Duration::from_millis(200));
+        None
+    });
+    if ended.is_none() {
+        let sample: Vec<&String> = urls.iter().filter(|u| !back.ended(u)).take(10).collect();
+        panic!(
+            "{open} of {} URLs not ended after {timeout:?} (e.g. {sample:?}); status {:?}\n{}",
+            urls.len(),
+            sys.try_status(),
+            sys.reports()
+        );
     }
+    started.elapsed()
 }
 
 /// websim's request log holding every request it served.
@@ -489,8 +491,7 @@ fn crash_of_manager_and_downloader_loses_nothing() {
             if phase == 0 && pages >= total / 4 {
                 pages_at[0] = pages;
                 manager_killed_us = now_us();
-                sys.kill_manager();
-                std::thread::sleep(Duration::from_millis(500));
+                sys.kill_manager_and_wait_lost(Duration::from_secs(30));
                 sys.start_manager();
                 sys.wait_components(2, 1, Duration::from_secs(30));
                 phase = 1;
@@ -633,7 +634,8 @@ fn request_files_are_loaded_lazily() {
     sys.wait_components(2, 1, Duration::from_secs(30));
     // Sample the status for a few seconds once pages flow.
     let mut samples = Vec::new();
-    while started.elapsed() < Duration::from_secs(20) {
+    let window = Duration::from_secs(20).saturating_sub(started.elapsed());
+    test_support::wait::poll_every(window, Duration::from_millis(300), || {
         let s = sys.status();
         samples.push((
             started.elapsed(),
@@ -641,11 +643,8 @@ fn request_files_are_loaded_lazily() {
             s.pages_total,
             s.queued_urls,
         ));
-        if s.pages_total > 0 && samples.iter().filter(|x| x.2 > 0).count() >= 10 {
-            break;
-        }
-        std::thread::sleep(Duration::from_millis(300));
-    }
+        (s.pages_total > 0 && samples.iter().filter(|x| x.2 > 0).count() >= 10).then_some(())
+    });
     // The CLI shows the same figure.
     let out = std::process::Command::new(tests::bin::polycrawl())
         .args(["status", "--manager", &sys.addr.expect("addr").to_string()])

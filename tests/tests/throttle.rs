@@ -15,11 +15,11 @@
 //! - the admin status lists the resting host with its reason while it rests.
 
 use std::collections::BTreeMap;
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use spool::protocol::BackOffReason;
 use tests::spoolout::Returned;
-use tests::system::{Knobs, System};
+use tests::system::{Knobs, STATUS_POLL, System};
 use tests::websim::{LogLine, Websim};
 
 const APP: &str = "throttle";
@@ -76,9 +76,9 @@ fn hosts_that_ask_for_less_get_less_and_lose_nothing() {
     sys.publish_requests(APP, 50, &urls);
 
     let mut back = Returned::new(&sys.spool, APP);
-    let started = Instant::now();
     let mut listed = None;
-    loop {
+    let mut last = None;
+    let ended = test_support::wait::poll_every(Duration::from_secs(90), STATUS_POLL, || {
         back.refresh();
         let status = sys.status();
         if listed.is_none() {
@@ -88,18 +88,17 @@ fn hosts_that_ask_for_less_get_less_and_lose_nothing() {
                 .find(|b| b.origin.contains(&retry_after))
                 .cloned();
         }
-        if back.open(&urls) == 0 && status.queued_urls == 0 && status.in_flight == 0 {
-            break;
-        }
-        assert!(
-            started.elapsed() < Duration::from_secs(90),
-            "{} of {} URLs open; status {status:?}\n{}",
-            back.open(&urls),
-            urls.len(),
-            sys.reports()
-        );
-        std::thread::sleep(Duration::from_millis(100));
-    }
+        let done = back.open(&urls) == 0 && status.queued_urls == 0 && status.in_flight == 0;
+        last = Some(status);
+        done.then_some(())
+    });
+    assert!(
+        ended.is_some(),
+        "{} of {} URLs open; status {last:?}\n{}",
+        back.open(&urls),
+        urls.len(),
+        sys.reports()
+    );
 
     // The admin status showed the host resting for its Retry-After.
     let listed = listed.expect("the Retry-After host was listed as backed off");

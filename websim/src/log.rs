@@ -373,14 +373,11 @@ mod tests {
         );
         log.append(&line);
         // The flusher writes it within FLUSH_EVERY: wait for the file to hold it.
-        let deadline = std::time::Instant::now() + Duration::from_secs(10);
-        let text = loop {
+        test_support::wait::poll_every(Duration::from_secs(10), Duration::from_millis(5), || {
             let text = std::fs::read_to_string(&path).unwrap();
-            if text.lines().count() == 2 || std::time::Instant::now() > deadline {
-                break text;
-            }
-            std::thread::sleep(Duration::from_millis(5));
-        };
+            (text.lines().count() == 2).then_some(())
+        });
+        let text = std::fs::read_to_string(&path).unwrap();
         let (header, line) = text.split_once('\n').unwrap();
         assert!(header.starts_with("# start_us") && header.contains("CLOCK_REALTIME"));
         assert_eq!(

@@ -1,6 +1,9 @@
 //! Keep-alive reuse, Connection: close, and the retry on a dead pooled connection.
 
+use std::sync::Arc;
+
 use tokio::io::AsyncWriteExt;
+use tokio::sync::Notify;
 
 use crate::support::{Server, fetcher, read_request, response};
 
@@ -34,18 +37,28 @@ async fn connection_close_is_not_reused() {
 
 #[tokio::test]
 async fn dead_pooled_connection_is_retried_once_on_a_new_one() {
-    // Answers one request per connection, then closes without saying so.
-    let server = Server::start(|mut s, log| async move {
-        if let Some(req) = read_request(&mut s).await {
-            log.lock().unwrap().push(req);
-            let _ = s.write_all(&response("", b"once")).await;
+    // Answers one request per connection, then closes without saying so (and
+    // tells the test it has).
+    let closed = Arc::new(Notify::new());
+    let server = Server::start({
+        let closed = closed.clone();
+        move |mut s, log| {
+            let closed = closed.clone();
+            async move {
+                if let Some(req) = read_request(&mut s).await {
+                    log.lock().unwrap().push(req);
+                    let _ = s.write_all(&response("", b"once")).await;
+                }
+                drop(s);
+                closed.notify_one();
+            }
         }
     })
     .await;
     let f = fetcher();
     f.fetch(&server.job("/")).await.unwrap();
     assert_eq!(f.idle_connections(), 1);
-    tokio::time::sleep(std::time::Duration::from_millis(20)).await;
+    closed.notified().await;
     let second = f.fetch(&server.job("/")).await.unwrap();
     assert_eq!(&second.payload[..], b"once");
     assert!(!second.reused_connection);

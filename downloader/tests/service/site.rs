@@ -15,7 +15,7 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::Duration;
 
 use tokio::io::{AsyncRead, AsyncReadExt, AsyncWriteExt};
-use tokio::net::TcpListener;
+use tokio::net::{TcpListener, TcpStream};
 use tokio::task::JoinHandle;
 
 /// The robots.txt the site serves.
@@ -74,6 +74,22 @@ impl Site {
             max_active,
             task,
         }
+    }
+
+    /// Sends one request of the test's own and waits for its answer: the site
+    /// accepts connections in order, so every connection made before this one is
+    /// counted in `accepted` by the time it returns (this one too).
+    pub async fn barrier(&self) {
+        let mut s = TcpStream::connect(self.addr).await.unwrap();
+        s.write_all(b"GET /barrier HTTP/1.1\r\nHost: site.test\r\n\r\n")
+            .await
+            .unwrap();
+        let mut first = [0u8; 1];
+        assert_eq!(
+            s.read(&mut first).await.unwrap(),
+            1,
+            "the site did not answer"
+        );
     }
 
     /// `http://site.test:<port><path>`.

@@ -67,16 +67,15 @@ async fn a_crash_mid_crawl_loses_no_url() {
         stored_urls.extend(urls);
     }
     // The crash comes after the manager took every report sent (pages counted).
-    within("the reports to be taken", async {
-        loop {
-            if let Ok(AdminReply::Status(s)) = admin(&h, ADMIN_TOKEN, AdminCommand::Status).await {
-                if s.pages_total == stored_urls.len() as u64 {
-                    return;
-                }
-            }
-            tokio::time::sleep(std::time::Duration::from_millis(20)).await;
-        }
-    })
+    test_support::wait::until_async_with(
+        "the reports to be taken",
+        PATIENCE,
+        std::time::Duration::from_millis(20),
+        async || {
+            let status = admin(&h, ADMIN_TOKEN, AdminCommand::Status).await;
+            matches!(status, Ok(AdminReply::Status(s)) if s.pages_total == stored_urls.len() as u64)
+        },
+    )
     .await;
     h.crash_and_restart().await;
     drop(dl);

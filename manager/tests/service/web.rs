@@ -25,17 +25,15 @@ async fn page_and_stats_show_the_control_ports_figures() {
         ..Load::default()
     };
     let _dl = Client::join(&h, Role::Downloader, "dl-1", TOKEN, load).await;
-    within("the heartbeat", async {
-        while status(&h)
-            .await
-            .components
-            .first()
-            .map(|c| c.load.concurrency)
-            != Some(7)
-        {
-            tokio::time::sleep(std::time::Duration::from_millis(50)).await;
-        }
-    })
+    test_support::wait::until_async_with(
+        "the heartbeat",
+        PATIENCE,
+        std::time::Duration::from_millis(50),
+        async || {
+            let s = status(&h).await;
+            s.components.first().map(|c| c.load.concurrency) == Some(7)
+        },
+    )
     .await;
 
     let page = web(h.web, "GET", "/", &[], "").await;

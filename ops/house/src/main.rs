@@ -219,7 +219,8 @@ fn run(root: &Path) -> Result<bool, String> {
         failed,
         stale.len()
     );
-    Ok(failed == 0 && stale.is_empty())
+    let sleeps_ok = check_sleeps(root)?;
+    Ok(failed == 0 && stale.is_empty() && sleeps_ok)
 }
 
 fn is_test_attr(attrs: &[Attribute]) -> bool {
@@ -814,4 +815,396 @@ fn tarjan(edges: &HashMap<PathBuf, BTreeSet<PathBuf>>) -> Vec<Vec<PathBuf>> {
         }
     }
     s.out
+}
+
+/// The most sleep calls test code may hold (issue 40).
+const MAX_SLEEPS: usize = 30;
+
+/// Issue 40's sleep check: every sleep call in test code is listed, with its reason,
+/// in `ops/house/sleeps.txt` (one line per call, `path:fn # reason`), and the list
+/// holds at most [`MAX_SLEEPS`] lines. Fails on a call not listed (or more calls in a
+/// function than lines for it), on a line that no longer matches a call, and on a
+/// list too long.
+///
+/// Test code: every file under `tests/` of the `tests` package (its library, its
+/// integration tests, `tests/support`), every file under `<crate>/tests/` of the
+/// other crates, and in their `src` (the module tree from `lib.rs`, `main.rs` and
+/// `bin/*.rs`) the items under a `#[cfg(test)]` module or a test function
+/// (`#[test]`, `#[tokio::test]`); benches and shipping code are not.
+///
+/// A sleep call: a call of a function or method named `sleep` or `sleep_until`
+/// (`std::thread::sleep`, `tokio::time::sleep`, `sleep_until`, however imported), and
+/// of a wrapper: a function of test code whose whole body is one sleep call (its
+/// calls are matched by name). Macro bodies (`tokio::select!`, `assert!`) are not
+/// parsed by syn: their tokens are scanned for such a name followed by parentheses.
+/// A call is keyed by its file and the function around it (`Type::method` inside an
+/// `impl`), so the key survives edits; a closure or async block counts in its
+/// function. The poll loops of `test_support::wait` are calls like any other: a test
+/// that waits with them adds none.
+fn check_sleeps(root: &Path) -> Result<bool, String> {
+    let mut found: BTreeMap<String, Vec<String>> = BTreeMap::new();
+    let mut dirs: Vec<PathBuf> = fs::read_dir(root)
+        .map_err(|e| format!("{}: {e}", root.display()))?
+        .flatten()
+        .map(|e| e.path())
+        .filter(|p| p.join("Cargo.toml").is_file())
+        .collect();
+    dirs.sort();
+    for dir in dirs {
+        let name = dir.file_name().map(|n| n.to_string_lossy().into_owned());
+        let tests_dir = dir.join("tests");
+        if name.as_deref() == Some("tests") {
+            // The `tests` package: its library, tests and `tests/support` are all
+            // test code.
+            sleeps_in_tree(root, &dir, &mut found)?;
+            continue;
+        }
+        sleeps_in_tree(root, &tests_dir, &mut found)?;
+        let src = dir.join("src");
+        let mut crate_roots: Vec<PathBuf> = ["lib.rs", "main.rs"]
+            .iter()
+            .map(|f| src.join(f))
+            .filter(|p| p.is_file())
+            .collect();
+        crate_roots.extend(rs_files(&src.join("bin")));
+        for file in crate_roots {
+            sleeps_in_module(root, &file, true, false, &mut found)?;
+        }
+    }
+    let list_path = root.join("ops/house/sleeps.txt");
+    let list_text = fs::read_to_string(&list_path).unwrap_or_default();
+    let mut listed: BTreeMap<String, usize> = BTreeMap::new();
+    let mut lines = 0;
+    for line in list_text.lines() {
+        let key = line.split('#').next().unwrap_or("").trim();
+        if !key.is_empty() {
+            *listed.entry(key.to_string()).or_default() += 1;
+            lines += 1;
+        }
+    }
+    let mut bad = 0;
+    let keys: BTreeSet<&String> = found.keys().chain(listed.keys()).collect();
+    for key in keys {
+        let calls = found.get(key).map_or(&[][..], Vec::as_slice);
+        let n = listed.get(key).copied().unwrap_or(0);
+        let at = calls.join(" ");
+        if calls.len() > n {
+            bad += 1;
+            println!(
+                "SLEEP    {key}: {} sleep calls, {n} listed in ops/house/sleeps.txt ({at})",
+                calls.len()
+            );
+        } else if calls.len() < n {
+            bad += 1;
+            println!(
+                "STALE    {key}: {n} listed in ops/house/sleeps.txt, {} sleep calls found{}",
+                calls.len(),
+                if at.is_empty() {
+                    String::new()
+                } else {
+                    format!(" ({at})")
+                }
+            );
+        }
+    }
+    let total: usize = found.values().map(Vec::len).sum();
+    if lines > MAX_SLEEPS {
+        bad += 1;
+        println!("SLEEPS   ops/house/sleeps.txt lists {lines} sleep calls (at most {MAX_SLEEPS})");
+    }
+    println!(
+        "sleeps: {total} sleep calls in test code, {lines} listed (at most {MAX_SLEEPS}), {bad} problems"
+    );
+    Ok(bad == 0)
+}
+
+/// The `.rs` files directly in `dir`, sorted (none if it does not exist).
+fn rs_files(dir: &Path) -> Vec<PathBuf> {
+    let mut out: Vec<PathBuf> = fs::read_dir(dir)
+        .map(|r| {
+            r.flatten()
+                .map(|e| e.path())
+                .filter(|p| p.is_file() && p.extension().is_some_and(|x| x == "rs"))
+                .collect()
+        })
+        .unwrap_or_default();
+    out.sort();
+    out
+}
+
+/// Every `.rs` file under `dir` (test code throughout), `target` folders aside.
+fn sleeps_in_tree(
+    root: &Path,
+    dir: &Path,
+    found: &mut BTreeMap<String, Vec<String>>,
+) -> Result<(), String> {
+    for file in rs_files(dir) {
+        sleeps_in_file(root, &file, true, found, &mut None)?;
+    }
+    let mut subdirs: Vec<PathBuf> = fs::read_dir(dir)
+        .map(|r| {
+            r.flatten()
+                .map(|e| e.path())
+                .filter(|p| p.is_dir())
+                .collect()
+        })
+        .unwrap_or_default();
+    subdirs.sort();
+    for sub in subdirs {
+        if sub.file_name().is_some_and(|n| n == "target") {
+            continue;
+        }
+        sleeps_in_tree(root, &sub, found)?;
+    }
+    Ok(())
+}
+
+/// One module file of a crate's `src` and its child module files; `in_test` once a
+/// `#[cfg(test)]` module holds it.
+fn sleeps_in_module(
+    root: &Path,
+    file: &Path,
+    dir_owner: bool,
+    in_test: bool,
+    found: &mut BTreeMap<String, Vec<String>>,
+) -> Result<(), String> {
+    let mut children = Some(Vec::new());
+    sleeps_in_file(root, file, in_test, found, &mut children)?;
+    let base = if dir_owner {
+        file.parent().map(Path::to_path_buf).unwrap_or_default()
+    } else {
+        let stem = file.file_stem().map(|s| s.to_string_lossy().into_owned());
+        file.parent()
+            .map(|p| p.join(stem.unwrap_or_default()))
+            .unwrap_or_default()
+    };
+    for (inline_path, name, path_attr, test) in children.unwrap_or_default() {
+        let base = inline_path.iter().fold(base.clone(), |b, m| b.join(m));
+        let (target, owner) = if let Some(p) = path_attr {
+            (base.join(p), true)
+        } else if base.join(format!("{name}.rs")).exists() {
+            (base.join(format!("{name}.rs")), false)
+        } else {
+            (base.join(&name).join("mod.rs"), true)
+        };
+        if target.is_file() {
+            sleeps_in_module(root, &target, owner, test, found)?;
+        }
+    }
+    Ok(())
+}
+
+/// A child module declared without a body: (the inline modules around it, its name,
+/// its `#[path]`, whether it is test code).
+type ModDecl = (Vec<String>, String, Option<String>, bool);
+
+/// The sleep calls of one file into `found`; with `children`, the module files it
+/// declares are collected there.
+fn sleeps_in_file(
+    root: &Path,
+    file: &Path,
+    in_test: bool,
+    found: &mut BTreeMap<String, Vec<String>>,
+    children: &mut Option<Vec<ModDecl>>,
+) -> Result<(), String> {
+    let text = fs::read_to_string(file).map_err(|e| format!("{}: {e}", file.display()))?;
+    let ast = syn::parse_file(&text).map_err(|e| format!("{}: {e}", file.display()))?;
+    let rel = file
+        .strip_prefix(root)
+        .unwrap_or(file)
+        .display()
+        .to_string();
+    let mut wrappers = BTreeSet::new();
+    find_wrappers(&ast.items, &mut wrappers);
+    let mut v = SleepVisitor {
+        rel: &rel,
+        in_test,
+        fns: Vec::new(),
+        types: Vec::new(),
+        mods: Vec::new(),
+        wrappers: &wrappers,
+        found,
+        children: children.as_mut(),
+    };
+    syn::visit::Visit::visit_file(&mut v, &ast);
+    Ok(())
+}
+
+/// Functions whose whole body is one sleep call: wrappers, whose calls are sleeps.
+fn find_wrappers(items: &[Item], out: &mut BTreeSet<String>) {
+    for item in items {
+        match item {
+            Item::Fn(f) => {
+                if let [syn::Stmt::Expr(e, _)] = f.block.stmts.as_slice()
+                    && is_sleep_expr(e, &BTreeSet::new())
+                {
+                    out.insert(f.sig.ident.to_string());
+                }
+            }
+            Item::Mod(m) => {
+                if let Some((_, inner)) = &m.content {
+                    find_wrappers(inner, out);
+                }
+            }
+            _ => {}
+        }
+    }
+}
+
+fn is_sleep_name(name: &str, wrappers: &BTreeSet<String>) -> bool {
+    name == "sleep" || name == "sleep_until" || wrappers.contains(name)
+}
+
+/// A call of `sleep`, `sleep_until` or a wrapper, possibly awaited.
+fn is_sleep_expr(e: &syn::Expr, wrappers: &BTreeSet<String>) -> bool {
+    match e {
+        syn::Expr::Await(a) => is_sleep_expr(&a.base, wrappers),
+        syn::Expr::Call(c) => match &*c.func {
+            syn::Expr::Path(p) => p
+                .path
+                .segments
+                .last()
+                .is_some_and(|s| is_sleep_name(&s.ident.to_string(), wrappers)),
+            _ => false,
+        },
+        syn::Expr::MethodCall(m) => is_sleep_name(&m.method.to_string(), wrappers),
+        _ => false,
+    }
+}
+
+struct SleepVisitor<'a> {
+    rel: &'a str,
+    in_test: bool,
+    /// Names of the functions around the visited node, outermost first.
+    fns: Vec<String>,
+    /// The `impl` or trait around it.
+    types: Vec<String>,
+    /// Inline modules around it (for child module files declared there).
+    mods: Vec<String>,
+    wrappers: &'a BTreeSet<String>,
+    found: &'a mut BTreeMap<String, Vec<String>>,
+    children: Option<&'a mut Vec<ModDecl>>,
+}
+
+impl SleepVisitor<'_> {
+    fn record(&mut self, line: usize) {
+        if !self.in_test {
+            return;
+        }
+        let f = self.fns.first().cloned().unwrap_or_else(|| "-".into());
+        let name = match self.types.first() {
+            Some(t) if self.fns.len() <= 1 => format!("{t}::{f}"),
+            _ => f,
+        };
+        let key = format!("{}:{name}", self.rel);
+        self.found
+            .entry(key)
+            .or_default()
+            .push(format!("{}:{line}", self.rel));
+    }
+
+    /// Visits an item's insides as test code if its attributes say so.
+    fn with_attrs(&mut self, attrs: &[Attribute], visit: impl FnOnce(&mut Self)) {
+        let was = self.in_test;
+        self.in_test |= is_test_attr(attrs);
+        visit(self);
+        self.in_test = was;
+    }
+
+    /// Scans a macro's tokens for `sleep(`, `sleep_until(` or `wrapper(`.
+    fn scan_tokens(&mut self, tokens: proc_macro2::TokenStream) {
+        let trees: Vec<proc_macro2::TokenTree> = tokens.into_iter().collect();
+        for (i, t) in trees.iter().enumerate() {
+            match t {
+                proc_macro2::TokenTree::Ident(id)
+                    if is_sleep_name(&id.to_string(), self.wrappers)
+                        && matches!(
+                            trees.get(i + 1),
+                            Some(proc_macro2::TokenTree::Group(g))
+                                if g.delimiter() == proc_macro2::Delimiter::Parenthesis
+                        ) =>
+                {
+                    self.record(id.span().start().line);
+                }
+                proc_macro2::TokenTree::Group(g) => self.scan_tokens(g.stream()),
+                _ => {}
+            }
+        }
+    }
+}
+
+impl<'ast> syn::visit::Visit<'ast> for SleepVisitor<'_> {
+    fn visit_item_mod(&mut self, m: &'ast syn::ItemMod) {
+        let test = self.in_test || is_test_attr(&m.attrs);
+        if m.content.is_none() {
+            let decl = (
+                self.mods.clone(),
+                m.ident.to_string(),
+                path_attr(&m.attrs),
+                test,
+            );
+            if let Some(c) = self.children.as_mut() {
+                c.push(decl);
+            }
+            return;
+        }
+        self.mods.push(m.ident.to_string());
+        self.with_attrs(&m.attrs, |v| syn::visit::visit_item_mod(v, m));
+        self.mods.pop();
+    }
+
+    fn visit_item_fn(&mut self, f: &'ast syn::ItemFn) {
+        self.fns.push(f.sig.ident.to_string());
+        self.with_attrs(&f.attrs, |v| syn::visit::visit_item_fn(v, f));
+        self.fns.pop();
+    }
+
+    fn visit_item_impl(&mut self, i: &'ast ItemImpl) {
+        let ty = match &*i.self_ty {
+            syn::Type::Path(tp) => tp.path.segments.last().map(|s| s.ident.to_string()),
+            _ => None,
+        };
+        self.types.push(ty.unwrap_or_else(|| "impl".into()));
+        self.with_attrs(&i.attrs, |v| syn::visit::visit_item_impl(v, i));
+        self.types.pop();
+    }
+
+    fn visit_item_trait(&mut self, t: &'ast syn::ItemTrait) {
+        self.types.push(t.ident.to_string());
+        self.with_attrs(&t.attrs, |v| syn::visit::visit_item_trait(v, t));
+        self.types.pop();
+    }
+
+    fn visit_impl_item_fn(&mut self, f: &'ast syn::ImplItemFn) {
+        self.fns.push(f.sig.ident.to_string());
+        self.with_attrs(&f.attrs, |v| syn::visit::visit_impl_item_fn(v, f));
+        self.fns.pop();
+    }
+
+    fn visit_trait_item_fn(&mut self, f: &'ast syn::TraitItemFn) {
+        self.fns.push(f.sig.ident.to_string());
+        self.with_attrs(&f.attrs, |v| syn::visit::visit_trait_item_fn(v, f));
+        self.fns.pop();
+    }
+
+    fn visit_expr_call(&mut self, c: &'ast syn::ExprCall) {
+        if let syn::Expr::Path(p) = &*c.func
+            && let Some(last) = p.path.segments.last()
+            && is_sleep_name(&last.ident.to_string(), self.wrappers)
+        {
+            self.record(last.ident.span().start().line);
+        }
+        syn::visit::visit_expr_call(self, c);
+    }
+
+    fn visit_expr_method_call(&mut self, m: &'ast syn::ExprMethodCall) {
+        if is_sleep_name(&m.method.to_string(), self.wrappers) {
+            self.record(m.method.span().start().line);
+        }
+        syn::visit::visit_expr_method_call(self, m);
+    }
+
+    fn visit_macro(&mut self, m: &'ast syn::Macro) {
+        self.scan_tokens(m.tokens.clone());
+    }
 }

@@ -117,20 +117,17 @@ mod tests {
                 std::hint::black_box(x);
             })
             .unwrap();
-        let deadline = Instant::now() + Duration::from_secs(60);
-        let seen = loop {
-            let mut threads = Threads::default();
-            threads.sample_now(std::process::id());
-            let busy = threads.busiest();
-            let t = busy.iter().find(|t| t.name == "busy-test").cloned();
-            if let Some(t) = t.filter(|t| t.cpu >= Duration::from_millis(100)) {
-                break Some(t);
-            }
-            if Instant::now() > deadline {
-                break None;
-            }
-            std::thread::sleep(Duration::from_millis(20));
-        };
+        let seen = test_support::wait::poll_every(
+            Duration::from_secs(60),
+            Duration::from_millis(20),
+            || {
+                let mut threads = Threads::default();
+                threads.sample_now(std::process::id());
+                let busy = threads.busiest();
+                let t = busy.iter().find(|t| t.name == "busy-test").cloned();
+                t.filter(|t| t.cpu >= Duration::from_millis(100))
+            },
+        );
         stop.store(true, std::sync::atomic::Ordering::Relaxed);
         spin.join().unwrap();
         assert!(seen.is_some(), "the spinning thread was never seen busy");

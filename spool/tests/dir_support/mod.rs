@@ -16,7 +16,7 @@ use std::fs;
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, ExitStatus, Stdio};
 use std::sync::atomic::{AtomicU32, Ordering};
-use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
+use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 use nix::sys::signal::{Signal, kill};
 use nix::unistd::Pid;
@@ -107,19 +107,16 @@ impl ChildGuard {
 
     /// Waits for the child to exit by itself; kills it and panics after `limit`.
     pub fn wait(&mut self, limit: Duration) -> ExitStatus {
-        let start = Instant::now();
-        loop {
-            let child = self.child.as_mut().expect("child already reaped");
-            if let Some(status) = child.try_wait().expect("try_wait") {
-                self.child = None;
-                return status;
-            }
-            if start.elapsed() > limit {
-                self.kill();
-                panic!("child {} did not finish within {limit:?}", self.what);
-            }
-            std::thread::sleep(Duration::from_millis(5));
-        }
+        let child = self.child.as_mut().expect("child already reaped");
+        let exited = test_support::wait::poll_every(limit, Duration::from_millis(5), || {
+            child.try_wait().expect("try_wait")
+        });
+        let Some(status) = exited else {
+            self.kill();
+            panic!("child {} did not finish within {limit:?}", self.what);
+        };
+        self.child = None;
+        status
     }
 
     /// Waits for the child and asserts it succeeded.

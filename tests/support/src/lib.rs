@@ -13,8 +13,10 @@
 //!   start ([`proc::Stat`]), its threads, `VmRSS`-like fields, the CPU model.
 //! - [`reports`]: the one `Stored` fetch report the manager's tests start from.
 //! - [`wait`]: waiting for a state with a deadline ([`wait::until`],
-//!   [`wait::until_async`]), so that no test sleeps a fixed time hoping a state
-//!   has come.
+//!   [`wait::until_async`], [`wait::poll_async_with`] for a probe that awaits), so
+//!   that no test sleeps a fixed time hoping a state has come, and no test polls
+//!   with a sleep of its own (the two poll intervals there are the workspace's
+//!   listed ones, `ops/house/sleeps.txt`).
 //!
 //! Why `spool` types here and no cycle: this crate depends on `spool`, and
 //! `spool`'s integration tests (`spool/tests/`) dev-depend on this crate. That is
@@ -29,7 +31,7 @@
 //! This crate must never be a normal dependency of any shipping crate, the
 //! `polycrawl` binary's included (`ops/check-house.sh` checks); it binds and
 //! connects only on 127.0.0.0/8, port 0; it never sleeps a fixed time to wait for a
-//! state (a poll interval inside a deadline is the only sleep).
+//! state (the poll interval of [`wait`], inside a deadline, is its only sleep).
 
 pub mod manager;
 pub mod proc;

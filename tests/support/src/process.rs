@@ -135,26 +135,23 @@ impl ProcessGuard {
     /// end, so that [`ProcessGuard::stdout`] holds every line of an exited
     /// process, however loaded the machine.
     fn drain(&self) {
-        let deadline = Instant::now() + DRAIN;
-        while !self.reader.is_finished() && Instant::now() < deadline {
-            std::thread::sleep(Duration::from_millis(5));
-        }
+        crate::wait::poll_every(DRAIN, Duration::from_millis(5), || {
+            self.reader.is_finished().then_some(())
+        });
     }
 
     /// Waits up to `timeout` for the process to exit by itself; `None` if it is still
     /// running (it is then killed when the guard drops). After an exit, stdout has
     /// been read to its end.
     pub fn wait_exit(&mut self, timeout: Duration) -> io::Result<Option<ExitStatus>> {
-        let deadline = Instant::now() + timeout;
-        loop {
-            if let Some(status) = self.child.try_wait()? {
+        let exited = crate::wait::poll(timeout, || self.child.try_wait().transpose());
+        match exited {
+            Some(Ok(status)) => {
                 self.drain();
-                return Ok(Some(status));
+                Ok(Some(status))
             }
-            if Instant::now() >= deadline {
-                return Ok(None);
-            }
-            std::thread::sleep(Duration::from_millis(20));
+            Some(Err(e)) => Err(e),
+            None => Ok(None),
         }
     }
 
@@ -162,20 +159,13 @@ impl ProcessGuard {
     pub fn terminate(&mut self, timeout: Duration) -> io::Result<ExitStatus> {
         let pid = Pid::from_raw(self.child.id() as i32);
         kill(pid, Signal::SIGTERM).map_err(io::Error::from)?;
-        let deadline = Instant::now() + timeout;
-        loop {
-            if let Some(status) = self.child.try_wait()? {
-                self.drain();
-                return Ok(status);
-            }
-            if Instant::now() >= deadline {
-                self.child.kill()?;
-                let status = self.child.wait();
-                self.drain();
-                return status;
-            }
-            std::thread::sleep(Duration::from_millis(20));
+        if let Some(status) = self.wait_exit(timeout)? {
+            return Ok(status);
         }
+        self.child.kill()?;
+        let status = self.child.wait();
+        self.drain();
+        status
     }
 }
 

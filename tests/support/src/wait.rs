@@ -3,8 +3,14 @@
 //! state waits for it here (or on an event: a message, a joined task, a line),
 //! never with a fixed sleep.
 //!
-//! This module must never sleep longer than [`POLL`] at a time, and never return
-//! before the condition holds without saying so.
+//! The two sleeps of this module ([`poll_every`] on the thread, [`poll_async_with`]
+//! on tokio's clock) are the poll interval of every such wait in the workspace's
+//! tests, listed once in `ops/house/sleeps.txt`: a test that polls calls these
+//! instead of a loop with a sleep of its own.
+//!
+//! This module must never sleep longer than its caller's interval ([`POLL`] unless
+//! it chose another) nor past the deadline, and never return before the condition
+//! holds without saying so.
 
 use std::time::{Duration, Instant};
 
@@ -17,8 +23,10 @@ pub fn poll<T>(limit: Duration, probe: impl FnMut() -> Option<T>) -> Option<T> {
     poll_every(limit, POLL, probe)
 }
 
-/// [`poll`] every `every` (for a test that must see a state within a
-/// millisecond or so, as the spool's crash tests killing a writer mid-file).
+/// [`poll`] every `every`: shorter for a test that must see a state within a
+/// millisecond or so (as the spool's crash tests killing a writer mid-file), longer
+/// for a probe that costs the system under test (a status request to a running
+/// manager, a DevTools call to a browser).
 pub fn poll_every<T>(
     limit: Duration,
     every: Duration,
@@ -29,10 +37,11 @@ pub fn poll_every<T>(
         if let Some(found) = probe() {
             return Some(found);
         }
-        if Instant::now() >= deadline {
+        let now = Instant::now();
+        if now >= deadline {
             return None;
         }
-        std::thread::sleep(every.min(POLL));
+        std::thread::sleep(every.min(deadline - now));
     }
 }
 
@@ -51,21 +60,47 @@ pub fn until(what: &str, limit: Duration, mut cond: impl FnMut() -> bool) {
 /// [`poll`] on tokio's clock (it sleeps with `tokio::time::sleep`, so a test on a
 /// paused clock advances through it).
 pub async fn poll_async<T>(limit: Duration, mut probe: impl FnMut() -> Option<T>) -> Option<T> {
+    poll_async_with(limit, POLL, async || probe()).await
+}
+
+/// [`poll_every`] on tokio's clock with a probe that awaits (a request to a server
+/// under test, a message).
+pub async fn poll_async_with<T>(
+    limit: Duration,
+    every: Duration,
+    mut probe: impl AsyncFnMut() -> Option<T>,
+) -> Option<T> {
     let deadline = tokio::time::Instant::now() + limit;
     loop {
-        if let Some(found) = probe() {
+        if let Some(found) = probe().await {
             return Some(found);
         }
-        if tokio::time::Instant::now() >= deadline {
+        let now = tokio::time::Instant::now();
+        if now >= deadline {
             return None;
         }
-        tokio::time::sleep(POLL).await;
+        tokio::time::sleep(every.min(deadline - now)).await;
     }
 }
 
 /// [`until`] on tokio's clock.
 pub async fn until_async(what: &str, limit: Duration, mut cond: impl FnMut() -> bool) {
     if poll_async(limit, || cond().then_some(())).await.is_none() {
+        panic!("waited {limit:?} for {what}: it never came");
+    }
+}
+
+/// [`until_async`] with a condition that awaits, polled every `every`.
+pub async fn until_async_with(
+    what: &str,
+    limit: Duration,
+    every: Duration,
+    mut cond: impl AsyncFnMut() -> bool,
+) {
+    if poll_async_with(limit, every, async || cond().await.then_some(()))
+        .await
+        .is_none()
+    {
         panic!("waited {limit:?} for {what}: it never came");
     }
 }
@@ -106,5 +141,53 @@ mod tests {
         })
         .await;
         assert_eq!(n, 3);
+    }
+
+    #[test]
+    fn poll_every_keeps_its_interval_and_its_deadline() {
+        let start = Instant::now();
+        let mut calls = 0;
+        let found = poll_every(
+            Duration::from_millis(250),
+            Duration::from_millis(100),
+            || {
+                calls += 1;
+                None::<()>
+            },
+        );
+        assert_eq!(found, None);
+        // Probes at 0, 100, 200 and the deadline (250 ms): not one every POLL.
+        assert!((3..=5).contains(&calls), "{calls} probes");
+        assert!(start.elapsed() >= Duration::from_millis(250));
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn until_async_with_awaits_its_condition_on_the_paused_clock() {
+        let start = tokio::time::Instant::now();
+        let mut n = 0;
+        until_async_with(
+            "the fourth poll",
+            Duration::from_secs(60),
+            Duration::from_secs(1),
+            async || {
+                tokio::task::yield_now().await;
+                n += 1;
+                n == 4
+            },
+        )
+        .await;
+        assert_eq!(start.elapsed(), Duration::from_secs(3));
+    }
+
+    #[tokio::test(start_paused = true)]
+    #[should_panic(expected = "waited 5s for the impossible")]
+    async fn until_async_with_names_what_never_came() {
+        until_async_with(
+            "the impossible",
+            Duration::from_secs(5),
+            Duration::from_secs(1),
+            async || false,
+        )
+        .await;
     }
 }
