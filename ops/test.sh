@@ -23,9 +23,12 @@ cargo fmt --all --check
 "$here/check-unified-build.sh"
 # The doc gate: rustdoc warnings denied, no stale file paths in comments.
 "$here/check-docs.sh"
-# The house rules (issue 30): types that own behaviour <= 12 fields and impl blocks
-# in <= 4 files, functions <= 100 lines, no import cycle between concepts; what is
-# left on purpose is in ops/house/allow.txt with its reason.
+# The house rules (issues 30 and 40): types that own behaviour <= 12 fields and impl
+# blocks in <= 4 files, functions <= 100 lines, impl blocks <= 300 lines, crates
+# <= 10,000 lines of shipping code, each crate's workspace dependencies within its
+# layer (no test-support in shipping code), no import cycle between concepts, and
+# every sleep in test code listed with its reason (ops/house/sleeps.txt, at most 30);
+# what is left on purpose is in ops/house/allow.txt with its reason.
 "$here/check-house.sh"
 # The lint set is the workspace's [workspace.lints] (Cargo.toml) with clippy.toml,
 # warnings denied and no other lint flag, so a plain `cargo clippy` agrees with CI
