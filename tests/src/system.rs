@@ -122,22 +122,19 @@ impl Knobs {
             max_crawl_delay_ms: 100,
             ..Knobs::default()
         };
-        // The admin page on a port of the kernel's choosing: never the default
-        // 7401, which another crawl on this machine may hold.
-        let text = knobs
-            .config(ws, "unused-admin-token")
-            .replacen(
-                "(\n",
-                "(\n    app: (scope: open, allowed_domains: [], urls_per_request_file: 200, scan_interval_ms: 200),\n",
-                1,
-            )
-            .replacen("    manager: (\n", "    manager: (\n        admin_http: \"127.0.0.1:0\",\n", 1);
+        let text = knobs.config(ws, "unused-admin-token").replacen(
+            "(\n",
+            "(\n    app: (scope: open, allowed_domains: [], urls_per_request_file: 200, scan_interval_ms: 200),\n",
+            1,
+        );
         let path = dir.join(name);
         std::fs::write(&path, text).unwrap_or_else(|e| panic!("{}: {e}", path.display()));
         path
     }
 
-    /// The RON config for a system crawling `ws`, with `admin_token`.
+    /// The RON config for a system crawling `ws`, with `admin_token`; the admin page
+    /// on a port of the kernel's choosing (never the default 7401, which another
+    /// crawl on this machine may hold; `System` names its own with `--admin-listen`).
     pub fn config(&self, ws: &Websim, admin_token: &str) -> String {
         let ca = ws.path("ca").display().to_string();
         format!(
@@ -155,6 +152,7 @@ impl Knobs {
         total_timeout_ms: 10000,
     ),
     manager: (
+        admin_http: "127.0.0.1:0",
         admin_token: {admin_token:?},
         status_interval_ms: 2000,
         progress_interval_ms: 500,

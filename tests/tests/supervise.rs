@@ -76,7 +76,7 @@ fn crawl_config(ws: &Websim, knobs: &Knobs, dir: &Path) -> PathBuf {
         )
         .replacen(
             "manager: (",
-            "manager: (\n        admin_http: \"127.0.0.1:0\",\n        shutdown_grace_ms: 5000,",
+            "manager: (\n        shutdown_grace_ms: 5000,",
             1,
         )
         .replacen(
