@@ -62,6 +62,23 @@ fn dirs() -> Dirs {
     }
 }
 
+/// `app_bfs::run` of `d`'s config on its spool with `seeds`, registered with the
+/// manager at `addr`, stopped by `stop`.
+fn spawn_app(
+    d: &Dirs,
+    seeds: Vec<String>,
+    addr: &str,
+    stop: CancellationToken,
+) -> tokio::task::JoinHandle<Result<app_bfs::Summary, AppError>> {
+    tokio::spawn(app_bfs::run(
+        d.config.clone(),
+        Spool::new(&d.spool),
+        seeds,
+        control(addr),
+        stop,
+    ))
+}
+
 fn control(addr: &str) -> ControlSettings {
     ControlSettings::new(
         addr,
@@ -277,13 +294,12 @@ async fn page_batches_become_request_files_and_the_crawl_completes() {
     let d = dirs();
     let idle = Arc::new(AtomicBool::new(false));
     let addr = fake_manager(idle.clone()).await;
-    let app = tokio::spawn(app_bfs::run(
-        d.config.clone(),
-        Spool::new(&d.spool),
+    let app = spawn_app(
+        &d,
         vec!["https://A.test/#frag".into(), "mailto:x@a.test".into()],
-        control(&addr),
+        &addr,
         CancellationToken::new(),
-    ));
+    );
 
     let seeds = wait_requests(&d.spool, 1).await;
     assert_eq!(seeds, [("https://a.test/".to_owned(), 0)]);
@@ -380,13 +396,12 @@ async fn the_crawl_waits_for_pages_and_outcomes_that_show_late() {
     let late = Duration::from_millis(10 * d.config.idle_check_ms);
     let idle = Arc::new(AtomicBool::new(true));
     let addr = fake_manager(idle.clone()).await;
-    let app = tokio::spawn(app_bfs::run(
-        d.config.clone(),
-        Spool::new(&d.spool),
+    let app = spawn_app(
+        &d,
         vec!["https://a.test/".into()],
-        control(&addr),
+        &addr,
         CancellationToken::new(),
-    ));
+    );
     assert_eq!(
         wait_requests(&d.spool, 1).await,
         [("https://a.test/".to_owned(), 0)]
@@ -466,13 +481,7 @@ async fn a_crash_mid_publication_loses_nothing() {
         "the batch is not stored before its links are published"
     );
 
-    let app = tokio::spawn(app_bfs::run(
-        d.config.clone(),
-        Spool::new(&d.spool),
-        seeds,
-        control(&addr),
-        CancellationToken::new(),
-    ));
+    let app = spawn_app(&d, seeds, &addr, CancellationToken::new());
     let (done, after) = finish(&d.spool, app).await;
     assert_eq!(done.end, End::Complete);
     let all: BTreeSet<String> = before
@@ -518,13 +527,7 @@ async fn the_emitted_request_stream_is_unshuffled() {
     let idle = Arc::new(AtomicBool::new(false));
     let addr = fake_manager(idle.clone()).await;
     let stop = CancellationToken::new();
-    let app = tokio::spawn(app_bfs::run(
-        d.config.clone(),
-        Spool::new(&d.spool),
-        vec!["https://hub.test/".into()],
-        control(&addr),
-        stop.clone(),
-    ));
+    let app = spawn_app(&d, vec!["https://hub.test/".into()], &addr, stop.clone());
     wait_requests(&d.spool, 1).await;
     // The page lists its links host by host: all of h0's, then all of h1's...
     let links: Vec<String> = (0..HOSTS)
@@ -586,13 +589,12 @@ async fn redirect_chains_end_at_the_hop_limit_and_hosts_at_their_budget() {
     d.config.host_budget_max = 100;
     let idle = Arc::new(AtomicBool::new(false));
     let addr = fake_manager(idle.clone()).await;
-    let app = tokio::spawn(app_bfs::run(
-        d.config.clone(),
-        Spool::new(&d.spool),
+    let app = spawn_app(
+        &d,
         vec!["https://s.test/".into()],
-        control(&addr),
+        &addr,
         CancellationToken::new(),
-    ));
+    );
     wait_requests(&d.spool, 1).await;
     // The seed's host links 10 pages of t.test (one linking site: budget 3 + 2)
     // and 10 of its own (a seed's host: the seed budget, capped at the max).
@@ -675,13 +677,12 @@ async fn seeds_get_the_seed_budget_and_trusted_hosts_the_max() {
     d.config.trusted_hosts_file = Some(trusted);
     let idle = Arc::new(AtomicBool::new(false));
     let addr = fake_manager(idle.clone()).await;
-    let app = tokio::spawn(app_bfs::run(
-        d.config.clone(),
-        Spool::new(&d.spool),
+    let app = spawn_app(
+        &d,
         vec!["https://s.test/".into()],
-        control(&addr),
+        &addr,
         CancellationToken::new(),
-    ));
+    );
     wait_requests(&d.spool, 1).await;
     // The seed's host links 10 pages of its own (seed budget 3: the seed and 2
     // more), 10 of www.t.test (trusted: all of them) and its counter page 1.
@@ -740,15 +741,8 @@ async fn depths_are_right_after_a_restart() {
     let d = dirs();
     let idle = Arc::new(AtomicBool::new(false));
     let addr = fake_manager(idle.clone()).await;
-    let start = |stop: CancellationToken| {
-        tokio::spawn(app_bfs::run(
-            d.config.clone(),
-            Spool::new(&d.spool),
-            vec!["https://a.test/".into()],
-            control(&addr),
-            stop,
-        ))
-    };
+    let start =
+        |stop: CancellationToken| spawn_app(&d, vec!["https://a.test/".into()], &addr, stop);
     let stop = CancellationToken::new();
     let app = start(stop.clone());
     assert_eq!(
@@ -801,15 +795,8 @@ async fn host_budgets_survive_a_restart() {
     d.config.host_budget_max = 100;
     let idle = Arc::new(AtomicBool::new(false));
     let addr = fake_manager(idle.clone()).await;
-    let start = |stop: CancellationToken| {
-        tokio::spawn(app_bfs::run(
-            d.config.clone(),
-            Spool::new(&d.spool),
-            vec!["https://s.test/".into()],
-            control(&addr),
-            stop,
-        ))
-    };
+    let start =
+        |stop: CancellationToken| spawn_app(&d, vec!["https://s.test/".into()], &addr, stop);
     let links = |range: std::ops::Range<u32>| -> Vec<String> {
         range.map(|i| format!("https://t.test/p{i}")).collect()
     };
@@ -925,13 +912,7 @@ async fn robots_sitemaps_are_requested_and_sitemaps_read_across_a_crash() {
         "the outcome file waits, claimed, for its sitemaps' publication"
     );
 
-    let app = tokio::spawn(app_bfs::run(
-        d.config.clone(),
-        Spool::new(&d.spool),
-        Vec::new(),
-        control(&addr),
-        CancellationToken::new(),
-    ));
+    let app = spawn_app(&d, Vec::new(), &addr, CancellationToken::new());
     let (done, after) = finish(&d.spool, app).await;
     assert_eq!(done.end, End::Complete);
     let all: BTreeMap<String, u32> = before.into_iter().chain(after).collect();
@@ -993,13 +974,12 @@ async fn cuts_make_a_crawl_incomplete_and_the_cut_list_fed_back_crawls_exactly_t
     d.config.max_depth = 1;
     let idle = Arc::new(AtomicBool::new(false));
     let addr = fake_manager(idle.clone()).await;
-    let app = tokio::spawn(app_bfs::run(
-        d.config.clone(),
-        Spool::new(&d.spool),
+    let app = spawn_app(
+        &d,
         vec!["https://s.test/".into()],
-        control(&addr),
+        &addr,
         CancellationToken::new(),
-    ));
+    );
     assert_eq!(
         wait_requests(&d.spool, 1).await,
         [("https://s.test/".to_owned(), 0)]

@@ -122,14 +122,21 @@ impl Knobs {
             max_crawl_delay_ms: 100,
             ..Knobs::default()
         };
-        let text = knobs.config(ws, "unused-admin-token").replacen(
-            "(\n",
-            "(\n    app: (scope: open, allowed_domains: [], urls_per_request_file: 200, scan_interval_ms: 200),\n",
-            1,
-        );
+        let text = knobs.crawl_text(ws);
         let path = dir.join(name);
         std::fs::write(&path, text).unwrap_or_else(|e| panic!("{}: {e}", path.display()));
         path
+    }
+
+    /// The RON config of `polycrawl crawl` on `ws` with these knobs: [`Knobs::config`]
+    /// (no admin token) plus an open scope, every domain allowed, and small request
+    /// files scanned every 200 ms.
+    pub fn crawl_text(&self, ws: &Websim) -> String {
+        self.config(ws, "unused-admin-token").replacen(
+            "(\n",
+            "(\n    app: (scope: open, allowed_domains: [], urls_per_request_file: 200, scan_interval_ms: 200),\n",
+            1,
+        )
     }
 
     /// The RON config for a system crawling `ws`, with `admin_token`; the admin page

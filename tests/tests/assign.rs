@@ -33,11 +33,7 @@ use tests::websim::Websim;
 /// `polycrawl crawl`'s config for `ws`: the system tests' knobs, every domain in
 /// scope.
 fn crawl_config(ws: &Websim, dir: &Path) -> std::path::PathBuf {
-    let text = Knobs::default().config(ws, "unused-admin-token").replacen(
-        "(\n",
-        "(\n    app: (scope: open, allowed_domains: [], urls_per_request_file: 200, scan_interval_ms: 200),\n",
-        1,
-    );
+    let text = Knobs::default().crawl_text(ws);
     let path = dir.join("config.ron");
     std::fs::write(&path, text).expect("writing the config");
     path

@@ -61,7 +61,7 @@ fn now_us() -> u64 {
 fn crawl_config(ws: &Websim, knobs: &Knobs, dir: &Path) -> PathBuf {
     let wire = dir.join("wire.tsv");
     let text = knobs
-        .config(ws, "unused-admin-token")
+        .crawl_text(ws)
         .replacen(
             "downloader: (",
             &format!(
@@ -77,11 +77,6 @@ fn crawl_config(ws: &Websim, knobs: &Knobs, dir: &Path) -> PathBuf {
         .replacen(
             "manager: (",
             "manager: (\n        shutdown_grace_ms: 5000,",
-            1,
-        )
-        .replacen(
-            "(\n",
-            "(\n    app: (scope: open, allowed_domains: [], urls_per_request_file: 200, scan_interval_ms: 200),\n",
             1,
         );
     let path = dir.join("config.ron");
