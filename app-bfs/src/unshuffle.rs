@@ -13,8 +13,6 @@
 //! separate. With `k` piles over a large batch this is the classic unshuffle. O(n)
 //! time (one suffix lookup per URL, no allocation) and one pass of moves.
 
-use psl::Psl as _;
-
 /// The host part of a host-reversed key: everything before the first `/`.
 pub fn key_host(key: &[u8]) -> &[u8] {
     let end = key.iter().position(|&b| b == b'/').unwrap_or(key.len());
@@ -23,28 +21,10 @@ pub fn key_host(key: &[u8]) -> &[u8] {
 
 /// The registered domain of a host-reversed key's host (`test.acme17` for
 /// `test.acme17.www/a`, `uk.co.bbc` for `uk.co.bbc.www/`), as a prefix of the key:
-/// its public suffix (by the public suffix list; an unknown TLD is a suffix of its
-/// own) plus one label. A host that is a public suffix itself, and an IP address,
-/// is its own group. No allocation.
+/// the budgets' site ([`app_core::budget::site_of`]: public suffix plus one label),
+/// so the unshuffle and the host budgets group hosts by one rule. No allocation.
 pub fn key_domain(key: &[u8]) -> &[u8] {
-    let host = key_host(key);
-    if host
-        .first()
-        .is_none_or(|b| b.is_ascii_digit() || *b == b'[')
-    {
-        return host;
-    }
-    // The labels of a reversed host come TLD first, as `find` wants them.
-    let suffix = psl::List.find(host.split(|&b| b == b'.')).len;
-    if suffix == 0 || suffix >= host.len() {
-        return host;
-    }
-    let label = suffix + 1;
-    let end = host[label..]
-        .iter()
-        .position(|&b| b == b'.')
-        .map_or(host.len(), |p| label + p);
-    &host[..end]
+    app_core::budget::site_of(key_host(key))
 }
 
 /// Reorders `items` (sorted so that equal groups are adjacent) by dealing them

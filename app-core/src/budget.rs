@@ -17,9 +17,11 @@
 //! a host beyond its budget are not requested: they are counted as cut, per host
 //! and in all.
 //!
-//! A *site* is approximated by the last two labels of the host name
-//! (`shop.acme17.test` -> `acme17.test`; an IP address is its own site), so a trap
-//! cannot raise its own budget by linking itself from its subdomains.
+//! A *site* is the host's registered domain ([`site_of`]: its public suffix plus
+//! one label, `shop.acme17.test` -> `acme17.test`, `www.bbc.co.uk` -> `bbc.co.uk`;
+//! an IP address is its own site), so a trap cannot raise its own budget by
+//! linking itself from its subdomains, and sites under one public suffix such as
+//! `co.uk` each vouch for themselves.
 //!
 //! Calendars, page-number sequences and other endless URL spaces that no
 //! detector of `traps` catches end here: a trap host one other site links to
@@ -39,6 +41,7 @@
 //!
 //! This module never reads or writes files; the crawl loop feeds it.
 
+use psl::Psl as _;
 use std::collections::{HashMap, HashSet};
 use std::hash::{BuildHasher, BuildHasherDefault, DefaultHasher};
 use std::time::Duration;
@@ -105,19 +108,30 @@ pub struct HostBudgets {
     cut: u64,
 }
 
-/// The site of a host-reversed host (`test.acme17.www` -> `test.acme17`).
+/// The site of a host-reversed host: its registered domain (`test.acme17` for
+/// `test.acme17.www`, `uk.co.bbc` for `uk.co.bbc.www`), a prefix of `host`: the
+/// public suffix (by the public suffix list the `psl` crate compiles in; an
+/// unknown top-level label such as `test` is a suffix of its own) plus one label.
+/// A host that is a public suffix itself, and an IP address, is its own site. One
+/// suffix lookup, O(labels), no allocation.
 pub fn site_of(host: &[u8]) -> &[u8] {
     if host
         .first()
-        .is_some_and(|b| b.is_ascii_digit() || *b == b'[')
+        .is_none_or(|b| b.is_ascii_digit() || *b == b'[')
     {
         return host;
     }
-    let mut dots = host.iter().enumerate().filter(|(_, b)| **b == b'.');
-    match dots.nth(1) {
-        Some((i, _)) => &host[..i],
-        None => host,
+    // The labels of a reversed host come TLD first, as `find` wants them.
+    let suffix = psl::List.find(host.split(|&b| b == b'.')).len;
+    if suffix == 0 || suffix >= host.len() {
+        return host;
     }
+    let label = suffix + 1;
+    let end = host[label..]
+        .iter()
+        .position(|&b| b == b'.')
+        .map_or(host.len(), |p| label + p);
+    &host[..end]
 }
 
 /// Whether host-reversed `host` is one of `names` or under one (on a label
@@ -409,8 +423,13 @@ mod tests {
     }
 
     #[test]
-    fn sites_are_the_last_two_labels() {
+    fn sites_are_registered_domains() {
         assert_eq!(site_of(b"test.acme17.www"), b"test.acme17");
+        assert_eq!(site_of(b"uk.co.bbc.www"), b"uk.co.bbc");
+        assert_eq!(site_of(b"uk.co.bbc"), b"uk.co.bbc");
+        assert_eq!(site_of(b"uk.co"), b"uk.co");
+        assert_eq!(site_of(b"au.com.example.shop"), b"au.com.example");
+        assert_eq!(site_of(b""), b"");
         assert_eq!(site_of(b"test.acme17"), b"test.acme17");
         assert_eq!(site_of(b"test"), b"test");
         assert_eq!(site_of(b"127.0.0.1"), b"127.0.0.1");

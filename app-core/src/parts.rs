@@ -22,14 +22,13 @@
 //! - *assignment* ([`Ownership::load`]): a table from `polycrawl assign` (METIS on a
 //!   previous crawl's host graph), the hash for hosts it does not name;
 //! - *hierarchical* ([`Ownership::hierarchical`], `app.partitioning`): the hash of
-//!   the host's registered
-//!   domain ([`domain_of`]: its last two labels), so `www.acme17.test`,
-//!   `shop.acme17.test` and `acme17.test` share a part. The paper groups by domain
+//!   the host's registered domain ([`domain_of`]: its public suffix from the
+//!   public suffix list plus one label), so `www.acme17.test`, `shop.acme17.test`
+//!   and `acme17.test` share a part, and so do `www.example.co.uk` and
+//!   `shop.example.co.uk` (never all of `co.uk`). The paper groups by domain
 //!   suffix (`.com`, `.jp`); on websim every host is under `.test` or `.example`,
 //!   two groups for any K, so the group that means something there is websim's
-//!   registered domain (1-4 hosts each, `websim/src/hosts.rs`). Without a public
-//!   suffix list, "last two labels" is wrong for `co.uk`-style suffixes: it then
-//!   groups a whole public suffix, coarser but still a host-level rule;
+//!   registered domain (1-4 hosts each, `websim/src/hosts.rs`);
 //! - *URL-hash* ([`url_part`]): the hash of the whole URL. It splits a host over
 //!   parts, so robots.txt, DNS and politeness would be held by several crawling
 //!   systems, breaking the rule above. It is therefore offered to the evaluation
@@ -103,18 +102,18 @@ pub fn hash_part(host: &str, parts: u32) -> u32 {
     hash_part_bytes(host.as_bytes(), parts, true)
 }
 
-/// The registered domain of `host` for hierarchical partitioning: its last two
-/// labels (`shop.acme17.test` → `acme17.test`); a host of one or two labels, or an
-/// IP address, is its own domain. See the module docs for what this gets wrong.
+/// The registered domain of `host` for hierarchical partitioning: its public
+/// suffix (the public suffix list built into the `psl` crate; an unlisted top-level
+/// label such as `.test` is a suffix of its own) plus one label
+/// (`shop.acme17.test` → `acme17.test`, `www.example.co.uk` → `example.co.uk`). A
+/// host that is itself a public suffix or a single label, and an IP address, is its
+/// own domain. A trailing dot is ignored. O(labels) per call, no allocation.
 pub fn domain_of(host: &str) -> &str {
     if host.parse::<std::net::IpAddr>().is_ok() || host.starts_with('[') {
         return host;
     }
     let trimmed = host.trim_end_matches('.');
-    match trimmed.rmatch_indices('.').nth(1) {
-        Some((at, _)) => &trimmed[at + 1..],
-        None => trimmed,
-    }
+    psl::domain_str(trimmed).unwrap_or(trimmed)
 }
 
 /// The part of a URL by the URL-hash scheme: FNV-1a 64 of the whole URL (as
@@ -285,6 +284,12 @@ mod tests {
         assert_eq!(domain_of("localhost"), "localhost");
         assert_eq!(domain_of("127.1.0.1"), "127.1.0.1");
         assert_eq!(domain_of("www.acme17.test."), "acme17.test");
+        assert_eq!(domain_of("www.example.co.uk"), "example.co.uk");
+        assert_eq!(domain_of("a.b.example.co.uk"), "example.co.uk");
+        assert_eq!(domain_of("example.co.uk"), "example.co.uk");
+        assert_eq!(domain_of("co.uk"), "co.uk");
+        assert_eq!(domain_of("shop.example.com.au"), "example.com.au");
+        assert_eq!(domain_of("www.city.kawasaki.jp"), "city.kawasaki.jp");
         let own = Ownership::hashed(8).unwrap().hierarchical();
         for n in 0..50 {
             let d = format!("acme{n}.test");
@@ -301,6 +306,35 @@ mod tests {
         assert_eq!(parts.len(), 4);
         // The same FNV-1a as the host hash, without lowercasing.
         assert_eq!(url_part("a.example", 16), hash_part("a.example", 16));
+    }
+
+    /// Hosts under a multi-label public suffix: each registered domain in one
+    /// part, and the domains spread over the parts (grouping by the last two
+    /// labels would put every `*.co.uk` host in the part of `co.uk`).
+    #[test]
+    fn multi_label_suffixes_keep_each_registered_domain_in_one_part() {
+        let own = Ownership::hashed(8).unwrap().hierarchical();
+        let mut used = std::collections::BTreeSet::new();
+        for n in 0..64 {
+            for suffix in ["co.uk", "com.au", "ac.jp"] {
+                let domain = format!("site{n}.{suffix}");
+                let part = own.owner(&domain);
+                assert_eq!(part, hash_part(&domain, 8), "{domain}");
+                for sub in ["www", "shop", "a.b"] {
+                    assert_eq!(
+                        own.owner(&format!("{sub}.{domain}")),
+                        part,
+                        "{sub}.{domain}"
+                    );
+                }
+                used.insert(part);
+            }
+        }
+        assert_eq!(
+            used.len(),
+            8,
+            "registered domains under co.uk spread: {used:?}"
+        );
     }
 
     #[test]
