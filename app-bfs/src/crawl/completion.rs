@@ -362,8 +362,14 @@ impl Crawl {
         let cut_before = self.admission.budget_cuts();
         let mut admitted = Vec::new();
         for f in own.into_iter().filter(|f| f.via.is_none()) {
-            let Ok(url) = Url::parse(&f.url) else {
-                continue;
+            let url = match Url::parse(&f.url) {
+                Ok(url) => url,
+                Err(e) => {
+                    // Parked lines are this part's own canonical URLs: only a
+                    // damaged file gets here. Say so; the line cannot be fetched.
+                    warn!(url = %f.url, error = %e, "parked URL does not parse; skipped");
+                    continue;
+                }
             };
             let reach = Reach {
                 depth: f.depth,
