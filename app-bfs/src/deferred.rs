@@ -77,8 +77,18 @@ impl Deferred {
         }
     }
 
-    /// Holds `url` of `host`; false when there is no room (cut for good).
+    /// Holds `url` of `host`; false when there is no room (cut for good). A URL
+    /// held already stays held once (a two-level agent that crashed after saving
+    /// the URLs it held from its parked file, before rewriting that file,
+    /// releases them again). O(URLs held for the host).
     pub(crate) fn hold(&mut self, host: &[u8], url: Held) -> bool {
+        if self
+            .hosts
+            .get(host)
+            .is_some_and(|held| held.iter().any(|h| h.key == url.key))
+        {
+            return true;
+        }
         if self.total >= self.max_total {
             return false;
         }
@@ -250,6 +260,17 @@ mod tests {
         d.grew(b"a");
         assert_eq!(d.release(|_| true).len(), 1);
         assert_eq!(d.len(), 1);
+    }
+
+    #[test]
+    fn a_url_held_already_is_held_once() {
+        let mut d = Deferred::new(2, 100);
+        assert!(d.hold(b"a", held("a/1", 1)));
+        assert!(d.hold(b"a", held("a/2", 1)));
+        assert!(d.hold(b"a", held("a/1", 1)), "held already, even when full");
+        assert_eq!(d.len(), 2);
+        d.grew(b"a");
+        assert_eq!(d.release(|_| true).len(), 2);
     }
 
     #[test]

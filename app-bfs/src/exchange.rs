@@ -40,10 +40,19 @@
 //!   exchange mode; an unassigned site, *parked*: appended to `<state>/parked`
 //!   (fsynced, before the generation is recorded, like an outbox line) and its
 //!   site reported to the coordinator (a report file published by rename, once
-//!   per site and run). When new assignments arrive the parked URLs whose site
-//!   is assigned now are requested or sent, then the parked file is rewritten
-//!   without them (temp file and rename): a crash in between releases them
-//!   again, never loses one. Without the coverage fix (`coverage_fix: false`,
+//!   per site and run). Votes (a URL with the page that linked it, the first
+//!   link a part sees from a site to a host: `Parts::vote`, as in exchange
+//!   mode) go the same way, placed when their generation is published: to the
+//!   owning agent, parked beside their site's URLs while it is unassigned, or
+//!   dropped for the agent's own site (its budgets counted them). When new
+//!   assignments arrive the parked lines whose site is assigned now are
+//!   released: this agent's own URLs pass its host budgets as a merge's new
+//!   URLs do (requested, or held until the host's budget grows, or cut: issue
+//!   38, a split crawl keeps every URL one part would), other agents' URLs and
+//!   votes go to them through the outbox. The requests, held URLs, cut record
+//!   and outbox lines are durable before the parked file is rewritten without
+//!   them (temp file and rename): a crash in between releases them again,
+//!   never loses one. Without the coverage fix (`coverage_fix: false`,
 //!   2L without the fix) a link to another site is reduced to that site's root
 //!   before the seen set, so pages only other sites link are never crawled.
 //!   Memory: the assignment table, O(sites); the parked URLs live on disk.
@@ -211,13 +220,17 @@ pub(crate) struct Parts {
     crossover: PathBuf,
     /// Votes for other parts' hosts since the last hand-on (see [`Parts::vote`]).
     votes: Vec<(u32, Foreign)>,
+    /// Two-level mode: votes not placed yet, placed when their generation is
+    /// published ([`Parts::place_votes`]).
+    site_votes: Vec<Foreign>,
     /// Two-level mode: the coordinator's assignments and the parked URLs.
     sites: Option<Sites>,
 }
 
-/// Parked URLs split by [`Parts::parked_ready`]: this part's own (URL, depth),
-/// other parts' `(owner, URL)`, and those whose site is still unassigned.
-pub(crate) type ParkedSplit = (Vec<(String, u32)>, Vec<(u32, Foreign)>, Vec<Foreign>);
+/// Parked lines split by [`Parts::parked_ready`]: this part's own, other parts'
+/// `(owner, line)`, and those whose site is still unassigned. A line with a
+/// `via` is a vote.
+pub(crate) type ParkedSplit = (Vec<Foreign>, Vec<(u32, Foreign)>, Vec<Foreign>);
 
 /// A two-level agent's side of the coordinator (see the module docs): the
 /// assignment generations read so far, the parked URLs, the sites reported.
@@ -361,6 +374,7 @@ impl Parts {
             board,
             crossover,
             votes: Vec::new(),
+            site_votes: Vec::new(),
             sites,
         }))
     }
@@ -481,9 +495,11 @@ impl Parts {
         Ok(any)
     }
 
-    /// Two-level mode: the parked URLs whose site is assigned now, split into
-    /// this part's own (URL, depth) and other parts' `(owner, URL)`. The caller
-    /// requests or sends them, then calls [`Parts::keep_parked`] with the rest.
+    /// Two-level mode: the parked lines whose site is assigned now, split into
+    /// this part's own and other parts' `(owner, line)`, votes included. The
+    /// caller passes its own URLs through the host budgets (its own votes were
+    /// counted when their links were read) and sends the others' on, then calls
+    /// [`Parts::keep_parked`] with the rest.
     pub(crate) fn parked_ready(&self) -> Result<ParkedSplit, AppError> {
         let Some(sites) = &self.sites else {
             return Ok(Default::default());
@@ -501,7 +517,7 @@ impl Parts {
         let (mut own, mut other, mut rest) = (Vec::new(), Vec::new(), Vec::new());
         for f in text.lines().filter_map(Foreign::parse) {
             match Url::parse(&f.url).ok().and_then(|u| self.place(&u)) {
-                Some(p) if p == self.own => own.push((f.url, f.depth)),
+                Some(p) if p == self.own => own.push(f),
                 Some(p) => other.push((p, f)),
                 None => rest.push(f),
             }
@@ -563,20 +579,48 @@ impl Parts {
 
     /// `url` was linked from `page`, of a site not counted before for its host:
     /// if another part owns the host, the URL goes to it with `page` as its `via`
-    /// with the next hand-on, so that the owner counts the site (exchange mode
-    /// only: the other modes send nothing). O(1); at most one vote per host and
+    /// with the next hand-on, so that the owner counts the site (exchange and
+    /// two-level modes: the others send nothing). In two-level mode the owner
+    /// may not be assigned yet: the vote waits for its generation's publication
+    /// ([`Parts::place_votes`]), and is parked with the URLs of its site when
+    /// that is still unassigned then. O(1); at most one vote per host and
     /// linking site (`budget.rs` caps the sites kept per host).
     pub(crate) fn vote(&mut self, url: &Url, depth: u32, hops: u32, page: &Url) {
-        if self.mode != PartMode::Exchange {
-            return;
-        }
-        let owner = self.owner(url);
-        if owner == self.own || self.is_replicated(url) {
-            return;
-        }
         let mut vote = Foreign::new(url.to_string(), depth, hops);
         vote.via = Some(page.to_string());
-        self.votes.push((owner, vote));
+        match self.mode {
+            PartMode::Exchange => {
+                let owner = self.owner(url);
+                if owner == self.own || self.is_replicated(url) {
+                    return;
+                }
+                self.votes.push((owner, vote));
+            }
+            // An assignment is for good: a vote for our own site stays here
+            // (this part counted it).
+            PartMode::TwoLevel if self.place(url) != Some(self.own) => {
+                self.site_votes.push(vote);
+            }
+            PartMode::TwoLevel | PartMode::Firewall | PartMode::Crossover => {}
+        }
+    }
+
+    /// Two-level mode: places the votes gathered since the last publication by
+    /// the assignments read so far, as that publication places its new URLs
+    /// (the same moment, so a vote and its URL go the same way): a vote for
+    /// another agent's site goes with the next hand-on, one for an unassigned
+    /// site into `parked`, one for this part's own is dropped (counted here).
+    pub(crate) fn place_votes(&mut self, parked: &mut Vec<Foreign>) {
+        for vote in std::mem::take(&mut self.site_votes) {
+            let Ok(url) = Url::parse(&vote.url) else {
+                continue;
+            };
+            match self.place(&url) {
+                Some(owner) if owner == self.own => {}
+                Some(owner) => self.votes.push((owner, vote)),
+                None => parked.push(vote),
+            }
+        }
     }
 
     /// Hands this merge's foreign URLs on as the mode says, durably, and counts them.
@@ -943,7 +987,7 @@ mod tests {
     }
 
     #[test]
-    fn a_vote_reaches_the_owner_with_its_linking_page_in_exchange_mode_only() {
+    fn a_vote_reaches_the_owner_with_its_linking_page_and_a_firewall_sends_none() {
         let dir = tempfile::tempdir().unwrap();
         let spool = Spool::new(dir.path().join("spool"));
         let id = ComponentId::new("t".to_owned()).unwrap();
@@ -1076,7 +1120,7 @@ mod tests {
         assert!(p.poll_sites(&mut counters).unwrap());
         assert_eq!(counters.sites, 1);
         let (own, other, rest) = p.parked_ready().unwrap();
-        let own_urls: Vec<&str> = own.iter().map(|(u, _)| u.as_str()).collect();
+        let own_urls: Vec<&str> = own.iter().map(|f| f.url.as_str()).collect();
         assert_eq!(own_urls, ["http://a.x/1", "http://a.x/2"]);
         assert_eq!(other.len(), 1);
         assert_eq!((other[0].0, other[0].1.url.as_str()), (1, "http://b.y/3"));
@@ -1087,6 +1131,78 @@ mod tests {
             .unwrap()
             .unwrap();
         assert_eq!(p.parked(), 1, "the rest survives a restart");
+    }
+
+    /// Issue 38: a two-level vote goes where its site's URLs go, placed when
+    /// its generation is published: to the owner with its linking page, parked
+    /// while the site is unassigned and then sent, or dropped for this part's
+    /// own site (counted here).
+    #[test]
+    fn two_level_votes_go_where_their_site_goes_and_wait_parked_for_it() {
+        let dir = tempfile::tempdir().unwrap();
+        let spool = Spool::new(dir.path().join("spool"));
+        let id = ComponentId::new("t".to_owned()).unwrap();
+        let c0 = config(dir.path(), 0, PartMode::TwoLevel);
+        let mut p0 = Parts::open(&c0, &spool, &c0.app_id().unwrap(), &id)
+            .unwrap()
+            .unwrap();
+        let c1 = config(dir.path(), 1, PartMode::TwoLevel);
+        let p1 = Parts::open(&c1, &spool, &c1.app_id().unwrap(), &id)
+            .unwrap()
+            .unwrap();
+        let assign = app_core::twolevel::assignment_dir(spool.root(), "bfs");
+        fs::create_dir_all(&assign).unwrap();
+        app_core::twolevel::write_generation(
+            &assign,
+            1,
+            2,
+            &[("ours.x".into(), 0), ("theirs.y".into(), 1)],
+        )
+        .unwrap();
+        let mut counters = PartCounters::default();
+        assert!(p0.poll_sites(&mut counters).unwrap());
+        let u = |s: &str| Url::parse(s).unwrap();
+        let page = u("http://linker.z/a");
+        p0.vote(&u("http://ours.x/p"), 1, 0, &page);
+        assert!(p0.site_votes.is_empty(), "our own site: counted here");
+        p0.vote(&u("http://theirs.y/p"), 2, 0, &page);
+        p0.vote(&u("http://new.w/p"), 1, 0, &page);
+        let mut parked = Vec::new();
+        p0.place_votes(&mut parked);
+        let mut want = Foreign::new("http://new.w/p".to_owned(), 1, 0);
+        want.via = Some(page.to_string());
+        assert_eq!(parked, vec![want.clone()], "its site is unassigned");
+        p0.park(parked, &mut counters).unwrap();
+        p0.hand_on(Vec::new(), Priority::NORMAL, &mut counters)
+            .unwrap();
+        assert!(p0.send_due(Priority::NORMAL, &mut counters, true).unwrap());
+        let received = |p: &Parts| {
+            let mut got = Vec::new();
+            for c in p.inbox.claim_batch(10).unwrap() {
+                let bytes = c.read().unwrap();
+                for req in spool::formats::ExchangeReader::new(&bytes[..]).unwrap() {
+                    let req = req.unwrap();
+                    got.push((req.url, req.hints.depth, req.hints.via));
+                }
+                c.done().unwrap();
+            }
+            got
+        };
+        assert_eq!(
+            received(&p1),
+            vec![(
+                "http://theirs.y/p".to_owned(),
+                Some(2),
+                Some(page.to_string())
+            )]
+        );
+        // new.w goes to part 1: its parked vote is released to it, via kept.
+        app_core::twolevel::write_generation(&assign, 2, 2, &[("new.w".into(), 1)]).unwrap();
+        p0.sites.as_mut().unwrap().last_look = None;
+        assert!(p0.poll_sites(&mut counters).unwrap());
+        let (own, other, rest) = p0.parked_ready().unwrap();
+        assert!(own.is_empty() && rest.is_empty(), "{own:?} {rest:?}");
+        assert_eq!(other, vec![(1, want)]);
     }
 
     #[test]

@@ -31,9 +31,14 @@ const TOKEN: &str = "test-token";
 /// `idle` is set, every 50 ms, echoing the newest `SyncProgress` it received (as
 /// the real one does once it has listed the request folders).
 async fn fake_manager(idle: Arc<AtomicBool>) -> String {
+    fake_manager_for("bfs", idle).await
+}
+
+/// [`fake_manager`] for the application `app`.
+async fn fake_manager_for(app: &str, idle: Arc<AtomicBool>) -> String {
     let manager = FakeManager::start(FakeManager::config(TOKEN)).await;
     let addr = manager.addr().to_string();
-    let app = AppId::new("bfs").unwrap();
+    let app = AppId::new(app).unwrap();
     manager.report_progress(app, idle, Duration::from_millis(50));
     addr
 }
@@ -128,14 +133,17 @@ fn publish_batch(spool: &Path, depth: u32, pages: &[(&str, Vec<u8>)]) {
 
 /// Publishes a page batch of `(url, redirect hops, response)` at `depth`.
 fn publish_hops(spool: &Path, depth: u32, pages: &[(&str, u32, Vec<u8>)]) {
+    publish_hops_to(spool, "bfs", depth, pages);
+}
+
+/// [`publish_hops`] for the application `app`.
+fn publish_hops_to(spool: &Path, app: &str, depth: u32, pages: &[(&str, u32, Vec<u8>)]) {
     let mut w = WarcWriter::new(Vec::new());
     for (url, hops, raw) in pages {
         response(url, raw, depth, *hops, &mut w);
     }
     let data = w.finish().unwrap();
-    let dir = Spool::new(spool)
-        .pages(&AppId::new("bfs").unwrap())
-        .unwrap();
+    let dir = Spool::new(spool).pages(&AppId::new(app).unwrap()).unwrap();
     let p = Publisher::new(dir, ComponentId::new("dl-1").unwrap()).unwrap();
     p.publish(Priority::NORMAL, FileKind::PageBatch, &data)
         .unwrap();
@@ -223,8 +231,13 @@ async fn finish(
 
 /// Takes (like the manager) every request file: (url, depth) in stream order.
 fn take_requests(spool: &Path) -> Vec<(String, u32)> {
+    take_requests_of(spool, "bfs")
+}
+
+/// [`take_requests`] of the application `app`.
+fn take_requests_of(spool: &Path, app: &str) -> Vec<(String, u32)> {
     let dir = Spool::new(spool)
-        .requests(&AppId::new("bfs").unwrap())
+        .requests(&AppId::new(app).unwrap())
         .unwrap();
     let mut out = Vec::new();
     for name in dir.list().unwrap() {
@@ -267,12 +280,17 @@ async fn wait_batches_consumed(spool: &Path) {
 }
 
 async fn wait_requests(spool: &Path, n: usize) -> Vec<(String, u32)> {
+    wait_requests_of(spool, "bfs", n).await
+}
+
+/// [`wait_requests`] of the application `app`.
+async fn wait_requests_of(spool: &Path, app: &str, n: usize) -> Vec<(String, u32)> {
     let mut got = Vec::new();
     let came = test_support::wait::poll_async_with(
         Duration::from_secs(5),
         Duration::from_millis(25),
         async || {
-            got.extend(take_requests(spool));
+            got.extend(take_requests_of(spool, app));
             (got.len() >= n).then_some(())
         },
     )
@@ -835,6 +853,111 @@ async fn host_budgets_survive_a_restart() {
     assert_eq!(summary.cut.budget_cut, 3);
     let t = &summary.cut.most_cut[0];
     assert_eq!((t.host.as_str(), t.requested, t.cut), ("test.t", 5, 3));
+}
+
+/// Issue 38: a two-level agent's parked URLs go through the host budgets once
+/// their site is assigned to it, as the URLs of its own pages do: `t.test`, one
+/// linking site (`s.test`, whose vote is parked beside them and dropped here,
+/// where it was counted), gets 3 + 2 of the 10 parked; the other 5 are held
+/// (saved before the parked file drops them) and 2 go when a second site links
+/// the host, the rest counted as cut.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn two_level_parked_urls_pass_the_host_budgets() {
+    const APP: &str = "bfs-p0";
+    let mut d = dirs();
+    d.config.app = APP.into();
+    d.config.parts = 2;
+    d.config.part = 0;
+    d.config.part_mode = app_core::config::PartMode::TwoLevel;
+    d.config.scope = ScopeKind::Open;
+    d.config.allowed_domains = vec!["s.test".into(), "t.test".into(), "u.test".into()];
+    d.config.host_budget_base = 3;
+    d.config.host_budget_per_linking_site = 2;
+    d.config.host_budget_max = 100;
+    let assign = app_core::twolevel::assignment_dir(&d.spool, "bfs");
+    std::fs::create_dir_all(&assign).unwrap();
+    let sites = |names: &[&str]| -> Vec<(String, u32)> {
+        names.iter().map(|s| ((*s).to_owned(), 0)).collect()
+    };
+    app_core::twolevel::write_generation(&assign, 1, 2, &sites(&["s.test", "u.test"])).unwrap();
+    let idle = Arc::new(AtomicBool::new(false));
+    let addr = fake_manager_for(APP, idle).await;
+    let stop = CancellationToken::new();
+    let app = spawn_app(&d, vec!["https://s.test/".into()], &addr, stop.clone());
+    assert_eq!(wait_requests_of(&d.spool, APP, 1).await.len(), 1);
+    // s.test links 10 pages of t.test, a site not assigned yet: parked.
+    let links: Vec<String> = (0..10).map(|i| format!("https://t.test/p{i}")).collect();
+    let refs: Vec<&str> = links.iter().map(String::as_str).collect();
+    let page = html(&refs);
+    publish_hops_to(&d.spool, APP, 0, &[("https://s.test/", 0, page)]);
+    let state = d.config.state_dir.clone();
+    // The lines of t.test in a state file (held URLs are seen-set keys, their
+    // host reversed).
+    let lines = |file: &str| -> usize {
+        std::fs::read_to_string(state.join(file))
+            .map(|t| {
+                t.lines()
+                    .filter(|l| l.contains("t.test") || l.contains("test.t"))
+                    .count()
+            })
+            .unwrap_or(0)
+    };
+    // And one vote: s.test's link, for t.test's agent to count.
+    test_support::wait::until_async("10 URLs and a vote parked", Duration::from_secs(10), || {
+        lines("parked") == 11
+    })
+    .await;
+    let parked = std::fs::read_to_string(state.join("parked")).unwrap();
+    let votes: Vec<&str> = parked
+        .lines()
+        .filter(|l| l.split('\t').count() == 4)
+        .collect();
+    assert_eq!(votes.len(), 1, "{parked}");
+    assert!(votes[0].ends_with("\thttps://s.test/"), "{parked}");
+    assert!(take_requests_of(&d.spool, APP).is_empty());
+    // t.test is ours now: 5 requested, 5 held and saved, none parked.
+    app_core::twolevel::write_generation(&assign, 2, 2, &sites(&["t.test"])).unwrap();
+    let got = wait_requests_of(&d.spool, APP, 5).await;
+    test_support::wait::until_async("5 URLs held", Duration::from_secs(10), || {
+        lines("deferred") == 5 && lines("parked") == 0
+    })
+    .await;
+    assert_eq!(got.len(), 5, "{got:?}");
+    assert!(
+        got.iter()
+            .all(|(u, depth)| u.contains("t.test") && *depth == 0)
+    );
+    // A page of u.test links t.test: a second site, 2 more.
+    let page = html(&["https://t.test/p9"]);
+    publish_hops_to(&d.spool, APP, 0, &[("https://u.test/", 0, page)]);
+    let more = wait_requests_of(&d.spool, APP, 2).await;
+    test_support::wait::until_async("3 URLs held", Duration::from_secs(10), || {
+        lines("deferred") == 3
+    })
+    .await;
+    assert_eq!(more.len(), 2, "{more:?}");
+    let mut all: Vec<String> = got.into_iter().chain(more).map(|(u, _)| u).collect();
+    all.sort();
+    all.dedup();
+    assert_eq!(all.len(), 7, "{all:?}");
+    stop.cancel();
+    let summary = tokio::time::timeout(Duration::from_secs(20), app)
+        .await
+        .expect("the app stops")
+        .unwrap()
+        .unwrap();
+    assert_eq!((summary.end, summary.cut.budget_cut), (End::Shutdown, 3));
+    let t = &summary.cut.most_cut[0];
+    assert_eq!(
+        (
+            t.host.as_str(),
+            t.budget,
+            t.requested,
+            t.cut,
+            t.linking_sites
+        ),
+        ("test.t", 7, 7, 3, 2)
+    );
 }
 
 /// Issue 28: the `sitemap` lines of an outcome file (robots.txt `Sitemap:` URLs the

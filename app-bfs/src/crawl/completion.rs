@@ -28,11 +28,14 @@ use tokio::sync::{mpsc, watch};
 use tracing::{info, warn};
 
 use super::{Crawl, ManagerLink};
-use crate::exchange::quiet;
+use crate::exchange::{Foreign, quiet};
 use crate::summary::End;
 use app_core::config::PartMode;
 use app_core::control::ProgressSeen;
 use app_core::error::AppError;
+use app_core::reach::Reach;
+use pages::canon::key::reversed_host_key;
+use url::Url;
 
 /// Longest pause between looks at the exchange folder when idle in a split crawl.
 const EXCHANGE_POLL: Duration = Duration::from_millis(50);
@@ -307,11 +310,15 @@ impl Crawl {
         }
     }
 
-    /// Two-level mode: requests the parked URLs whose site is now this part's,
-    /// sends those of other parts' sites to them, and keeps the rest parked;
-    /// returns whether any was released. The requests and the outbox lines are
-    /// durable before the parked file is rewritten: a crash in between
-    /// releases them again (a URL requested twice, never one lost).
+    /// Two-level mode: releases the parked URLs whose site is assigned now. This
+    /// part's own go through the host budgets as a merge's new URLs do
+    /// ([`Crawl::admit_parked`]): requested when admitted, else held until their
+    /// host's budget grows (`deferred.rs`) or cut. Other parts' go to them, with
+    /// the votes parked for their hosts (so their budgets count every linking
+    /// site, as in exchange mode). The rest stays parked. Returns whether any
+    /// line was released. The requests, the held URLs, the cut record and the
+    /// outbox lines are durable before the parked file is rewritten: a crash in
+    /// between releases them again (a URL requested twice, never one lost).
     pub(super) fn release_parked(&mut self) -> Result<bool, AppError> {
         let Some(parts) = &self.parts else {
             return Ok(false);
@@ -325,9 +332,13 @@ impl Crawl {
         let n = if self.max_pages_reached() {
             0
         } else {
-            self.request_urls(&own)?
+            let admitted = self.admit_parked(own)?;
+            self.output.publish_all(&admitted, &self.repo, &self.wait)?
         };
         self.ledger.progress.urls_requested += n;
+        let state_dir = self.ledger.dir().to_owned();
+        self.admission.save_held(&state_dir, &self.wait)?;
+        self.admission.sync_cuts()?;
         let priority = self.output.priority();
         if let Some(parts) = &mut self.parts {
             let counters = &mut self.ledger.progress.parts;
@@ -336,6 +347,42 @@ impl Crawl {
         }
         self.ledger.save_now()?;
         Ok(true)
+    }
+
+    /// This part's released parked lines through the host budgets, as
+    /// [`Crawl::publish`] passes a merge's new URLs: the URLs admitted, to
+    /// request; the others held (counted as cut until released) or cut. A URL
+    /// is held under the last recorded generation, since no generation will
+    /// find it again: its parked line is gone once the release is done, so the
+    /// held URLs are saved before that (see [`Crawl::release_parked`]). Votes
+    /// are skipped: this part counted their linking sites when it read their
+    /// links.
+    fn admit_parked(&mut self, own: Vec<Foreign>) -> Result<Vec<(Url, Reach)>, AppError> {
+        let generation = self.ledger.progress.last_published;
+        let cut_before = self.admission.budget_cuts();
+        let mut admitted = Vec::new();
+        for f in own.into_iter().filter(|f| f.via.is_none()) {
+            let url = match Url::parse(&f.url) {
+                Ok(url) => url,
+                Err(e) => {
+                    // Parked lines are this part's own canonical URLs: only a
+                    // damaged file gets here. Say so; the line cannot be fetched.
+                    warn!(url = %f.url, error = %e, "parked URL does not parse; skipped");
+                    continue;
+                }
+            };
+            let reach = Reach {
+                depth: f.depth,
+                hops: f.hops,
+            };
+            let key = reversed_host_key(&url);
+            if self.admission.admit(key.as_bytes(), reach, generation)? {
+                self.admission.requested(&url)?;
+                admitted.push((url, reach));
+            }
+        }
+        self.ledger.progress.budget_cut += self.admission.budget_cuts() - cut_before;
+        Ok(admitted)
     }
 
     /// In a split crawl, says "busy" in the status file before any work (rule 2
@@ -353,7 +400,7 @@ impl Crawl {
         let urls: Vec<_> = urls
             .iter()
             .map(|(url, depth)| {
-                let reach = app_core::reach::Reach {
+                let reach = Reach {
                     depth: *depth,
                     hops: 0,
                 };

@@ -460,6 +460,8 @@ impl Crawl {
             }
             if let Some(parts) = &mut self.parts {
                 let priority = self.output.priority();
+                // Two-level votes go where this generation's URLs go.
+                parts.place_votes(&mut parked);
                 parts.hand_on(foreign, priority, &mut self.ledger.progress.parts)?;
                 parts.park(parked, &mut self.ledger.progress.parts)?;
             }

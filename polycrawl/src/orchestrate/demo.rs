@@ -116,6 +116,10 @@ pub struct DemoArgs {
     /// coverage problem of a two-level crawl). 0: none.
     #[arg(long, value_name = "N", default_value_t = 0)]
     pub orphans: u32,
+    /// websim's `--traps`: trap hosts linked from the most popular host (an
+    /// endless calendar, a maze, session ids...), which a correct crawl cuts.
+    #[arg(long)]
+    pub traps: bool,
     /// When to give up restarting a process that keeps dying.
     #[command(flatten)]
     pub supervision: SupervisionArgs,
@@ -195,6 +199,7 @@ impl DemoArgs {
         for (set, flag) in [
             (self.all_seeds, "all_seeds"),
             (self.own_addresses, "own_addresses"),
+            (self.traps, "traps"),
         ] {
             if set {
                 web.push(' ');
@@ -358,6 +363,9 @@ fn generated_web_flags(cmd: &mut Command, args: &DemoArgs) {
     }
     if args.own_addresses {
         cmd.arg("--own-addresses");
+    }
+    if args.traps {
+        cmd.arg("--traps");
     }
 }
 
@@ -823,6 +831,7 @@ mod tests {
                 site_policy: Default::default(),
             },
             orphans: 0,
+            traps: false,
             disk_web: None,
             pace_per_client: None,
             machines: false,
