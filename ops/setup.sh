@@ -52,7 +52,7 @@ if ! python3 -c 'import warcio' >/dev/null 2>&1; then
     python3 -m pip install --quiet warcio
 fi
 
-if ! python3 -c 'import wacz' >/dev/null 2>&1; then
+if ! python3 -c 'import wacz' >/dev/null 2>&1 || ! command -v wacz >/dev/null 2>&1; then
     log "installing wacz (pip)"
     python3 -m pip install --quiet wacz
 fi

@@ -104,7 +104,7 @@ fn a_repository_packs_into_a_valid_wacz() {
     assert_eq!(digest["hash"], sha256(&entries["datapackage.json"]));
 
     // The index is sorted and every line finds its record in archive/.
-    let index = String::from_utf8(entries["indexes/index.cdxj"].clone()).unwrap();
+    let index = String::from_utf8(entries["indexes/index.cdx"].clone()).unwrap();
     let lines: Vec<&str> = index.lines().collect();
     let mut sorted = lines.clone();
     sorted.sort_unstable();

@@ -440,6 +440,13 @@ fn out_paths(args: &Args) -> Result<OutPaths, CliError> {
         args.out.display()
     )))?;
     let mut paths = OutPaths::in_dir(&absolute(&args.out)?);
+    // An earlier run's crawl config names a name server that is gone.
+    match std::fs::remove_file(&paths.crawl_config) {
+        Err(e) if e.kind() != io::ErrorKind::NotFound => {
+            return Err(io_err(format!("removing {}", paths.crawl_config.display()))(e));
+        }
+        _ => {}
+    }
     for (over, slot) in [
         (&args.manifest, &mut paths.manifest),
         (&args.seeds, &mut paths.seeds),
@@ -538,6 +545,7 @@ async fn serve(args: Args) -> Result<(), CliError> {
         ));
     }
 
+    outfiles::write_crawl_config(&paths, dns).map_err(io_err("writing the crawl config"))?;
     print_ready(&args, &web, &addrs, dns, &paths, &summary);
     services
         .serve_until_stopped(tasks, args.exit_with_parent)
@@ -581,6 +589,11 @@ fn print_ready(
     println!("websim: dns {dns}  http port {http_port}  https port {https_port}");
     println!("websim: seeds     {}", d(&paths.seeds));
     println!("websim: CA        {}", d(&paths.ca));
+    println!(
+        "websim: crawl it  polycrawl crawl --seeds {} --config {} --out OUT",
+        d(&paths.seeds),
+        d(&paths.crawl_config)
+    );
     println!(
         "websim: manifest  {} ({} fetches, {} pages; {} outcomes; {} never)",
         d(&paths.manifest),

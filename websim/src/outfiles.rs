@@ -41,6 +41,12 @@
 //!   does not fetch (every link to another site reduced to that site's root), in
 //!   manifest order: the pages only links from other sites reach (see
 //!   [`super::orphans`]).
+//! - `crawl.ron` (written last, once the name server listens, and removed at
+//!   start-up so a stale one never names another run's port): the settings a
+//!   `polycrawl crawl` of this web needs and a crawl of the open web must not have
+//!   (websim's name server and CA, loopback addresses allowed) and a short
+//!   politeness interval; the README's "Crawl your own sites" uses it to practise
+//!   on (see [`write_crawl_config`]).
 //!
 //! Complexity: O(URLs in the manifest); the files are written once.
 
@@ -79,6 +85,8 @@ pub struct OutPaths {
     pub log: PathBuf,
     /// The CA certificate (`ca.pem`).
     pub ca: PathBuf,
+    /// The config of a crawl of this web (`crawl.ron`).
+    pub crawl_config: PathBuf,
 }
 
 impl OutPaths {
@@ -96,8 +104,48 @@ impl OutPaths {
             orphans: dir.join("orphans.tsv"),
             log: dir.join("requests.tsv"),
             ca: dir.join("ca.pem"),
+            crawl_config: dir.join("crawl.ron"),
         }
     }
+}
+
+/// Writes `paths.crawl_config` (through a temporary file and a rename, so the file
+/// is whole when it shows): a `polycrawl crawl` config for this web, whose name
+/// server listens on `dns` and whose CA is `paths.ca`. Only what this web needs
+/// and a crawl of the open web must not have, plus politeness for a local web
+/// (every other field keeps its default, so a crawl of it is a crawl as a user
+/// runs one): the admin page on a port of the kernel's choosing (the crawl prints
+/// it), since several crawls of several websims may run at once.
+pub fn write_crawl_config(paths: &OutPaths, dns: std::net::SocketAddr) -> io::Result<()> {
+    let text = format!(
+        r#"// A crawl of the websim serving {dir}:
+//   polycrawl crawl --seeds {seeds} --config {this} --out OUT
+// Its names resolve only at websim's own name server, its https hosts use its own
+// CA, and its addresses are loopback (127.x.y.z), which a crawl of the web refuses.
+// Politeness is short (a local web); every other field keeps its default
+// (`polycrawl config --default` prints them all).
+(
+    resolver: (name_servers: ["{dns}"]),
+    downloader: (allow_private: true, extra_ca_file: Some({ca:?})),
+    manager: (
+        admin_http: "127.0.0.1:0",
+        frontier: (
+            allow_private_addresses: true,
+            interval_ms: 100,
+            min_interval_ms: 100,
+            ip_min_interval_ms: 50,
+        ),
+    ),
+)
+"#,
+        dir = paths.dir.display(),
+        seeds = paths.seeds.display(),
+        this = paths.crawl_config.display(),
+        ca = paths.ca.display().to_string(),
+    );
+    let tmp = paths.crawl_config.with_extension("ron.tmp");
+    std::fs::write(&tmp, text)?;
+    std::fs::rename(&tmp, &paths.crawl_config)
 }
 
 /// Counts for the start-up summary.

@@ -20,58 +20,85 @@ use coordinator::CoordinatorArgs;
 use services::{AppArgs, DownloaderArgs, ManagerArgs, ServiceArgs};
 use tools::{ConfigArgs, GetArgs, LinksArgs, RobotsArgs, StatusArgs, WaczArgs};
 
-/// polycrawl: a high-performance distributed web crawler after Polybot.
+/// polycrawl: a distributed web crawler after Polybot.
+///
+/// Start with README.md: `ops/polycrawl demo`, then its "Crawl your own sites"
+/// (seeds, contact, `crawl`, `wacz`, replay). Reference pages are in docs/.
 #[derive(Debug, Parser)]
-#[command(name = "polycrawl", version, about)]
+#[command(
+    name = "polycrawl",
+    version,
+    after_help = "Start with README.md (\"Crawl your own sites\"); reference pages: docs/."
+)]
 pub struct Cli {
     #[command(subcommand)]
     command: Command,
 }
 
+/// Each subcommand's first doc line is what it is for and where it is explained
+/// (`polycrawl --help` lists them); a further paragraph shows in its own `--help`.
 #[derive(Debug, Subcommand)]
 enum Command {
-    /// Start the crawl manager (queues, politeness, robots, DNS cache, admin page).
+    /// Start the crawl manager by hand (`crawl` and `demo` start it); docs/tools.md.
+    ///
+    /// The manager holds the queues, politeness, robots.txt, the DNS cache and the
+    /// admin page.
     Manager(ManagerArgs),
-    /// Start a downloader that registers with the manager.
+    /// Start a downloader by hand, registering with a manager; docs/tools.md.
     Downloader(DownloaderArgs),
-    /// Start a DNS resolver that registers with the manager.
+    /// Start a DNS resolver by hand, registering with a manager; docs/tools.md.
     Resolver(ServiceArgs),
-    /// Start a crawling application: breadth-first (the default) or seed-by-seed.
+    /// Start a crawling application by hand (breadth-first or seed-by-seed); docs/tools.md.
     App(AppArgs),
-    /// Print a page stored in the repository (WARC headers and HTTP response).
+    /// Print a page stored in a crawl's repository; docs/archive.md.
+    ///
+    /// Prints the WARC headers and the HTTP response.
     Get(GetArgs),
-    /// Package a finished crawl's repository as one WACZ file (ReplayWeb.page, pywb).
+    /// Pack a finished crawl's repository into one WACZ file; README.md, "Crawl your own sites".
+    ///
+    /// ReplayWeb.page, pywb and Browsertrix open it (docs/archive.md).
     Wacz(WaczArgs),
-    /// Run the whole system on this machine against real seeds.
+    /// Crawl your seeds' sites, supervised and resumable; README.md, "Crawl your own sites".
+    ///
+    /// Runs the whole system on this machine (or split: docs/scaling.md).
     Crawl(crate::orchestrate::crawl::CrawlArgs),
-    /// Revisit a finished crawl's URLs with conditional requests (If-None-Match,
-    /// If-Modified-Since), storing 304s and unchanged pages as revisit records.
+    /// Revisit a finished crawl's URLs with conditional requests; docs/archive.md, "Recrawl".
+    ///
+    /// Sends If-None-Match and If-Modified-Since, storing 304s and unchanged pages
+    /// as revisit records.
     Recrawl(crate::orchestrate::recrawl::RecrawlArgs),
-    /// Run the whole system against the simulated web, with progress.
+    /// Crawl the simulated web with the whole system, with progress; docs/demo.md.
     Demo(crate::orchestrate::demo::DemoArgs),
-    /// Show a running crawl's figures in the terminal.
+    /// Show a running crawl's figures in the terminal; README.md, "Operate a long crawl".
     Status(StatusArgs),
-    /// Start websim, the simulated web (many hosts on 127.x.y.z, its own DNS).
+    /// Serve websim, the simulated web (many hosts on 127.x.y.z, its own DNS); docs/demo.md.
     Websim(websim::Args),
-    /// Print the documented default config, or check a config file.
+    /// Print the documented default config, or check a config file; README.md, "Crawl your own sites".
+    ///
+    /// Every field, its default and what it does: docs/operating.md, "Configuration".
     Config(ConfigArgs),
-    /// Check URLs against a robots.txt file, as the manager would (RFC 9309).
+    /// Check URLs against a robots.txt file, as the manager would (RFC 9309); docs/tools.md.
     Robots(RobotsArgs),
-    /// Print the canonical links the application would follow from an HTML file.
+    /// Print the canonical links the application would follow from an HTML file; docs/tools.md.
     Links(LinksArgs),
-    /// Assign hosts to K application parts from a finished crawl's repository
-    /// (METIS on the host graph), write its most-linked URLs for replication,
-    /// evaluate an assignment file against the hash, or compare partitioning
-    /// schemes page by page (--table).
+    /// Assign hosts to K application parts from a finished crawl (METIS); docs/tools.md.
+    ///
+    /// Also writes a crawl's most-linked URLs for replication, evaluates an
+    /// assignment file against the hash, or compares partitioning schemes page by
+    /// page (--table).
     Assign(AssignArgs),
+    /// Measure how soon a crawl holds a reference crawl's most-linked pages; docs/tools.md.
+    ///
     /// Cho and Garcia-Molina's quality metric: the share of a complete reference
     /// crawl's most-linked pages that a crawl (one or several part repositories)
     /// holds after each 10 % of its downloads.
     Quality(QualityArgs),
-    /// Mount an NFS stand-in over a shared directory (one client machine's view).
+    /// Mount an NFS stand-in over a shared directory (one machine's view); docs/scaling.md.
     Nfsim(nfsim::NfsimArgs),
-    /// Start the coordinator of a two-level crawl: site-level duplicate check and
-    /// run-time assignment of new sites to the agents, through the shared spool.
+    /// Start the coordinator of a two-level crawl by hand; docs/scaling.md.
+    ///
+    /// Site-level duplicate check and run-time assignment of new sites to the
+    /// agents, through the shared spool.
     Coordinator(CoordinatorArgs),
 }
 

@@ -3,8 +3,10 @@
 //!
 //! ```text
 //! archive/<file>.warc.gz      every WARC file of the repository, as it is
-//! indexes/index.cdxj          the whole CDXJ index in one sorted file, `filename`
-//!                             naming the file in archive/
+//! indexes/index.cdx           the whole CDXJ index in one sorted file, `filename`
+//!                             naming the file in archive/ (the spec's name for a
+//!                             CDXJ index; pywb's `wb-manager add --unpack-wacz`
+//!                             takes only `.cdx` and `.cdx.gz` entries)
 //! pages/pages.jsonl           a header line, then one line per status-200 HTML
 //!                             response: {"url": ..., "ts": ...}
 //! datapackage.json            every file above with its sha256 and size
@@ -49,7 +51,7 @@ pub use package::DataPackage as WaczPackage;
 pub struct WaczSummary {
     /// WARC files in `archive/`.
     pub warcs: usize,
-    /// Lines of `indexes/index.cdxj`.
+    /// Lines of `indexes/index.cdx`.
     pub index_lines: u64,
     /// Pages in `pages/pages.jsonl`.
     pub pages: u64,
@@ -96,7 +98,7 @@ fn write_parts(
     };
     // archive/: every WARC file, as it is.
     let base_of = write_archive(&mut zip, repo, warcs)?;
-    // indexes/index.cdxj, and the page list beside it into a temp file.
+    // indexes/index.cdx, and the page list beside it into a temp file.
     write_index(&mut zip, repo, &base_of, pages_tmp, &mut summary)?;
 
     // pages/pages.jsonl
@@ -150,7 +152,7 @@ fn write_archive(
     Ok(base_of)
 }
 
-/// Stores `indexes/index.cdxj` (the repository's index, sorted, each line naming
+/// Stores `indexes/index.cdx` (the repository's index, sorted, each line naming
 /// its WARC file's entry by `base_of`) and writes the page list (`pages.jsonl`'s
 /// lines: the HTML pages answered 200) to `pages_tmp`, counting both in `summary`.
 fn write_index(
@@ -166,7 +168,7 @@ fn write_index(
         .map_err(StorageError::io(pages_tmp))?;
     let index_path = repo.index.path().to_owned();
     let mut failure: Option<StorageError> = None;
-    zip.entry("indexes/index.cdxj", 0, |w| {
+    zip.entry("indexes/index.cdx", 0, |w| {
         let mut text = String::with_capacity(512);
         let each = repo.index.for_each_sorted(|raw| {
             let mut line = CdxjLine::parse(raw.trim_end_matches('\n')).map_err(|reason| {

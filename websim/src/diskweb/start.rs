@@ -78,6 +78,7 @@ pub async fn serve_repository(
         }
     }
 
+    crate::outfiles::write_crawl_config(paths, dns).map_err(io_err("writing the crawl config"))?;
     print_ready(&web, repo, &addrs, dns, paths, &summary);
     services
         .serve_until_stopped(tasks, args.exit_with_parent)
