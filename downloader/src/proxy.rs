@@ -17,7 +17,7 @@
 //! matched against the URL's host name, lower-case; an IP literal host matches a
 //! pattern that spells it.
 //!
-//! **Connections** ([`open`]): a connection through a proxy is bound to one target
+//! **Connections** (`connect_proxy`, `handshake`): a connection through a proxy is bound to one target
 //! origin (a CONNECT tunnel or a SOCKS stream is; a plain-http proxy connection is
 //! kept to one origin too, so the pool and politeness see the same connections as
 //! without a proxy). Everything from the TCP connect to the proxy to the end of its
@@ -489,122 +489,139 @@ pub(crate) async fn handshake<S: AsyncRead + AsyncWrite + Unpin>(
     stream: &mut S,
     p: &OpenParams<'_>,
 ) -> Result<(), FetchError> {
+    match p.proxy.kind {
+        ProxyKind::Http if !p.tunnel => Ok(()),
+        ProxyKind::Http => http_connect(stream, p).await,
+        ProxyKind::Socks5 | ProxyKind::Socks5h => socks5(stream, p).await,
+    }
+}
+
+/// An HTTP proxy's `CONNECT` tunnel.
+async fn http_connect<S: AsyncRead + AsyncWrite + Unpin>(
+    stream: &mut S,
+    p: &OpenParams<'_>,
+) -> Result<(), FetchError> {
     let fail = |reason: String| FetchError::Proxy {
         proxy: p.proxy.to_string(),
         reason,
     };
     let io = |what: &str, e: std::io::Error| fail(format!("{what}: {e}"));
-    match p.proxy.kind {
-        ProxyKind::Http if !p.tunnel => Ok(()),
-        ProxyKind::Http => {
-            let request = connect_request(p);
+    let request = connect_request(p);
+    stream
+        .write_all(request.as_bytes())
+        .await
+        .map_err(|e| io("writing CONNECT", e))?;
+    let head = read_head(stream, p.max_head_bytes)
+        .await
+        .map_err(|e| io("reading the CONNECT reply", e))?
+        .ok_or_else(|| fail("the CONNECT reply head is too large or cut off".into()))?;
+    let parsed =
+        spool::http::parse_head(&head, 64).map_err(|e| fail(format!("bad CONNECT reply: {e}")))?;
+    match parsed.status {
+        200..=299 => Ok(()),
+        407 => Err(fail(format!(
+            "407 Proxy Authentication Required ({})",
+            if p.proxy.auth.is_some() {
+                "credentials refused"
+            } else {
+                "no credentials configured"
+            }
+        ))),
+        s => Err(fail(format!(
+            "CONNECT {} answered {s} {}",
+            p.dest, parsed.reason
+        ))),
+    }
+}
+
+/// The SOCKS5 greeting, authentication and `CONNECT` (RFC 1928, RFC 1929).
+async fn socks5<S: AsyncRead + AsyncWrite + Unpin>(
+    stream: &mut S,
+    p: &OpenParams<'_>,
+) -> Result<(), FetchError> {
+    let fail = |reason: String| FetchError::Proxy {
+        proxy: p.proxy.to_string(),
+        reason,
+    };
+    let io = |what: &str, e: std::io::Error| fail(format!("{what}: {e}"));
+    let auth = p.proxy.auth.as_ref();
+    stream
+        .write_all(&socks5_greeting(auth.is_some()))
+        .await
+        .map_err(|e| io("writing the SOCKS5 greeting", e))?;
+    let mut choice = [0u8; 2];
+    stream
+        .read_exact(&mut choice)
+        .await
+        .map_err(|e| io("reading the SOCKS5 method", e))?;
+    match (choice, auth) {
+        ([5, 0], _) => {}
+        ([5, 2], Some(c)) => {
             stream
-                .write_all(request.as_bytes())
+                .write_all(&socks5_auth(c))
                 .await
-                .map_err(|e| io("writing CONNECT", e))?;
-            let head = read_head(stream, p.max_head_bytes)
+                .map_err(|e| io("writing SOCKS5 credentials", e))?;
+            let mut status = [0u8; 2];
+            stream
+                .read_exact(&mut status)
                 .await
-                .map_err(|e| io("reading the CONNECT reply", e))?
-                .ok_or_else(|| fail("the CONNECT reply head is too large or cut off".into()))?;
-            let parsed = spool::http::parse_head(&head, 64)
-                .map_err(|e| fail(format!("bad CONNECT reply: {e}")))?;
-            match parsed.status {
-                200..=299 => Ok(()),
-                407 => Err(fail(format!(
-                    "407 Proxy Authentication Required ({})",
-                    if p.proxy.auth.is_some() {
-                        "credentials refused"
-                    } else {
-                        "no credentials configured"
-                    }
-                ))),
-                s => Err(fail(format!(
-                    "CONNECT {} answered {s} {}",
-                    p.dest, parsed.reason
-                ))),
+                .map_err(|e| io("reading the SOCKS5 authentication reply", e))?;
+            if status[1] != 0 {
+                return Err(fail("SOCKS5 authentication failed".into()));
             }
         }
-        ProxyKind::Socks5 | ProxyKind::Socks5h => {
-            let auth = p.proxy.auth.as_ref();
-            stream
-                .write_all(&socks5_greeting(auth.is_some()))
-                .await
-                .map_err(|e| io("writing the SOCKS5 greeting", e))?;
-            let mut choice = [0u8; 2];
-            stream
-                .read_exact(&mut choice)
-                .await
-                .map_err(|e| io("reading the SOCKS5 method", e))?;
-            match (choice, auth) {
-                ([5, 0], _) => {}
-                ([5, 2], Some(c)) => {
-                    stream
-                        .write_all(&socks5_auth(c))
-                        .await
-                        .map_err(|e| io("writing SOCKS5 credentials", e))?;
-                    let mut status = [0u8; 2];
-                    stream
-                        .read_exact(&mut status)
-                        .await
-                        .map_err(|e| io("reading the SOCKS5 authentication reply", e))?;
-                    if status[1] != 0 {
-                        return Err(fail("SOCKS5 authentication failed".into()));
-                    }
+        ([5, 0xff], _) => {
+            return Err(fail(format!(
+                "SOCKS5 proxy accepts none of our methods ({})",
+                if auth.is_some() {
+                    "no authentication, user/password"
+                } else {
+                    "no authentication; it may need credentials"
                 }
-                ([5, 0xff], _) => {
-                    return Err(fail(format!(
-                        "SOCKS5 proxy accepts none of our methods ({})",
-                        if auth.is_some() {
-                            "no authentication, user/password"
-                        } else {
-                            "no authentication; it may need credentials"
-                        }
-                    )));
-                }
-                (other, _) => {
-                    return Err(fail(format!("bad SOCKS5 method reply {other:02x?}")));
-                }
-            }
-            stream
-                .write_all(&socks5_connect(&p.dest))
-                .await
-                .map_err(|e| io("writing the SOCKS5 CONNECT", e))?;
-            let mut head = [0u8; 4];
-            stream
-                .read_exact(&mut head)
-                .await
-                .map_err(|e| io("reading the SOCKS5 reply", e))?;
-            if head[0] != 5 {
-                return Err(fail(format!("bad SOCKS5 reply version {}", head[0])));
-            }
-            if head[1] != 0 {
-                return Err(fail(format!(
-                    "SOCKS5 CONNECT {} failed: {}",
-                    p.dest,
-                    socks5_reply_text(head[1])
-                )));
-            }
-            let rest = match head[3] {
-                1 => 4 + 2,
-                4 => 16 + 2,
-                3 => {
-                    let mut len = [0u8; 1];
-                    stream
-                        .read_exact(&mut len)
-                        .await
-                        .map_err(|e| io("reading the SOCKS5 reply", e))?;
-                    usize::from(len[0]) + 2
-                }
-                t => return Err(fail(format!("bad SOCKS5 reply address type {t}"))),
-            };
-            let mut bound = vec![0u8; rest];
-            stream
-                .read_exact(&mut bound)
-                .await
-                .map_err(|e| io("reading the SOCKS5 reply", e))?;
-            Ok(())
+            )));
+        }
+        (other, _) => {
+            return Err(fail(format!("bad SOCKS5 method reply {other:02x?}")));
         }
     }
+    stream
+        .write_all(&socks5_connect(&p.dest))
+        .await
+        .map_err(|e| io("writing the SOCKS5 CONNECT", e))?;
+    let mut head = [0u8; 4];
+    stream
+        .read_exact(&mut head)
+        .await
+        .map_err(|e| io("reading the SOCKS5 reply", e))?;
+    if head[0] != 5 {
+        return Err(fail(format!("bad SOCKS5 reply version {}", head[0])));
+    }
+    if head[1] != 0 {
+        return Err(fail(format!(
+            "SOCKS5 CONNECT {} failed: {}",
+            p.dest,
+            socks5_reply_text(head[1])
+        )));
+    }
+    let rest = match head[3] {
+        1 => 4 + 2,
+        4 => 16 + 2,
+        3 => {
+            let mut len = [0u8; 1];
+            stream
+                .read_exact(&mut len)
+                .await
+                .map_err(|e| io("reading the SOCKS5 reply", e))?;
+            usize::from(len[0]) + 2
+        }
+        t => return Err(fail(format!("bad SOCKS5 reply address type {t}"))),
+    };
+    let mut bound = vec![0u8; rest];
+    stream
+        .read_exact(&mut bound)
+        .await
+        .map_err(|e| io("reading the SOCKS5 reply", e))?;
+    Ok(())
 }
 
 /// The `CONNECT` request for an HTTP proxy's tunnel.
