@@ -8,6 +8,7 @@ use std::path::PathBuf;
 use std::time::Duration;
 
 use crate::error::ConfigError;
+use crate::proxy::ProxyConfig;
 
 /// The product token every user agent must carry, so site operators can find us.
 pub const PRODUCT_TOKEN: &str = "polycrawl";
@@ -49,6 +50,8 @@ pub struct FetcherConfig {
     pub pool_max_idle: usize,
     /// Fetches running at once; changeable at run time. 0 pauses. Default 500.
     pub concurrency: usize,
+    /// Which hosts go through which proxy. Default: every host direct.
+    pub proxy: ProxyConfig,
 }
 
 impl Default for FetcherConfig {
@@ -68,6 +71,7 @@ impl Default for FetcherConfig {
             pool_max_idle_per_key: 4,
             pool_max_idle: 1024,
             concurrency: 500,
+            proxy: ProxyConfig::default(),
         }
     }
 }

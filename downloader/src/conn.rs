@@ -2,9 +2,10 @@
 //! moves on the wire.
 //!
 //! [`connect`] opens a socket to exactly the address it is given (it never resolves a
-//! name; the address policy has already been applied by the caller) and, for https,
-//! runs the TLS handshake with SNI set to the URL's host; both steps together are
-//! bounded by the connect timeout. Byte counts are taken below TLS, so they are the
+//! name; the address policy has already been applied by the caller), or to a proxy
+//! and through its handshake to the target (`crate::proxy`), and, for https, runs
+//! the TLS handshake with SNI set to the URL's host, end to end with the target;
+//! all steps together are bounded by the connect timeout. Byte counts are taken below TLS, so they are the
 //! bytes that crossed the network, record framing and handshake included.
 
 use std::io;
@@ -20,6 +21,7 @@ use tokio_rustls::TlsConnector;
 use tokio_rustls::client::TlsStream;
 
 use crate::error::FetchError;
+use crate::proxy::{self, OpenParams};
 
 /// A TCP stream that counts bytes read and written.
 #[derive(Debug)]
@@ -85,6 +87,7 @@ pub(crate) enum Conn {
 
 impl Conn {
     /// Wraps an open TCP stream.
+    #[cfg(test)]
     pub(crate) fn plain(tcp: TcpStream) -> Self {
         Self::Plain(Counted::new(tcp))
     }
@@ -146,23 +149,35 @@ pub(crate) struct TlsParams<'a> {
     pub host: &'a str,
 }
 
-/// Opens a connection to `addr`, TLS if `tls` is given, within `timeout`.
+/// Opens a connection to `addr` (directly, or through the proxy of `via`), TLS if
+/// `tls` is given, within `timeout`.
 pub(crate) async fn connect(
     addr: SocketAddr,
+    via: Option<OpenParams<'_>>,
     tls: Option<TlsParams<'_>>,
     timeout: Duration,
 ) -> Result<Conn, FetchError> {
     let attempt = async {
-        let tcp = TcpStream::connect(addr)
-            .await
-            .map_err(|source| FetchError::Connect { addr, source })?;
-        // One write per request: no reason to let Nagle delay it.
-        let _ = tcp.set_nodelay(true);
+        let counted = match via {
+            None => {
+                let tcp = TcpStream::connect(addr)
+                    .await
+                    .map_err(|source| FetchError::Connect { addr, source })?;
+                // One write per request: no reason to let Nagle delay it.
+                let _ = tcp.set_nodelay(true);
+                Counted::new(tcp)
+            }
+            Some(p) => {
+                let mut counted = Counted::new(proxy::connect_proxy(p.proxy).await?);
+                proxy::handshake(&mut counted, &p).await?;
+                counted
+            }
+        };
         match tls {
-            None => Ok(Conn::plain(tcp)),
+            None => Ok(Conn::Plain(counted)),
             Some(p) => p
                 .connector
-                .connect(p.server_name, Counted::new(tcp))
+                .connect(p.server_name, counted)
                 .await
                 .map(|s| Conn::Tls(Box::new(s)))
                 .map_err(|source| FetchError::Tls {

@@ -44,6 +44,18 @@ pub enum FetchError {
         /// The operating system's error.
         source: io::Error,
     },
+    /// The proxy the job goes through could not be reached or did not open the
+    /// connection to the target: refused, `407` (authentication), a SOCKS5 error
+    /// code, a `CONNECT` refused, a reply that is not the protocol, or, for a
+    /// plain-http request through an HTTP proxy, a response whose `Proxy-Status`
+    /// field reports an error (RFC 9209). Reported like a connection failure.
+    #[error("proxy {proxy}: {reason}")]
+    Proxy {
+        /// The proxy's URL, password hidden.
+        proxy: String,
+        /// What went wrong, readable.
+        reason: String,
+    },
     /// TCP connect plus TLS handshake did not finish within the connect timeout.
     #[error("connect to {addr} timed out after {after:?}")]
     ConnectTimeout {
@@ -111,7 +123,7 @@ impl FetchError {
         match self {
             Self::InvalidTarget { .. } => OutcomeReason::InvalidUrl,
             Self::ForbiddenAddress { .. } => OutcomeReason::ForbiddenAddress,
-            Self::Connect { .. } | Self::Tls { .. } | Self::Io { .. } => {
+            Self::Connect { .. } | Self::Tls { .. } | Self::Io { .. } | Self::Proxy { .. } => {
                 OutcomeReason::ConnectFailure
             }
             Self::ConnectTimeout { .. }
@@ -212,6 +224,13 @@ mod tests {
                 FetchError::Tls {
                     host: "a".into(),
                     source: io(),
+                },
+                OutcomeReason::ConnectFailure,
+            ),
+            (
+                FetchError::Proxy {
+                    proxy: "socks5://127.0.0.1:1080".into(),
+                    reason: "SOCKS5 CONNECT failed: connection refused".into(),
                 },
                 OutcomeReason::ConnectFailure,
             ),

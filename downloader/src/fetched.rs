@@ -24,7 +24,7 @@
 //! did answer and the answer is archived; `decode` reports it as a
 //! [`FetchError::BodyDecode`].
 
-use std::net::SocketAddr;
+use std::net::{IpAddr, SocketAddr};
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 use bytes::Bytes;
@@ -89,8 +89,14 @@ pub fn unix_us() -> u64 {
 /// A response, complete or cut at the body cap.
 #[derive(Debug, Clone)]
 pub struct Fetched {
-    /// The address the response came from.
+    /// The address the manager resolved for the job (connected to, unless through a
+    /// proxy).
     pub addr: SocketAddr,
+    /// The target's address where known (`WARC-IP-Address`): `addr`, unless a
+    /// proxy resolved the name (HTTP and `socks5h` proxies): then `None`.
+    pub target_ip: Option<IpAddr>,
+    /// The proxy the fetch went through (its URL, password hidden); `None`: direct.
+    pub proxy: Option<String>,
     /// The request bytes exactly as sent (for the WARC request record).
     pub request: Bytes,
     /// The final response exactly as received: head, then body as transferred.

@@ -11,10 +11,17 @@
 //! out dead before any response byte is replaced by a new one, once. Nothing here
 //! resolves names, follows redirects or retries a request that got an answer.
 //!
+//! Proxies (`proxy.rs`): the config's rules pick a proxy (or none) by the URL's host.
+//! The address policy and the per-IP and per-host gates work on the job's address
+//! and origin exactly as without a proxy: the proxy is only the path. The request
+//! archived ([`Fetched::request`]) is always origin-form; the bytes written to an
+//! HTTP proxy for a plain-http target are the absolute-form version of it.
+//!
 //! Everything is async on tokio: thousands of fetches in flight cost thousands of
 //! sockets and small buffers, no threads. Large compressed bodies are inflated on the
 //! blocking pool so they do not stall other connections.
 
+use std::net::IpAddr;
 use std::sync::Arc;
 use std::time::Instant;
 
@@ -32,6 +39,7 @@ use crate::ip_gate::{HostGate, IpGate};
 use crate::job::{FetchJob, Scheme};
 use crate::limit::{ConcurrencyLimit, Permit};
 use crate::pool::{Pool, PoolKey};
+use crate::proxy::{self, Dest, OpenParams, Proxy, ProxyKind};
 use crate::request;
 use crate::tls;
 
@@ -194,6 +202,7 @@ impl Fetcher {
                 .map_or(config.max_body_bytes, |b| b.min(config.max_body_bytes)),
         };
 
+        let via = config.proxy.route(job.target.host()).cloned();
         let queued_at = Instant::now();
         let _permit = match permit {
             Some(permit) => permit,
@@ -202,7 +211,7 @@ impl Fetcher {
         let start = Instant::now();
         let transfer = tokio::time::timeout(
             total_timeout,
-            self.transfer(job, &request, server_name, &limits, times),
+            self.transfer(job, &request, via.as_ref(), server_name, &limits, times),
         )
         .await
         .map_err(|_| FetchError::TotalTimeout {
@@ -211,8 +220,15 @@ impl Fetcher {
         let total = start.elapsed();
 
         let response = transfer.response;
+        // The target's address is known unless a proxy resolved the name.
+        let target_ip: Option<IpAddr> = match &via {
+            Some(p) if p.kind.proxy_resolves() => None,
+            _ => Some(job.addr.ip()),
+        };
         Ok(Fetched {
             addr: job.addr,
+            target_ip,
+            proxy: via.map(|p| p.to_string()),
             request,
             raw: response.raw,
             head_len: response.head_len,
@@ -239,6 +255,7 @@ impl Fetcher {
         &self,
         job: &FetchJob,
         request: &Bytes,
+        via: Option<&Arc<Proxy>>,
         server_name: Option<ServerName<'static>>,
         limits: &Limits,
         times: &mut WireTimes,
@@ -257,14 +274,37 @@ impl Fetcher {
             }),
             times,
         };
+        let target = &job.target;
         let key = PoolKey {
             addr: job.addr,
-            tls_host: server_name.as_ref().map(|_| job.target.host().to_owned()),
+            tls_host: server_name.as_ref().map(|_| target.host().to_owned()),
+            via: via.map(|p| (Arc::clone(p), target.host().to_owned(), target.port())),
+        };
+        // A plain-http request through an HTTP proxy is written in absolute form.
+        let forward = via.filter(|p| p.kind == ProxyKind::Http && server_name.is_none());
+        let absolute;
+        let written = match forward {
+            Some(p) => {
+                absolute = Bytes::from(proxy::absolute_form(
+                    request,
+                    &target.to_string(),
+                    p.basic_auth().as_deref(),
+                ));
+                &absolute
+            }
+            None => request,
+        };
+        let checked = |response: RawResponse| match forward {
+            Some(p) => proxy_error(p, &response.head).map_or(Ok(response), Err),
+            None => Ok(response),
         };
         if let Some(mut conn) = self.inner.pool.checkout(&key) {
             let before = conn.wire_bytes();
-            match exchange::exchange(&mut conn, &mut wire, request, job.method, limits).await {
-                Ok(response) => return Ok(self.finish(key, conn, before, response, None)),
+            match exchange::exchange(&mut conn, &mut wire, written, job.method, limits).await {
+                Ok(response) => {
+                    let response = checked(response)?;
+                    return Ok(self.finish(key, conn, before, response, None));
+                }
                 Err(e) if e.retryable => {
                     tracing::debug!(addr = %job.addr, error = %e.error, "pooled connection was dead; reconnecting");
                 }
@@ -272,16 +312,27 @@ impl Fetcher {
             }
         }
         let connect_start = Instant::now();
+        let open = via.map(|p| OpenParams {
+            proxy: p,
+            dest: match p.kind {
+                ProxyKind::Socks5 => Dest::Addr(job.addr),
+                ProxyKind::Http | ProxyKind::Socks5h => Dest::Name(target.host(), target.port()),
+            },
+            tunnel: server_name.is_some(),
+            user_agent: &self.inner.config.user_agent,
+            max_head_bytes: limits.max_header_bytes,
+        });
         let tls = server_name.map(|server_name| TlsParams {
             connector: &self.inner.tls,
             server_name,
-            host: job.target.host(),
+            host: target.host(),
         });
-        let mut conn = conn::connect(job.addr, tls, limits.connect_timeout).await?;
+        let mut conn = conn::connect(job.addr, open, tls, limits.connect_timeout).await?;
         let connect = connect_start.elapsed();
-        let response = exchange::exchange(&mut conn, &mut wire, request, job.method, limits)
+        let response = exchange::exchange(&mut conn, &mut wire, written, job.method, limits)
             .await
             .map_err(|e| e.error)?;
+        let response = checked(response)?;
         Ok(self.finish(key, conn, (0, 0), response, Some(connect)))
     }
 
@@ -304,4 +355,32 @@ impl Fetcher {
             reused: connect.is_none(),
         }
     }
+}
+
+/// The proxy's own failure in a response to a plain-http request through an HTTP
+/// proxy: `407`, or a `Proxy-Status` field with an `error` parameter (RFC 9209; a
+/// proxy that does not send it has its error pages archived like responses).
+fn proxy_error(p: &Proxy, head: &crate::head::ResponseHead) -> Option<FetchError> {
+    let fail = |reason: String| FetchError::Proxy {
+        proxy: p.to_string(),
+        reason,
+    };
+    if head.status == 407 {
+        let why = if p.auth.is_some() {
+            "credentials refused"
+        } else {
+            "no credentials configured"
+        };
+        return Some(fail(format!("407 Proxy Authentication Required ({why})")));
+    }
+    let status = head.get("proxy-status")?;
+    let status = String::from_utf8_lossy(status);
+    let error = status
+        .split(';')
+        .map(str::trim)
+        .find_map(|param| param.strip_prefix("error="))?;
+    Some(fail(format!(
+        "{} {} (Proxy-Status error={error})",
+        head.status, head.reason
+    )))
 }

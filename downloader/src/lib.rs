@@ -19,7 +19,9 @@
 //! section), [`ControlSettings`], [`DownloaderError`].
 //!
 //! What the engine must never do:
-//! - resolve names: it connects to the address in the job, nothing else;
+//! - resolve names: it connects to the address in the job, nothing else (or to the
+//!   configured proxy for it, which is given the address or, for HTTP and `socks5h`
+//!   proxies, the name);
 //! - follow redirects: a 3xx is returned like any response, the application treats
 //!   `Location` as a link;
 //! - connect to private, loopback, link-local or other non-public addresses unless
@@ -34,6 +36,7 @@
 //! - [`head`]: head parsing and body framing; the chunked decoder is `spool::http::ChunkedDecoder`;
 //!   `exchange`: one request/response on a connection, with the caps;
 //! - `decode`: gzip/deflate with a decoded-size cap;
+//! - [`proxy`]: HTTP and SOCKS5 proxies (settings, handshakes);
 //! - `pool`: the keep-alive pool; [`limit`]: the resizable concurrency limit;
 //!   `ip_gate`: per-IP spacing of request writes;
 //! - [`fetched`]: the result (raw vs payload vs decoded body: see there);
@@ -60,6 +63,7 @@ mod ip_gate;
 pub mod job;
 pub mod limit;
 mod pool;
+pub mod proxy;
 pub mod request;
 pub mod service;
 mod tls;
@@ -72,7 +76,8 @@ pub use fetcher::Fetcher;
 pub use head::ResponseHead;
 pub use job::{FetchJob, JobLimits, Method, Scheme, Target};
 pub use limit::{ConcurrencyLimit, Permit};
-pub use service::config::{DownloaderConfig, InvalidConfig};
+pub use proxy::{Proxy, ProxyConfig, ProxyKind};
+pub use service::config::{DownloaderConfig, InvalidConfig, ProxyRuleConfig};
 pub use service::error::{DownloaderError, WriteError};
 pub use service::{SHUTDOWN_GRACE, run};
 pub use spool::protocol::client::ControlSettings;

@@ -2,7 +2,8 @@
 //!
 //! A connection is keyed by (address, scheme, TLS host): plain http connections to one
 //! address serve any virtual host, TLS ones only the name their certificate was
-//! verified for. A connection is checked in only when its response was read to the
+//! verified for. A connection through a proxy is also keyed by the proxy and the
+//! target origin (host, port): it leads to that one origin only. A connection is checked in only when its response was read to the
 //! end, nothing followed it, and the server did not say `Connection: close` (the
 //! caller decides that). Checkout takes the most recently used connection (the one
 //! most likely still open at the server) and drops those idle longer than the idle
@@ -18,10 +19,11 @@
 
 use std::collections::{HashMap, VecDeque};
 use std::net::SocketAddr;
-use std::sync::{Mutex, MutexGuard};
+use std::sync::{Arc, Mutex, MutexGuard};
 use std::time::{Duration, Instant};
 
 use crate::conn::Conn;
+use crate::proxy::Proxy;
 
 /// Where a pooled connection leads.
 #[derive(Debug, Clone, PartialEq, Eq, Hash)]
@@ -30,6 +32,9 @@ pub(crate) struct PoolKey {
     pub addr: SocketAddr,
     /// For https, the server name the certificate was verified for; `None` for http.
     pub tls_host: Option<String>,
+    /// For a connection through a proxy: the proxy and the target's host and port;
+    /// `None` for a direct connection.
+    pub via: Option<(Arc<Proxy>, String, u16)>,
 }
 
 struct Idle {
@@ -171,6 +176,7 @@ mod tests {
         PoolKey {
             addr: SocketAddr::from(([127, 0, 0, 1], port)),
             tls_host: None,
+            via: None,
         }
     }
 

@@ -12,7 +12,10 @@
 //! response's record id). Both carry `WARC-Target-URI` (the URL as requested on the
 //! wire: scheme, lower-case host, port unless the default, path and query; no
 //! fragment), `WARC-Date` (when the fetch took its connection slot) and
-//! `WARC-IP-Address` (the address connected to). The response record also carries
+//! `WARC-IP-Address` (the target's address: the one connected to, or the one a
+//! `socks5://` proxy was asked to connect to; left out when an HTTP or `socks5h`
+//! proxy resolved the name). The request record's block is origin-form even when
+//! an HTTP proxy was sent the absolute form. The response record also carries
 //! the request's link hints for the application, when the job has them:
 //! `Polycrawl-Depth` (link depth from the seeds) and `Polycrawl-Hops` (redirects
 //! followed to reach the URL; left out when 0). The writer adds `Content-Length`,
@@ -71,8 +74,8 @@ pub(crate) struct Exchange {
     pub target_uri: String,
     /// `WARC-Date`: when the fetch started.
     pub date: WarcDate,
-    /// `WARC-IP-Address`.
-    pub ip: IpAddr,
+    /// `WARC-IP-Address`, where known.
+    pub ip: Option<IpAddr>,
     /// The request bytes as sent.
     pub request: Bytes,
     /// The response as received.
@@ -111,7 +114,7 @@ fn pair_headers(
     let capture = Capture {
         target_uri: &x.target_uri,
         date: x.date,
-        ip: Some(x.ip),
+        ip: x.ip,
         warcinfo_id,
     };
     let response_id = RecordId::random();

@@ -13,6 +13,7 @@ use std::time::Duration;
 use serde::{Deserialize, Serialize};
 
 use crate::config::{FetcherConfig, PRODUCT_TOKEN};
+use crate::proxy::ProxyConfig;
 
 /// The largest concurrency accepted from the config.
 pub const MAX_CONCURRENCY: u32 = 100_000;
@@ -75,6 +76,26 @@ pub struct DownloaderConfig {
     /// (see the service's `wire_log` module); several downloaders may share it.
     /// Default `None`.
     pub wire_log: Option<PathBuf>,
+    /// The proxy every host goes through unless a rule of `proxy_rules` says
+    /// otherwise: `http://[user:pass@]host:port`, `socks5://...` (the resolved
+    /// address is sent) or `socks5h://...` (the name is sent, the proxy resolves);
+    /// `None` (or `Some("direct")`): direct. Default `None`.
+    pub proxy: Option<String>,
+    /// Per-host rules, first match wins: hosts matching `hosts` (a domain, a glob
+    /// with `*`, or `*`) go through `proxy` (a proxy URL or `"direct"`). Default
+    /// none.
+    pub proxy_rules: Vec<ProxyRuleConfig>,
+}
+
+/// One entry of `downloader.proxy_rules`.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ProxyRuleConfig {
+    /// The hosts: `example.org` (it and every name under it), `*.example.org`
+    /// (a glob), or `*` (every host).
+    pub hosts: String,
+    /// A proxy URL, or `"direct"`.
+    pub proxy: String,
 }
 
 impl Default for DownloaderConfig {
@@ -99,6 +120,8 @@ impl Default for DownloaderConfig {
             max_batch_age_ms: 2000,
             gzip_level: 1,
             wire_log: None,
+            proxy: None,
+            proxy_rules: Vec::new(),
         }
     }
 }
@@ -176,7 +199,26 @@ impl DownloaderConfig {
                 "must be None or a path, not an empty string".into(),
             );
         }
+        self.proxy_config()?;
         Ok(())
+    }
+
+    /// The parsed proxy settings; the error names the field and the bad value.
+    pub fn proxy_config(&self) -> Result<ProxyConfig, InvalidConfig> {
+        let field = if self.proxy_rules.is_empty() {
+            "downloader.proxy"
+        } else {
+            "downloader.proxy or downloader.proxy_rules"
+        };
+        let rules: Vec<(&str, &str)> = self
+            .proxy_rules
+            .iter()
+            .map(|r| (r.hosts.as_str(), r.proxy.as_str()))
+            .collect();
+        ProxyConfig::parse(self.proxy.as_deref(), &rules).map_err(|e| InvalidConfig {
+            field,
+            message: e.to_string(),
+        })
     }
 
     /// The user agent sent: the configured one, or `polycrawl/<version>`.
@@ -188,10 +230,10 @@ impl DownloaderConfig {
         }
     }
 
-    /// The fetch engine's runtime config.
-    pub fn fetcher_config(&self) -> FetcherConfig {
+    /// The fetch engine's runtime config; fails only on bad proxy settings.
+    pub fn fetcher_config(&self) -> Result<FetcherConfig, InvalidConfig> {
         let size = |n: u64| usize::try_from(n).unwrap_or(usize::MAX);
-        FetcherConfig {
+        Ok(FetcherConfig {
             user_agent: self.user_agent(),
             connect_timeout: Duration::from_millis(self.connect_timeout_ms),
             first_byte_timeout: Duration::from_millis(self.first_byte_timeout_ms),
@@ -206,7 +248,8 @@ impl DownloaderConfig {
             pool_max_idle_per_key: size(self.pool_max_idle_per_key),
             pool_max_idle: size(self.pool_max_idle),
             concurrency: self.concurrency as usize,
-        }
+            proxy: self.proxy_config()?,
+        })
     }
 
     /// The longest a page batch stays open.
@@ -223,7 +266,7 @@ mod tests {
     fn default_is_valid_and_matches_the_engine() {
         let c = DownloaderConfig::default();
         c.validate().unwrap();
-        assert_eq!(c.fetcher_config(), FetcherConfig::default());
+        assert_eq!(c.fetcher_config().unwrap(), FetcherConfig::default());
         assert!(!c.allow_private);
         assert_eq!((c.max_batch_bytes, c.max_batch_age_ms), (64 << 20, 2000));
     }
@@ -233,7 +276,20 @@ mod tests {
 
     #[test]
     fn bad_values_name_the_field() {
-        let cases: [(Spoil, &str); 8] = [
+        let cases: [(Spoil, &str); 10] = [
+            (
+                |c| c.proxy = Some("socks4://127.0.0.1:1080".into()),
+                "downloader.proxy",
+            ),
+            (
+                |c| {
+                    c.proxy_rules = vec![ProxyRuleConfig {
+                        hosts: "*.test".into(),
+                        proxy: "http://proxy:3128/x".into(),
+                    }];
+                },
+                "downloader.proxy or downloader.proxy_rules",
+            ),
             (
                 |c| c.user_agent = "Mozilla/5.0".into(),
                 "downloader.user_agent",
@@ -255,5 +311,28 @@ mod tests {
             let err = config.validate().unwrap_err();
             assert_eq!(err.field, field, "{err}");
         }
+    }
+
+    #[test]
+    fn proxy_settings_reach_the_engine() {
+        let c = DownloaderConfig {
+            proxy: Some("socks5h://u:secret@127.0.0.1:1080".into()),
+            proxy_rules: vec![ProxyRuleConfig {
+                hosts: "intranet.example".into(),
+                proxy: "direct".into(),
+            }],
+            ..DownloaderConfig::default()
+        };
+        c.validate().unwrap();
+        let proxy = c.fetcher_config().unwrap().proxy;
+        assert!(proxy.route("www.intranet.example").is_none());
+        let p = proxy.route("a.test").unwrap();
+        assert_eq!((p.kind, p.port), (crate::ProxyKind::Socks5h, 1080));
+        let bad = DownloaderConfig {
+            proxy: Some("http://u:secret@proxy:3128/path".into()),
+            ..DownloaderConfig::default()
+        };
+        let err = bad.validate().unwrap_err().to_string();
+        assert!(err.contains("no path") && !err.contains("secret"), "{err}");
     }
 }

@@ -130,7 +130,7 @@ pub async fn run(
     shutdown: CancellationToken,
 ) -> Result<(), DownloaderError> {
     config.validate()?;
-    let fetcher = Fetcher::new(config.fetcher_config())?;
+    let fetcher = Fetcher::new(config.fetcher_config()?)?;
     let metrics = Arc::new(Metrics::default());
     let (events_tx, mut events) = mpsc::unbounded_channel();
     let settings = WriterSettings {

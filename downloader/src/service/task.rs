@@ -218,7 +218,7 @@ async fn run_one(
             precompressed,
             target_uri: engine.target.to_string(),
             date,
-            ip: fetched.addr.ip(),
+            ip: fetched.target_ip,
             request: fetched.request,
             payload_digest: prepared.payload_digest,
             deflated: prepared.deflated,

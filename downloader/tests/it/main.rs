@@ -9,6 +9,7 @@ mod concurrency;
 mod errors;
 mod keepalive;
 mod policy;
+mod proxy;
 mod spacing;
 mod timeouts;
 mod tls;

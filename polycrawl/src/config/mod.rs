@@ -313,6 +313,14 @@ mod tests {
             ),
             ("(resolver: (max_concurrent: 0))", "resolver.max_concurrent"),
             ("(downloader: (gzip_level: 12))", "downloader.gzip_level"),
+            (
+                "(downloader: (proxy: Some(\"socks4://127.0.0.1:1080\")))",
+                "downloader.proxy",
+            ),
+            (
+                "(downloader: (proxy_rules: [(hosts: \"a b\", proxy: \"direct\")]))",
+                "downloader.proxy or downloader.proxy_rules",
+            ),
             ("(manager: (dns_batch_size: 0))", "manager.dns_batch_size"),
             (
                 "(manager: (frontier: (max_failures: 0)))",

@@ -11,6 +11,8 @@
 //!   started.
 //! - [`proc`]: what `/proc` says: a process's or thread's CPU time, state and
 //!   start ([`proc::Stat`]), its threads, `VmRSS`-like fields, the CPU model.
+//! - [`proxy`]: [`proxy::TestProxy`], a small real HTTP proxy (absolute form,
+//!   `CONNECT`) or SOCKS5 server that records what it forwarded.
 //! - [`reports`]: the one `Stored` fetch report the manager's tests start from.
 //! - [`wait`]: waiting for a state with a deadline ([`wait::until`],
 //!   [`wait::until_async`], [`wait::poll_async_with`] for a probe that awaits), so
@@ -36,5 +38,6 @@
 pub mod manager;
 pub mod proc;
 pub mod process;
+pub mod proxy;
 pub mod reports;
 pub mod wait;
