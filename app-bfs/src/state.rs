@@ -43,6 +43,12 @@ pub struct Progress {
     pub trap_cuts: BTreeMap<String, u64>,
     /// Parts (see [`crate::exchange`]): counters kept across restarts.
     pub parts: PartCounters,
+    /// Payload bytes (after the HTTP head) of the records counted in
+    /// `pages_stored`, when the crawl log is on (it reads them).
+    pub payload_bytes: u64,
+    /// How much of `crawl.log` is accounted for, and the inputs of its last step
+    /// (`app_core::crawllog`).
+    pub crawl_log: app_core::crawllog::LogMark,
 }
 
 /// What the crawl read of its page batches.
@@ -139,8 +145,12 @@ impl Progress {
                 "parts.parked" => p.parts.parked = n,
                 "parts.released" => p.parts.released = n,
                 "parts.reported" => p.parts.reported = n,
+                "payload_bytes" => p.payload_bytes = n,
+                "crawl_log.len" => p.crawl_log.len = n,
                 _ => {
-                    if let Some(reason) = key.strip_prefix("outcome.") {
+                    if let Some(input) = key.strip_prefix("crawl_log.input.") {
+                        p.crawl_log.inputs.insert(input.to_owned());
+                    } else if let Some(reason) = key.strip_prefix("outcome.") {
                         p.outcomes.insert(reason.to_owned(), n);
                     } else if let Some(detector) = key.strip_prefix("trap.") {
                         p.trap_cuts.insert(detector.to_owned(), n);
@@ -208,6 +218,13 @@ impl Progress {
         }
         for (detector, n) in &self.trap_cuts {
             text.push_str(&format!("trap.{detector}={n}\n"));
+        }
+        text.push_str(&format!(
+            "payload_bytes={}\ncrawl_log.len={}\n",
+            self.payload_bytes, self.crawl_log.len
+        ));
+        for input in &self.crawl_log.inputs {
+            text.push_str(&format!("crawl_log.input.{input}=1\n"));
         }
         let mut file = File::create(&tmp).map_err(io)?;
         file.write_all(text.as_bytes()).map_err(io)?;
@@ -283,6 +300,11 @@ mod tests {
                 sent_urls: 3,
                 crossed: 2,
                 ..PartCounters::default()
+            },
+            payload_bytes: 4096,
+            crawl_log: app_core::crawllog::LogMark {
+                len: 300,
+                inputs: ["50-dl-1-00000000000000000001.warc.gz".to_owned()].into(),
             },
             ..Progress::default()
         };

@@ -23,6 +23,9 @@ pub struct Summary {
     pub revisits_identical: u64,
     /// Of those, 304s stored as server-not-modified revisits (a recrawl).
     pub revisits_not_modified: u64,
+    /// Payload bytes (after the HTTP head) of the pages stored, when the crawl
+    /// log is on (`crawl_log`): what the hosts report's bytes add up to.
+    pub payload_bytes: Option<u64>,
     /// Outcomes read, by reason.
     pub outcomes: BTreeMap<String, u64>,
     /// Page batches quarantined in this run.
@@ -175,6 +178,9 @@ impl fmt::Display for Summary {
             self.revisits_identical,
             self.revisits_not_modified
         )?;
+        if let Some(bytes) = self.payload_bytes {
+            write!(f, ", {bytes} payload bytes")?;
+        }
         write!(
             f,
             ", {} URLs seen, {} batches quarantined",

@@ -166,7 +166,9 @@ async fn run_one(
             return None;
         }
     };
-    let date = WarcDate::from_system_time(SystemTime::now());
+    let start = SystemTime::now();
+    let date = WarcDate::from_system_time(start);
+    let began = Instant::now();
     let mut times = WireTimes::default();
     let fetched = env.fetcher.fetch_stamped(&engine, permit, &mut times).await;
     let ended = Instant::now();
@@ -226,6 +228,10 @@ async fn run_one(
             truncated: fetched.truncated,
             depth: job.depth,
             hops: job.hops,
+            fetch_start_ms: start
+                .duration_since(std::time::UNIX_EPOCH)
+                .map_or(0, |d| u64::try_from(d.as_millis()).unwrap_or(u64::MAX)),
+            fetch_ms: u64::try_from(ended.duration_since(began).as_millis()).unwrap_or(u64::MAX),
         },
     };
     if env
