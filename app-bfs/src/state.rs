@@ -27,10 +27,8 @@ pub struct Progress {
     /// The page batches read: with the outcomes read, what the crawl knows ended
     /// of `urls_requested` (see `crawl/completion.rs`).
     pub read: ReadCounts,
-    /// Of those, duplicates stored as identical-payload-digest revisits.
-    pub revisits_identical: u64,
-    /// Of those, 304s stored as server-not-modified revisits (a recrawl).
-    pub revisits_not_modified: u64,
+    /// What those were: revisits, payload bytes.
+    pub stored: StoredCounts,
     /// Outcomes read, by reason name.
     pub outcomes: BTreeMap<String, u64>,
     /// New URLs not requested because their host's budget was used up.
@@ -43,12 +41,21 @@ pub struct Progress {
     pub trap_cuts: BTreeMap<String, u64>,
     /// Parts (see [`crate::exchange`]): counters kept across restarts.
     pub parts: PartCounters,
-    /// Payload bytes (after the HTTP head) of the records counted in
-    /// `pages_stored`, when the crawl log is on (it reads them).
-    pub payload_bytes: u64,
     /// How much of `crawl.log` is accounted for, and the inputs of its last step
     /// (`app_core::crawllog`).
     pub crawl_log: app_core::crawllog::LogMark,
+}
+
+/// What the pages stored were, beyond their count.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct StoredCounts {
+    /// Duplicates stored as identical-payload-digest revisits.
+    pub revisits_identical: u64,
+    /// 304s stored as server-not-modified revisits (a recrawl).
+    pub revisits_not_modified: u64,
+    /// Payload bytes (after the HTTP head) of the records counted as stored,
+    /// counted while the crawl log is on (it reads them).
+    pub payload_bytes: u64,
 }
 
 /// What the crawl read of its page batches.
@@ -129,8 +136,8 @@ impl Progress {
                 "pages_stored" => p.pages_stored = n,
                 "pages_read" => pages_read = Some(n),
                 "batches_unread" => p.read.batches_unread = n,
-                "revisits_identical" => p.revisits_identical = n,
-                "revisits_not_modified" => p.revisits_not_modified = n,
+                "revisits_identical" => p.stored.revisits_identical = n,
+                "revisits_not_modified" => p.stored.revisits_not_modified = n,
                 "budget_cut" => p.budget_cut = n,
                 "redirects_cut" => p.redirects_cut = n,
                 "parts.sent_files" => p.parts.sent_files = n,
@@ -145,7 +152,7 @@ impl Progress {
                 "parts.parked" => p.parts.parked = n,
                 "parts.released" => p.parts.released = n,
                 "parts.reported" => p.parts.reported = n,
-                "payload_bytes" => p.payload_bytes = n,
+                "payload_bytes" => p.stored.payload_bytes = n,
                 "crawl_log.len" => p.crawl_log.len = n,
                 _ => {
                     if let Some(input) = key.strip_prefix("crawl_log.input.") {
@@ -189,8 +196,8 @@ impl Progress {
             self.pages_stored,
             self.read.pages,
             self.read.batches_unread,
-            self.revisits_identical,
-            self.revisits_not_modified,
+            self.stored.revisits_identical,
+            self.stored.revisits_not_modified,
             self.budget_cut,
             self.redirects_cut
         );
@@ -221,7 +228,7 @@ impl Progress {
         }
         text.push_str(&format!(
             "payload_bytes={}\ncrawl_log.len={}\n",
-            self.payload_bytes, self.crawl_log.len
+            self.stored.payload_bytes, self.crawl_log.len
         ));
         for input in &self.crawl_log.inputs {
             text.push_str(&format!("crawl_log.input.{input}=1\n"));
@@ -301,7 +308,11 @@ mod tests {
                 crossed: 2,
                 ..PartCounters::default()
             },
-            payload_bytes: 4096,
+            stored: StoredCounts {
+                revisits_identical: 2,
+                revisits_not_modified: 1,
+                payload_bytes: 4096,
+            },
             crawl_log: app_core::crawllog::LogMark {
                 len: 300,
                 inputs: ["50-dl-1-00000000000000000001.warc.gz".to_owned()].into(),

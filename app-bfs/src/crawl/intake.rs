@@ -577,9 +577,9 @@ impl Crawl {
                     let progress = &mut self.ledger.progress;
                     progress.pages_stored +=
                         summary.responses + summary.revisits + summary.not_modified;
-                    progress.revisits_identical += summary.revisits;
-                    progress.revisits_not_modified += summary.not_modified;
-                    progress.payload_bytes += bytes;
+                    progress.stored.revisits_identical += summary.revisits;
+                    progress.stored.revisits_not_modified += summary.not_modified;
+                    progress.stored.payload_bytes += bytes;
                 }
                 Err(AppError::Storage(e)) if e.is_batch_fault() => {
                     warn!(batch = %claimed.name(), error = %e, "app: batch refused by storage, quarantined");

@@ -94,10 +94,17 @@ pub(crate) struct Exchange {
     pub depth: Option<u32>,
     /// The job's `hops` hint (`Polycrawl-Hops` on the response record).
     pub hops: Option<u32>,
-    /// When the fetch started, in Unix milliseconds (`Polycrawl-Fetch-Start`).
-    pub fetch_start_ms: u64,
+    /// When the fetch ran.
+    pub fetch: FetchTime,
+}
+
+/// When a fetch ran, as the response record says it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) struct FetchTime {
+    /// Its start, in Unix milliseconds (`Polycrawl-Fetch-Start`).
+    pub start_ms: u64,
     /// How long it took to the response's end, in milliseconds (`Polycrawl-Fetch-Ms`).
-    pub fetch_ms: u64,
+    pub ms: u64,
 }
 
 /// Which session and job a record belongs to (for `Committed`).
@@ -134,8 +141,8 @@ fn pair_headers(
     if let Some(hops) = x.hops.filter(|&h| h > 0) {
         response.push(HOPS_FIELD, &hops.to_string())?;
     }
-    response.push(FETCH_START_FIELD, &x.fetch_start_ms.to_string())?;
-    response.push(FETCH_MS_FIELD, &x.fetch_ms.to_string())?;
+    response.push(FETCH_START_FIELD, &x.fetch.start_ms.to_string())?;
+    response.push(FETCH_MS_FIELD, &x.fetch.ms.to_string())?;
     let mut request = WarcHeaders::request(RecordId::random(), &capture)?;
     request.set_concurrent_to(response_id);
     Ok((response, request))
