@@ -27,10 +27,8 @@ pub struct Progress {
     /// The page batches read: with the outcomes read, what the crawl knows ended
     /// of `urls_requested` (see `crawl/completion.rs`).
     pub read: ReadCounts,
-    /// Of those, duplicates stored as identical-payload-digest revisits.
-    pub revisits_identical: u64,
-    /// Of those, 304s stored as server-not-modified revisits (a recrawl).
-    pub revisits_not_modified: u64,
+    /// What those were: revisits, payload bytes.
+    pub stored: StoredCounts,
     /// Outcomes read, by reason name.
     pub outcomes: BTreeMap<String, u64>,
     /// New URLs not requested because their host's budget was used up.
@@ -43,6 +41,21 @@ pub struct Progress {
     pub trap_cuts: BTreeMap<String, u64>,
     /// Parts (see [`crate::exchange`]): counters kept across restarts.
     pub parts: PartCounters,
+    /// How much of `crawl.log` is accounted for, and the inputs of its last step
+    /// (`app_core::crawllog`).
+    pub crawl_log: app_core::crawllog::LogMark,
+}
+
+/// What the pages stored were, beyond their count.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct StoredCounts {
+    /// Duplicates stored as identical-payload-digest revisits.
+    pub revisits_identical: u64,
+    /// 304s stored as server-not-modified revisits (a recrawl).
+    pub revisits_not_modified: u64,
+    /// Payload bytes (after the HTTP head) of the records counted as stored,
+    /// counted while the crawl log is on (it reads them).
+    pub payload_bytes: u64,
 }
 
 /// What the crawl read of its page batches.
@@ -123,8 +136,8 @@ impl Progress {
                 "pages_stored" => p.pages_stored = n,
                 "pages_read" => pages_read = Some(n),
                 "batches_unread" => p.read.batches_unread = n,
-                "revisits_identical" => p.revisits_identical = n,
-                "revisits_not_modified" => p.revisits_not_modified = n,
+                "revisits_identical" => p.stored.revisits_identical = n,
+                "revisits_not_modified" => p.stored.revisits_not_modified = n,
                 "budget_cut" => p.budget_cut = n,
                 "redirects_cut" => p.redirects_cut = n,
                 "parts.sent_files" => p.parts.sent_files = n,
@@ -139,8 +152,12 @@ impl Progress {
                 "parts.parked" => p.parts.parked = n,
                 "parts.released" => p.parts.released = n,
                 "parts.reported" => p.parts.reported = n,
+                "payload_bytes" => p.stored.payload_bytes = n,
+                "crawl_log.len" => p.crawl_log.len = n,
                 _ => {
-                    if let Some(reason) = key.strip_prefix("outcome.") {
+                    if let Some(input) = key.strip_prefix("crawl_log.input.") {
+                        p.crawl_log.inputs.insert(input.to_owned());
+                    } else if let Some(reason) = key.strip_prefix("outcome.") {
                         p.outcomes.insert(reason.to_owned(), n);
                     } else if let Some(detector) = key.strip_prefix("trap.") {
                         p.trap_cuts.insert(detector.to_owned(), n);
@@ -179,8 +196,8 @@ impl Progress {
             self.pages_stored,
             self.read.pages,
             self.read.batches_unread,
-            self.revisits_identical,
-            self.revisits_not_modified,
+            self.stored.revisits_identical,
+            self.stored.revisits_not_modified,
             self.budget_cut,
             self.redirects_cut
         );
@@ -208,6 +225,13 @@ impl Progress {
         }
         for (detector, n) in &self.trap_cuts {
             text.push_str(&format!("trap.{detector}={n}\n"));
+        }
+        text.push_str(&format!(
+            "payload_bytes={}\ncrawl_log.len={}\n",
+            self.stored.payload_bytes, self.crawl_log.len
+        ));
+        for input in &self.crawl_log.inputs {
+            text.push_str(&format!("crawl_log.input.{input}=1\n"));
         }
         let mut file = File::create(&tmp).map_err(io)?;
         file.write_all(text.as_bytes()).map_err(io)?;
@@ -283,6 +307,15 @@ mod tests {
                 sent_urls: 3,
                 crossed: 2,
                 ..PartCounters::default()
+            },
+            stored: StoredCounts {
+                revisits_identical: 2,
+                revisits_not_modified: 1,
+                payload_bytes: 4096,
+            },
+            crawl_log: app_core::crawllog::LogMark {
+                len: 300,
+                inputs: ["50-dl-1-00000000000000000001.warc.gz".to_owned()].into(),
             },
             ..Progress::default()
         };

@@ -19,10 +19,11 @@ pub struct Summary {
     pub urls_requested: u64,
     /// Response records stored in the repository over the crawl.
     pub pages_stored: u64,
-    /// Of those, duplicates stored as identical-payload-digest revisits.
-    pub revisits_identical: u64,
-    /// Of those, 304s stored as server-not-modified revisits (a recrawl).
-    pub revisits_not_modified: u64,
+    /// Of those, the revisits, and their payload bytes.
+    pub stored: crate::state::StoredCounts,
+    /// The crawl log is on (`crawl_log`): the payload bytes are counted (what the
+    /// hosts report's bytes add up to), and the line says them.
+    pub crawl_log: bool,
     /// Outcomes read, by reason.
     pub outcomes: BTreeMap<String, u64>,
     /// Page batches quarantined in this run.
@@ -171,10 +172,13 @@ impl fmt::Display for Summary {
             f,
             ", stored as {} responses, {} identical-payload revisits, {} not-modified revisits",
             self.pages_stored
-                .saturating_sub(self.revisits_identical + self.revisits_not_modified),
-            self.revisits_identical,
-            self.revisits_not_modified
+                .saturating_sub(self.stored.revisits_identical + self.stored.revisits_not_modified),
+            self.stored.revisits_identical,
+            self.stored.revisits_not_modified
         )?;
+        if self.crawl_log {
+            write!(f, ", {} payload bytes", self.stored.payload_bytes)?;
+        }
         write!(
             f,
             ", {} URLs seen, {} batches quarantined",

@@ -173,6 +173,11 @@ pub struct AppConfig {
     /// sitemap index (plain or gzip) as links of that page, in scope and depth like
     /// links. Default true.
     pub sitemaps: bool,
+    /// Write `crawl.log` (a line per fetch, Heritrix's layout) in `state_dir` as
+    /// the crawl goes, and the end-of-crawl reports (`hosts-report.tsv`,
+    /// `mimetype-report.tsv`, `responsecode-report.tsv`, `seeds-report.tsv`) beside
+    /// it (`docs/archive.md`). Default true.
+    pub crawl_log: bool,
     /// Page batches claimed at a time. Default 8.
     pub batches_per_claim: usize,
     /// Least time between two claims of page batches while the manager holds
@@ -346,6 +351,7 @@ impl Default for AppConfig {
             max_pages: 0,
             max_body_bytes: 8 << 20,
             sitemaps: true,
+            crawl_log: true,
             batches_per_claim: 8,
             claim_interval_ms: 100,
             reader_threads: 0,

@@ -20,12 +20,14 @@
 pub mod budget;
 pub mod config;
 pub mod control;
+pub mod crawllog;
 pub mod cuts;
 pub mod error;
 pub mod output;
 pub mod parts;
 pub mod pause;
 pub mod reach;
+pub mod reports;
 pub mod scope;
 pub mod traps;
 pub mod twolevel;

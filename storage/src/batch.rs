@@ -65,6 +65,42 @@ pub(crate) struct CaptureInfo {
     pub(crate) mime: String,
     /// The HTTP head (blank line included): the block of a revisit written for it.
     pub(crate) head: Vec<u8>,
+    /// The downloader's extension fields (for the application's crawl log; storage
+    /// itself never uses them).
+    pub(crate) fetch: FetchFields,
+}
+
+/// A page record's extension fields as the crawl's downloader writes them (see
+/// `spool::warc::DEPTH_FIELD` and its neighbours) and its `WARC-Truncated`; each
+/// `None` when absent or not a number.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct FetchFields {
+    /// `Polycrawl-Depth`: link depth from the seeds.
+    pub depth: Option<u32>,
+    /// `Polycrawl-Hops`: redirects followed to reach the URL (absent is 0).
+    pub hops: u32,
+    /// `Polycrawl-Fetch-Start`: when the fetch started, Unix milliseconds.
+    pub start_ms: Option<u64>,
+    /// `Polycrawl-Fetch-Ms`: how long it took, milliseconds.
+    pub duration_ms: Option<u64>,
+    /// `WARC-Truncated`, as written (`length`, `disconnect`, ...).
+    pub truncated: Option<String>,
+}
+
+impl FetchFields {
+    fn of(h: &spool::warc::WarcHeaders) -> Self {
+        use spool::warc::{DEPTH_FIELD, FETCH_MS_FIELD, FETCH_START_FIELD, HOPS_FIELD};
+        Self {
+            depth: h.get(DEPTH_FIELD).and_then(|v| v.trim().parse().ok()),
+            hops: h
+                .get(HOPS_FIELD)
+                .and_then(|v| v.trim().parse().ok())
+                .unwrap_or(0),
+            start_ms: h.get(FETCH_START_FIELD).and_then(|v| v.trim().parse().ok()),
+            duration_ms: h.get(FETCH_MS_FIELD).and_then(|v| v.trim().parse().ok()),
+            truncated: h.truncated().map(str::to_owned),
+        }
+    }
 }
 
 /// A whole batch, checked.
@@ -183,5 +219,6 @@ fn capture(rec: &Record, response: Option<Digests>) -> Result<CaptureInfo, Recor
         status,
         mime,
         head: head.to_vec(),
+        fetch: FetchFields::of(h),
     })
 }

@@ -47,7 +47,7 @@ use std::time::SystemTime;
 
 use spool::warc::RecordLocation;
 
-use crate::batch::{self, Digests, ScannedBatch};
+use crate::batch::{self, Digests, FetchFields, ScannedBatch};
 use crate::catalog::BatchRecord;
 use crate::cdxj::{CdxjLine, REVISIT_MIME};
 use crate::dedup::{self, Fate};
@@ -126,6 +126,80 @@ pub fn check_batch(
         identity: identity(path)?,
         scanned,
     })
+}
+
+/// What [`Repository::ingest_checked`] will make of one capture record.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum CaptureFate {
+    /// A response stored and indexed where it is.
+    Original,
+    /// A response whose payload the repository holds already: indexed through an
+    /// identical-payload-digest revisit record.
+    Duplicate,
+    /// A 304 answer to a conditional request: indexed through a
+    /// server-not-modified revisit record.
+    NotModified,
+    /// A revisit record that was in the batch.
+    Revisit,
+}
+
+/// One response or revisit record of a checked batch, as a crawl log shows it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct CaptureNote {
+    /// `WARC-Target-URI`.
+    pub uri: String,
+    /// `WARC-Date`.
+    pub date: spool::warc::WarcDate,
+    /// The HTTP status code (`"-"` when the head has none).
+    pub status: String,
+    /// The `Content-Type` without parameters, lowercased (`"-"` when absent).
+    pub mime: String,
+    /// Bytes after the HTTP head, as stored.
+    pub payload_len: u64,
+    /// `WARC-Payload-Digest` (verified or computed for a response).
+    pub digest: Option<spool::warc::Sha1Digest>,
+    /// What the ingest does with it.
+    pub fate: CaptureFate,
+    /// The downloader's extension fields.
+    pub fetch: FetchFields,
+}
+
+impl Repository {
+    /// The capture records of `batch` in file order, each with the fate that
+    /// [`Repository::ingest_checked`] gives it when called next: the same dedup
+    /// plan, computed read-only (the digest index changes only at an ingest's
+    /// commit, so the two agree while nothing is ingested in between). Costs what
+    /// the plan costs: one digest lookup per response, one URL lookup per 304.
+    pub fn capture_notes(&self, batch: &CheckedBatch) -> Result<Vec<CaptureNote>> {
+        let plan = dedup::plan(
+            &self.catalog,
+            &self.reader,
+            &batch.scanned,
+            self.options.min_dedup_payload,
+        )?;
+        let mut notes = Vec::new();
+        for (r, fate) in batch.scanned.records.iter().zip(&plan.fates) {
+            let Some(c) = &r.capture else { continue };
+            let fate = match fate {
+                Fate::NotIndexed => continue,
+                Fate::Original => CaptureFate::Original,
+                Fate::Duplicate(_) => CaptureFate::Duplicate,
+                Fate::NotModified { .. } => CaptureFate::NotModified,
+                Fate::Revisit => CaptureFate::Revisit,
+            };
+            notes.push(CaptureNote {
+                uri: c.uri.clone(),
+                date: r.date,
+                status: c.status.clone(),
+                mime: c.mime.clone(),
+                payload_len: c.payload_len,
+                digest: c.digest,
+                fate,
+                fetch: c.fetch.clone(),
+            });
+        }
+        Ok(notes)
+    }
 }
 
 fn identity(path: &Path) -> Result<(u64, u64, u64)> {

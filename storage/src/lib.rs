@@ -118,10 +118,11 @@ pub mod wacz;
 pub mod warcfile;
 
 pub use batch::Digests;
+pub use batch::FetchFields;
 pub use catalog::CatalogOptions;
 pub use cdxj::CdxjLine;
 pub use error::{RecordProblem, Result, StorageError};
-pub use ingest::{CheckedBatch, IngestSummary, check_batch};
+pub use ingest::{CaptureFate, CaptureNote, CheckedBatch, IngestSummary, check_batch};
 pub use read::{StoredPage, print_page};
 pub use repository::{CrashPoint, Repository, RepositoryOptions, RepositoryReader};
 pub use surt::surt;

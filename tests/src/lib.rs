@@ -34,7 +34,8 @@
 //! - [`spoolout`]: [`spoolout::Returned`], the pages and outcomes the system handed
 //!   back in the spool.
 //! - [`repository`]: [`repository::RepoScan`], the responses an application stored
-//!   in its WARC repository.
+//!   in its WARC repository; [`crawllog`]: an application's `crawl.log` and the
+//!   repository's response records, in the same terms.
 //! - [`grade`]: [`grade::Grade`], a finished demo judged on its WARC files and
 //!   websim's manifest and request logs, independently of the demo's own verdict;
 //!   [`applog`]: an application log's publications, for the window in which a
@@ -55,6 +56,7 @@
 pub mod applog;
 pub mod bin;
 pub mod browser;
+pub mod crawllog;
 pub mod grade;
 pub mod http;
 pub use polycrawl::orchestrate::netns;

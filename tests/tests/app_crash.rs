@@ -3,7 +3,9 @@
 //! still ends by itself (exit 0) with every status-200 page of websim's manifest
 //! stored, nothing of `never.txt` requested, and no URL fetched more than twice
 //! (a URL may be fetched again when the application republishes what it had
-//! merged but not recorded as published before the kill).
+//! merged but not recorded as published before the kill); and its `crawl.log`
+//! holds exactly one line per stored response record, none lost or repeated by
+//! the kill.
 //!
 //! The crawling system (manager, resolver, downloaders) is `tests::system`'s and
 //! keeps running through the application's crash.
@@ -287,6 +289,23 @@ fn app_killed_mid_crawl_restarts_and_loses_no_url() {
     assert!(
         deep > 0,
         "no page deeper than 1: the web is too shallow to check depths"
+    );
+    // crawl.log survives the kill: after the restart every stored response has
+    // exactly one line, and no line is repeated or left without its record.
+    let text = std::fs::read_to_string(dirs.state.join("crawl.log")).expect("crawl.log");
+    let crawl_log = tests::crawllog::parse_log(&text);
+    let (responses, _) = tests::crawllog::warc_records(&dirs.repo);
+    let diff = tests::crawllog::differences(&crawl_log, &responses);
+    eprintln!(
+        "crawl.log: {} lines, {} response records, {} keys differ",
+        crawl_log.len(),
+        responses.values().sum::<u64>(),
+        diff.len()
+    );
+    assert!(
+        diff.is_empty(),
+        "crawl.log vs the WARC files after kill -9 and restart (log count, WARC count): {:?}",
+        &diff[..diff.len().min(10)]
     );
     let errors = sys.error_lines();
     assert!(errors.is_empty(), "ERROR lines:\n{}", errors.join("\n"));

@@ -59,9 +59,10 @@ pub(super) struct Intake {
     /// (the file, its generation, its URLs).
     exchanged: Vec<(Claimed, u64, u64)>,
     /// Outcome files whose sitemaps are inserted, waiting for their generation's
-    /// publication (the file, its generation, its outcome counts: added when it is
-    /// deleted, so a crash while it waits does not count it twice).
-    outcomes_held: Vec<(Claimed, u64, BTreeMap<String, u64>)>,
+    /// publication (the file, its generation, its outcome counts and its crawl.log
+    /// lines: added when it is deleted, so a crash while it waits does not count
+    /// it twice).
+    outcomes_held: Vec<(Claimed, u64, BTreeMap<String, u64>, String)>,
     /// The newest generation that holds the input being offered.
     input_generation: Option<u64>,
     /// This run's figures that are not saved.
@@ -213,6 +214,7 @@ impl Crawl {
         for url in &seeds {
             self.admission.seed(url);
         }
+        self.ledger.seeds = seeds.iter().map(|u| u.to_string()).collect();
         if !self.ledger.progress.seeds_done {
             self.intake.input_generation = None;
             for url in &seeds {
@@ -407,6 +409,7 @@ impl Crawl {
         for claimed in files {
             counted.extend(self.outcome_file(claimed)?);
         }
+        self.ledger.commit_log(&self.wait)?;
         self.ledger.save_now()?;
         for claimed in counted {
             claimed.done()?;
@@ -421,6 +424,8 @@ impl Crawl {
         let file = claimed.open()?;
         let mut counts: BTreeMap<String, u64> = BTreeMap::new();
         let mut sitemaps: Vec<(String, u32)> = Vec::new();
+        let mut lines = String::new();
+        let logging = self.ledger.log.is_some();
         let given_up = &mut self.intake.run.given_up;
         let parsed = OutcomeReader::new(BufReader::new(file)).and_then(|reader| {
             for outcome in reader {
@@ -435,6 +440,9 @@ impl Crawl {
                     .entry(outcome.reason.as_str().to_owned())
                     .or_default() += 1;
                 given_up.note(outcome.reason, &outcome.url, &outcome.detail);
+                if logging {
+                    outcome_line(&outcome.url, outcome.reason, &mut lines);
+                }
             }
             Ok(())
         });
@@ -446,6 +454,9 @@ impl Crawl {
         if !self.config.sitemaps || sitemaps.is_empty() {
             for (reason, n) in counts {
                 *self.ledger.progress.outcomes.entry(reason).or_default() += n;
+            }
+            if let Some(log) = &mut self.ledger.log {
+                log.stage(&claimed.name().to_string(), |out| out.push_str(&lines));
             }
             return Ok(Some(claimed));
         }
@@ -459,7 +470,7 @@ impl Crawl {
         let generation = self.intake.input_done(self.seen.pending_generation());
         self.intake
             .outcomes_held
-            .push((claimed, generation, counts));
+            .push((claimed, generation, counts, lines));
         Ok(None)
     }
 
@@ -478,11 +489,11 @@ impl Crawl {
         }
         let (applied, waiting): (Vec<_>, Vec<_>) = std::mem::take(&mut self.intake.outcomes_held)
             .into_iter()
-            .partition(|(_, g, _)| *g <= published);
+            .partition(|(_, g, _, _)| *g <= published);
         self.intake.outcomes_held = waiting;
         if !applied.is_empty() {
-            // Counted, saved, then deleted, as in `outcome_files`.
-            for (_, _, counts) in &applied {
+            // Counted (and logged), saved, then deleted, as in `outcome_files`.
+            for (claimed, _, counts, lines) in &applied {
                 for (reason, n) in counts {
                     *self
                         .ledger
@@ -491,13 +502,39 @@ impl Crawl {
                         .entry(reason.clone())
                         .or_default() += n;
                 }
+                if let Some(log) = &mut self.ledger.log {
+                    log.stage(&claimed.name().to_string(), |out| out.push_str(lines));
+                }
             }
+            self.ledger.commit_log(&self.wait)?;
             self.ledger.save(&self.wait)?;
-            for (claimed, _, _) in applied {
+            for (claimed, _, _, _) in applied {
                 claimed.done()?;
             }
         }
         self.store_batches(published)
+    }
+
+    /// Stages the crawl.log lines of a page batch about to be stored: one per
+    /// response or revisit record, with storage's dedup fate as an annotation;
+    /// returns the payload bytes of those records (0 without a log).
+    fn log_batch(
+        &mut self,
+        claimed: &Claimed,
+        checked: &storage::CheckedBatch,
+    ) -> Result<u64, AppError> {
+        let Some(log) = &mut self.ledger.log else {
+            return Ok(0);
+        };
+        let notes = self.repo.capture_notes(checked)?;
+        let name = claimed.name();
+        let thread = name.producer.to_string();
+        log.stage(&name.to_string(), |out| {
+            for note in &notes {
+                page_line(note, &thread, out);
+            }
+        });
+        Ok(notes.iter().map(|n| n.payload_len).sum())
     }
 
     /// Hands every page batch whose links are all published to storage.
@@ -509,12 +546,21 @@ impl Crawl {
         if ready.is_empty() {
             return Ok(());
         }
-        // Storage deletes a batch it stores: its pages' count is saved first.
-        self.ledger.save_reads(&self.wait)?;
+        // Storage deletes a batch it stores: its pages' count is saved first;
+        // with the crawl log, each batch's lines and their mark too, batch by
+        // batch (storage's dedup plan for a batch depends on the batches stored
+        // before it).
+        if self.ledger.log.is_none() {
+            self.ledger.save_reads(&self.wait)?;
+        }
         for Awaiting {
             claimed, checked, ..
         } in ready
         {
+            let bytes = self.log_batch(&claimed, &checked)?;
+            if self.ledger.commit_log(&self.wait)? {
+                self.ledger.save(&self.wait)?;
+            }
             let ingested = match self.repo.ingest_checked(checked) {
                 // Storage left the batch where it was (a half-written append is
                 // cut by the retry): store it again, reading it again, once there
@@ -531,8 +577,9 @@ impl Crawl {
                     let progress = &mut self.ledger.progress;
                     progress.pages_stored +=
                         summary.responses + summary.revisits + summary.not_modified;
-                    progress.revisits_identical += summary.revisits;
-                    progress.revisits_not_modified += summary.not_modified;
+                    progress.stored.revisits_identical += summary.revisits;
+                    progress.stored.revisits_not_modified += summary.not_modified;
+                    progress.stored.payload_bytes += bytes;
                 }
                 Err(AppError::Storage(e)) if e.is_batch_fault() => {
                     warn!(batch = %claimed.name(), error = %e, "app: batch refused by storage, quarantined");
@@ -547,4 +594,62 @@ impl Crawl {
         self.ledger.touched();
         Ok(())
     }
+}
+
+/// Appends the crawl.log line of one stored record (`app_core::crawllog`).
+fn page_line(note: &storage::CaptureNote, thread: &str, out: &mut String) {
+    use app_core::crawllog::{Annotation, Line, discovery_path, now_ms};
+    use storage::CaptureFate;
+    let mut annotations = Vec::new();
+    match note.fate {
+        CaptureFate::Original => {}
+        CaptureFate::Duplicate => annotations.push(Annotation::DuplicateDigest),
+        CaptureFate::NotModified => annotations.push(Annotation::NotModified),
+        CaptureFate::Revisit => annotations.push(Annotation::Revisit),
+    }
+    if let Some(why) = &note.fetch.truncated {
+        annotations.push(Annotation::Truncated(why.clone()));
+    }
+    // A head without a status is written 0 (Heritrix's "never tried" is not it,
+    // but the column must be a number).
+    let status = note.status.parse().unwrap_or(0);
+    let path = discovery_path(note.fetch.depth, note.fetch.hops);
+    let fetch = match (note.fetch.start_ms, note.fetch.duration_ms) {
+        (Some(start), Some(ms)) => Some((start, ms)),
+        _ => None,
+    };
+    Line {
+        log_ms: now_ms(),
+        status,
+        size: Some(note.payload_len),
+        url: &note.uri,
+        path: &path,
+        mime: Some(&note.mime),
+        thread: Some(thread),
+        fetch,
+        digest: note.digest.map(|d| d.to_string()),
+        annotations,
+    }
+    .write(out);
+}
+
+/// Appends the crawl.log line of one outcome (a URL that ended without a page).
+fn outcome_line(url: &str, reason: OutcomeReason, out: &mut String) {
+    use app_core::crawllog::{Annotation, Line, now_ms, outcome_status};
+    let Some(status) = outcome_status(reason) else {
+        return;
+    };
+    Line {
+        log_ms: now_ms(),
+        status,
+        size: None,
+        url,
+        path: "-",
+        mime: None,
+        thread: None,
+        fetch: None,
+        digest: None,
+        annotations: vec![Annotation::Reason(reason)],
+    }
+    .write(out);
 }

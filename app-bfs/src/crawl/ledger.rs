@@ -1,12 +1,14 @@
 //! The crawl's progress as it runs: the [`Progress`] record, the state folder its
-//! file lives in, and whether statistics or pages read changed since the last save.
-//! Every save of the progress file goes through here. It must never decide what the
+//! file lives in, whether statistics or pages read changed since the last save,
+//! and the crawl's `crawl.log` (whose length the progress file keeps) with the
+//! seeds its reports account for. Every save of the progress file goes through here. It must never decide what the
 //! counts are (the crawl loop counts); it only keeps them and says when they are
 //! unsaved.
 
 use std::path::{Path, PathBuf};
 
 use crate::state::Progress;
+use app_core::crawllog::CrawlLog;
 use app_core::error::AppError;
 use app_core::pause::DiskWait;
 
@@ -21,6 +23,10 @@ pub(crate) struct Ledger {
     /// Pages were counted as read since the last save: saved before their batch
     /// leaves its folder (see [`Ledger::save_reads`]).
     reads_unsaved: bool,
+    /// `crawl.log`, when on (`crawl_log`, the default; `app_core::crawllog`).
+    pub log: Option<CrawlLog>,
+    /// The seeds as the log writes their URLs, for the seeds report.
+    pub seeds: Vec<String>,
 }
 
 impl Ledger {
@@ -32,6 +38,8 @@ impl Ledger {
             dir,
             unsaved: false,
             reads_unsaved: false,
+            log: None,
+            seeds: Vec::new(),
         })
     }
 
@@ -77,6 +85,17 @@ impl Ledger {
             self.save(wait)?;
         }
         Ok(())
+    }
+
+    /// Writes and fsyncs the staged crawl.log lines and sets the mark that the
+    /// next save keeps; true when a step had inputs (then the caller saves before
+    /// it removes them). Waits out a full disk.
+    pub(crate) fn commit_log(&mut self, wait: &DiskWait) -> Result<bool, AppError> {
+        let Some(log) = &mut self.log else {
+            return Ok(false);
+        };
+        let mark = &mut self.progress.crawl_log;
+        wait.run(log, |log| log.commit(mark))
     }
 
     /// Saves if only statistics changed since the last save.

@@ -43,6 +43,7 @@ use app_core::End;
 use app_core::budget::site_of;
 use app_core::config::AppConfig;
 use app_core::control::ProgressSeen;
+use app_core::crawllog::CrawlLog;
 use app_core::error::AppError;
 use app_core::output::RequestOutput;
 use app_core::pause::DiskWait;
@@ -132,7 +133,10 @@ impl Crawl {
             path: state_dir.clone(),
             source,
         })?;
-        let ledger = Ledger::load(state_dir.clone())?;
+        let mut ledger = Ledger::load(state_dir.clone())?;
+        if config.crawl_log {
+            ledger.log = Some(CrawlLog::open(&state_dir, &ledger.progress.crawl_log)?);
+        }
         let last_published = ledger.progress.last_published;
         let admission = Admission::open(&config, &state_dir, last_published)?;
         let seen = SeenSet::open_at(&state_dir.join("seen"), last_published, config.seen())?;
@@ -584,14 +588,17 @@ impl Crawl {
             End::Crashed => (None, Default::default()),
             _ => self.admission.finish_cuts(&self.seen)?,
         };
+        if end != End::Crashed {
+            self.write_reports(cut_file.as_deref())?;
+        }
         let progress = &self.ledger.progress;
         Ok(Summary {
             app: self.config.app.clone(),
             end,
             urls_requested: progress.urls_requested,
             pages_stored: progress.pages_stored,
-            revisits_identical: progress.revisits_identical,
-            revisits_not_modified: progress.revisits_not_modified,
+            stored: progress.stored,
+            crawl_log: self.ledger.log.is_some(),
             outcomes: progress.outcomes.clone(),
             batches_quarantined: self.intake.quarantined(),
             seen_keys: self.seen.len(),
@@ -612,6 +619,28 @@ impl Crawl {
                 counters: progress.parts.clone(),
             }),
         })
+    }
+}
+
+impl Crawl {
+    /// Writes the end-of-crawl reports from `crawl.log` (`app_core::reports`),
+    /// when the log is on. O(log lines) time, O(hosts + seeds) memory.
+    fn write_reports(&self, cut_file: Option<&std::path::Path>) -> Result<(), AppError> {
+        let Some(log) = &self.ledger.log else {
+            return Ok(());
+        };
+        let reports = app_core::reports::Reports::read(log.path(), cut_file, &self.ledger.seeds)?;
+        let paths = reports.write(self.ledger.dir())?;
+        let (pages, bytes) = reports.totals();
+        info!(
+            log = %log.path().display(),
+            reports = %paths.first().and_then(|p| p.parent()).unwrap_or(self.ledger.dir()).display(),
+            pages,
+            bytes,
+            hosts = reports.hosts.len(),
+            "app: crawl.log and the end-of-crawl reports written"
+        );
+        Ok(())
     }
 }
 

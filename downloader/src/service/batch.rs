@@ -18,7 +18,9 @@
 //! an HTTP proxy was sent the absolute form. The response record also carries
 //! the request's link hints for the application, when the job has them:
 //! `Polycrawl-Depth` (link depth from the seeds) and `Polycrawl-Hops` (redirects
-//! followed to reach the URL; left out when 0). The writer adds `Content-Length`,
+//! followed to reach the URL; left out when 0), and when the fetch ran:
+//! `Polycrawl-Fetch-Start` (its start, Unix milliseconds) and `Polycrawl-Fetch-Ms`
+//! (its duration to the response's end), for the application's `crawl.log`. The writer adds `Content-Length`,
 //! not `WARC-Block-Digest` (optional in WARC 1.1; a SHA-1 of the whole response was
 //! half of the downloader's digest CPU, and the payload digest is what storage's
 //! dedup and index use; the gzip CRC guards the bytes).
@@ -53,7 +55,7 @@ use spool::warc::{
     WriterOptions, warc_fields_block,
 };
 
-use spool::warc::{DEPTH_FIELD, HOPS_FIELD};
+use spool::warc::{DEPTH_FIELD, FETCH_MS_FIELD, FETCH_START_FIELD, HOPS_FIELD};
 
 use crate::fetched::Truncation;
 use crate::service::error::WriteError;
@@ -95,6 +97,17 @@ pub(crate) struct Exchange {
     pub depth: Option<u32>,
     /// The job's `hops` hint (`Polycrawl-Hops` on the response record).
     pub hops: Option<u32>,
+    /// When the fetch ran.
+    pub fetch: FetchTime,
+}
+
+/// When a fetch ran, as the response record says it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) struct FetchTime {
+    /// Its start, in Unix milliseconds (`Polycrawl-Fetch-Start`).
+    pub start_ms: u64,
+    /// How long it took to the response's end, in milliseconds (`Polycrawl-Fetch-Ms`).
+    pub ms: u64,
 }
 
 /// Which session and job a record belongs to (for `Committed`).
@@ -131,6 +144,8 @@ fn pair_headers(
     if let Some(hops) = x.hops.filter(|&h| h > 0) {
         response.push(HOPS_FIELD, &hops.to_string())?;
     }
+    response.push(FETCH_START_FIELD, &x.fetch.start_ms.to_string())?;
+    response.push(FETCH_MS_FIELD, &x.fetch.ms.to_string())?;
     let mut request = WarcHeaders::request(RecordId::random(), &capture)?;
     request.set_concurrent_to(response_id);
     Ok((response, request))

@@ -40,7 +40,7 @@ use crate::fetched::{Fetched, WireTimes, unix_us};
 use crate::fetcher::Fetcher;
 use crate::job::{FetchJob, JobLimits, Method, Target};
 use crate::limit::Permit;
-use crate::service::batch::{Exchange, JobTag};
+use crate::service::batch::{Exchange, FetchTime, JobTag};
 use crate::service::metrics::Metrics;
 use crate::service::prepare::prepare;
 use crate::service::wire_log::{Line, WireLog};
@@ -166,7 +166,7 @@ async fn run_one(
             return None;
         }
     };
-    let date = WarcDate::from_system_time(SystemTime::now());
+    let clock = Clock::start();
     let mut times = WireTimes::default();
     let fetched = env.fetcher.fetch_stamped(&engine, permit, &mut times).await;
     let ended = Instant::now();
@@ -217,7 +217,7 @@ async fn run_one(
         exchange: Exchange {
             precompressed,
             target_uri: engine.target.to_string(),
-            date,
+            date: clock.date(),
             ip: fetched.target_ip,
             request: fetched.request,
             payload_digest: prepared.payload_digest,
@@ -226,6 +226,7 @@ async fn run_one(
             truncated: fetched.truncated,
             depth: job.depth,
             hops: job.hops,
+            fetch: clock.until(ended),
         },
     };
     if env
@@ -247,6 +248,37 @@ async fn run_one(
         return None;
     }
     go.then_some(ended)
+}
+
+/// When a fetch started: its `WARC-Date` (whole seconds) and, with the moment
+/// it ended, its [`FetchTime`].
+struct Clock {
+    wall: SystemTime,
+    began: Instant,
+}
+
+impl Clock {
+    fn start() -> Self {
+        Self {
+            wall: SystemTime::now(),
+            began: Instant::now(),
+        }
+    }
+
+    fn date(&self) -> WarcDate {
+        WarcDate::from_system_time(self.wall)
+    }
+
+    fn until(&self, ended: Instant) -> FetchTime {
+        let ms = |d: Duration| u64::try_from(d.as_millis()).unwrap_or(u64::MAX);
+        FetchTime {
+            start_ms: self
+                .wall
+                .duration_since(std::time::UNIX_EPOCH)
+                .map_or(0, ms),
+            ms: ms(ended.duration_since(self.began)),
+        }
+    }
 }
 
 /// Reports a failed job at once.

@@ -4,7 +4,9 @@
 use std::collections::HashMap;
 
 use spool::protocol::{FetchJob, FetchResult, JobId};
-use spool::warc::{DEPTH_FIELD, HOPS_FIELD, RecordType, payload_digest};
+use spool::warc::{
+    DEPTH_FIELD, FETCH_MS_FIELD, FETCH_START_FIELD, HOPS_FIELD, RecordType, payload_digest,
+};
 use spool::{OutcomeReason, Validators};
 
 use crate::manager::{
@@ -141,6 +143,25 @@ async fn pages_are_stored_reported_and_committed() {
         let hops = (id > 1).then_some(hops.as_str());
         assert_eq!(response.get(HOPS_FIELD), hops, "job {id}: absent when 0");
         assert_eq!(request.get(DEPTH_FIELD), None);
+        // When the fetch ran (the crawl log's fetch-time column): its start, within
+        // the record's WARC-Date second, and a duration.
+        let start: u64 = response
+            .get(FETCH_START_FIELD)
+            .and_then(|v| v.parse().ok())
+            .unwrap_or_else(|| panic!("job {id}: no {FETCH_START_FIELD}"));
+        let date = response.date().expect("WARC-Date").unix_seconds();
+        assert_eq!(
+            start / 1000,
+            date,
+            "job {id}: fetch start in its WARC-Date second"
+        );
+        assert!(
+            response
+                .get(FETCH_MS_FIELD)
+                .is_some_and(|v| v.parse::<u64>().is_ok()),
+            "job {id}: {FETCH_MS_FIELD}"
+        );
+        assert_eq!(request.get(FETCH_START_FIELD), None);
         assert_eq!(pair[0].block, wire, "job {id}: the response as received");
         let head_end = wire.windows(4).position(|w| w == b"\r\n\r\n").unwrap() + 4;
         let payload = &wire[head_end..];

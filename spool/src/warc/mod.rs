@@ -93,9 +93,9 @@ pub use reader::{
     DEFAULT_MAX_BLOCK, DEFAULT_MAX_HEADER, Record, WarcError, WarcErrorKind, WarcReader,
 };
 pub use records::{
-    Capture, DEPTH_FIELD, HOPS_FIELD, HTTP_REQUEST_TYPE, HTTP_RESPONSE_TYPE,
-    IDENTICAL_PAYLOAD_PROFILE, Original, SERVER_NOT_MODIFIED_PROFILE, WARC_FIELDS_TYPE,
-    warc_fields_block,
+    Capture, DEPTH_FIELD, FETCH_MS_FIELD, FETCH_START_FIELD, HOPS_FIELD, HTTP_REQUEST_TYPE,
+    HTTP_RESPONSE_TYPE, IDENTICAL_PAYLOAD_PROFILE, Original, SERVER_NOT_MODIFIED_PROFILE,
+    WARC_FIELDS_TYPE, warc_fields_block,
 };
 pub use writer::{
     BlockDeflater, DeflatedBlock, RecordLocation, SMALL_RECORD, WarcWriteError, WarcWriter,

@@ -34,6 +34,12 @@ pub const DEPTH_FIELD: &str = "Polycrawl-Depth";
 /// Extension field of a page's `response` record: redirects followed to reach the
 /// URL (the `hops` hint of its request line), decimal; absent means 0.
 pub const HOPS_FIELD: &str = "Polycrawl-Hops";
+/// Extension field of a page's `response` record: when the downloader started the
+/// fetch, in milliseconds since the Unix epoch (`WARC-Date` holds whole seconds).
+pub const FETCH_START_FIELD: &str = "Polycrawl-Fetch-Start";
+/// Extension field of a page's `response` record: how long the fetch took, from
+/// its start to the response's end, in milliseconds.
+pub const FETCH_MS_FIELD: &str = "Polycrawl-Fetch-Ms";
 
 /// What every record of one fetch shares.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
