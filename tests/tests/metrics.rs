@@ -19,8 +19,8 @@
 //!   restart ends without one, a timeout say, is stored once and counted never.)
 //!   Counting those first copies too would need reports the manager acknowledges
 //!   after its commit and the downloader sends again to the next manager.
-//! - `GET /metrics` parses with the official Prometheus text parser
-//!   (`prometheus_client.parser`, installed by `ops/setup.sh`) and holds the
+//! - `GET /metrics` parses with the official OpenMetrics parser
+//!   (`prometheus_client.openmetrics.parser`, installed by `ops/setup.sh`) and holds the
 //!   totals, the speed, the queue sizes and the hosts by state, with the admin
 //!   status's values.
 
@@ -44,7 +44,7 @@ fn parse_with_prometheus_client(text: &str, dir: &std::path::Path) -> String {
     std::fs::write(&path, text).expect("write");
     let script = r#"
 import sys
-from prometheus_client.parser import text_string_to_metric_families
+from prometheus_client.openmetrics.parser import text_string_to_metric_families
 for fam in text_string_to_metric_families(open(sys.argv[1]).read()):
     print('family', fam.name, fam.type)
     for s in fam.samples:
@@ -59,7 +59,7 @@ for fam in text_string_to_metric_families(open(sys.argv[1]).read()):
         .expect("python3");
     assert!(
         out.status.success(),
-        "the Prometheus parser refused /metrics ({}): {}\n{text}",
+        "the OpenMetrics parser refused /metrics ({}): {}\n{text}",
         out.status,
         String::from_utf8_lossy(&out.stderr)
     );

@@ -1,32 +1,43 @@
-//! `GET /metrics`: the admin status in the Prometheus text exposition format
-//! (version 0.0.4), for the monitoring operators already run. The figures are those
-//! of the admin page (one [`StatusSnapshot`]); their names are the constants below.
+//! `GET /metrics`: the admin status in the OpenMetrics text format (which Prometheus
+//! scrapes natively), for the monitoring operators already run. The figures are
+//! those of the admin page (one [`StatusSnapshot`]); their family names are the
+//! constants below. The format itself (escaping, `# HELP`/`# TYPE`, a counter's
+//! `_total` sample, `# EOF`) is written by the Prometheus project's own Rust client,
+//! `prometheus-client`: this module only says which figure goes in which family.
 //!
 //! Labels are low-cardinality only: a status class, an outcome reason, a host
-//! state, a speed window. Never a URL, a host name or a component id. Totals marked
-//! persistent on the snapshot are counters over the whole crawl (they survive
-//! restarts); the rest are gauges. Like `GET /api/stats`, it needs no token: it
-//! changes nothing, and the admin server listens on loopback unless configured
-//! otherwise. This module must never ask the engine anything itself.
+//! state, a speed window, a cut rule. Never a URL, a host name or a component id.
+//! Totals marked persistent on the snapshot are counters over the whole crawl
+//! (they survive restarts); the rest are gauges. Like `GET /api/stats`, it needs no
+//! token: it changes nothing, and the admin server listens on loopback unless
+//! configured otherwise. This module must never ask the engine anything itself: a
+//! fresh registry is filled from one snapshot per scrape (a few dozen samples).
 
-use std::fmt::Write as _;
+use std::collections::BTreeMap;
+use std::sync::atomic::AtomicU64;
 
+use prometheus_client::encoding::text::encode;
+use prometheus_client::metrics::counter::Counter;
+use prometheus_client::metrics::family::Family;
+use prometheus_client::metrics::gauge::Gauge;
+use prometheus_client::registry::Registry;
+use spool::OutcomeReason;
 use spool::protocol::{ReasonCount, StatusSnapshot};
 
-/// Pages stored over the crawl (persistent).
-pub const PAGES: &str = "polycrawl_pages_total";
+/// Pages stored over the crawl (persistent; sample `polycrawl_pages_total`).
+pub const PAGES: &str = "polycrawl_pages";
 /// Fetches answered or failed, pages and robots.txt (persistent).
-pub const REQUESTS: &str = "polycrawl_requests_total";
+pub const REQUESTS: &str = "polycrawl_requests";
 /// Response bytes received, pages and robots.txt (persistent).
-pub const BYTES: &str = "polycrawl_received_bytes_total";
+pub const BYTES: &str = "polycrawl_received_bytes";
 /// robots.txt verdicts obtained (persistent).
-pub const ROBOTS: &str = "polycrawl_robots_fetched_total";
+pub const ROBOTS: &str = "polycrawl_robots_fetched";
 /// Page responses by status class, label `class` (`1xx` .. `5xx`, `other`).
-pub const RESPONSES: &str = "polycrawl_responses_total";
+pub const RESPONSES: &str = "polycrawl_responses";
 /// Fetch attempts without a response, label `reason` (persistent).
-pub const FETCH_ERRORS: &str = "polycrawl_fetch_errors_total";
+pub const FETCH_ERRORS: &str = "polycrawl_fetch_errors";
 /// URLs ended without a page, label `reason` (persistent).
-pub const OUTCOMES: &str = "polycrawl_outcomes_total";
+pub const OUTCOMES: &str = "polycrawl_outcomes";
 /// Pages per second, label `window` (`now`, `minute`, `hour`).
 pub const SPEED: &str = "polycrawl_pages_per_second";
 /// The speed target in force, pages per second.
@@ -43,7 +54,7 @@ pub const REQUEST_FILES_PENDING: &str = "polycrawl_request_files_pending";
 pub const HOSTS: &str = "polycrawl_hosts";
 /// Components connected.
 pub const COMPONENTS: &str = "polycrawl_components";
-/// In-scope URLs cut, by rule.
+/// In-scope URLs cut, by rule (absent while nothing is cut).
 pub const CUT_URLS: &str = "polycrawl_cut_urls";
 /// Hosts with in-scope URLs cut, by rule.
 pub const CUT_HOSTS: &str = "polycrawl_cut_hosts";
@@ -51,50 +62,121 @@ pub const CUT_HOSTS: &str = "polycrawl_cut_hosts";
 pub const UPTIME: &str = "polycrawl_uptime_seconds";
 
 /// The `Content-Type` of the answer.
-pub const CONTENT_TYPE: &str = "text/plain; version=0.0.4; charset=utf-8";
+pub const CONTENT_TYPE: &str = "application/openmetrics-text; version=1.0.0; charset=utf-8";
 
-/// One metric family: its header and samples.
-fn family(out: &mut String, name: &str, kind: &str, help: &str, samples: &[(&str, &str, f64)]) {
-    let _ = writeln!(out, "# HELP {name} {help}");
-    let _ = writeln!(out, "# TYPE {name} {kind}");
-    for (label, value, v) in samples {
-        if label.is_empty() {
-            let _ = writeln!(out, "{name} {v}");
-        } else {
-            let _ = writeln!(out, "{name}{{{label}=\"{value}\"}} {v}");
-        }
-    }
-}
+/// One label: its name and value.
+type Labels = Vec<(&'static str, String)>;
+/// A gauge holding a float (speeds, seconds); counts use `Gauge<i64>`.
+type FloatGauge = Gauge<f64, AtomicU64>;
 
-fn reasons(counts: &[ReasonCount]) -> Vec<(&'static str, &'static str, f64)> {
-    counts
-        .iter()
-        .map(|c| ("reason", c.reason.as_str(), c.count as f64))
-        .collect()
-}
-
-/// One sample without labels.
-fn one(v: f64) -> [(&'static str, &'static str, f64); 1] {
-    [("", "", v)]
-}
-
-/// The snapshot as Prometheus text: the crawl's totals, then what is going on now.
-pub fn render(s: &StatusSnapshot) -> String {
+/// The snapshot as OpenMetrics text: the crawl's totals, then what is going on now.
+///
+/// # Errors
+/// Only if the encoder refuses a name or label it was given (never for the fixed
+/// names and values here; writing to a `String` cannot fail).
+pub fn render(s: &StatusSnapshot) -> Result<String, std::fmt::Error> {
+    let mut registry = Registry::default();
+    totals(&mut registry, s);
+    responses(&mut registry, s);
+    speed(&mut registry, s);
+    work(&mut registry, s);
+    hosts(&mut registry, s);
+    cuts(&mut registry, s);
+    process(&mut registry, s);
     let mut out = String::with_capacity(4096);
-    totals(&mut out, s);
-    responses(&mut out, s);
-    speed(&mut out, s);
-    work(&mut out, s);
-    hosts(&mut out, s);
-    cuts(&mut out, s);
-    process(&mut out, s);
-    out
+    encode(&mut out, &registry)?;
+    Ok(out)
+}
+
+/// A counter without labels.
+fn counter(registry: &mut Registry, name: &str, help: &str, v: u64) {
+    let c = Counter::<u64>::default();
+    c.inc_by(v);
+    registry.register(name, help, c);
+}
+
+/// A gauge without labels.
+fn gauge(registry: &mut Registry, name: &str, help: &str, v: f64) {
+    let g = FloatGauge::default();
+    g.set(v);
+    registry.register(name, help, g);
+}
+
+/// A counter family: one sample per `(label, value)`.
+fn counters<'a>(
+    registry: &mut Registry,
+    name: &str,
+    help: &str,
+    label: &'static str,
+    samples: impl IntoIterator<Item = (&'a str, u64)>,
+) {
+    let family = Family::<Labels, Counter<u64>>::default();
+    for (value, n) in samples {
+        family
+            .get_or_create(&vec![(label, value.to_owned())])
+            .inc_by(n);
+    }
+    registry.register(name, help, family);
+}
+
+/// A gauge without labels holding a count.
+fn count(registry: &mut Registry, name: &str, help: &str, v: u64) {
+    let g = Gauge::<i64>::default();
+    g.set(i64::try_from(v).unwrap_or(i64::MAX));
+    registry.register(name, help, g);
+}
+
+/// A gauge family of counts: one sample per `(label, value)`.
+fn counts<'a>(
+    registry: &mut Registry,
+    name: &str,
+    help: &str,
+    label: &'static str,
+    samples: impl IntoIterator<Item = (&'a str, u64)>,
+) {
+    let family = Family::<Labels, Gauge<i64>>::default();
+    for (value, n) in samples {
+        family
+            .get_or_create(&vec![(label, value.to_owned())])
+            .set(i64::try_from(n).unwrap_or(i64::MAX));
+    }
+    registry.register(name, help, family);
+}
+
+/// A gauge family: one sample per `(label, value)`.
+fn gauges<'a>(
+    registry: &mut Registry,
+    name: &str,
+    help: &str,
+    label: &'static str,
+    samples: impl IntoIterator<Item = (&'a str, f64)>,
+) {
+    let family = Family::<Labels, FloatGauge>::default();
+    for (value, v) in samples {
+        family
+            .get_or_create(&vec![(label, value.to_owned())])
+            .set(v);
+    }
+    registry.register(name, help, family);
+}
+
+/// Every reason with its count, zero where none: a series exists from the first
+/// scrape, so `rate()` and alerts see the first error too.
+fn reasons(counts: &[ReasonCount]) -> impl Iterator<Item = (&'static str, u64)> + '_ {
+    OutcomeReason::ALL.into_iter().map(|reason| {
+        let n = counts
+            .iter()
+            .filter(|c| c.reason == reason)
+            .map(|c| c.count)
+            .sum();
+        (reason.as_str(), n)
+    })
 }
 
 /// URLs and hosts in scope cut, by rule, summed over the applications (the
 /// admin page's "Cut in scope"; a crawl with any is incomplete).
-fn cuts(out: &mut String, s: &StatusSnapshot) {
-    let mut by_rule: std::collections::BTreeMap<&str, (u64, u64)> = Default::default();
+fn cuts(registry: &mut Registry, s: &StatusSnapshot) {
+    let mut by_rule: BTreeMap<&str, (u64, u64)> = BTreeMap::new();
     for app in s.components.iter().filter_map(|c| c.state.app.as_ref()) {
         for cut in &app.cuts {
             let sum = by_rule.entry(cut.rule.as_str()).or_default();
@@ -102,183 +184,174 @@ fn cuts(out: &mut String, s: &StatusSnapshot) {
             sum.1 += cut.hosts;
         }
     }
-    let urls: Vec<(&str, &str, f64)> = by_rule
-        .iter()
-        .map(|(rule, (n, _))| ("rule", *rule, *n as f64))
-        .collect();
-    let hosts: Vec<(&str, &str, f64)> = by_rule
-        .iter()
-        .map(|(rule, (_, n))| ("rule", *rule, *n as f64))
-        .collect();
-    family(
-        out,
+    counts(
+        registry,
         CUT_URLS,
-        "gauge",
-        "URLs in the crawl's scope cut and not requested, by rule.",
-        &urls,
+        "URLs in the crawl's scope cut and not requested, by rule",
+        "rule",
+        by_rule.iter().map(|(rule, (n, _))| (*rule, *n)),
     );
-    family(
-        out,
+    counts(
+        registry,
         CUT_HOSTS,
-        "gauge",
-        "Hosts with URLs in scope cut, by rule (summed over applications).",
-        &hosts,
+        "Hosts with URLs in scope cut, by rule (summed over applications)",
+        "rule",
+        by_rule.iter().map(|(rule, (_, n))| (*rule, *n)),
     );
 }
 
 /// The persistent totals: pages, fetches, bytes and robots.txt verdicts.
-fn totals(out: &mut String, s: &StatusSnapshot) {
-    let counters = [
-        (PAGES, "Pages stored over the crawl.", s.pages_total),
-        (
-            REQUESTS,
-            "Fetches answered or failed over the crawl.",
-            s.requests_total,
-        ),
-        (
-            BYTES,
-            "Response bytes received over the crawl.",
-            s.bytes_total,
-        ),
-        (
-            ROBOTS,
-            "robots.txt verdicts obtained over the crawl.",
-            s.robots_fetched,
-        ),
-    ];
-    for (name, help, v) in counters {
-        family(out, name, "counter", help, &one(v as f64));
-    }
+fn totals(registry: &mut Registry, s: &StatusSnapshot) {
+    counter(
+        registry,
+        PAGES,
+        "Pages stored over the crawl",
+        s.pages_total,
+    );
+    counter(
+        registry,
+        REQUESTS,
+        "Fetches answered or failed over the crawl",
+        s.requests_total,
+    );
+    counter(
+        registry,
+        BYTES,
+        "Response bytes received over the crawl",
+        s.bytes_total,
+    );
+    counter(
+        registry,
+        ROBOTS,
+        "robots.txt verdicts obtained over the crawl",
+        s.robots_fetched,
+    );
 }
 
 /// How fetches ended: page responses by status class, fetch errors and outcomes by
 /// reason.
-fn responses(out: &mut String, s: &StatusSnapshot) {
+fn responses(registry: &mut Registry, s: &StatusSnapshot) {
     let mut classes = [0u64; 6];
     for c in &s.http_status {
         let class = usize::from(c.code / 100);
         classes[if (1..=5).contains(&class) { class } else { 0 }] += c.count;
     }
     let names = ["other", "1xx", "2xx", "3xx", "4xx", "5xx"];
-    let by_class: Vec<_> = (1..6)
-        .chain([0])
-        .map(|i| ("class", names[i], classes[i] as f64))
-        .collect();
-    family(
-        out,
+    counters(
+        registry,
         RESPONSES,
-        "counter",
-        "Page responses over the crawl by status class.",
-        &by_class,
+        "Page responses over the crawl by status class",
+        "class",
+        (1..6).chain([0]).map(|i| (names[i], classes[i])),
     );
-    family(
-        out,
+    counters(
+        registry,
         FETCH_ERRORS,
-        "counter",
-        "Fetch attempts without a response over the crawl.",
-        &reasons(&s.fetch_errors),
+        "Fetch attempts without a response over the crawl",
+        "reason",
+        reasons(&s.fetch_errors),
     );
-    family(
-        out,
+    counters(
+        registry,
         OUTCOMES,
-        "counter",
-        "URLs ended without a page over the crawl.",
-        &reasons(&s.outcomes),
+        "URLs ended without a page over the crawl",
+        "reason",
+        reasons(&s.outcomes),
     );
 }
 
 /// The speed over three windows and the target in force.
-fn speed(out: &mut String, s: &StatusSnapshot) {
-    let speed = [
-        ("window", "now", f64::from(s.pages_per_sec_now)),
-        ("window", "minute", f64::from(s.pages_per_sec)),
-        ("window", "hour", f64::from(s.pages_per_sec_hour)),
-    ];
-    family(out, SPEED, "gauge", "Pages stored per second.", &speed);
-    family(
-        out,
+fn speed(registry: &mut Registry, s: &StatusSnapshot) {
+    gauges(
+        registry,
+        SPEED,
+        "Pages stored per second",
+        "window",
+        [
+            ("now", f64::from(s.pages_per_sec_now)),
+            ("minute", f64::from(s.pages_per_sec)),
+            ("hour", f64::from(s.pages_per_sec_hour)),
+        ],
+    );
+    gauge(
+        registry,
         TARGET,
-        "gauge",
-        "The speed target in force.",
-        &one(f64::from(s.target_pages_per_sec)),
+        "The speed target in force",
+        f64::from(s.target_pages_per_sec),
     );
 }
 
 /// The work waiting and under way: queued URLs, jobs out, names to resolve,
 /// request files to load.
-fn work(out: &mut String, s: &StatusSnapshot) {
-    let gauges = [
+fn work(registry: &mut Registry, s: &StatusSnapshot) {
+    let figures = [
         (
             QUEUED_URLS,
-            "URLs in host queues, in flight included.",
+            "URLs in host queues, in flight included",
             s.queued_urls,
         ),
-        (IN_FLIGHT, "Fetch jobs out at downloaders.", s.in_flight),
+        (IN_FLIGHT, "Fetch jobs out at downloaders", s.in_flight),
         (
             DNS_PENDING,
-            "Host names waiting for a resolver.",
+            "Host names waiting for a resolver",
             s.dns_pending,
         ),
         (
             REQUEST_FILES_PENDING,
-            "Request files not completely loaded.",
+            "Request files not completely loaded",
             s.request_files_pending,
         ),
     ];
-    for (name, help, v) in gauges {
-        family(out, name, "gauge", help, &one(v as f64));
+    for (name, help, v) in figures {
+        count(registry, name, help, v);
     }
 }
 
 /// Hosts in memory by state.
-fn hosts(out: &mut String, s: &StatusSnapshot) {
+fn hosts(registry: &mut Registry, s: &StatusSnapshot) {
     let h = &s.hosts;
-    let hosts = [
-        ("state", "resolving", h.resolving as f64),
-        ("state", "robots", h.robots as f64),
-        ("state", "ready", h.ready as f64),
-        ("state", "parked", h.parked as f64),
-        ("state", "fetching", h.fetching as f64),
-        ("state", "waiting", h.waiting as f64),
-        ("state", "backed_off", h.backed_off as f64),
-        ("state", "dead", h.dead as f64),
-    ];
-    family(
-        out,
+    counts(
+        registry,
         HOSTS,
-        "gauge",
-        "Hosts by state (dead: over the crawl).",
-        &hosts,
+        "Hosts by state (dead: over the crawl)",
+        "state",
+        [
+            ("resolving", h.resolving),
+            ("robots", h.robots),
+            ("ready", h.ready),
+            ("parked", h.parked),
+            ("fetching", h.fetching),
+            ("waiting", h.waiting),
+            ("backed_off", h.backed_off),
+            ("dead", h.dead),
+        ],
     );
 }
 
 /// The manager itself: components connected and uptime.
-fn process(out: &mut String, s: &StatusSnapshot) {
-    family(
-        out,
+fn process(registry: &mut Registry, s: &StatusSnapshot) {
+    count(
+        registry,
         COMPONENTS,
-        "gauge",
-        "Components connected.",
-        &one(s.components.len() as f64),
+        "Components connected",
+        s.components.len() as u64,
     );
-    family(
-        out,
+    gauge(
+        registry,
         UPTIME,
-        "gauge",
-        "Seconds since the manager started.",
-        &one(s.uptime_ms as f64 / 1000.0),
+        "Seconds since the manager started",
+        s.uptime_ms as f64 / 1000.0,
     );
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
-    use spool::OutcomeReason;
     use spool::protocol::StatusCount;
 
     #[test]
     fn families_have_help_type_and_samples() {
-        let text = render(&snapshot());
+        let text = render(&snapshot()).expect("encoded");
         for name in [PAGES, BYTES, RESPONSES, SPEED, QUEUED_URLS, HOSTS, OUTCOMES] {
             assert!(text.contains(&format!("# TYPE {name} ")), "{name}\n{text}");
         }
@@ -323,13 +396,19 @@ mod tests {
                 DNS_PENDING,
                 REQUEST_FILES_PENDING,
                 HOSTS,
-                CUT_URLS,
-                CUT_HOSTS,
                 COMPONENTS,
                 UPTIME
             ]
         );
-        assert!(text.contains("# HELP polycrawl_received_bytes_total Response bytes received over the crawl.\n# TYPE polycrawl_received_bytes_total counter\npolycrawl_received_bytes_total 1000\n"), "{text}");
+        assert!(text.contains("# HELP polycrawl_received_bytes Response bytes received over the crawl.\n# TYPE polycrawl_received_bytes counter\npolycrawl_received_bytes_total 1000\n"), "{text}");
+        assert!(text.ends_with("\n# EOF\n"), "{text}");
+        assert!(
+            text.contains(&format!(
+                "polycrawl_outcomes_total{{reason=\"{}\"}} 4\n",
+                OutcomeReason::RobotsExcluded.as_str()
+            )),
+            "{text}"
+        );
         assert!(
             text.contains("polycrawl_jobs_in_flight 1\n")
                 && text.contains("polycrawl_uptime_seconds 1.5\n"),
@@ -358,7 +437,7 @@ mod tests {
             app(vec![("depth", 3, 1), ("host_ceiling", 10, 2)]),
             app(vec![("depth", 4, 2)]),
         ];
-        let text = render(&s);
+        let text = render(&s).expect("encoded");
         assert!(
             text.contains("polycrawl_cut_urls{rule=\"depth\"} 7\n"),
             "{text}"
@@ -402,6 +481,10 @@ mod tests {
         s.fetch_errors = vec![ReasonCount {
             reason: OutcomeReason::Timeout,
             count: 3,
+        }];
+        s.outcomes = vec![ReasonCount {
+            reason: OutcomeReason::RobotsExcluded,
+            count: 4,
         }];
         s
     }

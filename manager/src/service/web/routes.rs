@@ -7,7 +7,7 @@
 //! |---|---|---|
 //! | `GET /` (and `/index.html`) | the page | no |
 //! | `GET /api/stats` | [`AdminCommand::Status`] | no |
-//! | `GET /metrics` | [`AdminCommand::Status`], as Prometheus text (`prometheus`) | no |
+//! | `GET /metrics` | [`AdminCommand::Status`], as OpenMetrics text (`prometheus`) | no |
 //! | `GET /api/blacklist` | [`AdminCommand::Blacklist`] | no |
 //! | `POST /api/blacklist` `{"entry": E}` | [`AdminCommand::BlacklistAdd`] | yes |
 //! | `DELETE /api/blacklist` `{"entry": E}` | [`AdminCommand::BlacklistRemove`] | yes |
@@ -148,11 +148,14 @@ async fn stats(State(admin): State<Admin>) -> Response {
 
 async fn metrics(State(admin): State<Admin>) -> Response {
     match admin.asker.ask(AdminCommand::Status, ASK_TIMEOUT).await {
-        Ok(AdminReply::Status(snapshot)) => (
-            [(header::CONTENT_TYPE, prometheus::CONTENT_TYPE)],
-            prometheus::render(&snapshot),
-        )
-            .into_response(),
+        Ok(AdminReply::Status(snapshot)) => match prometheus::render(&snapshot) {
+            Ok(text) => ([(header::CONTENT_TYPE, prometheus::CONTENT_TYPE)], text).into_response(),
+            Err(e) => (
+                StatusCode::INTERNAL_SERVER_ERROR,
+                format!("metrics could not be encoded: {e}\n"),
+            )
+                .into_response(),
+        },
         Ok(other) => reply::answer(&AdminCommand::Status, other),
         Err(_busy) => Refusal::busy().into_response(),
     }
