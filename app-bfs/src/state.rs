@@ -41,6 +41,12 @@ pub struct Progress {
     /// Links cut by each trap detector but `redirect_hops` (that is
     /// `redirects_cut`), by the detector's name (see `traps`).
     pub trap_cuts: BTreeMap<String, u64>,
+    /// Pages whose links were not followed because of their robots directives
+    /// (`X-Robots-Tag` or meta robots `nofollow`, `none`).
+    pub robots_nofollow: u64,
+    /// Pages whose body was kept out of the repository because of their robots
+    /// directives (`noarchive`): a metadata record stands for each.
+    pub robots_withheld: u64,
     /// Parts (see [`crate::exchange`]): counters kept across restarts.
     pub parts: PartCounters,
 }
@@ -127,6 +133,8 @@ impl Progress {
                 "revisits_not_modified" => p.revisits_not_modified = n,
                 "budget_cut" => p.budget_cut = n,
                 "redirects_cut" => p.redirects_cut = n,
+                "robots_nofollow" => p.robots_nofollow = n,
+                "robots_withheld" => p.robots_withheld = n,
                 "parts.sent_files" => p.parts.sent_files = n,
                 "parts.sent_urls" => p.parts.sent_urls = n,
                 "parts.applied_files" => p.parts.applied_files = n,
@@ -172,7 +180,7 @@ impl Progress {
             "last_published={}\nseeds_done={}\nurls_requested={}\npages_stored={}\n\
              pages_read={}\nbatches_unread={}\n\
              revisits_identical={}\nrevisits_not_modified={}\n\
-             budget_cut={}\nredirects_cut={}\n",
+             budget_cut={}\nredirects_cut={}\nrobots_nofollow={}\nrobots_withheld={}\n",
             self.last_published,
             u8::from(self.seeds_done),
             self.urls_requested,
@@ -182,7 +190,9 @@ impl Progress {
             self.revisits_identical,
             self.revisits_not_modified,
             self.budget_cut,
-            self.redirects_cut
+            self.redirects_cut,
+            self.robots_nofollow,
+            self.robots_withheld
         );
         let c = &self.parts;
         text.push_str(&format!(

@@ -27,6 +27,10 @@ pub struct Summary {
     pub outcomes: BTreeMap<String, u64>,
     /// Page batches quarantined in this run.
     pub batches_quarantined: u64,
+    /// Pages whose links robots directives kept from being followed.
+    pub robots_nofollow: u64,
+    /// Pages whose body robots directives kept out of the repository.
+    pub robots_withheld: u64,
     /// Distinct URLs in the seen set.
     pub seen_keys: u64,
     /// What the crawl did not request: its scope, the cuts by rule, the budgets.
@@ -180,6 +184,13 @@ impl fmt::Display for Summary {
             ", {} URLs seen, {} batches quarantined",
             self.seen_keys, self.batches_quarantined
         )?;
+        if self.robots_nofollow + self.robots_withheld > 0 {
+            write!(
+                f,
+                ", robots directives: {} pages' links not followed, {} pages not stored",
+                self.robots_nofollow, self.robots_withheld
+            )?;
+        }
         self.cut.write_counts(f)?;
         if !self.given_up.is_empty() {
             write!(f, ", {}", self.given_up)?;

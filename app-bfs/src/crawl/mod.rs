@@ -143,6 +143,7 @@ impl Crawl {
         seen.wake_on_merge(move || merged.wake());
         let canon = config.canon();
         let (body_cap, sitemaps) = (config.max_body_bytes, config.sitemaps);
+        let robots = config.robots_switches();
         let templates = config.trap_rules().needs_templates();
         let read_ahead = ReadAhead::spawn(
             config.readers(),
@@ -150,6 +151,7 @@ impl Crawl {
                 BatchReader::new(canon.clone(), body_cap)
                     .with_sitemaps(sitemaps)
                     .with_templates(templates)
+                    .with_robots(robots)
             },
             discovery.waker(),
         )?;
@@ -594,6 +596,8 @@ impl Crawl {
             revisits_not_modified: progress.revisits_not_modified,
             outcomes: progress.outcomes.clone(),
             batches_quarantined: self.intake.quarantined(),
+            robots_nofollow: progress.robots_nofollow,
+            robots_withheld: progress.robots_withheld,
             seen_keys: self.seen.len(),
             cut: CutSummary {
                 scope: self.admission.scope_text(),
