@@ -41,12 +41,6 @@ pub struct Progress {
     /// Links cut by each trap detector but `redirect_hops` (that is
     /// `redirects_cut`), by the detector's name (see `traps`).
     pub trap_cuts: BTreeMap<String, u64>,
-    /// Pages whose links were not followed because of their robots directives
-    /// (`X-Robots-Tag` or meta robots `nofollow`, `none`).
-    pub robots_nofollow: u64,
-    /// Pages whose body was kept out of the repository because of their robots
-    /// directives (`noarchive`): a metadata record stands for each.
-    pub robots_withheld: u64,
     /// Parts (see [`crate::exchange`]): counters kept across restarts.
     pub parts: PartCounters,
 }
@@ -61,6 +55,12 @@ pub struct ReadCounts {
     /// Page batches quarantined before they could be read: their pages are not in
     /// `pages`, so the count of what ended cannot be held to them.
     pub batches_unread: u64,
+    /// Of `pages`, those whose links were not followed because of their robots
+    /// directives (`X-Robots-Tag` or meta robots `nofollow`, `none`).
+    pub robots_nofollow: u64,
+    /// Of `pages`, those whose body was kept out of the repository because of
+    /// their robots directives (`noarchive`): a metadata record stands for each.
+    pub robots_withheld: u64,
 }
 
 /// The inter-part counters of one part (statistics: they feed the metrics, never a
@@ -133,8 +133,8 @@ impl Progress {
                 "revisits_not_modified" => p.revisits_not_modified = n,
                 "budget_cut" => p.budget_cut = n,
                 "redirects_cut" => p.redirects_cut = n,
-                "robots_nofollow" => p.robots_nofollow = n,
-                "robots_withheld" => p.robots_withheld = n,
+                "robots_nofollow" => p.read.robots_nofollow = n,
+                "robots_withheld" => p.read.robots_withheld = n,
                 "parts.sent_files" => p.parts.sent_files = n,
                 "parts.sent_urls" => p.parts.sent_urls = n,
                 "parts.applied_files" => p.parts.applied_files = n,
@@ -191,8 +191,8 @@ impl Progress {
             self.revisits_not_modified,
             self.budget_cut,
             self.redirects_cut,
-            self.robots_nofollow,
-            self.robots_withheld
+            self.read.robots_nofollow,
+            self.read.robots_withheld
         );
         let c = &self.parts;
         text.push_str(&format!(
@@ -288,6 +288,8 @@ mod tests {
             read: ReadCounts {
                 pages: 6,
                 batches_unread: 1,
+                robots_nofollow: 2,
+                robots_withheld: 1,
             },
             parts: PartCounters {
                 sent_urls: 3,

@@ -241,7 +241,7 @@ impl Page<'_> {
             push(out, NOFOLLOW_METAS[r.below(3) as usize]);
         }
         if let Some(tag) = links.robots {
-            push(out, tag.meta());
+            push(out, tag.meta);
         }
         if !web.params.simple {
             self.traps(

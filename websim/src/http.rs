@@ -506,7 +506,7 @@ fn fill_body(server: &Server, b: &mut Buffers, head: &Head, reply: Reply) -> Ans
                 answer.status = 304;
             } else {
                 let charset = render_page(web, host, page, &mut b.body, &mut b.scratch);
-                answer.robots = web.robots_tag(host, page).map_or("", |t| t.header());
+                answer.robots = web.robots_tag(host, page).map_or("", |t| t.header);
                 if server.revision.changed(web, host, page) {
                     mark_changed(&mut b.body, server.revision.number);
                 }

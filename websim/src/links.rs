@@ -82,7 +82,7 @@ pub struct PageLinks {
     /// `<meta name="robots" content="nofollow">`.
     pub nofollow: bool,
     /// Robots directives of `--robots-tags` ([`super::robots_tags`]).
-    pub robots: Option<RobotsTag>,
+    pub robots: Option<&'static RobotsTag>,
     /// A `<frameset>` page: every followable link is a `<frame src>`.
     pub frameset: bool,
 }
@@ -192,7 +192,7 @@ impl Web {
             follow.push(t);
         }
         let robots = self.robots_tag(h, page);
-        if nofollow || robots.is_some_and(RobotsTag::nofollow) {
+        if nofollow || robots.is_some_and(|t| t.nofollow) {
             follow.push(Target::Hidden { host: h, key: page });
         }
         follow.extend(self.stuck_links(h, page));
@@ -216,9 +216,9 @@ impl Web {
     }
 
     /// The robots directives page `page` of host `h` carries (`--robots-tags`).
-    pub fn robots_tag(&self, h: u32, page: u32) -> Option<RobotsTag> {
+    pub fn robots_tag(&self, h: u32, page: u32) -> Option<&'static RobotsTag> {
         let on = self.params.robots_tags && !self.params.plain;
-        RobotsTag::of(on, self.params.seed, h, page)
+        super::robots_tags::of(on, self.params.seed, h, page)
     }
 
     /// The links every page of its kind has: its parent and children in its

@@ -305,7 +305,7 @@ impl Graph for WebGraph<'_> {
             Target::Page { host, page } => {
                 let links = web.page_links(host, page);
                 let mut seen: Vec<Target> = links.traps.iter().map(|(_, t)| *t).collect();
-                let follow = if links.nofollow || links.robots.is_some_and(|t| t.nofollow()) {
+                let follow = if links.nofollow || links.robots.is_some_and(|t| t.nofollow) {
                     seen.extend(links.follow);
                     Vec::new()
                 } else {

@@ -249,39 +249,7 @@ pub fn write_all(web: &Web, revision: &Revision, paths: &OutPaths) -> io::Result
         f.flush()?;
     }
     if web.params.robots_tags && !web.params.plain {
-        let mut f = create(&paths.robots_tags)?;
-        writeln!(f, "#url\ttag\tnofollow\tnoarchive\thidden")?;
-        for row in &crawl.fetched {
-            let Target::Page { host, page } = row.node else {
-                continue;
-            };
-            if row.status != 200 {
-                continue;
-            }
-            let tag = web.robots_tag(host, page);
-            let meta_nofollow = web.page_links(host, page).nofollow;
-            let name = match (meta_nofollow, tag) {
-                (false, None) => continue,
-                (false, Some(t)) => t.name().to_owned(),
-                (true, None) => "meta_nofollow".to_owned(),
-                (true, Some(t)) => format!("meta_nofollow+{}", t.name()),
-            };
-            let nofollow = meta_nofollow || tag.is_some_and(|t| t.nofollow());
-            let noarchive = tag.is_some_and(|t| t.noarchive());
-            let hidden = if nofollow {
-                url(&Target::Hidden { host, key: page })
-            } else {
-                "-".to_owned()
-            };
-            writeln!(
-                f,
-                "{}\t{name}\t{}\t{}\t{hidden}",
-                url(&row.node),
-                u8::from(nofollow),
-                u8::from(noarchive)
-            )?;
-        }
-        f.flush()?;
+        write_robots_tags(web, &crawl.fetched, &mut url, &paths.robots_tags)?;
     }
     if web.orphans() > 0 {
         let no_fix = super::orphans::no_fix_walk(&graph, &seeds);
@@ -302,6 +270,49 @@ pub fn write_all(web: &Web, revision: &Revision, paths: &OutPaths) -> io::Result
         outcomes: crawl.outcomes.len(),
         never: never.len(),
     })
+}
+
+/// Writes `robots-tags.tsv` (see the module docs) for the manifest rows `fetched`.
+fn write_robots_tags(
+    web: &Web,
+    fetched: &[super::manifest::Fetched<Target>],
+    url: &mut impl FnMut(&Target) -> String,
+    path: &Path,
+) -> io::Result<()> {
+    let mut f = create(path)?;
+    writeln!(f, "#url\ttag\tnofollow\tnoarchive\thidden")?;
+    for row in fetched {
+        let Target::Page { host, page } = row.node else {
+            continue;
+        };
+        if row.status != 200 {
+            continue;
+        }
+        let tag = web.robots_tag(host, page);
+        let meta_nofollow = web.page_links(host, page).nofollow;
+        let name = match (meta_nofollow, tag) {
+            (false, None) => continue,
+            (false, Some(t)) => t.name.to_owned(),
+            (true, None) => "meta_nofollow".to_owned(),
+            (true, Some(t)) => format!("meta_nofollow+{}", t.name),
+        };
+        let nofollow = meta_nofollow || tag.is_some_and(|t| t.nofollow);
+        let noarchive = tag.is_some_and(|t| t.noarchive);
+        let hidden = if nofollow {
+            url(&Target::Hidden { host, key: page })
+        } else {
+            "-".to_owned()
+        };
+        writeln!(
+            f,
+            "{}\t{name}\t{}\t{}\t{hidden}",
+            url(&row.node),
+            u8::from(nofollow),
+            u8::from(noarchive)
+        )?;
+    }
+    f.flush()?;
+    Ok(())
 }
 
 fn create(path: &Path) -> io::Result<BufWriter<File>> {

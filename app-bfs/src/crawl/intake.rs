@@ -313,7 +313,7 @@ impl Crawl {
         let mut withheld = BTreeMap::new();
         for page in pages {
             if page.robots.nofollow {
-                self.ledger.progress.robots_nofollow += 1;
+                self.ledger.progress.read.robots_nofollow += 1;
             }
             if page.robots.withholds() {
                 if let Some(id) = &page.record_id {
@@ -541,7 +541,7 @@ impl Crawl {
                     .wait
                     .run(&mut (), |_| Ok(storage::withhold(&path, &withheld)?))
                 {
-                    Ok(n) => self.ledger.progress.robots_withheld += n,
+                    Ok(n) => self.ledger.progress.read.robots_withheld += n,
                     Err(AppError::Storage(e)) if e.is_batch_fault() => {
                         warn!(batch = %claimed.name(), error = %e, "app: batch unreadable while withholding pages, quarantined");
                         claimed.quarantine(&e.to_string())?;

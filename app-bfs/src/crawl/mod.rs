@@ -36,7 +36,7 @@ use self::ledger::Ledger;
 use crate::exchange::{Foreign, Parts};
 use crate::pace::Pace;
 use crate::read_ahead::ReadAhead;
-use crate::summary::{CutSummary, Summary};
+use crate::summary::{CutSummary, PageCounts, Summary};
 use crate::unshuffle::{key_domain, key_host, unshuffle};
 use app_core::CrashHook;
 use app_core::End;
@@ -591,13 +591,15 @@ impl Crawl {
             app: self.config.app.clone(),
             end,
             urls_requested: progress.urls_requested,
-            pages_stored: progress.pages_stored,
-            revisits_identical: progress.revisits_identical,
-            revisits_not_modified: progress.revisits_not_modified,
+            pages: PageCounts {
+                stored: progress.pages_stored,
+                revisits_identical: progress.revisits_identical,
+                revisits_not_modified: progress.revisits_not_modified,
+                robots_nofollow: progress.read.robots_nofollow,
+                robots_withheld: progress.read.robots_withheld,
+            },
             outcomes: progress.outcomes.clone(),
             batches_quarantined: self.intake.quarantined(),
-            robots_nofollow: progress.robots_nofollow,
-            robots_withheld: progress.robots_withheld,
             seen_keys: self.seen.len(),
             cut: CutSummary {
                 scope: self.admission.scope_text(),
