@@ -97,7 +97,7 @@ use spool::Spool;
 use tokio::sync::{mpsc, watch};
 use tokio_util::sync::CancellationToken;
 
-pub use summary::{CutSummary, Summary};
+pub use summary::{CutSummary, PageCounts, Summary};
 
 /// Runs the application until the crawl is complete, `shutdown` is cancelled (after
 /// a checkpoint), or the manager refuses it. `seeds` add to `config.seeds_file`.

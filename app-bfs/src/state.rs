@@ -68,6 +68,12 @@ pub struct ReadCounts {
     /// Page batches quarantined before they could be read: their pages are not in
     /// `pages`, so the count of what ended cannot be held to them.
     pub batches_unread: u64,
+    /// Of `pages`, those whose links were not followed because of their robots
+    /// directives (`X-Robots-Tag` or meta robots `nofollow`, `none`).
+    pub robots_nofollow: u64,
+    /// Of `pages`, those whose body was kept out of the repository because of
+    /// their robots directives (`noarchive`): a metadata record stands for each.
+    pub robots_withheld: u64,
 }
 
 /// The inter-part counters of one part (statistics: they feed the metrics, never a
@@ -140,6 +146,8 @@ impl Progress {
                 "revisits_not_modified" => p.stored.revisits_not_modified = n,
                 "budget_cut" => p.budget_cut = n,
                 "redirects_cut" => p.redirects_cut = n,
+                "robots_nofollow" => p.read.robots_nofollow = n,
+                "robots_withheld" => p.read.robots_withheld = n,
                 "parts.sent_files" => p.parts.sent_files = n,
                 "parts.sent_urls" => p.parts.sent_urls = n,
                 "parts.applied_files" => p.parts.applied_files = n,
@@ -189,7 +197,7 @@ impl Progress {
             "last_published={}\nseeds_done={}\nurls_requested={}\npages_stored={}\n\
              pages_read={}\nbatches_unread={}\n\
              revisits_identical={}\nrevisits_not_modified={}\n\
-             budget_cut={}\nredirects_cut={}\n",
+             budget_cut={}\nredirects_cut={}\nrobots_nofollow={}\nrobots_withheld={}\n",
             self.last_published,
             u8::from(self.seeds_done),
             self.urls_requested,
@@ -199,7 +207,9 @@ impl Progress {
             self.stored.revisits_identical,
             self.stored.revisits_not_modified,
             self.budget_cut,
-            self.redirects_cut
+            self.redirects_cut,
+            self.read.robots_nofollow,
+            self.read.robots_withheld
         );
         let c = &self.parts;
         text.push_str(&format!(
@@ -302,6 +312,8 @@ mod tests {
             read: ReadCounts {
                 pages: 6,
                 batches_unread: 1,
+                robots_nofollow: 2,
+                robots_withheld: 1,
             },
             parts: PartCounters {
                 sent_urls: 3,

@@ -17,10 +17,8 @@ pub struct Summary {
     pub end: End,
     /// URLs written into request files over the crawl.
     pub urls_requested: u64,
-    /// Response records stored in the repository over the crawl.
-    pub pages_stored: u64,
-    /// Of those, the revisits, and their payload bytes.
-    pub stored: crate::state::StoredCounts,
+    /// What became of the pages: stored, as what, and kept out.
+    pub pages: PageCounts,
     /// The crawl log is on (`crawl_log`): the payload bytes are counted (what the
     /// hosts report's bytes add up to), and the line says them.
     pub crawl_log: bool,
@@ -37,6 +35,24 @@ pub struct Summary {
     pub given_up: crate::given_up::GivenUp,
     /// In a split crawl: this part, the number of parts, the mode and the counters.
     pub part: Option<PartLine>,
+}
+
+/// What became of a crawl's pages, in its summary.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub struct PageCounts {
+    /// Response records stored in the repository over the crawl.
+    pub stored: u64,
+    /// Of those, duplicates stored as identical-payload-digest revisits.
+    pub revisits_identical: u64,
+    /// Of those, 304s stored as server-not-modified revisits (a recrawl).
+    pub revisits_not_modified: u64,
+    /// Payload bytes (after the HTTP head) of the records stored, counted while
+    /// the crawl log is on.
+    pub payload_bytes: u64,
+    /// Pages whose links robots directives kept from being followed.
+    pub robots_nofollow: u64,
+    /// Pages whose body robots directives kept out of the repository.
+    pub robots_withheld: u64,
 }
 
 /// What a crawl did not request, in its summary.
@@ -150,13 +166,14 @@ pub struct PartLine {
 impl fmt::Display for Summary {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         let outcomes: u64 = self.outcomes.values().sum();
+        let p = &self.pages;
         write!(
             f,
             "app {}: {}: {} URLs requested, {} pages stored, {} outcomes",
             self.app,
             self.verdict(),
             self.urls_requested,
-            self.pages_stored,
+            self.pages.stored,
             outcomes
         )?;
         if !self.outcomes.is_empty() {
@@ -171,19 +188,26 @@ impl fmt::Display for Summary {
         write!(
             f,
             ", stored as {} responses, {} identical-payload revisits, {} not-modified revisits",
-            self.pages_stored
-                .saturating_sub(self.stored.revisits_identical + self.stored.revisits_not_modified),
-            self.stored.revisits_identical,
-            self.stored.revisits_not_modified
+            p.stored
+                .saturating_sub(p.revisits_identical + p.revisits_not_modified),
+            p.revisits_identical,
+            p.revisits_not_modified
         )?;
         if self.crawl_log {
-            write!(f, ", {} payload bytes", self.stored.payload_bytes)?;
+            write!(f, ", {} payload bytes", p.payload_bytes)?;
         }
         write!(
             f,
             ", {} URLs seen, {} batches quarantined",
             self.seen_keys, self.batches_quarantined
         )?;
+        if p.robots_nofollow + p.robots_withheld > 0 {
+            write!(
+                f,
+                ", robots directives: {} pages' links not followed, {} pages not stored",
+                p.robots_nofollow, p.robots_withheld
+            )?;
+        }
         self.cut.write_counts(f)?;
         if !self.given_up.is_empty() {
             write!(f, ", {}", self.given_up)?;

@@ -384,7 +384,7 @@ async fn page_batches_become_request_files_and_the_crawl_completes() {
     let (summary, rest) = finish(&d.spool, app).await;
     assert_eq!(summary.end, End::Complete);
     assert_eq!(summary.urls_requested, 7);
-    assert_eq!(summary.pages_stored, 4);
+    assert_eq!(summary.pages.stored, 4);
     assert!(rest.is_empty(), "no duplicates: {rest:?}");
     let pages = Spool::new(&d.spool)
         .pages(&AppId::new("bfs").unwrap())
@@ -447,7 +447,7 @@ async fn the_crawl_waits_for_pages_and_outcomes_that_show_late() {
     let (summary, rest) = finish(&d.spool, app).await;
     assert!(rest.is_empty(), "{rest:?}");
     assert_eq!(summary.end, End::Complete);
-    assert_eq!((summary.urls_requested, summary.pages_stored), (2, 1));
+    assert_eq!((summary.urls_requested, summary.pages.stored), (2, 1));
     assert_eq!(
         summary.outcomes.get("connect_failure"),
         Some(&1),
@@ -529,7 +529,7 @@ async fn a_crash_mid_publication_loses_nothing() {
             .unwrap()
             .is_some()
     );
-    assert_eq!(done.pages_stored, 1);
+    assert_eq!(done.pages.stored, 1);
 }
 
 /// Done-when 4 of the application issue: the request stream the app emits spreads

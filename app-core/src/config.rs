@@ -178,6 +178,16 @@ pub struct AppConfig {
     /// `mimetype-report.tsv`, `responsecode-report.tsv`, `seeds-report.tsv`) beside
     /// it (`docs/archive.md`). Default true.
     pub crawl_log: bool,
+    /// Obey the `X-Robots-Tag` response header fields (for every crawler or for
+    /// `polycrawl`): `nofollow` and `none` — the page's links are not followed;
+    /// `noarchive` — its body is kept out of the repository (its URL stays, as a
+    /// metadata record); `noindex` is about search indexes and changes nothing
+    /// (the page is stored, its links followed). Default true; archives that keep
+    /// everything turn it off.
+    pub obey_x_robots_tag: bool,
+    /// Obey `<meta name="robots">` and `<meta name="polycrawl">` in HTML pages, with
+    /// the same meaning as `obey_x_robots_tag`. Default true.
+    pub obey_meta_robots: bool,
     /// Page batches claimed at a time. Default 8.
     pub batches_per_claim: usize,
     /// Least time between two claims of page batches while the manager holds
@@ -352,6 +362,8 @@ impl Default for AppConfig {
             max_body_bytes: 8 << 20,
             sitemaps: true,
             crawl_log: true,
+            obey_x_robots_tag: true,
+            obey_meta_robots: true,
             batches_per_claim: 8,
             claim_interval_ms: 100,
             reader_threads: 0,
@@ -609,6 +621,16 @@ impl AppConfig {
 /// A setting that makes no sense, as the application's error.
 pub fn invalid(field: &'static str, reason: String) -> AppError {
     AppError::Config { field, reason }
+}
+
+impl AppConfig {
+    /// Which robots directives a page-batch reader obeys.
+    pub fn robots_switches(&self) -> pages::links::RobotsSwitches {
+        pages::links::RobotsSwitches {
+            x_robots_tag: self.obey_x_robots_tag,
+            meta_robots: self.obey_meta_robots,
+        }
+    }
 }
 
 impl From<&AppConfig> for LinkRules {

@@ -7,6 +7,7 @@
 //! covers it ([`Batches::store_saved`]): that order is the crash-safety argument
 //! of the [module docs](super).
 
+use std::collections::BTreeMap;
 use std::io::BufReader;
 use std::time::Duration;
 
@@ -33,7 +34,15 @@ pub(super) struct Stored {
     pub stored: u64,
     /// Batches and outcome files quarantined.
     pub quarantined: u64,
+    /// Pages whose links robots directives kept from being followed (this run).
+    pub robots_nofollow: u64,
+    /// Pages whose body robots directives kept out of the repository (this run).
+    pub robots_withheld: u64,
 }
+
+/// A page batch read: storage's check, and its responses to withhold (record id →
+/// robots directives).
+type ReadPages = (CheckedBatch, BTreeMap<String, String>);
 
 /// The claimed inputs and the repository they go to.
 pub(super) struct Batches {
@@ -44,7 +53,7 @@ pub(super) struct Batches {
     reader: BatchReader,
     repo: Repository,
     /// Batches and outcome files handled but not yet covered by a saved state.
-    unsaved: Vec<(Claimed, Option<CheckedBatch>)>,
+    unsaved: Vec<(Claimed, Option<ReadPages>)>,
     counts: Stored,
 }
 
@@ -64,7 +73,8 @@ impl Batches {
             pages: Consumer::new(pages_dir, id.clone())?,
             outcomes: Consumer::new(spool.outcomes(&app)?, id)?,
             discovery,
-            reader: BatchReader::new(config.canon(), config.max_body_bytes),
+            reader: BatchReader::new(config.canon(), config.max_body_bytes)
+                .with_robots(config.robots_switches()),
             repo,
             unsaved: Vec::new(),
             counts: Stored::default(),
@@ -127,7 +137,14 @@ impl Batches {
             }
             Err(e) => return Err(e.into()),
         };
-        self.unsaved.push((claimed, Some(checked)));
+        let mut withheld = BTreeMap::new();
+        for page in &pages {
+            self.counts.robots_nofollow += u64::from(page.robots.nofollow);
+            if let (true, Some(id)) = (page.robots.withholds(), &page.record_id) {
+                withheld.insert(id.clone(), page.robots.names());
+            }
+        }
+        self.unsaved.push((claimed, Some((checked, withheld))));
         Ok(Some(pages))
     }
 
@@ -159,11 +176,18 @@ impl Batches {
     /// the claimed files (a batch storage refuses is quarantined).
     pub(super) fn store_saved(&mut self) -> Result<(), AppError> {
         for (claimed, checked) in std::mem::take(&mut self.unsaved) {
-            let Some(checked) = checked else {
+            let Some((checked, withheld)) = checked else {
                 claimed.done()?;
                 continue;
             };
-            match self.repo.ingest_checked(checked) {
+            // Withheld bodies leave the batch before it is stored (a new file:
+            // storage reads it again).
+            let withholding = storage::withhold(claimed.path(), &withheld);
+            let ingested = withholding.and_then(|n| {
+                self.counts.robots_withheld += n;
+                self.repo.ingest_checked(checked)
+            });
+            match ingested {
                 Ok(summary) => {
                     self.counts.stored += summary.responses + summary.revisits;
                     claimed.done()?;

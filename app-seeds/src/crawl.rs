@@ -347,6 +347,8 @@ impl SeedCrawl {
             requested: self.totals.requested,
             outcomes: self.totals.outcomes,
             quarantined: counts.quarantined,
+            robots_nofollow: counts.robots_nofollow,
+            robots_withheld: counts.robots_withheld,
             elapsed: self.started.elapsed(),
         }
     }

@@ -153,6 +153,10 @@ pub struct SeedsSummary {
     pub outcomes: u64,
     /// Files quarantined in this run.
     pub quarantined: u64,
+    /// Pages whose links robots directives kept from being followed (this run).
+    pub robots_nofollow: u64,
+    /// Pages whose body robots directives kept out of the repository (this run).
+    pub robots_withheld: u64,
     /// This run's time.
     pub elapsed: Duration,
 }
@@ -167,7 +171,7 @@ impl fmt::Display for SeedsSummary {
             f,
             "app {}: {:?}: seed-by-seed ({}), seeds queued {} active {} finished {} moved {}; \
              held per worker [{}]; pages {} stored {}; urls requested {}; outcomes {}; \
-             quarantined {}; {:.1} s",
+             quarantined {}; robots nofollow {} withheld {}; {:.1} s",
             self.app,
             self.end,
             self.balance,
@@ -181,6 +185,8 @@ impl fmt::Display for SeedsSummary {
             self.requested,
             self.outcomes,
             self.quarantined,
+            self.robots_nofollow,
+            self.robots_withheld,
             self.elapsed.as_secs_f64()
         )
     }

@@ -7,6 +7,8 @@
 //!   and the host-reversed sort keys ([`canon::key`]);
 //! - [`links`]: the two together, as the applications and `polycrawl links` run
 //!   them, and (feature `batches`) the reader of stored page batches;
+//! - [`directives`]: the robots directives a page carries itself (`X-Robots-Tag`,
+//!   `<meta name=robots>`), per user agent;
 //! - [`sitemap`]: the URLs of a sitemap or sitemap index (sitemaps.org, plain or
 //!   gzip), within the protocol's bounds; the crawl follows them like links.
 //!
@@ -15,6 +17,7 @@
 //! reader, `storage`.
 
 pub mod canon;
+pub mod directives;
 pub mod extract;
 pub mod links;
 pub mod sitemap;

@@ -37,6 +37,9 @@ pub enum RecordProblem {
     /// The batch holds no record at all.
     #[error("the batch holds no record")]
     Empty,
+    /// A field of the record cannot be written into another record (withholding).
+    #[error("a field cannot be carried over: {0}")]
+    Field(String),
 }
 
 /// An error of the repository.

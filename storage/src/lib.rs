@@ -116,6 +116,7 @@ mod revisits;
 pub mod surt;
 pub mod wacz;
 pub mod warcfile;
+mod withhold;
 
 pub use batch::Digests;
 pub use batch::FetchFields;
@@ -128,3 +129,4 @@ pub use repository::{CrashPoint, Repository, RepositoryOptions, RepositoryReader
 pub use surt::surt;
 pub use wacz::{WaczSummary, write_wacz};
 pub use warcfile::Rotation;
+pub use withhold::withhold;

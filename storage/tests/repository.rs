@@ -869,3 +869,86 @@ fn a_304_becomes_a_server_not_modified_revisit_of_the_earlier_capture() {
         );
     }
 }
+
+#[test]
+fn withheld_responses_leave_their_body_out_and_their_url_in() {
+    use spool::warc::{RecordType, WarcReader};
+    use std::collections::BTreeMap;
+    support::require_warcio();
+    let (_t, spool, repo_dir) = dirs();
+    let secret = b"<html>SECRET-BODY-kept-out</html>".to_vec();
+    let pages = vec![
+        Page::html("http://example.com/kept", 0, &body(7, 3_000)),
+        Page::html("http://example.com/withheld", 1, &secret),
+    ];
+    let path = write_batch(&spool, &batch_name(1), &pages);
+    let read = |path: &Path| -> Vec<spool::warc::Record> {
+        WarcReader::new(std::io::BufReader::new(fs::File::open(path).unwrap()))
+            .map(Result::unwrap)
+            .collect()
+    };
+    let before = read(&path);
+    let id_of = |url: &str| {
+        before
+            .iter()
+            .find(|r| {
+                r.headers.record_type() == Some(RecordType::Response)
+                    && r.headers.target_uri() == Some(url)
+            })
+            .and_then(|r| r.headers.record_id())
+            .unwrap()
+            .to_owned()
+    };
+    let mut withheld = BTreeMap::new();
+    assert_eq!(
+        storage::withhold(&path, &withheld).unwrap(),
+        0,
+        "nothing named"
+    );
+    withheld.insert(id_of("http://example.com/withheld"), "noarchive".to_owned());
+    // A request record of that id is never replaced, only the response.
+    assert_eq!(storage::withhold(&path, &withheld).unwrap(), 1);
+    let after = read(&path);
+    assert_eq!(after.len(), before.len(), "one record for one");
+    let meta: Vec<_> = after
+        .iter()
+        .filter(|r| r.headers.record_type() == Some(RecordType::Metadata))
+        .collect();
+    assert_eq!(meta.len(), 1);
+    assert_eq!(
+        meta[0].headers.target_uri(),
+        Some("http://example.com/withheld")
+    );
+    let fields = String::from_utf8_lossy(&meta[0].block);
+    assert!(fields.contains("robots: noarchive") && fields.contains("http-status: 200"));
+    assert!(
+        !after
+            .iter()
+            .any(|r| r.block.windows(11).any(|w| w == b"SECRET-BODY")),
+        "the body is gone"
+    );
+    // The other records are the same bytes; again is a no-op.
+    for (a, b) in before.iter().zip(&after) {
+        if a.headers.record_type() != Some(RecordType::Response)
+            || a.headers.target_uri() != Some("http://example.com/withheld")
+        {
+            assert_eq!(a.block, b.block);
+            assert_eq!(a.headers, b.headers);
+        }
+    }
+    assert_eq!(storage::withhold(&path, &withheld).unwrap(), 0);
+    // Stored: the kept page reads back, the withheld one is not a capture.
+    let mut repo = Repository::open(&repo_dir).unwrap();
+    let s = repo.ingest(&path).unwrap();
+    assert_eq!(s.responses, 1);
+    assert_page(&repo, &pages[0]);
+    assert!(
+        repo.as_ref()
+            .get("http://example.com/withheld")
+            .unwrap()
+            .is_none()
+    );
+    for file in warc_files(&repo_dir) {
+        support::warcio_check(&file);
+    }
+}

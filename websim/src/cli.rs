@@ -221,6 +221,12 @@ pub struct Args {
     /// Ignored with `--plain`.
     #[arg(long)]
     pub stuck_hosts: bool,
+    /// Give 6 % of the non-home pages robots directives of their own, in the
+    /// `X-Robots-Tag` header or a `<meta>` element (nofollow, none, noarchive,
+    /// noindex, for polycrawl or another agent; see `robots_tags.rs`), and write
+    /// `robots-tags.tsv`. Ignored with `--plain`.
+    #[arg(long)]
+    pub robots_tags: bool,
     /// Make the three most popular hosts ask for less: popularity rank 0 answers
     /// its 2nd and 4th page requests 429 with `Retry-After: 5`, rank 1 its 2nd to
     /// 4th 429 without it, rank 2 its 2nd to 4th 503 (see `throttle.rs`).
@@ -489,6 +495,7 @@ async fn serve(args: Args) -> Result<(), CliError> {
         sitemaps: args.sitemaps,
         components: args.components,
         stuck_hosts: args.stuck_hosts,
+        robots_tags: args.robots_tags,
         ..Params::new(args.seed, args.hosts, args.pages)
     };
     if let Some(dir) = &args.export_static {

@@ -240,6 +240,9 @@ impl Page<'_> {
         if links.nofollow {
             push(out, NOFOLLOW_METAS[r.below(3) as usize]);
         }
+        if let Some(tag) = links.robots {
+            push(out, tag.meta);
+        }
         if !web.params.simple {
             self.traps(
                 out,

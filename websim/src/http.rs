@@ -477,6 +477,8 @@ struct Answer {
     retry_after: Option<u32>,
     /// `ETag` and `Last-Modified` (a page of a host that validates).
     validators: Option<Validators>,
+    /// `X-Robots-Tag` lines of a page of `--robots-tags` (CRLF-terminated).
+    robots: &'static str,
 }
 
 /// Puts the body of `reply` (a page, rendered, or a fixed reply; never a
@@ -490,6 +492,7 @@ fn fill_body(server: &Server, b: &mut Buffers, head: &Head, reply: Reply) -> Ans
         location: None,
         retry_after: None,
         validators: None,
+        robots: "",
     };
     b.body.clear();
     match reply {
@@ -503,6 +506,7 @@ fn fill_body(server: &Server, b: &mut Buffers, head: &Head, reply: Reply) -> Ans
                 answer.status = 304;
             } else {
                 let charset = render_page(web, host, page, &mut b.body, &mut b.scratch);
+                answer.robots = web.robots_tag(host, page).map_or("", |t| t.header);
                 if server.revision.changed(web, host, page) {
                     mark_changed(&mut b.body, server.revision.number);
                 }
@@ -565,6 +569,7 @@ fn frame(
     if let Some(secs) = answer.retry_after {
         write!(out, "Retry-After: {secs}\r\n")?;
     }
+    out.extend_from_slice(answer.robots.as_bytes());
     if let Some(v) = &answer.validators {
         write!(
             out,

@@ -88,6 +88,10 @@
 //!   answer, robots.txt never answered, robots.txt 500, robots.txt 503
 //!   ([`stuck`]).
 //!
+//! - With `--robots-tags`, 6 % of the non-home pages carry robots directives of
+//!   their own (`X-Robots-Tag`, meta robots), listed in `robots-tags.tsv`
+//!   ([`robots_tags`]).
+//!
 //! # What websim must never do
 //! Bind, answer or connect outside 127.0.0.0/8; name or resolve a real host (all
 //! generated names are under reserved TLDs, and its DNS answers only its own
@@ -122,6 +126,7 @@ pub mod respond;
 pub mod revision;
 pub mod rng;
 pub mod robots;
+pub mod robots_tags;
 pub mod sitemaps;
 pub mod stuck;
 pub mod text;

@@ -34,7 +34,8 @@
 //!
 //! Page flags: 1 % of non-home pages are `nofollow` (their links are not followed;
 //! they also link a `/hidden/` page that nothing else links), 0.8 % are framesets
-//! (every link is a `<frame>`).
+//! (every link is a `<frame>`); with `--robots-tags`, 6 % carry robots directives
+//! ([`super::robots_tags`]; those that mean nofollow link a `/hidden/` page too).
 //!
 //! Unfollowable URLs ([`PageLinks::traps`]): a `/trap/` link inside a comment
 //! (30 %), a script string (30 %), a style block (20 %) and a textarea (5 %), the
@@ -50,6 +51,7 @@
 
 use super::model::{Target, Web};
 use super::rng::{Rng, TAG_LINKS, TAG_REDIRECT};
+use super::robots_tags::RobotsTag;
 use super::stuck::{STUCK_PAGES, Stuck};
 use super::trap_sites::TrapSite;
 
@@ -79,6 +81,8 @@ pub struct PageLinks {
     pub traps: Vec<(TrapKind, Target)>,
     /// `<meta name="robots" content="nofollow">`.
     pub nofollow: bool,
+    /// Robots directives of `--robots-tags` ([`super::robots_tags`]).
+    pub robots: Option<&'static RobotsTag>,
     /// A `<frameset>` page: every followable link is a `<frame src>`.
     pub frameset: bool,
 }
@@ -187,7 +191,8 @@ impl Web {
             let t = self.drawn_link(comp, page, &mut r);
             follow.push(t);
         }
-        if nofollow {
+        let robots = self.robots_tag(h, page);
+        if nofollow || robots.is_some_and(|t| t.nofollow) {
             follow.push(Target::Hidden { host: h, key: page });
         }
         follow.extend(self.stuck_links(h, page));
@@ -205,8 +210,15 @@ impl Web {
             follow,
             traps: unfollowable(h, &mut r),
             nofollow,
+            robots,
             frameset,
         }
+    }
+
+    /// The robots directives page `page` of host `h` carries (`--robots-tags`).
+    pub fn robots_tag(&self, h: u32, page: u32) -> Option<&'static RobotsTag> {
+        let on = self.params.robots_tags && !self.params.plain;
+        super::robots_tags::of(on, self.params.seed, h, page)
     }
 
     /// The links every page of its kind has: its parent and children in its

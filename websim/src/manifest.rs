@@ -11,7 +11,8 @@
 //!   disallows it -> outcome `robots_excluded`, and it goes to `never.txt`;
 //! - otherwise it is fetched: a row with the status websim gives. A 200 page's
 //!   followable links are queued at depth + 1 (none if the page is nofollow); a 3xx's
-//!   `Location` is queued at depth + 1 as a link; each URL is queued once.
+//!   `Location` is queued at depth + 1 as a link; each URL is queued once. Robots
+//!   directives of `--robots-tags` that mean nofollow count as nofollow.
 //!
 //! URLs seen only in unfollowable places (traps, stylesheets, images, links of
 //! nofollow pages) and the robots-excluded ones form `never.txt`, minus anything
@@ -304,7 +305,7 @@ impl Graph for WebGraph<'_> {
             Target::Page { host, page } => {
                 let links = web.page_links(host, page);
                 let mut seen: Vec<Target> = links.traps.iter().map(|(_, t)| *t).collect();
-                let follow = if links.nofollow {
+                let follow = if links.nofollow || links.robots.is_some_and(|t| t.nofollow) {
                     seen.extend(links.follow);
                     Vec::new()
                 } else {

@@ -77,6 +77,9 @@ pub struct Params {
     /// Add the five stuck hosts of [`super::stuck`] (`--stuck-hosts`; never in a
     /// plain web), linked from the most popular host's home page.
     pub stuck_hosts: bool,
+    /// Pages with robots directives of their own (`--robots-tags`, see
+    /// [`super::robots_tags`]; never in a plain web).
+    pub robots_tags: bool,
 }
 
 impl Params {
@@ -100,6 +103,7 @@ impl Params {
             sitemaps: false,
             components: 0,
             stuck_hosts: false,
+            robots_tags: false,
         }
     }
 }

@@ -41,6 +41,15 @@
 //!   does not fetch (every link to another site reduced to that site's root), in
 //!   manifest order: the pages only links from other sites reach (see
 //!   [`super::orphans`]).
+//! - `robots-tags.tsv` (only with `--robots-tags`): `url  tag  nofollow  noarchive
+//!   hidden`:
+//!   the rows of `manifest.tsv` with status 200 whose page carries robots
+//!   directives ([`super::robots_tags`]; and websim's own nofollow pages, tag
+//!   `meta_nofollow`, `+` another tag a page has too), in manifest order, with whether a crawler
+//!   that obeys them follows none of the page's links (`nofollow` 1: its
+//!   followable links are in the manifest only if another page leads there) and
+//!   keeps its body out of its archive (`noarchive` 1), and for a nofollow page the
+//!   `/hidden/` page only it links (in `never.txt`), else `-`.
 //! - `crawl.ron` (written last, once the name server listens, and removed at
 //!   start-up so a stale one never names another run's port): the settings a
 //!   `polycrawl crawl` of this web needs and a crawl of the open web must not have
@@ -81,6 +90,8 @@ pub struct OutPaths {
     pub parties: PathBuf,
     /// `orphans.tsv` (with `--orphans` only).
     pub orphans: PathBuf,
+    /// `robots-tags.tsv` (with `--robots-tags` only).
+    pub robots_tags: PathBuf,
     /// The request log (`requests.tsv`).
     pub log: PathBuf,
     /// The CA certificate (`ca.pem`).
@@ -102,6 +113,7 @@ impl OutPaths {
             changes: dir.join("changes.tsv"),
             parties: dir.join("parties.tsv"),
             orphans: dir.join("orphans.tsv"),
+            robots_tags: dir.join("robots-tags.tsv"),
             log: dir.join("requests.tsv"),
             ca: dir.join("ca.pem"),
             crawl_config: dir.join("crawl.ron"),
@@ -236,6 +248,9 @@ pub fn write_all(web: &Web, revision: &Revision, paths: &OutPaths) -> io::Result
         }
         f.flush()?;
     }
+    if web.params.robots_tags && !web.params.plain {
+        write_robots_tags(web, &crawl.fetched, &mut url, &paths.robots_tags)?;
+    }
     if web.orphans() > 0 {
         let no_fix = super::orphans::no_fix_walk(&graph, &seeds);
         let reached: HashSet<Target> = no_fix.fetched.iter().map(|r| r.node).collect();
@@ -255,6 +270,49 @@ pub fn write_all(web: &Web, revision: &Revision, paths: &OutPaths) -> io::Result
         outcomes: crawl.outcomes.len(),
         never: never.len(),
     })
+}
+
+/// Writes `robots-tags.tsv` (see the module docs) for the manifest rows `fetched`.
+fn write_robots_tags(
+    web: &Web,
+    fetched: &[super::manifest::Fetched<Target>],
+    url: &mut impl FnMut(&Target) -> String,
+    path: &Path,
+) -> io::Result<()> {
+    let mut f = create(path)?;
+    writeln!(f, "#url\ttag\tnofollow\tnoarchive\thidden")?;
+    for row in fetched {
+        let Target::Page { host, page } = row.node else {
+            continue;
+        };
+        if row.status != 200 {
+            continue;
+        }
+        let tag = web.robots_tag(host, page);
+        let meta_nofollow = web.page_links(host, page).nofollow;
+        let name = match (meta_nofollow, tag) {
+            (false, None) => continue,
+            (false, Some(t)) => t.name.to_owned(),
+            (true, None) => "meta_nofollow".to_owned(),
+            (true, Some(t)) => format!("meta_nofollow+{}", t.name),
+        };
+        let nofollow = meta_nofollow || tag.is_some_and(|t| t.nofollow);
+        let noarchive = tag.is_some_and(|t| t.noarchive);
+        let hidden = if nofollow {
+            url(&Target::Hidden { host, key: page })
+        } else {
+            "-".to_owned()
+        };
+        writeln!(
+            f,
+            "{}\t{name}\t{}\t{}\t{hidden}",
+            url(&row.node),
+            u8::from(nofollow),
+            u8::from(noarchive)
+        )?;
+    }
+    f.flush()?;
+    Ok(())
 }
 
 fn create(path: &Path) -> io::Result<BufWriter<File>> {

@@ -23,6 +23,8 @@ pub const TAG_LINKS: u64 = 0x6c69_6e6b;
 pub const TAG_RENDER: u64 = 0x7265_6e64;
 /// Tag for redirect chains.
 pub const TAG_REDIRECT: u64 = 0x7265_6469;
+/// Tag for the robots directives of `--robots-tags`.
+pub const TAG_ROBOTS: u64 = 0x726f_626f;
 /// Tag for the fixed text pool (independent of the user seed).
 pub const TAG_TEXT: u64 = 0x7465_7874;
 

@@ -32,6 +32,9 @@ struct Awaiting {
     /// What storage checked of it while its links were read (so it is read once).
     checked: storage::CheckedBatch,
     generation: u64,
+    /// Its responses whose body robots directives keep out of the repository
+    /// (record id → the directives), withheld before it is stored.
+    withheld: BTreeMap<String, String>,
 }
 
 /// What the summary says of this run only (not saved: a resumed crawl counts
@@ -309,7 +312,16 @@ impl Crawl {
         };
         self.ledger.pages_read(pages.len() as u64);
         self.intake.input_generation = None;
+        let mut withheld = BTreeMap::new();
         for page in pages {
+            if page.robots.nofollow {
+                self.ledger.progress.read.robots_nofollow += 1;
+            }
+            if page.robots.withholds() {
+                if let Some(id) = &page.record_id {
+                    withheld.insert(id.clone(), page.robots.names());
+                }
+            }
             // Records written before depths travelled with the URL count as seeds.
             let depth = page.depth.unwrap_or(0).saturating_add(1);
             if let Some(url) = &page.page {
@@ -332,6 +344,7 @@ impl Crawl {
             claimed,
             checked,
             generation,
+            withheld,
         });
         self.finish_inputs()
     }
@@ -554,12 +567,37 @@ impl Crawl {
             self.ledger.save_reads(&self.wait)?;
         }
         for Awaiting {
-            claimed, checked, ..
+            claimed,
+            checked,
+            withheld,
+            ..
         } in ready
         {
+            // The log first (a fetch has its line whatever storage keeps of it),
+            // then the directives' withholding, then storage.
             let bytes = self.log_batch(&claimed, &checked)?;
             if self.ledger.commit_log(&self.wait)? {
                 self.ledger.save(&self.wait)?;
+            }
+            if !withheld.is_empty() {
+                // Rewritten in place (a new file: storage reads it again). A crash
+                // after it reads the rewritten batch again: its withheld pages are
+                // metadata records then, neither pages nor links, and their count
+                // and links were saved and published before this point.
+                let path = claimed.path().to_owned();
+                match self
+                    .wait
+                    .run(&mut (), |_| Ok(storage::withhold(&path, &withheld)?))
+                {
+                    Ok(n) => self.ledger.progress.read.robots_withheld += n,
+                    Err(AppError::Storage(e)) if e.is_batch_fault() => {
+                        warn!(batch = %claimed.name(), error = %e, "app: batch unreadable while withholding pages, quarantined");
+                        claimed.quarantine(&e.to_string())?;
+                        self.intake.run.quarantined += 1;
+                        continue;
+                    }
+                    Err(e) => return Err(e),
+                }
             }
             let ingested = match self.repo.ingest_checked(checked) {
                 // Storage left the batch where it was (a half-written append is

@@ -36,7 +36,7 @@ use self::ledger::Ledger;
 use crate::exchange::{Foreign, Parts};
 use crate::pace::Pace;
 use crate::read_ahead::ReadAhead;
-use crate::summary::{CutSummary, Summary};
+use crate::summary::{CutSummary, PageCounts, Summary};
 use crate::unshuffle::{key_domain, key_host, unshuffle};
 use app_core::CrashHook;
 use app_core::End;
@@ -147,6 +147,7 @@ impl Crawl {
         seen.wake_on_merge(move || merged.wake());
         let canon = config.canon();
         let (body_cap, sitemaps) = (config.max_body_bytes, config.sitemaps);
+        let robots = config.robots_switches();
         let templates = config.trap_rules().needs_templates();
         let read_ahead = ReadAhead::spawn(
             config.readers(),
@@ -154,6 +155,7 @@ impl Crawl {
                 BatchReader::new(canon.clone(), body_cap)
                     .with_sitemaps(sitemaps)
                     .with_templates(templates)
+                    .with_robots(robots)
             },
             discovery.waker(),
         )?;
@@ -596,8 +598,14 @@ impl Crawl {
             app: self.config.app.clone(),
             end,
             urls_requested: progress.urls_requested,
-            pages_stored: progress.pages_stored,
-            stored: progress.stored,
+            pages: PageCounts {
+                stored: progress.pages_stored,
+                revisits_identical: progress.stored.revisits_identical,
+                revisits_not_modified: progress.stored.revisits_not_modified,
+                payload_bytes: progress.stored.payload_bytes,
+                robots_nofollow: progress.read.robots_nofollow,
+                robots_withheld: progress.read.robots_withheld,
+            },
             crawl_log: self.ledger.log.is_some(),
             outcomes: progress.outcomes.clone(),
             batches_quarantined: self.intake.quarantined(),

@@ -45,8 +45,10 @@
 //! - Attributes: the first of a name wins; values are entity-decoded like a
 //!   browser does ([`decode_attr_value`]).
 //!
-//! A `<meta name=robots content=nofollow>` (or `none`) anywhere in the document
-//! yields no links and sets [`PageLinks::nofollow`]. Fragment-only values, a refresh
+//! A `<meta name=robots content=nofollow>` (or `none`, or `name=polycrawl`)
+//! anywhere in the document yields no links and sets [`PageLinks::nofollow`]
+//! (unless [`Extractor::set_obey_meta`] is off); every meta robots directive is
+//! reported in [`PageLinks::robots`] ([`crate::directives`]). Fragment-only values, a refresh
 //! back to the page itself, and everything that does not resolve to http or https
 //! are dropped and counted in [`PageLinks::dropped`]. URLs are parsed by the `url`
 //! crate, the WHATWG URL Standard's parser (`HTTP:\\host\\path` is
@@ -154,6 +156,12 @@ impl Extractor {
         self.scanner.scan(html, &mut self.page);
         self.page.finish(html);
         &self.page
+    }
+
+    /// Whether a meta robots `nofollow` removes the links (default true): see
+    /// [`RawPage::set_obey_meta`].
+    pub fn set_obey_meta(&mut self, obey: bool) {
+        self.page.set_obey_meta(obey);
     }
 
     /// What the last scan found, before resolution.

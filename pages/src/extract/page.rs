@@ -10,6 +10,7 @@ use encoding_rs::{Encoding, UTF_8, WINDOWS_1252};
 use url::Url;
 
 use super::meta;
+use crate::directives::{self, Directives};
 
 /// The elements that carry links or page-level link rules.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -100,6 +101,11 @@ pub struct RawPage {
     base: Option<(usize, usize, usize)>,
     /// The event number of the first robots nofollow.
     nofollow: Option<usize>,
+    /// The `<meta name=robots>` (or our agent's name) elements seen: their
+    /// directives and event numbers (see [`RawPage::robots`]).
+    robots: Vec<(Directives, usize)>,
+    /// Whether a meta `nofollow` removes the links (the default).
+    obey_meta: bool,
     /// Elements recorded so far.
     events: usize,
     encoding: &'static Encoding,
@@ -114,6 +120,8 @@ impl Default for RawPage {
             links: Vec::new(),
             base: None,
             nofollow: None,
+            robots: Vec::new(),
+            obey_meta: true,
             events: 0,
             encoding: UTF_8,
             undecided: false,
@@ -128,6 +136,7 @@ impl RawPage {
         self.links.clear();
         self.base = None;
         self.nofollow = None;
+        self.robots.clear();
         self.events = 0;
         self.encoding = UTF_8;
         self.undecided = false;
@@ -195,6 +204,22 @@ impl RawPage {
         if self.nofollow.is_some_and(|at| at >= mark.events) {
             self.nofollow = None;
         }
+        self.robots.retain(|&(_, at)| at < mark.events);
+    }
+
+    /// Whether a meta robots `nofollow` removes the page's links in
+    /// [`RawPage::resolve`] (default true; off, the directives are still reported).
+    /// Kept across [`RawPage::clear`].
+    pub fn set_obey_meta(&mut self, obey: bool) {
+        self.obey_meta = obey;
+    }
+
+    /// The directives of the page's `<meta name=robots>` and `<meta name=polycrawl>`
+    /// elements together ([`crate::directives`]).
+    pub fn robots(&self) -> Directives {
+        self.robots
+            .iter()
+            .fold(Directives::default(), |all, (d, _)| all.union(*d))
     }
 
     /// The page's encoding (UTF-8 unless set).
@@ -224,11 +249,17 @@ impl RawPage {
             }
             Tag::Meta => {
                 let content = attrs.content.unwrap_or("");
-                if attrs.name.is_some_and(|n| n.eq_ignore_ascii_case("robots"))
-                    && meta::robots_nofollow(content)
-                    && self.nofollow.is_none()
+                if attrs
+                    .name
+                    .is_some_and(|n| directives::meta_name_applies(n, directives::AGENT))
                 {
-                    self.nofollow = Some(event);
+                    let found = directives::meta_content(content);
+                    if found.nofollow && self.nofollow.is_none() {
+                        self.nofollow = Some(event);
+                    }
+                    if !found.is_empty() {
+                        self.robots.push((found, event));
+                    }
                 }
                 let refresh = attrs
                     .http_equiv
@@ -251,7 +282,7 @@ impl RawPage {
         (start, self.arena.len())
     }
 
-    /// Whether a `<meta name=robots>` said `nofollow` or `none`.
+    /// Whether a `<meta name=robots>` (or `name=polycrawl`) said `nofollow` or `none`.
     pub fn nofollow(&self) -> bool {
         self.nofollow.is_some()
     }
@@ -269,19 +300,21 @@ impl RawPage {
     /// Resolves the findings against `page_url` into `out` (cleared first).
     ///
     /// The base is the first `<base href>` parsed against the page URL, or the page
-    /// URL if there is none or it does not parse. With `nofollow` no link is returned.
+    /// URL if there is none or it does not parse. With `nofollow` no link is returned
+    /// (unless [`RawPage::set_obey_meta`] turned that off).
     /// Dropped and counted: fragment-only values (`#x`), values that do not parse,
     /// every scheme but http and https (`javascript:`, `mailto:`, `data:`, `tel:`),
     /// and a refresh that leads back to the page itself (a reload, not a link).
     pub fn resolve(&self, page_url: &Url, out: &mut PageLinks) {
         out.links.clear();
         out.dropped = 0;
-        out.nofollow = self.nofollow();
+        out.nofollow = self.nofollow() && self.obey_meta;
+        out.robots = self.robots();
         out.base = self
             .raw_base()
             .and_then(|href| page_url.join(href).ok())
             .unwrap_or_else(|| page_url.clone());
-        if self.nofollow() {
+        if out.nofollow {
             return;
         }
         let encoding = self.encoding;
@@ -349,8 +382,11 @@ pub struct Link {
 pub struct PageLinks {
     /// The followable links in document order (repeats kept).
     pub links: Vec<Link>,
-    /// A `<meta name=robots content=nofollow|none>` was seen: `links` is empty.
+    /// A `<meta name=robots content=nofollow|none>` was seen and obeyed: `links` is
+    /// empty.
     pub nofollow: bool,
+    /// The page's meta robots directives, obeyed or not ([`RawPage::robots`]).
+    pub robots: Directives,
     /// The base URL the links were resolved against.
     pub base: Url,
     /// Link values dropped: fragment-only, unparsable, or not http(s).
@@ -363,6 +399,7 @@ impl PageLinks {
         PageLinks {
             links: Vec::new(),
             nofollow: false,
+            robots: Directives::default(),
             base: Url::parse("http://placeholder.invalid/").expect("a valid literal URL"),
             dropped: 0,
         }

@@ -7,7 +7,12 @@
 //! [`BatchReader::with_sitemaps`], any other 2xx body that is a sitemap or sitemap
 //! index ([`crate::sitemap`], plain or gzip) gives its `<loc>` URLs as the page's
 //! links, resolved against the record's URL (a sitemap that does not parse gives
-//! none, with a warning). Bodies are decoded
+//! none, with a warning). Robots directives ([`crate::directives`]) from the
+//! `X-Robots-Tag` fields and an HTML page's meta robots apply unless switched off
+//! ([`BatchReader::with_robots`]): `nofollow` empties the page's links (a 3xx's
+//! `Location` is still its redirect: it is not a link on a page), and every page
+//! reports what it obeyed in [`PageLinksOf::robots`] (the application keeps a
+//! withheld page's body out of the archive, [`storage::withhold`]). Bodies are decoded
 //! with [`spool::http`] under `max_body_bytes`; a record whose HTTP is broken counts
 //! as a page without links. The batch is read through storage's check
 //! ([`storage::check_batch`]), so it is inflated once for both its links and its
@@ -25,6 +30,7 @@ use url::Url;
 use super::canonical_links;
 use super::template::TemplateReader;
 use crate::canon::{self, CanonConfig};
+use crate::directives::{self, Directives};
 use crate::extract::{Extractor, PageLinks};
 use crate::sitemap;
 
@@ -48,6 +54,29 @@ pub struct PageLinksOf {
     /// session-id trap detectors, when the reader was asked for it
     /// ([`BatchReader::with_templates`]); `None` for anything else.
     pub template: Option<u64>,
+    /// The robots directives obeyed for this page (header and meta, each unless
+    /// switched off): with `nofollow`, `links` is empty.
+    pub robots: Directives,
+    /// The record's `WARC-Record-ID` (what [`storage::withhold`] names).
+    pub record_id: Option<String>,
+}
+
+/// Which robots directives a [`BatchReader`] obeys: both by default.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct RobotsSwitches {
+    /// The `X-Robots-Tag` response header fields.
+    pub x_robots_tag: bool,
+    /// `<meta name=robots>` and `<meta name=polycrawl>` in HTML pages.
+    pub meta_robots: bool,
+}
+
+impl Default for RobotsSwitches {
+    fn default() -> Self {
+        Self {
+            x_robots_tag: true,
+            meta_robots: true,
+        }
+    }
 }
 
 /// Reusable page-batch reader.
@@ -60,6 +89,7 @@ pub struct BatchReader {
     canon: CanonConfig,
     body_cap: usize,
     sitemaps: bool,
+    robots: RobotsSwitches,
 }
 
 impl BatchReader {
@@ -72,7 +102,15 @@ impl BatchReader {
             canon,
             body_cap,
             sitemaps: false,
+            robots: RobotsSwitches::default(),
         }
+    }
+
+    /// Which robots directives are obeyed (see the module docs); both by default.
+    pub fn with_robots(mut self, switches: RobotsSwitches) -> Self {
+        self.robots = switches;
+        self.extractor.set_obey_meta(switches.meta_robots);
+        self
     }
 
     /// Also reads sitemaps (see the module docs); off by default.
@@ -118,9 +156,14 @@ impl BatchReader {
         let number = |name| rec.headers.get(name).and_then(|v| v.trim().parse().ok());
         let (depth, hops) = (number(DEPTH_FIELD), number(HOPS_FIELD).unwrap_or(0));
         let page_url = Url::parse(&target).ok();
-        let (redirect, links, template) = match &page_url {
+        let Read {
+            redirect,
+            links,
+            template,
+            robots,
+        } = match &page_url {
             Some(base) => self.links_of(base, &rec.block),
-            None => (None, Vec::new(), None),
+            None => Read::default(),
         };
         page(PageLinksOf {
             url: target,
@@ -130,14 +173,43 @@ impl BatchReader {
             redirect,
             links,
             template,
+            robots,
+            record_id: rec.headers.record_id().map(str::to_owned),
         });
     }
 
-    /// The redirect target, the page's links and, for an HTML page, its template.
-    fn links_of(&mut self, base: &Url, block: &[u8]) -> (Option<Url>, Vec<Url>, Option<u64>) {
+    /// The redirect target, the page's links, for an HTML page its template, and
+    /// the robots directives obeyed (a `nofollow` has emptied the links).
+    fn links_of(&mut self, base: &Url, block: &[u8]) -> Read {
         let Ok(resp) = StoredResponse::parse(block) else {
-            return (None, Vec::new(), None);
+            return Read::default();
         };
+        let header = if self.robots.x_robots_tag {
+            directives::x_robots_tag(resp.header_all("x-robots-tag"), directives::AGENT)
+        } else {
+            Directives::default()
+        };
+        let (redirect, mut links, template, meta) = self.page_links(base, &resp);
+        let robots = header.union(meta);
+        if robots.nofollow {
+            links.clear();
+        }
+        Read {
+            redirect,
+            links,
+            template,
+            robots,
+        }
+    }
+
+    /// [`BatchReader::links_of`] before the header's directives: also the meta
+    /// robots directives obeyed.
+    fn page_links(
+        &mut self,
+        base: &Url,
+        resp: &StoredResponse<'_>,
+    ) -> (Option<Url>, Vec<Url>, Option<u64>, Directives) {
+        let none = Directives::default();
         let mut redirect = None;
         if resp.is_redirect() {
             if let Some(loc) = resp.location() {
@@ -146,17 +218,17 @@ impl BatchReader {
         }
         let mut links = Vec::new();
         if !(200..300).contains(&resp.status) {
-            return (redirect, links, None);
+            return (redirect, links, None, none);
         }
         let content_type = resp.content_type();
         let Ok(body) = resp.entity_body(self.body_cap) else {
-            return (redirect, links, None);
+            return (redirect, links, None, none);
         };
         if !is_html(content_type, &body.bytes) {
             if self.sitemaps {
                 self.sitemap_links(base, &body.bytes, &mut links);
             }
-            return (redirect, links, None);
+            return (redirect, links, None, none);
         }
         canonical_links(
             &mut self.extractor,
@@ -171,8 +243,22 @@ impl BatchReader {
             .templates
             .as_mut()
             .map(|t| t.template(&body.bytes, base, &links));
-        (redirect, links, template)
+        let meta = if self.robots.meta_robots {
+            self.out.robots
+        } else {
+            none
+        };
+        (redirect, links, template, meta)
     }
+}
+
+/// What [`BatchReader::links_of`] reads of one response.
+#[derive(Debug, Default, PartialEq, Eq)]
+struct Read {
+    redirect: Option<Url>,
+    links: Vec<Url>,
+    template: Option<u64>,
+    robots: Directives,
 }
 
 impl BatchReader {
@@ -238,9 +324,9 @@ mod tests {
             <url><loc>two.html</loc></url><url><loc>mailto:x@a.test</loc></url></urlset>";
         let target = &Url::parse("http://a.test/maps/sitemap.xml").unwrap();
         let mut off = BatchReader::new(CanonConfig::default(), 1 << 20);
-        assert_eq!(off.links_of(target, block), (None, vec![], None));
+        assert_eq!(off.links_of(target, block), Read::default());
         let mut on = BatchReader::new(CanonConfig::default(), 1 << 20).with_sitemaps(true);
-        let (_, links, _) = on.links_of(target, block);
+        let links = on.links_of(target, block).links;
         let links: Vec<&str> = links.iter().map(Url::as_str).collect();
         assert_eq!(
             links,
@@ -248,6 +334,55 @@ mod tests {
         );
         // A 404 sitemap or broken XML gives nothing.
         let broken = b"HTTP/1.1 200 OK\r\n\r\n<urlset><url><loc>http://a.test/</lo></urlset>";
-        assert_eq!(on.links_of(target, broken).1, vec![]);
+        assert_eq!(on.links_of(target, broken).links, vec![]);
+    }
+
+    #[test]
+    fn robots_directives_from_headers_and_meta_follow_the_switches() {
+        let target = &Url::parse("http://a.test/p.html").unwrap();
+        let page = |headers: &str, meta: &str| {
+            format!(
+                "HTTP/1.1 200 OK\r\nContent-Type: text/html\r\n{headers}\r\n\
+                 <html><head>{meta}</head><body><a href=/x>x</a></body></html>"
+            )
+            .into_bytes()
+        };
+        let mut on = BatchReader::new(CanonConfig::default(), 1 << 20);
+        let mut off =
+            BatchReader::new(CanonConfig::default(), 1 << 20).with_robots(RobotsSwitches {
+                x_robots_tag: false,
+                meta_robots: false,
+            });
+        let none = Directives::default();
+        // X-Robots-Tag: nofollow, several fields, another agent's and ours.
+        let r = on.links_of(target, &page("X-Robots-Tag: nofollow\r\n", ""));
+        assert!(r.robots.nofollow && r.links.is_empty());
+        let r = off.links_of(target, &page("X-Robots-Tag: nofollow\r\n", ""));
+        assert_eq!((r.robots, r.links.len()), (none, 1));
+        let r = on.links_of(target, &page("x-robots-tag: otherbot: none\r\n", ""));
+        assert_eq!((r.robots, r.links.len()), (none, 1));
+        let r = on.links_of(
+            target,
+            &page(
+                "X-Robots-Tag: otherbot: noindex\r\nX-Robots-Tag: polycrawl: none\r\n",
+                "",
+            ),
+        );
+        assert!(r.robots.nofollow && r.robots.noindex && r.links.is_empty());
+        // Meta robots: noarchive keeps the links; nofollow through our own name.
+        let r = on.links_of(target, &page("", "<meta name=robots content=NOARCHIVE>"));
+        assert!(r.robots.noarchive && !r.robots.nofollow && r.links.len() == 1);
+        let r = off.links_of(target, &page("", "<meta name=robots content=noarchive>"));
+        assert_eq!((r.robots, r.links.len()), (none, 1));
+        let r = on.links_of(target, &page("", "<meta name=polycrawl content=nofollow>"));
+        assert!(r.robots.nofollow && r.links.is_empty());
+        let r = off.links_of(target, &page("", "<meta name=robots content=none>"));
+        assert_eq!((r.robots, r.links.len()), (none, 1));
+        let r = on.links_of(target, &page("", "<meta name=googlebot content=none>"));
+        assert_eq!((r.robots, r.links.len()), (none, 1));
+        // A redirect stays a redirect under nofollow (it is not a link on a page).
+        let moved = b"HTTP/1.1 301 Moved\r\nLocation: /y\r\nX-Robots-Tag: none\r\n\r\n";
+        let r = on.links_of(target, moved);
+        assert!(r.robots.noindex && r.redirect.is_some());
     }
 }

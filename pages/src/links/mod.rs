@@ -13,7 +13,7 @@ pub mod template;
 use url::Url;
 
 #[cfg(feature = "batches")]
-pub use self::batch::{BatchReader, PageLinksOf};
+pub use self::batch::{BatchReader, PageLinksOf, RobotsSwitches};
 use crate::canon::{self, CanonConfig};
 use crate::extract::{Extractor, PageLinks};
 
