@@ -783,8 +783,13 @@ fn two_level_cuts_the_traps_as_one_part_does() {
             assert!(by_budget(&two_cut[host]), "{host}: not cut by its budget");
             assert_eq!(t, o, "{host}: URLs requested by two-level and by one part");
         } else {
+            // A detector stops a trap after a number of its URLs that depends on
+            // the order they arrive in, and two-level's parked URLs arrive in
+            // batches: 62 against 55 (+13 %) was seen for the session-id trap. A
+            // trap a detector did not stop runs on to its host budget (200), far
+            // past this bound.
             assert!(
-                t <= o + o / 10,
+                t <= o + o / 4,
                 "{host}: {t} URLs requested by two-level, {o} by one part"
             );
         }
