@@ -9,7 +9,10 @@
 # biggest host then holds ~3 % of the pages, so K = 16 can balance within 1.1),
 # --communities N (16), --seed N (1), --parts "4 8 16", --imbalance R (1.1),
 # --interval-ms MS (politeness per host and IP, 20), --work DIR
-# (/tmp/polycrawl-bench-assign), --no-build (use $POLYCRAWL_BIN or the built binary).
+# (/tmp/polycrawl-bench-assign), --no-build (use $POLYCRAWL_BIN or the built binary),
+# --messages (issue 42 Done-when 3: after the first crawl, only the paper's message
+# table, `polycrawl assign --messages` at K = 4 8 16 32 64 with both imbalances
+# within --imbalance; give --imbalance 1.05 for the paper's 5 %).
 #
 # What it does:
 #   1. a fresh `polycrawl websim` with host communities, crawled once by
@@ -32,7 +35,7 @@ source "$here/env.sh"
 source "$here/lib.sh"
 
 hosts=300 pages=6000 skew=0.5 communities=16 seed=1 parts="4 8 16" imbalance=1.1
-interval_ms=20 work=/tmp/polycrawl-bench-assign build=1
+interval_ms=20 work=/tmp/polycrawl-bench-assign build=1 messages=0
 while [ $# -gt 0 ]; do
     case "$1" in
         --hosts) hosts="$2"; shift 2 ;;
@@ -45,6 +48,7 @@ while [ $# -gt 0 ]; do
         --interval-ms) interval_ms="$2"; shift 2 ;;
         --work) work="$2"; shift 2 ;;
         --no-build) build=0; shift ;;
+        --messages) messages=1; shift ;;
         *) die "unknown flag $1 (see the header of $0)" ;;
     esac
 done
@@ -80,6 +84,20 @@ crawl() { # N
 crawl 1
 results="$work/results.txt"
 : >"$results"
+machine() {
+    printf '\nmachine: %s, %s cores; load average %s; commit %s; %s\n' \
+        "$(sed -n 's/^model name[[:space:]]*: //p' /proc/cpuinfo | head -n1)" "$(nproc)" \
+        "$(cut -d' ' -f1-3 /proc/loadavg)" "$(git -C "$root" rev-parse --short HEAD 2>/dev/null || echo '?')" \
+        "$(date -u '+%Y-%m-%d %H:%M UTC')"
+}
+if [ "$messages" = 1 ]; then
+    websim_stop
+    /usr/bin/time -f 'assign --messages: %e s wall, %U s user, %M KB peak RSS' \
+        "$bin" assign --repo "$work/crawl-1/repository" --messages --ks 4,8,16,32,64 \
+        --imbalance "$imbalance" --config "$work/config.ron" 2>&1 | tee -a "$results"
+    machine
+    exit 0
+fi
 for k in $parts; do
     "$bin" assign --repo "$work/crawl-1/repository" --parts "$k" --imbalance "$imbalance" \
         --config "$work/config.ron" --out "$work/assign-$k.tsv" | tee -a "$results"
@@ -116,8 +134,5 @@ if [ "${SPLIT:-1}" = 1 ]; then
 fi
 
 websim_stop
-printf '\nmachine: %s, %s cores; load average %s; commit %s; %s\n' \
-    "$(sed -n 's/^model name[[:space:]]*: //p' /proc/cpuinfo | head -n1)" "$(nproc)" \
-    "$(cut -d' ' -f1-3 /proc/loadavg)" "$(git -C "$root" rev-parse --short HEAD 2>/dev/null || echo '?')" \
-    "$(date -u '+%Y-%m-%d %H:%M UTC')"
+machine
 log "results in $results"

@@ -1,8 +1,8 @@
 //! The host graph of a finished crawl ([`HostGraph::from_repository`]): one vertex a
-//! host, weighted by the pages stored for it, and for every host the distinct URLs
-//! its stored pages link to (HTML links and 3xx `Location`s, found exactly as the
-//! application finds them: [`BatchReader`], so canonicalization and the body cap are
-//! the app's). Two hosts are joined by an edge whose weight is the number of distinct
+//! host, weighted by the pages stored for it (and their bytes), and for every host
+//! the distinct URLs its stored pages link to (HTML links and 3xx `Location`s,
+//! found exactly as the application finds them: [`BatchReader`], so
+//! canonicalization and the body cap are the app's). Two hosts are joined by an edge whose weight is the number of distinct
 //! URLs of one linked from pages of the other, both ways added
 //! ([`HostGraph::edges`]): the URLs a part would have to send to another if the two
 //! hosts were owned by different parts.
@@ -34,7 +34,7 @@
 //! URLs), about 30 bytes per distinct URL (hash-map entry, target host, page
 //! number) plus its text and 8 bytes, 4 bytes per distinct (host, linked URL) pair
 //! and per distinct (page, linked URL) pair, 12 bytes per stored page, and per host
-//! its name plus about 40 bytes. [`HostGraph::edges`] adds about 40 bytes per pair
+//! its name plus about 48 bytes. [`HostGraph::edges`] adds about 40 bytes per pair
 //! of linked hosts while it runs. Never the pages' bodies: one record at a time.
 //!
 //! This module must never decide ownership: it only describes the crawl.
@@ -64,6 +64,8 @@ pub struct HostGraph {
     hosts: Vec<String>,
     /// Stored pages per host.
     pages: Vec<u64>,
+    /// Stored bytes per host: the response blocks (HTTP head and body) of its pages.
+    bytes: Vec<u64>,
     /// `links[links_start[h]..links_start[h + 1]]`: the URLs host `h` links to,
     /// as indices into `url_host`, sorted, each once.
     links_start: Vec<usize>,
@@ -90,6 +92,7 @@ pub struct Builder {
     host_ids: HashMap<String, u32>,
     hosts: Vec<String>,
     pages: Vec<u64>,
+    bytes: Vec<u64>,
     out: Vec<Vec<u32>>,
     url_ids: HashMap<u64, u32>,
     url_host: Vec<u32>,
@@ -115,6 +118,7 @@ impl Builder {
         self.host_ids.insert(key.clone(), id);
         self.hosts.push(key);
         self.pages.push(0);
+        self.bytes.push(0);
         self.out.push(Vec::new());
         id
     }
@@ -136,8 +140,20 @@ impl Builder {
     }
 
     /// Adds one stored page at `page` and the URLs it links to (repeats allowed).
-    /// A page URL added again adds its links but no second page.
+    /// A page URL added again adds its links but no second page. Its size is 0
+    /// bytes (see [`Self::add_sized_page`]).
     pub fn add_page<'a>(&mut self, page: &Url, links: impl IntoIterator<Item = &'a Url>) {
+        self.add_sized_page(page, 0, links);
+    }
+
+    /// As [`Self::add_page`], the page weighing `bytes` in its host's stored bytes
+    /// (counted once, when the page is first added).
+    pub fn add_sized_page<'a>(
+        &mut self,
+        page: &Url,
+        bytes: u64,
+        links: impl IntoIterator<Item = &'a Url>,
+    ) {
         let Some((id, host)) = self.url(page) else {
             return;
         };
@@ -148,6 +164,7 @@ impl Builder {
             self.page_urls.push(id);
             self.page_out.push(Vec::new());
             self.pages[host as usize] += 1;
+            self.bytes[host as usize] += bytes;
         }
         for link in links {
             if let Some((target, _)) = self.url(link) {
@@ -161,7 +178,11 @@ impl Builder {
         let Ok(page) = Url::parse(&record.url) else {
             return;
         };
-        self.add_page(&page, record.links.iter().chain(record.redirect.as_ref()));
+        self.add_sized_page(
+            &page,
+            record.bytes,
+            record.links.iter().chain(record.redirect.as_ref()),
+        );
     }
 
     /// The graph: hosts renumbered in name order, link lists sorted and deduplicated.
@@ -187,10 +208,12 @@ impl Builder {
         }
         let mut hosts = self.hosts;
         let mut pages = Vec::with_capacity(order.len());
+        let mut bytes = Vec::with_capacity(order.len());
         let mut names = Vec::with_capacity(order.len());
         for old in &order {
             names.push(std::mem::take(&mut hosts[*old as usize]));
             pages.push(self.pages[*old as usize]);
+            bytes.push(self.bytes[*old as usize]);
         }
         let mut page_links_start = Vec::with_capacity(self.page_out.len() + 1);
         let mut page_links = Vec::new();
@@ -204,6 +227,7 @@ impl Builder {
         HostGraph {
             hosts: names,
             pages,
+            bytes,
             links_start,
             links,
             url_host,
@@ -256,6 +280,11 @@ impl HostGraph {
     /// Stored pages per host.
     pub fn pages(&self) -> &[u64] {
         &self.pages
+    }
+
+    /// Stored bytes per host (0 for pages added without a size).
+    pub fn bytes(&self) -> &[u64] {
+        &self.bytes
     }
 
     /// Stored pages over all hosts.

@@ -28,6 +28,7 @@
 pub mod error;
 pub mod evaluate;
 pub mod graph;
+pub mod hypergraph;
 pub mod partition;
 pub mod quality;
 pub mod table;
@@ -40,7 +41,8 @@ use spool::formats::{AssignmentTable, FormatError, ReplicatedList};
 pub use error::AssignError;
 pub use evaluate::{Figures, evaluate};
 pub use graph::HostGraph;
-pub use partition::partition;
+pub use hypergraph::{MessageFigures, SiteHypergraph};
+pub use partition::{partition, partition_messages};
 
 /// Default largest part's pages over the mean (`--imbalance`).
 pub const DEFAULT_IMBALANCE: f64 = 1.1;

@@ -21,7 +21,8 @@ use std::fmt;
 use super::AssignError;
 use super::evaluate::{Figures, Scheme, evaluate_pages};
 use super::graph::HostGraph;
-use super::partition::partition;
+use super::hypergraph::{MessageFigures, SiteHypergraph};
+use super::partition::{balanced_twice, partition, partition_messages};
 use app_core::parts::Ownership;
 
 /// One row: a scheme at one K.
@@ -186,5 +187,87 @@ mod tests {
             text.starts_with("scheme") && text.lines().count() == 13,
             "{text}"
         );
+    }
+}
+
+/// One row of the message table (hypergraph-site-assignment, table 2): site-hash
+/// and the paper's assignment ([`partition_messages`]) at one K, measured on the
+/// site hypergraph ([`SiteHypergraph::figures`]).
+#[derive(Debug, Clone, PartialEq)]
+pub struct MessageRow {
+    /// Site-hash ([`Ownership::hashed`]).
+    pub hash: MessageFigures,
+    /// METIS with both balance constraints alone ([`balanced_twice`]).
+    pub metis: MessageFigures,
+    /// The same refined on the hypergraph ([`partition_messages`]).
+    pub assigned: MessageFigures,
+}
+
+/// The message-table rows for every K of `ks`, both constraints within `1 +
+/// epsilon` of the mean for the assignment (the hash has no bound). Cost: one
+/// METIS run and one refinement per K, plus O(pins) per row.
+pub fn messages_table(
+    graph: &HostGraph,
+    ks: &[u32],
+    epsilon: f64,
+) -> Result<Vec<MessageRow>, AssignError> {
+    let sites = SiteHypergraph::from_graph(graph);
+    let mut rows = Vec::new();
+    for &k in ks {
+        let hash = Ownership::hashed(k).map_err(|_| AssignError::NoParts)?;
+        let hash_part: Vec<u32> = graph.hosts().iter().map(|h| hash.owner(h)).collect();
+        let metis = balanced_twice(graph, k, epsilon)?;
+        let table = partition_messages(graph, &sites, k, epsilon)?;
+        let assigned: Vec<u32> = graph.hosts().iter().map(|h| table.hosts[h]).collect();
+        rows.push(MessageRow {
+            hash: sites.figures(&hash_part, k),
+            metis: sites.figures(&metis, k),
+            assigned: sites.figures(&assigned, k),
+        });
+    }
+    Ok(rows)
+}
+
+/// The message rows as one aligned text table: imbalances in percent (as the
+/// paper's table 2), messages (METIS alone, then refined), and how many times
+/// fewer the refined assignment sends than the hash.
+pub struct MessageTable<'a>(pub &'a [MessageRow]);
+
+impl fmt::Display for MessageTable<'_> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        writeln!(
+            f,
+            "{:>3} {:>9} {:>9} {:>10} {:>10} {:>9} {:>9} {:>10} {:>7}",
+            "K",
+            "hash_pg%",
+            "hash_by%",
+            "hash_msgs",
+            "metis_msgs",
+            "hp_pg%",
+            "hp_by%",
+            "hp_msgs",
+            "fewer"
+        )?;
+        for r in self.0 {
+            let fewer = if r.assigned.messages == 0 {
+                f64::INFINITY
+            } else {
+                r.hash.messages as f64 / r.assigned.messages as f64
+            };
+            writeln!(
+                f,
+                "{:>3} {:>9.2} {:>9.2} {:>10} {:>10} {:>9.2} {:>9.2} {:>10} {:>7.2}",
+                r.hash.parts,
+                r.hash.page_imbalance * 100.0,
+                r.hash.byte_imbalance * 100.0,
+                r.hash.messages,
+                r.metis.messages,
+                r.assigned.page_imbalance * 100.0,
+                r.assigned.byte_imbalance * 100.0,
+                r.assigned.messages,
+                fewer
+            )?;
+        }
+        Ok(())
     }
 }

@@ -59,6 +59,9 @@ pub struct PageLinksOf {
     pub robots: Directives,
     /// The record's `WARC-Record-ID` (what [`storage::withhold`] names).
     pub record_id: Option<String>,
+    /// The record block's length: the HTTP response as stored, head and body
+    /// (the page's size in the site assignment's byte balance).
+    pub bytes: u64,
 }
 
 /// Which robots directives a [`BatchReader`] obeys: both by default.
@@ -175,6 +178,7 @@ impl BatchReader {
             template,
             robots,
             record_id: rec.headers.record_id().map(str::to_owned),
+            bytes: rec.block.len() as u64,
         });
     }
 

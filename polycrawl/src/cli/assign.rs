@@ -18,11 +18,11 @@ pub(super) struct AssignArgs {
     repo: PathBuf,
     /// Number of application parts (K).
     #[arg(long, value_name = "K", requires = "out",
-          required_unless_present_any = ["evaluate", "table", "replicate"])]
+          required_unless_present_any = ["evaluate", "table", "messages", "replicate"])]
     parts: Option<u32>,
     /// Where to write the assignment file (published crash-safely).
     #[arg(long, value_name = "FILE", requires = "parts",
-          required_unless_present_any = ["evaluate", "table", "replicate"])]
+          required_unless_present_any = ["evaluate", "table", "messages", "replicate"])]
     out: Option<PathBuf>,
     /// Also write the N most-linked URLs of the crawl (back-links: distinct stored
     /// pages linking to them) as a replicated-URL file for every part
@@ -37,7 +37,14 @@ pub(super) struct AssignArgs {
     /// K of --ks and N of --tops, one table (page level, on this repository).
     #[arg(long, conflicts_with_all = ["out", "parts", "evaluate", "replicate"])]
     table: bool,
-    /// --table: the numbers of parts.
+    /// Write nothing: print the paper's message table (hypergraph-site-assignment,
+    /// table 2) at every K of --ks: messages (connectivity − 1 over pages with
+    /// links to other sites) and the page and byte imbalances of site-hash and of
+    /// METIS with both balance constraints refined on the site hypergraph, each
+    /// part within --imbalance of the mean.
+    #[arg(long, conflicts_with_all = ["out", "parts", "evaluate", "replicate", "table"])]
+    messages: bool,
+    /// --table, --messages: the numbers of parts.
     #[arg(long, value_name = "K,..", value_delimiter = ',', default_values_t = [2u32, 4, 8])]
     ks: Vec<u32>,
     /// --table: the numbers of replicated most-linked URLs.
@@ -82,6 +89,22 @@ pub(super) fn assign_command(args: AssignArgs) -> anyhow::Result<()> {
     let config = Config::load_or_default(args.config.as_deref())?;
     let read_started = std::time::Instant::now();
     let graph = HostGraph::from_repository(&args.repo, &config.app)?;
+    if args.messages {
+        let started = std::time::Instant::now();
+        let sites = assign::SiteHypergraph::from_graph(&graph);
+        let rows = assign::table::messages_table(&graph, &args.ks, args.imbalance - 1.0)?;
+        println!(
+            "assign messages sites={} pages={} nets={} pins={} read_seconds={:.2} table_seconds={:.2}",
+            sites.sites(),
+            graph.page_count(),
+            sites.nets(),
+            sites.pin_count(),
+            (started - read_started).as_secs_f64(),
+            started.elapsed().as_secs_f64()
+        );
+        print!("{}", assign::table::MessageTable(&rows));
+        return Ok(());
+    }
     if args.table {
         let started = std::time::Instant::now();
         let rows = assign::table::table(&graph, &args.ks, &args.tops, args.imbalance)?;
