@@ -18,6 +18,8 @@
 //!   site-hash, hierarchical, METIS, METIS with replication) at several K;
 //! - [`quality`]: Cho and Garcia-Molina's quality metric, the share of a reference
 //!   crawl's most-linked pages a crawl holds after each tenth of its downloads;
+//! - [`simulate`]: the parallel-crawler paper's coverage and quality experiments
+//!   simulated on a crawl's web at 1 to 64 processes;
 //! - [`save`] and [`save_replicated`]: the assignment table and the replicated-URL
 //!   list ([`replicated_list`]: the N most-linked URLs), published crash-safely.
 //!
@@ -31,6 +33,7 @@ pub mod graph;
 pub mod hypergraph;
 pub mod partition;
 pub mod quality;
+pub mod simulate;
 pub mod table;
 
 use std::io::Write;

@@ -1,6 +1,7 @@
 //! The page-level comparison of partitioning schemes (Cho and Garcia-Molina,
 //! sections 3 and 8; `polycrawl assign --table`): for each K, the URLs exchanged
-//! per page and the balance of URL-hash, site-hash, hierarchical (by registered
+//! per page and the balance of URL-hash, site-hash, site-hash with the top-N
+//! most-linked URLs replicated (the paper's figure 8), hierarchical (by registered
 //! domain), the METIS assignment, and the METIS assignment with the top-N
 //! most-linked URLs replicated, all measured by
 //! [`evaluate_pages`] on one crawl's graph.
@@ -28,10 +29,11 @@ use app_core::parts::Ownership;
 /// One row: a scheme at one K.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Row {
-    /// `url-hash`, `site-hash`, `hierarchical`, `metis` or `metis+top<N>`.
+    /// `url-hash`, `site-hash`, `site-hash+top<N>`, `hierarchical`, `metis` or
+    /// `metis+top<N>`.
     pub scheme: String,
-    /// Replicated URLs (0 but for `metis+top<N>`; fewer than N when fewer URLs are
-    /// linked at all).
+    /// Replicated URLs (0 but for the `+top<N>` rows; fewer than N when fewer URLs
+    /// are linked at all).
     pub replicated: usize,
     /// Its figures.
     pub figures: Figures,
@@ -45,6 +47,14 @@ pub fn table(
     imbalance: f64,
 ) -> Result<Vec<Row>, AssignError> {
     let most = graph.most_linked(tops.iter().copied().max().unwrap_or(0));
+    // The N most-linked URLs as a per-URL flag.
+    let replicated = |n: usize| {
+        let mut flags = vec![false; graph.url_count()];
+        for (u, _) in &most[..n.min(most.len())] {
+            flags[*u as usize] = true;
+        }
+        flags
+    };
     let mut rows = Vec::new();
     for &k in ks {
         let row = |scheme: &str, replicated: usize, figures: Figures| Row {
@@ -63,6 +73,13 @@ pub fn table(
             0,
             evaluate_pages(graph, Scheme::Hosts(&site), &[]),
         ));
+        for &n in tops {
+            rows.push(row(
+                &format!("site-hash+top{n}"),
+                n.min(most.len()),
+                evaluate_pages(graph, Scheme::Hosts(&site), &replicated(n)),
+            ));
+        }
         let domain = site.clone().hierarchical();
         rows.push(row(
             "hierarchical",
@@ -78,15 +95,10 @@ pub fn table(
             evaluate_pages(graph, Scheme::Hosts(&metis), &[]),
         ));
         for &n in tops {
-            let mut replicated = vec![false; graph.url_count()];
-            let listed = &most[..n.min(most.len())];
-            for (u, _) in listed {
-                replicated[*u as usize] = true;
-            }
             rows.push(row(
                 &format!("metis+top{n}"),
-                listed.len(),
-                evaluate_pages(graph, Scheme::Hosts(&metis), &replicated),
+                n.min(most.len()),
+                evaluate_pages(graph, Scheme::Hosts(&metis), &replicated(n)),
             ));
         }
     }

@@ -308,7 +308,7 @@ fn replication_sends_no_top_url_and_the_table_is_consistent() {
             )
         })
         .collect();
-    assert_eq!(rows.len(), 3 * 6, "{table}");
+    assert_eq!(rows.len(), 3 * 8, "{table}");
     let header = table.lines().next().unwrap();
     let pages = figure(header, "", "pages");
     assert!(pages >= manifest.len() as f64, "{table}");
@@ -334,6 +334,11 @@ fn replication_sends_no_top_url_and_the_table_is_consistent() {
             "replication sends less, K={k}\n{table}"
         );
         assert_eq!(top100.2, 100, "{table}");
+        let site_top100 = row(k, "site-hash+top100");
+        assert!(
+            site_top100.3 < site.3 && site_top100.5 == site.5,
+            "replication under site-hash sends less, moves no page, K={k}\n{table}"
+        );
         // Replication moves no page.
         assert_eq!((top100.5, top1000.5), (metis.5, metis.5), "{table}");
         for r in rows.iter().filter(|r| r.1 == k) {

@@ -33,8 +33,9 @@ pub(super) struct AssignArgs {
     #[arg(long, value_name = "FILE", requires = "replicate")]
     replicated: Option<PathBuf>,
     /// Write nothing: print URLs exchanged per page and balance of URL-hash,
-    /// site-hash, hierarchical, METIS and METIS with top-N replication, at every
-    /// K of --ks and N of --tops, one table (page level, on this repository).
+    /// site-hash, site-hash with top-N replication, hierarchical, METIS and METIS
+    /// with top-N replication, at every K of --ks and N of --tops, one table (page
+    /// level, on this repository).
     #[arg(long, conflicts_with_all = ["out", "parts", "evaluate", "replicate"])]
     table: bool,
     /// Write nothing: print the paper's message table (hypergraph-site-assignment,
@@ -79,6 +80,24 @@ pub(super) struct QualityArgs {
     /// download order by their records' dates).
     #[arg(required = true, value_name = "DIR")]
     repos: Vec<PathBuf>,
+}
+
+#[derive(Debug, clap::Args)]
+pub(super) struct SimulateArgs {
+    /// The finished crawl's WARC repository: its stored pages and their links are
+    /// the simulated web (read only; no ingest may run).
+    #[arg(long, value_name = "DIR")]
+    repo: PathBuf,
+    /// The crawl's config file: its app section's canonicalization and body cap
+    /// apply [default: the defaults].
+    #[arg(long, value_name = "FILE")]
+    config: Option<PathBuf>,
+    /// The seed of the generator that draws each process's seed pages.
+    #[arg(long, value_name = "N", default_value_t = 1)]
+    seed: u64,
+    /// Runs with different seed pages per figure point, averaged.
+    #[arg(long, value_name = "N", default_value_t = 3)]
+    runs: u64,
 }
 
 /// `polycrawl assign`: the host graph, then METIS and the file, or the evaluation
@@ -170,6 +189,81 @@ pub(super) fn assign_command(args: AssignArgs) -> anyhow::Result<()> {
 }
 
 /// `polycrawl quality`: the reference's top-N, then the crawl's curve.
+/// `polycrawl simulate`: the figures as text tables (see [`offline::simulate`]).
+pub(super) fn simulate_command(args: SimulateArgs) -> anyhow::Result<()> {
+    use offline::simulate::{Exchanges, Web, firewall_coverage, quality};
+    let config = Config::load_or_default(args.config.as_deref())?;
+    let graph = offline::HostGraph::from_repository(&args.repo, &config.app)?;
+    let web = Web::from_graph(&graph);
+    anyhow::ensure!(web.pages() > 0, "{}: no stored page", args.repo.display());
+    let runs = args.runs.max(1);
+    let seeds = |r: u64| args.seed.wrapping_add(r.wrapping_mul(1_000_003));
+    let mean = |f: &dyn Fn(u64) -> f64| (0..runs).map(|r| f(seeds(r))).sum::<f64>() / runs as f64;
+    println!(
+        "simulate pages={} links={} sites={} runs={runs}",
+        web.pages(),
+        web.link_count(),
+        graph.host_count()
+    );
+    println!(
+        "\n# figure 4: firewall coverage, 5 seeds per process\n{:>3} {:>8}",
+        "n", "coverage"
+    );
+    for n in [1u32, 2, 4, 8, 16, 32, 64] {
+        println!(
+            "{n:>3} {:>8.3}",
+            mean(&|s| firewall_coverage(&web, n, 5, s))
+        );
+    }
+    let totals = [64usize, 256, 1024, 4096, 16384];
+    print!(
+        "\n# figure 5: firewall coverage against total seeds\n{:>3}",
+        "n"
+    );
+    for s in totals {
+        print!(" {:>7}", format!("s={s}"));
+    }
+    println!();
+    for n in [2u32, 8, 32, 64] {
+        print!("{n:>3}");
+        for s in totals {
+            let per = (s / n as usize).max(1);
+            print!(
+                " {:>7.3}",
+                mean(&|seed| firewall_coverage(&web, n, per, seed))
+            );
+        }
+        println!();
+    }
+    let xs = [0u32, 1, 2, 4, 10, 20, 50, 100];
+    for share in [0.012, 0.05, 0.2] {
+        let budget = ((web.pages() as f64 * share).round() as u64).max(1);
+        println!(
+            "\n# figures 9-11: quality (and [URL, count] pairs per page) after {budget} downloads ({:.1} %), 5 seeds per process",
+            share * 100.0
+        );
+        print!("{:>3}", "n");
+        for x in xs {
+            print!(" {:>13}", format!("x={x}"));
+        }
+        println!(" {:>13}", "every page");
+        for n in [1u32, 2, 8, 64] {
+            print!("{n:>3}");
+            for ex in xs
+                .iter()
+                .map(|x| Exchanges::Times(*x))
+                .chain([Exchanges::EveryPage])
+            {
+                let q = mean(&|s| quality(&web, n, ex, budget, 5, s).quality);
+                let c = mean(&|s| quality(&web, n, ex, budget, 5, s).pairs_per_page);
+                print!(" {:>13}", format!("{q:.3} ({c:.2})"));
+            }
+            println!();
+        }
+    }
+    Ok(())
+}
+
 pub(super) fn quality_command(args: QualityArgs) -> anyhow::Result<()> {
     use offline::{HostGraph, quality};
     let config = Config::load_or_default(args.config.as_deref())?;

@@ -15,7 +15,7 @@ mod coordinator;
 mod services;
 mod tools;
 
-use assign::{AssignArgs, QualityArgs};
+use assign::{AssignArgs, QualityArgs, SimulateArgs};
 use coordinator::CoordinatorArgs;
 use services::{AppArgs, DownloaderArgs, ManagerArgs, ServiceArgs};
 use tools::{ConfigArgs, GetArgs, LinksArgs, RobotsArgs, StatusArgs, WaczArgs};
@@ -93,6 +93,12 @@ enum Command {
     /// crawl's most-linked pages that a crawl (one or several part repositories)
     /// holds after each 10 % of its downloads.
     Quality(QualityArgs),
+    /// Simulate the parallel-crawler paper's experiments on a finished crawl; docs/tools.md.
+    ///
+    /// Cho and Garcia-Molina's figures at 1 to 64 processes on the crawl's stored
+    /// pages and links: firewall coverage against processes and seeds (their
+    /// figures 4, 5), quality against back-link exchanges (9-11).
+    Simulate(SimulateArgs),
     /// Mount an NFS stand-in over a shared directory (one machine's view); docs/scaling.md.
     Nfsim(nfsim::NfsimArgs),
     /// Start the coordinator of a two-level crawl by hand; docs/scaling.md.
@@ -130,6 +136,7 @@ impl Cli {
             Command::Links(args) => tools::links_command(args),
             Command::Assign(args) => assign::assign_command(args),
             Command::Quality(args) => assign::quality_command(args),
+            Command::Simulate(args) => assign::simulate_command(args),
             Command::Coordinator(args) => coordinator::coordinator_command(args),
             Command::Config(args) => tools::config_command(args),
         }
