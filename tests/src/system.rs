@@ -616,6 +616,78 @@ impl System {
         }
     }
 
+    /// Writes this system's config with an `app:` section for one breadth-first
+    /// application (state and repository in this system's folder, `ws`'s seeds,
+    /// open scope, fast scans; `app_extra` lines added inside it), then `edit`
+    /// applied to the whole text. Returns the app's (state, repository) folders.
+    pub fn write_app_config(
+        &mut self,
+        ws: &Websim,
+        app_extra: &str,
+        edit: impl FnOnce(String) -> String,
+    ) -> (PathBuf, PathBuf) {
+        let state = self.dir().join("app-state");
+        let repo = self.dir().join("repository");
+        let app_section = format!(
+            "    app: (\n        state_dir: {:?},\n        repository_dir: {:?},\n        \
+             seeds_file: Some({:?}),\n        scope: open,\n        scan_interval_ms: 200,\n        \
+             idle_check_ms: 500,\n{app_extra}    ),\n",
+            state.display().to_string(),
+            repo.display().to_string(),
+            ws.path("seeds").display().to_string(),
+        );
+        let config = std::fs::read_to_string(&self.config)
+            .expect("reading the config")
+            .replacen("(\n", &format!("(\n{app_section}"), 1);
+        std::fs::write(&self.config, edit(config)).expect("writing the config");
+        (state, repo)
+    }
+
+    /// `polycrawl app` for this system's running manager: application `id`, its
+    /// state and repository folders and seeds file, this system's config, spool
+    /// and token, info logs.
+    pub fn app_command(&self, id: &str, state: &Path, repo: &Path, seeds: &Path) -> Command {
+        let addr = self.addr.expect("the manager runs").to_string();
+        let mut cmd = Command::new(bin::polycrawl());
+        cmd.arg("app")
+            .arg("--config")
+            .arg(&self.config)
+            .args(["--manager", &addr, "--id", id])
+            .arg("--spool")
+            .arg(&self.spool)
+            .arg("--state")
+            .arg(state)
+            .arg("--repo")
+            .arg(repo)
+            .arg("--seeds")
+            .arg(seeds)
+            .env("POLYCRAWL_TOKEN", self.token())
+            .env_remove("POLYCRAWL_ADMIN_TOKEN")
+            .env("NO_COLOR", "1")
+            .env("RUST_LOG", "info");
+        cmd
+    }
+
+    /// Runs `cmd` (an application) until it exits by itself within `timeout`;
+    /// panics with every process's report if it does not, or exits non-zero.
+    /// Returns its last `app ` summary line (empty if none).
+    pub fn run_app_to_end(&self, cmd: Command, timeout: Duration) -> String {
+        let mut app = ProcessGuard::spawn("app", cmd, self.dir()).expect("starting polycrawl app");
+        let status = app.wait_exit(timeout).expect("waiting for the app");
+        let Some(status) = status else {
+            panic!(
+                "the crawl did not end by itself in {timeout:?}\n{}",
+                self.reports()
+            );
+        };
+        assert!(status.success(), "app exited {status}\n{}", self.reports());
+        app.stdout()
+            .into_iter()
+            .rev()
+            .find(|l| l.starts_with("app "))
+            .unwrap_or_default()
+    }
+
     /// Every running and killed process's stdout and stderr, for a failure message.
     pub fn reports(&self) -> String {
         let mut out = String::new();

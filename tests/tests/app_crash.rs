@@ -12,11 +12,9 @@
 
 use std::collections::{BTreeMap, HashMap, HashSet};
 use std::path::{Path, PathBuf};
-use std::process::Command;
 use std::sync::{Mutex, PoisonError};
 use std::time::{Duration, Instant};
 
-use tests::bin;
 use tests::process::ProcessGuard;
 use tests::repository::RepoScan;
 use tests::system::{Knobs, System};
@@ -60,24 +58,7 @@ fn app_section(seeds: &Path, dirs: &AppDirs) -> String {
 }
 
 fn start_app(sys: &System, ws: &Websim, dirs: &AppDirs, run: usize) -> ProcessGuard {
-    let addr = sys.addr.expect("the manager runs").to_string();
-    let mut cmd = Command::new(bin::polycrawl());
-    cmd.arg("app")
-        .arg("--config")
-        .arg(&sys.config)
-        .args(["--manager", &addr, "--id", APP_ID])
-        .arg("--spool")
-        .arg(&sys.spool)
-        .arg("--state")
-        .arg(&dirs.state)
-        .arg("--repo")
-        .arg(&dirs.repo)
-        .arg("--seeds")
-        .arg(ws.path("seeds"))
-        .env("POLYCRAWL_TOKEN", sys.token())
-        .env_remove("POLYCRAWL_ADMIN_TOKEN")
-        .env("NO_COLOR", "1")
-        .env("RUST_LOG", "info");
+    let cmd = sys.app_command(APP_ID, &dirs.state, &dirs.repo, &ws.path("seeds"));
     ProcessGuard::spawn(&format!("app-{run}"), cmd, sys.dir()).expect("starting polycrawl app")
 }
 

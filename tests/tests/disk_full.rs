@@ -16,13 +16,11 @@ use std::collections::{HashMap, HashSet};
 use std::fs::File;
 use std::io::{self, Write};
 use std::path::{Path, PathBuf};
-use std::process::Command;
 use std::time::{Duration, Instant};
 
 use nix::mount::{MntFlags, MsFlags, mount, umount2};
 use nix::sched::{CloneFlags, unshare};
 use serde_json::Value;
-use tests::bin;
 use tests::process::ProcessGuard;
 use tests::repository::RepoScan;
 use tests::system::{Knobs, System};
@@ -124,24 +122,7 @@ fn app_section(seeds: &Path, state: &Path, repo: &Path) -> String {
 }
 
 fn start_app(sys: &System, ws: &Websim, state: &Path, repo: &Path) -> ProcessGuard {
-    let addr = sys.addr.expect("the manager runs").to_string();
-    let mut cmd = Command::new(bin::polycrawl());
-    cmd.arg("app")
-        .arg("--config")
-        .arg(&sys.config)
-        .args(["--manager", &addr, "--id", APP_ID])
-        .arg("--spool")
-        .arg(&sys.spool)
-        .arg("--state")
-        .arg(state)
-        .arg("--repo")
-        .arg(repo)
-        .arg("--seeds")
-        .arg(ws.path("seeds"))
-        .env("POLYCRAWL_TOKEN", sys.token())
-        .env_remove("POLYCRAWL_ADMIN_TOKEN")
-        .env("NO_COLOR", "1")
-        .env("RUST_LOG", "info");
+    let cmd = sys.app_command(APP_ID, state, repo, &ws.path("seeds"));
     ProcessGuard::spawn("app", cmd, sys.dir()).expect("starting polycrawl app")
 }
 

@@ -15,12 +15,8 @@
 //! The crawling system is `tests::system`'s; the application is `polycrawl app`.
 
 use std::collections::{BTreeMap, HashSet};
-use std::path::PathBuf;
-use std::process::Command;
 use std::time::{Duration, Instant};
 
-use tests::bin;
-use tests::process::ProcessGuard;
 use tests::repository::RepoScan;
 use tests::requestlog::url_counts;
 use tests::system::{Knobs, System};
@@ -38,58 +34,13 @@ fn crawl(ws: &Websim) -> (System, RepoScan, String) {
         ..Knobs::default()
     };
     let mut sys = System::new(ws, &knobs);
-    let state: PathBuf = sys.dir().join("app-state");
-    let repo: PathBuf = sys.dir().join("repository");
-    let app_section = format!(
-        "    app: (\n        state_dir: {:?},\n        repository_dir: {:?},\n        \
-         seeds_file: Some({:?}),\n        scope: open,\n        scan_interval_ms: 200,\n        idle_check_ms: 500,\n    ),\n",
-        state.display().to_string(),
-        repo.display().to_string(),
-        ws.path("seeds").display().to_string(),
-    );
-    let config =
-        knobs
-            .config(ws, "admin-secret-for-tests")
-            .replacen("(\n", &format!("(\n{app_section}"), 1);
-    std::fs::write(&sys.config, config).expect("writing the config");
+    let (state, repo) = sys.write_app_config(ws, "", |config| config);
     sys.start_manager();
     sys.start_resolver();
     sys.start_downloader("dl-1");
     sys.wait_components(1, 1, Duration::from_secs(30));
-
-    let addr = sys.addr.expect("the manager runs").to_string();
-    let mut cmd = Command::new(bin::polycrawl());
-    cmd.arg("app")
-        .arg("--config")
-        .arg(&sys.config)
-        .args(["--manager", &addr, "--id", APP_ID])
-        .arg("--spool")
-        .arg(&sys.spool)
-        .arg("--state")
-        .arg(&state)
-        .arg("--repo")
-        .arg(&repo)
-        .arg("--seeds")
-        .arg(ws.path("seeds"))
-        .env("POLYCRAWL_TOKEN", sys.token())
-        .env_remove("POLYCRAWL_ADMIN_TOKEN")
-        .env("NO_COLOR", "1")
-        .env("RUST_LOG", "info");
-    let mut app = ProcessGuard::spawn("app", cmd, sys.dir()).expect("starting polycrawl app");
-    let status = app.wait_exit(CRAWL_TIMEOUT).expect("waiting for the app");
-    let Some(status) = status else {
-        panic!(
-            "the crawl did not end by itself in {CRAWL_TIMEOUT:?}\n{}",
-            sys.reports()
-        );
-    };
-    assert!(status.success(), "app exited {status}\n{}", sys.reports());
-    let summary = app
-        .stdout()
-        .into_iter()
-        .rev()
-        .find(|l| l.starts_with("app "))
-        .unwrap_or_default();
+    let cmd = sys.app_command(APP_ID, &state, &repo, &ws.path("seeds"));
+    let summary = sys.run_app_to_end(cmd, CRAWL_TIMEOUT);
     assert!(
         tests::verdict::ended_with_traps_at_most(&summary),
         "the crawl did not end complete (or with trap cuts only): {summary}"

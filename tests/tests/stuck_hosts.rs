@@ -17,10 +17,8 @@
 //! (`frontier::config`, `frontier::politeness`).
 
 use std::path::PathBuf;
-use std::process::Command;
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
-use tests::bin;
 use tests::process::ProcessGuard;
 use tests::repository::RepoScan;
 use tests::system::{Knobs, System};
@@ -109,26 +107,9 @@ fn a_crawl_whose_last_hosts_never_answer_ends_by_itself() {
     sys.start_downloader("dl-1");
     sys.wait_components(1, 1, Duration::from_secs(30));
 
-    let addr = sys.addr.expect("the manager runs").to_string();
     let state = sys.dir().join("app-state");
     let repo = sys.dir().join("repository");
-    let mut cmd = Command::new(bin::polycrawl());
-    cmd.arg("app")
-        .arg("--config")
-        .arg(&sys.config)
-        .args(["--manager", &addr, "--id", APP_ID])
-        .arg("--spool")
-        .arg(&sys.spool)
-        .arg("--state")
-        .arg(&state)
-        .arg("--repo")
-        .arg(&repo)
-        .arg("--seeds")
-        .arg(&seeds)
-        .env("POLYCRAWL_TOKEN", sys.token())
-        .env_remove("POLYCRAWL_ADMIN_TOKEN")
-        .env("NO_COLOR", "1")
-        .env("RUST_LOG", "info");
+    let cmd = sys.app_command(APP_ID, &state, &repo, &seeds);
     let mut app = ProcessGuard::spawn("app", cmd, sys.dir()).expect("starting polycrawl app");
 
     // Ends by itself: wait for the exit (a generous ceiling, checked below

@@ -22,10 +22,8 @@
 
 use std::collections::{BTreeMap, HashSet};
 use std::path::{Path, PathBuf};
-use std::process::Command;
 use std::time::{Duration, Instant};
 
-use tests::bin;
 use tests::browser::{self, Browser};
 use tests::process::ProcessGuard;
 use tests::repository::RepoScan;
@@ -313,24 +311,7 @@ fn crawl(websim_args: &[&str], browser: bool, app_extra: &str) -> Crawled {
     sys.start_downloader("dl-2");
     sys.wait_components(2, 1, Duration::from_secs(30));
 
-    let addr = sys.addr.expect("the manager runs").to_string();
-    let mut cmd = Command::new(bin::polycrawl());
-    cmd.arg("app")
-        .arg("--config")
-        .arg(&sys.config)
-        .args(["--manager", &addr, "--id", APP_ID])
-        .arg("--spool")
-        .arg(&sys.spool)
-        .arg("--state")
-        .arg(&state)
-        .arg("--repo")
-        .arg(&repo)
-        .arg("--seeds")
-        .arg(ws.path("seeds"))
-        .env("POLYCRAWL_TOKEN", sys.token())
-        .env_remove("POLYCRAWL_ADMIN_TOKEN")
-        .env("NO_COLOR", "1")
-        .env("RUST_LOG", "info");
+    let cmd = sys.app_command(APP_ID, &state, &repo, &ws.path("seeds"));
     let mut app = ProcessGuard::spawn("app", cmd, sys.dir()).expect("starting polycrawl app");
     // While it runs, the admin page shows the application's figures: keep the
     // last seen (the application leaves the page when it exits).
