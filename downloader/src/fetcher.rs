@@ -11,6 +11,11 @@
 //! out dead before any response byte is replaced by a new one, once. Nothing here
 //! resolves names, follows redirects or retries a request that got an answer.
 //!
+//! HTTP/2 (`http2.rs`): when a new TLS connection negotiated `h2` (offered unless
+//! the config's `http2` is off), the exchange runs over HTTP/2 and the connection
+//! is pooled under the same key as an HTTP/1.1 one would be; either kind is taken
+//! by one fetch at a time.
+//!
 //! Proxies (`proxy.rs`): the config's rules pick a proxy (or none) by the URL's host.
 //! The address policy and the per-IP and per-host gates work on the job's address
 //! and origin exactly as without a proxy: the proxy is only the path. The request
@@ -33,8 +38,9 @@ use crate::address;
 use crate::config::FetcherConfig;
 use crate::conn::{self, Conn, TlsParams};
 use crate::error::{ConfigError, FetchError};
-use crate::exchange::{self, Limits, RawResponse, Wire};
+use crate::exchange::{self, ExchangeError, Limits, RawResponse, Wire};
 use crate::fetched::{Fetched, Timings, WireTimes};
+use crate::http2::{self, H2Conn, H2Response};
 use crate::ip_gate::{HostGate, IpGate};
 use crate::job::{FetchJob, Scheme};
 use crate::limit::{ConcurrencyLimit, Permit};
@@ -43,7 +49,8 @@ use crate::proxy::{self, Dest, OpenParams, Proxy, ProxyKind};
 use crate::request;
 use crate::tls;
 
-/// The HTTP/1.1 fetch engine. Cheap to clone; clones share the pool and the limit.
+/// The HTTP/1.1 and HTTP/2 fetch engine. Cheap to clone; clones share the pool and
+/// the limit.
 #[derive(Clone)]
 pub struct Fetcher {
     inner: Arc<Inner>,
@@ -52,7 +59,7 @@ pub struct Fetcher {
 struct Inner {
     config: FetcherConfig,
     tls: TlsConnector,
-    pool: Pool,
+    pool: Pool<Link>,
     limit: ConcurrencyLimit,
     gate: IpGate,
     host_gate: HostGate,
@@ -68,9 +75,21 @@ impl std::fmt::Debug for Fetcher {
     }
 }
 
+/// A connection kept in the pool: HTTP/1.1, or HTTP/2 (TLS that negotiated `h2`).
+#[derive(Debug)]
+enum Link {
+    H1(Conn),
+    H2(H2Conn),
+}
+
 /// What the connection part of a fetch produced, before decoding.
 struct Transfer {
     response: RawResponse,
+    /// Over HTTP/2, the HTTP/1.1 form of the request sent (HTTP/1.1: the bytes
+    /// written, which the caller has).
+    request: Option<Bytes>,
+    /// `WARC-Protocol` values (empty for HTTP/1.1).
+    protocols: Vec<&'static str>,
     connect: Option<std::time::Duration>,
     bytes: (u64, u64),
     reused: bool,
@@ -80,7 +99,10 @@ impl Fetcher {
     /// Validates `config`, loads the TLS trust anchors and builds an empty pool.
     pub fn new(config: FetcherConfig) -> Result<Self, ConfigError> {
         config.validate()?;
-        let tls = TlsConnector::from(tls::client_config(config.extra_ca_file.as_deref())?);
+        let tls = TlsConnector::from(tls::client_config(
+            config.extra_ca_file.as_deref(),
+            config.http2,
+        )?);
         let pool = Pool::new(
             config.pool_idle_timeout,
             config.pool_max_idle_per_key,
@@ -178,7 +200,8 @@ impl Fetcher {
             Scheme::Https => Some(tls::server_name(job.target.host())?),
             Scheme::Http => None,
         };
-        let request = request::build(job.method, &job.target, &config.user_agent, &job.validators);
+        let fields = request::fields(&config.user_agent, &job.validators);
+        let request = request::http1(job.method, &job.target, &fields);
         let total_timeout = job
             .limits
             .total_timeout
@@ -211,7 +234,14 @@ impl Fetcher {
         let start = Instant::now();
         let transfer = tokio::time::timeout(
             total_timeout,
-            self.transfer(job, &request, via.as_ref(), server_name, &limits, times),
+            self.transfer(
+                job,
+                (&request, &fields),
+                via.as_ref(),
+                server_name,
+                &limits,
+                times,
+            ),
         )
         .await
         .map_err(|_| FetchError::TotalTimeout {
@@ -229,7 +259,8 @@ impl Fetcher {
             addr: job.addr,
             target_ip,
             proxy: via.map(|p| p.to_string()),
-            request,
+            request: transfer.request.unwrap_or(request),
+            protocols: transfer.protocols,
             raw: response.raw,
             head_len: response.head_len,
             head: response.head,
@@ -250,30 +281,18 @@ impl Fetcher {
     }
 
     /// Connection handling: pooled connection first, one retry on a new connection if
-    /// the pooled one was dead.
+    /// the pooled one was dead; HTTP/2 where TLS negotiated it. `request` is the
+    /// HTTP/1.1 request and the fields it was made of (for HTTP/2).
     async fn transfer(
         &self,
         job: &FetchJob,
-        request: &Bytes,
+        (request, fields): (&Bytes, &[(&'static str, String)]),
         via: Option<&Arc<Proxy>>,
         server_name: Option<ServerName<'static>>,
         limits: &Limits,
         times: &mut WireTimes,
     ) -> Result<Transfer, FetchError> {
-        let mut wire = Wire {
-            addr: job.addr,
-            gate: &self.inner.gate,
-            spacing: job.limits.min_ip_spacing.unwrap_or_default(),
-            host_gate: &self.inner.host_gate,
-            host: job.limits.min_host_spacing.map(|d| {
-                let t = &job.target;
-                (
-                    format!("{}://{}:{}", t.scheme().as_str(), t.host(), t.port()),
-                    d,
-                )
-            }),
-            times,
-        };
+        let mut wire = self.wire(job, times);
         let target = &job.target;
         let key = PoolKey {
             addr: job.addr,
@@ -298,20 +317,72 @@ impl Fetcher {
             Some(p) => proxy_error(p, &response.head).map_or(Ok(response), Err),
             None => Ok(response),
         };
-        if let Some(mut conn) = self.inner.pool.checkout(&key) {
-            let before = conn.wire_bytes();
-            match exchange::exchange(&mut conn, &mut wire, written, job.method, limits).await {
-                Ok(response) => {
-                    let response = checked(response)?;
-                    return Ok(self.finish(key, conn, before, response, None));
+        match self.inner.pool.checkout(&key) {
+            Some(Link::H1(mut conn)) => {
+                let before = conn.wire_bytes();
+                match exchange::exchange(&mut conn, &mut wire, written, job.method, limits).await {
+                    Ok(response) => {
+                        let response = checked(response)?;
+                        return Ok(self.finish(key, conn, before, response, None));
+                    }
+                    Err(e) if e.retryable => {
+                        tracing::debug!(addr = %job.addr, error = %e.error, "pooled connection was dead; reconnecting");
+                    }
+                    Err(e) => return Err(e.error),
                 }
-                Err(e) if e.retryable => {
-                    tracing::debug!(addr = %job.addr, error = %e.error, "pooled connection was dead; reconnecting");
-                }
-                Err(e) => return Err(e.error),
             }
+            Some(Link::H2(h2)) if !h2.is_closed() => {
+                match self
+                    .over_h2(key.clone(), h2, &mut wire, job, fields, limits, None)
+                    .await
+                {
+                    Ok(t) => return Ok(t),
+                    Err(e) if e.retryable => {
+                        tracing::debug!(addr = %job.addr, error = %e.error, "pooled HTTP/2 connection was closed; reconnecting");
+                    }
+                    Err(e) => return Err(e.error),
+                }
+            }
+            // Closed while idle: dropped.
+            Some(Link::H2(_)) | None => {}
         }
         let connect_start = Instant::now();
+        let (open, tls) = self.connect_params(job, via, server_name, limits);
+        let mut conn = conn::connect(job.addr, open, tls, limits.connect_timeout).await?;
+        if conn.is_h2() {
+            let left = limits
+                .connect_timeout
+                .saturating_sub(connect_start.elapsed());
+            let h2 = tokio::time::timeout(left, http2::handshake(conn, job.addr, limits))
+                .await
+                .map_err(|_| FetchError::ConnectTimeout {
+                    addr: job.addr,
+                    after: limits.connect_timeout,
+                })??;
+            let connect = Some(connect_start.elapsed());
+            return self
+                .over_h2(key, h2, &mut wire, job, fields, limits, connect)
+                .await
+                .map_err(|e| e.error);
+        }
+        let connect = connect_start.elapsed();
+        let response = exchange::exchange(&mut conn, &mut wire, written, job.method, limits)
+            .await
+            .map_err(|e| e.error)?;
+        let response = checked(response)?;
+        Ok(self.finish(key, conn, (0, 0), response, Some(connect)))
+    }
+
+    /// How to open a connection for `job`: through `via`'s handshake, with TLS
+    /// for `server_name`.
+    fn connect_params<'a>(
+        &'a self,
+        job: &'a FetchJob,
+        via: Option<&'a Arc<Proxy>>,
+        server_name: Option<ServerName<'static>>,
+        limits: &Limits,
+    ) -> (Option<OpenParams<'a>>, Option<TlsParams<'a>>) {
+        let target = &job.target;
         let open = via.map(|p| OpenParams {
             proxy: p,
             dest: match p.kind {
@@ -327,13 +398,43 @@ impl Fetcher {
             server_name,
             host: target.host(),
         });
-        let mut conn = conn::connect(job.addr, open, tls, limits.connect_timeout).await?;
-        let connect = connect_start.elapsed();
-        let response = exchange::exchange(&mut conn, &mut wire, written, job.method, limits)
-            .await
-            .map_err(|e| e.error)?;
-        let response = checked(response)?;
-        Ok(self.finish(key, conn, (0, 0), response, Some(connect)))
+        (open, tls)
+    }
+
+    /// Where `job`'s request goes and how it is paced.
+    fn wire<'a>(&'a self, job: &FetchJob, times: &'a mut WireTimes) -> Wire<'a> {
+        Wire {
+            addr: job.addr,
+            gate: &self.inner.gate,
+            spacing: job.limits.min_ip_spacing.unwrap_or_default(),
+            host_gate: &self.inner.host_gate,
+            host: job.limits.min_host_spacing.map(|d| {
+                let t = &job.target;
+                (
+                    format!("{}://{}:{}", t.scheme().as_str(), t.host(), t.port()),
+                    d,
+                )
+            }),
+            times,
+        }
+    }
+
+    /// Runs the exchange on `h2` (pooled when `connect` is `None`) and gives the
+    /// connection back to the pool if it may be reused.
+    #[allow(clippy::too_many_arguments)] // the parts of one fetch, as `transfer` has them
+    async fn over_h2(
+        &self,
+        key: PoolKey,
+        mut h2: H2Conn,
+        wire: &mut Wire<'_>,
+        job: &FetchJob,
+        fields: &[(&'static str, String)],
+        limits: &Limits,
+        connect: Option<std::time::Duration>,
+    ) -> Result<Transfer, ExchangeError> {
+        let before = h2.wire_bytes();
+        let r = http2::exchange(&mut h2, wire, job.method, &job.target, fields, limits).await?;
+        Ok(self.finish_h2(key, h2, before, r, connect))
     }
 
     fn finish(
@@ -346,12 +447,40 @@ impl Fetcher {
     ) -> Transfer {
         let after = conn.wire_bytes();
         if response.reusable {
-            self.inner.pool.checkin(key, conn);
+            self.inner.pool.checkin(key, Link::H1(conn));
         }
         Transfer {
             response,
+            request: None,
+            protocols: Vec::new(),
             connect,
             bytes: (after.0 - before.0, after.1 - before.1),
+            reused: connect.is_none(),
+        }
+    }
+
+    fn finish_h2(
+        &self,
+        key: PoolKey,
+        h2: H2Conn,
+        before: (u64, u64),
+        r: H2Response,
+        connect: Option<std::time::Duration>,
+    ) -> Transfer {
+        let after = h2.wire_bytes();
+        let protocols = std::iter::once("h2").chain(h2.tls_protocol()).collect();
+        if r.response.reusable {
+            self.inner.pool.checkin(key, Link::H2(h2));
+        }
+        Transfer {
+            response: r.response,
+            request: Some(r.request),
+            protocols,
+            connect,
+            bytes: (
+                after.0.saturating_sub(before.0),
+                after.1.saturating_sub(before.1),
+            ),
             reused: connect.is_none(),
         }
     }

@@ -227,6 +227,7 @@ async fn run_one(
             depth: job.depth,
             hops: job.hops,
             fetch: clock.until(ended),
+            protocols: fetched.protocols,
         },
     };
     if env
