@@ -42,7 +42,8 @@
 //! - `pool`: the keep-alive pool; [`limit`]: the resizable concurrency limit;
 //!   `ip_gate`: per-IP spacing of request writes;
 //! - [`fetched`]: the result (raw vs payload vs decoded body: see there);
-//! - [`fetcher`]: [`Fetcher`], tying it together; [`error`]: every error type.
+//! - [`fetcher`]: [`Fetcher`], tying it together (`fetcher/transfer.rs`: the
+//!   connection part, pooled or new, HTTP/1.1 or HTTP/2); [`error`]: every error type.
 //!
 //! The service, on top: [`service`] (`run` and the reconnect loop), with
 //! `service/config.rs`, `control.rs`, `session.rs` (one manager connection),
