@@ -6,7 +6,7 @@
 //! The exact bytes built here are the bytes written to the socket and returned in
 //! [`Fetched::request`](crate::Fetched::request) for the WARC request record. Over
 //! HTTP/2 the same fields are sent (the host as `:authority`, no `Connection`), and
-//! the record holds their HTTP/1.1 form ([`normalised`]). The
+//! the record holds their HTTP/1.1 form (`normalised`). The
 //! request never carries cookies, credentials or a body. `Target` and the validated
 //! user agent guarantee no CR/LF can be smuggled into a header.
 

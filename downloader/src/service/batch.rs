@@ -102,9 +102,9 @@ pub(crate) struct Exchange {
     pub hops: Option<u32>,
     /// When the fetch ran.
     pub fetch: FetchTime,
-    /// `WARC-Protocol` values for both records ([`Fetched::protocols`]
-    /// (crate::Fetched::protocols): `h2` and the TLS version over HTTP/2; none
-    /// over HTTP/1.1).
+    /// `WARC-Protocol` values for both records
+    /// ([`Fetched::protocols`](crate::Fetched::protocols): `h2` and the TLS
+    /// version over HTTP/2; none over HTTP/1.1).
     pub protocols: Vec<&'static str>,
 }
 

@@ -17,7 +17,9 @@ const BODY: &[u8] = b"<html>over h2</html>";
 /// An https server offering `h2, http/1.1`. Over h2 it answers `/big` with
 /// `big` bytes, `/missing` with a 404, anything else with [`BODY`] and a few
 /// fields; over HTTP/1.1 with "h1". Logs `alpn=<protocol> <path>` per request.
-async fn server(big: usize) -> (Server, tempfile::NamedTempFile) {
+/// With `one_per_connection` it closes each HTTP/2 connection (GOAWAY) after its
+/// first request.
+async fn server(big: usize, one_per_connection: bool) -> (Server, tempfile::NamedTempFile) {
     let pki = pki("site.test");
     let mut config = (*pki.server).clone();
     config.alpn_protocols = vec![b"h2".to_vec(), b"http/1.1".to_vec()];
@@ -46,6 +48,9 @@ async fn server(big: usize) -> (Server, tempfile::NamedTempFile) {
                 return;
             };
             while let Some(Ok((req, mut respond))) = h2.accept().await {
+                if one_per_connection {
+                    h2.graceful_shutdown();
+                }
                 let log: Arc<Mutex<Vec<Vec<u8>>>> = log.clone();
                 tokio::spawn(async move {
                     let path = req.uri().path().to_owned();
@@ -118,7 +123,7 @@ fn log(s: &Server) -> Vec<String> {
 
 #[tokio::test]
 async fn h2_by_default_normalised_to_http11_and_pooled() {
-    let (s, ca) = server(0).await;
+    let (s, ca) = server(0, false).await;
     let f = fetcher(&ca, true, 1 << 20);
     let got = f.fetch(&job(&s, "/a?b=1")).await.unwrap();
     assert_eq!(got.protocols, vec!["h2", "tls/1.3"]);
@@ -163,7 +168,7 @@ async fn h2_by_default_normalised_to_http11_and_pooled() {
 
 #[tokio::test]
 async fn h2_bodies_are_capped_and_read_whole_below_the_cap() {
-    let (s, ca) = server(100_000).await;
+    let (s, ca) = server(100_000, false).await;
     let f = fetcher(&ca, true, 40_000);
     let cut = f.fetch(&job(&s, "/big")).await.unwrap();
     assert_eq!(cut.truncated, Some(Truncation::Length));
@@ -184,7 +189,7 @@ async fn h2_bodies_are_capped_and_read_whole_below_the_cap() {
 
 #[tokio::test]
 async fn http2_off_speaks_http11() {
-    let (s, ca) = server(0).await;
+    let (s, ca) = server(0, false).await;
     let f = fetcher(&ca, false, 1 << 20);
     let got = f.fetch(&job(&s, "/a")).await.unwrap();
     assert!(got.protocols.is_empty());
@@ -192,4 +197,52 @@ async fn http2_off_speaks_http11() {
     assert_eq!(&got.payload[..], b"h1");
     assert!(got.request.ends_with(b"Connection: keep-alive\r\n\r\n"));
     assert_eq!(log(&s), vec!["alpn=http/1.1 /a"]);
+}
+
+#[tokio::test]
+async fn a_pooled_connection_the_server_closed_is_replaced() {
+    let (s, ca) = server(0, true).await;
+    let f = fetcher(&ca, true, 1 << 20);
+    for path in ["/a", "/b", "/c"] {
+        let got = f.fetch(&job(&s, path)).await.unwrap();
+        assert_eq!(got.protocols[0], "h2");
+        assert_eq!(&got.payload[..], BODY);
+    }
+    assert_eq!(s.accepted(), 3, "one connection per request: {:?}", log(&s));
+    assert_eq!(log(&s).len(), 3);
+}
+
+#[tokio::test]
+async fn h2_through_a_connect_tunnel_and_a_socks5_proxy() {
+    use std::collections::HashMap;
+    use std::net::{IpAddr, Ipv4Addr};
+
+    use downloader::proxy::ProxyConfig;
+    use test_support::proxy::{Kind, ProxyOptions, TestProxy};
+
+    let (s, ca) = server(0, false).await;
+    for (kind, resolves) in [(Kind::Http, true), (Kind::Socks5, false)] {
+        let proxy = TestProxy::start(ProxyOptions {
+            kind,
+            outgoing: Ipv4Addr::new(127, 0, 0, 3),
+            names: HashMap::from([("site.test".to_owned(), IpAddr::from([127, 0, 0, 1]))]),
+            auth: None,
+        })
+        .unwrap();
+        let f = Fetcher::new(FetcherConfig {
+            extra_ca_file: Some(ca.path().to_owned()),
+            proxy: ProxyConfig::parse(Some(&proxy.url(resolves, None)), &[]).unwrap(),
+            ..config()
+        })
+        .unwrap();
+        let first = f.fetch(&job(&s, "/x")).await.unwrap();
+        let second = f.fetch(&job(&s, "/y")).await.unwrap();
+        for got in [&first, &second] {
+            assert_eq!(got.protocols, vec!["h2", "tls/1.3"], "{kind:?}");
+            assert!(got.raw.starts_with(b"HTTP/1.1 200 OK\r\n"));
+            assert!(got.proxy.is_some());
+        }
+        assert!(second.reused_connection, "{kind:?}: the tunnel is pooled");
+        assert_eq!(proxy.forwarded().len(), 1, "{kind:?}: one tunnel");
+    }
 }
