@@ -338,3 +338,42 @@ fn options(gzip_level: u32) -> WriterOptions {
         ..WriterOptions::default()
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn exchange(protocols: Vec<&'static str>) -> Exchange {
+        Exchange {
+            target_uri: "https://example.org/".into(),
+            date: WarcDate::now(),
+            ip: None,
+            request: Bytes::from_static(b"GET / HTTP/1.1\r\nHost: example.org\r\n\r\n"),
+            raw: Bytes::from_static(b"HTTP/1.1 200 OK\r\n\r\nhi"),
+            payload_digest: Sha1Digest::of(b"hi"),
+            deflated: None,
+            truncated: None,
+            precompressed: false,
+            depth: None,
+            hops: None,
+            fetch: FetchTime { start_ms: 1, ms: 2 },
+            protocols,
+        }
+    }
+
+    fn protocols(h: &WarcHeaders) -> Vec<&str> {
+        h.iter()
+            .filter(|(n, _)| n.eq_ignore_ascii_case(PROTOCOL_FIELD))
+            .map(|(_, v)| v)
+            .collect()
+    }
+
+    #[test]
+    fn both_records_name_each_protocol_in_order() {
+        let (response, request) = pair_headers(&exchange(vec!["h2", "tls/1.3"]), None).unwrap();
+        assert_eq!(protocols(&response), ["h2", "tls/1.3"]);
+        assert_eq!(protocols(&request), ["h2", "tls/1.3"]);
+        let (response, request) = pair_headers(&exchange(Vec::new()), None).unwrap();
+        assert!(protocols(&response).is_empty() && protocols(&request).is_empty());
+    }
+}
