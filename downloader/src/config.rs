@@ -52,6 +52,10 @@ pub struct FetcherConfig {
     pub concurrency: usize,
     /// Which hosts go through which proxy. Default: every host direct.
     pub proxy: ProxyConfig,
+    /// Offer HTTP/2 in TLS (ALPN `h2, http/1.1`) and speak it where the server
+    /// picks it; `false`: HTTP/1.1 only. Plain http is always HTTP/1.1. Default
+    /// `true`.
+    pub http2: bool,
 }
 
 impl Default for FetcherConfig {
@@ -72,6 +76,7 @@ impl Default for FetcherConfig {
             pool_max_idle: 1024,
             concurrency: 500,
             proxy: ProxyConfig::default(),
+            http2: true,
         }
     }
 }

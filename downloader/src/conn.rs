@@ -5,12 +5,15 @@
 //! name; the address policy has already been applied by the caller), or to a proxy
 //! and through its handshake to the target (`crate::proxy`), and, for https, runs
 //! the TLS handshake with SNI set to the URL's host, end to end with the target;
-//! all steps together are bounded by the connect timeout. Byte counts are taken below TLS, so they are the
+//! all steps together are bounded by the connect timeout. What ALPN chose
+//! ([`Conn::is_h2`]) decides whether the fetcher speaks HTTP/2 on it. Byte counts are taken below TLS, so they are the
 //! bytes that crossed the network, record framing and handshake included.
 
 use std::io;
 use std::net::SocketAddr;
 use std::pin::Pin;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::task::{Context, Poll};
 use std::time::Duration;
 
@@ -23,20 +26,36 @@ use tokio_rustls::client::TlsStream;
 use crate::error::FetchError;
 use crate::proxy::{self, OpenParams};
 
+/// Bytes moved on one connection, shared with whoever drives it (an HTTP/2
+/// connection runs on a task of its own that owns the stream).
+#[derive(Debug, Default)]
+pub(crate) struct WireCount {
+    read: AtomicU64,
+    written: AtomicU64,
+}
+
+impl WireCount {
+    /// (sent, received) so far.
+    pub(crate) fn get(&self) -> (u64, u64) {
+        (
+            self.written.load(Ordering::Relaxed),
+            self.read.load(Ordering::Relaxed),
+        )
+    }
+}
+
 /// A TCP stream that counts bytes read and written.
 #[derive(Debug)]
 pub(crate) struct Counted {
     inner: TcpStream,
-    read: u64,
-    written: u64,
+    count: Arc<WireCount>,
 }
 
 impl Counted {
     fn new(inner: TcpStream) -> Self {
         Self {
             inner,
-            read: 0,
-            written: 0,
+            count: Arc::default(),
         }
     }
 }
@@ -49,7 +68,8 @@ impl AsyncRead for Counted {
     ) -> Poll<io::Result<()>> {
         let before = buf.filled().len();
         let poll = Pin::new(&mut self.inner).poll_read(cx, buf);
-        self.read += (buf.filled().len() - before) as u64;
+        let n = (buf.filled().len() - before) as u64;
+        self.count.read.fetch_add(n, Ordering::Relaxed);
         poll
     }
 }
@@ -62,7 +82,7 @@ impl AsyncWrite for Counted {
     ) -> Poll<io::Result<usize>> {
         let poll = Pin::new(&mut self.inner).poll_write(cx, buf);
         if let Poll::Ready(Ok(n)) = poll {
-            self.written += n as u64;
+            self.count.written.fetch_add(n as u64, Ordering::Relaxed);
         }
         poll
     }
@@ -94,11 +114,37 @@ impl Conn {
 
     /// Bytes (sent, received) on the wire since the connection was opened.
     pub(crate) fn wire_bytes(&self) -> (u64, u64) {
+        self.counter().get()
+    }
+
+    /// The connection's byte counter (it outlives a move of the stream).
+    pub(crate) fn counter(&self) -> Arc<WireCount> {
         let c = match self {
             Self::Plain(c) => c,
             Self::Tls(t) => t.get_ref().0,
         };
-        (c.written, c.read)
+        Arc::clone(&c.count)
+    }
+
+    /// Whether TLS negotiated HTTP/2 through ALPN.
+    pub(crate) fn is_h2(&self) -> bool {
+        match self {
+            Self::Plain(_) => false,
+            Self::Tls(t) => t.get_ref().1.alpn_protocol() == Some(b"h2"),
+        }
+    }
+
+    /// The negotiated TLS version as a `WARC-Protocol` value (`tls/1.3`), `None`
+    /// for plain http.
+    pub(crate) fn tls_protocol(&self) -> Option<&'static str> {
+        match self {
+            Self::Plain(_) => None,
+            Self::Tls(t) => match t.get_ref().1.protocol_version()? {
+                rustls::ProtocolVersion::TLSv1_3 => Some("tls/1.3"),
+                rustls::ProtocolVersion::TLSv1_2 => Some("tls/1.2"),
+                _ => None,
+            },
+        }
     }
 }
 

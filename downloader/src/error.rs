@@ -81,6 +81,16 @@ pub enum FetchError {
         /// The operating system's error.
         source: io::Error,
     },
+    /// The HTTP/2 connection or stream failed before the response head was complete:
+    /// the handshake, a GOAWAY or stream reset from the server, a protocol error,
+    /// the connection lost.
+    #[error("HTTP/2 with {addr} failed: {source}")]
+    Http2 {
+        /// The address connected to.
+        addr: SocketAddr,
+        /// What `h2` reported.
+        source: h2::Error,
+    },
     /// No response byte arrived within the first-byte timeout after the request was sent.
     #[error("no response byte within {after:?}")]
     FirstByteTimeout {
@@ -126,6 +136,17 @@ impl FetchError {
             Self::Connect { .. } | Self::Tls { .. } | Self::Io { .. } | Self::Proxy { .. } => {
                 OutcomeReason::ConnectFailure
             }
+            // The server's protocol error is a bad response; a reset, GOAWAY or a
+            // lost connection is the connection failing.
+            Self::Http2 { source, .. } if source.is_remote() && source.is_reset() => {
+                if source.reason() == Some(h2::Reason::PROTOCOL_ERROR) {
+                    OutcomeReason::BadResponse
+                } else {
+                    OutcomeReason::ConnectFailure
+                }
+            }
+            Self::Http2 { source, .. } if source.is_library() => OutcomeReason::BadResponse,
+            Self::Http2 { .. } => OutcomeReason::ConnectFailure,
             Self::ConnectTimeout { .. }
             | Self::FirstByteTimeout { .. }
             | Self::TotalTimeout { .. } => OutcomeReason::Timeout,

@@ -25,7 +25,7 @@
 //! measured from these stamps is never longer than the real one.
 
 use std::io;
-use std::net::SocketAddr;
+use std::net::{IpAddr, SocketAddr};
 use std::time::{Duration, Instant};
 
 use bytes::{Buf, Bytes, BytesMut};
@@ -36,7 +36,7 @@ use crate::conn::Conn;
 use crate::error::FetchError;
 use crate::fetched::{Truncation, WireTimes, unix_us};
 use crate::head::{self, Framing, HeadEnd, ResponseHead};
-use crate::ip_gate::{ExchangeEnd, HostGate, IpGate};
+use crate::ip_gate::{ExchangeEnd, HostGate, IpGate, Turn};
 use crate::job::Method;
 
 /// Reads ask for at least this much room.
@@ -55,7 +55,7 @@ pub(crate) struct Limits {
     pub max_body_bytes: usize,
 }
 
-/// A response read off the wire.
+/// A response read off the wire (over HTTP/2: its HTTP/1.1 form, see `http2`).
 #[derive(Debug)]
 pub(crate) struct RawResponse {
     pub raw: Bytes,
@@ -130,23 +130,41 @@ pub(crate) async fn exchange(
     })
 }
 
-/// Waits for the host's turn, then the address's (see `ip_gate`), and writes
-/// `request`, stamping `sent_us` and `written_us`. A failed write is retryable:
-/// the (reused) connection was dead already.
+/// The turns one request holds while it is written: its host's (when the job
+/// has a host spacing), then its address's. Dropping them ends the write.
+pub(crate) struct Turns<'a> {
+    _host: Option<Turn<'a, String>>,
+    _ip: Turn<'a, IpAddr>,
+}
+
+/// Waits for the host's turn, then the address's (see `ip_gate`), and stamps
+/// `sent_us` (clearing the later stamps).
+pub(crate) async fn take_turns<'a>(wire: &mut Wire<'a>) -> Turns<'a> {
+    let (gate, host_gate) = (wire.gate, wire.host_gate);
+    let host = match &wire.host {
+        Some((key, spacing)) => Some(host_gate.turn(key.clone(), *spacing).await),
+        None => None,
+    };
+    let ip = gate.turn(wire.addr.ip(), wire.spacing).await;
+    wire.times.sent_us = unix_us();
+    wire.times.written_us = 0;
+    wire.times.received_us = 0;
+    Turns {
+        _host: host,
+        _ip: ip,
+    }
+}
+
+/// Takes the turns ([`take_turns`]) and writes `request`, stamping `sent_us`
+/// and `written_us`. A failed write is retryable: the (reused) connection was
+/// dead already.
 async fn send(conn: &mut Conn, wire: &mut Wire<'_>, request: &[u8]) -> Result<(), ExchangeError> {
     let addr = wire.addr;
     let dead = |source| ExchangeError {
         error: FetchError::Io { addr, source },
         retryable: true,
     };
-    let _host_turn = match &wire.host {
-        Some((key, spacing)) => Some(wire.host_gate.turn(key.clone(), *spacing).await),
-        None => None,
-    };
-    let _turn = wire.gate.turn(addr.ip(), wire.spacing).await;
-    wire.times.sent_us = unix_us();
-    wire.times.written_us = 0;
-    wire.times.received_us = 0;
+    let _turns = take_turns(wire).await;
     conn.write_all(request).await.map_err(dead)?;
     conn.flush().await.map_err(dead)?;
     wire.times.written_us = unix_us();

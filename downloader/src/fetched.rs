@@ -10,6 +10,10 @@
 //! are counted in [`Fetched::bytes_received`]). If the body was cut,
 //! [`Fetched::truncated`] says why, and the record gets `WARC-Truncated`.
 //!
+//! Over HTTP/2 there are no such bytes: `raw` is the response's HTTP/1.1 form
+//! (status line with the canonical reason, the fields as received, the body as
+//! received in DATA frames), and [`Fetched::protocols`] says `h2`.
+//!
 //! [`Fetched::payload`] is the body with the transfer coding (chunking) removed but
 //! the content coding kept. (`WARC-Payload-Digest` is computed over the entity as
 //! stored in the record, chunks kept, as `spool::warc::payload_digest` defines
@@ -121,6 +125,11 @@ pub struct Fetched {
     pub bytes_received: u64,
     /// Whether the fetch ran on a pooled keep-alive connection.
     pub reused_connection: bool,
+    /// The protocols the exchange ran on, as `WARC-Protocol` values, application
+    /// protocol first: `["h2", "tls/1.3"]` over HTTP/2; empty over HTTP/1.1, whose
+    /// records are what they have always been. Over HTTP/2 `request` and `raw` are
+    /// the HTTP/1.1 forms of what was sent and received (see `http2`).
+    pub protocols: Vec<&'static str>,
 }
 
 impl Fetched {

@@ -11,6 +11,11 @@
 //! out dead before any response byte is replaced by a new one, once. Nothing here
 //! resolves names, follows redirects or retries a request that got an answer.
 //!
+//! HTTP/2 (`http2.rs`): when a new TLS connection negotiated `h2` (offered unless
+//! the config's `http2` is off), the exchange runs over HTTP/2 and the connection
+//! is pooled under the same key as an HTTP/1.1 one would be; either kind is taken
+//! by one fetch at a time.
+//!
 //! Proxies (`proxy.rs`): the config's rules pick a proxy (or none) by the URL's host.
 //! The address policy and the per-IP and per-host gates work on the job's address
 //! and origin exactly as without a proxy: the proxy is only the path. The request
@@ -26,24 +31,26 @@ use std::sync::Arc;
 use std::time::Instant;
 
 use bytes::Bytes;
-use rustls::pki_types::ServerName;
 use tokio_rustls::TlsConnector;
 
 use crate::address;
 use crate::config::FetcherConfig;
-use crate::conn::{self, Conn, TlsParams};
+use crate::conn::Conn;
 use crate::error::{ConfigError, FetchError};
-use crate::exchange::{self, Limits, RawResponse, Wire};
+use crate::exchange::{Limits, RawResponse};
 use crate::fetched::{Fetched, Timings, WireTimes};
+use crate::http2::H2Conn;
 use crate::ip_gate::{HostGate, IpGate};
 use crate::job::{FetchJob, Scheme};
+
+mod transfer;
 use crate::limit::{ConcurrencyLimit, Permit};
-use crate::pool::{Pool, PoolKey};
-use crate::proxy::{self, Dest, OpenParams, Proxy, ProxyKind};
+use crate::pool::Pool;
 use crate::request;
 use crate::tls;
 
-/// The HTTP/1.1 fetch engine. Cheap to clone; clones share the pool and the limit.
+/// The HTTP/1.1 and HTTP/2 fetch engine. Cheap to clone; clones share the pool and
+/// the limit.
 #[derive(Clone)]
 pub struct Fetcher {
     inner: Arc<Inner>,
@@ -52,7 +59,7 @@ pub struct Fetcher {
 struct Inner {
     config: FetcherConfig,
     tls: TlsConnector,
-    pool: Pool,
+    pool: Pool<Link>,
     limit: ConcurrencyLimit,
     gate: IpGate,
     host_gate: HostGate,
@@ -68,9 +75,21 @@ impl std::fmt::Debug for Fetcher {
     }
 }
 
+/// A connection kept in the pool: HTTP/1.1, or HTTP/2 (TLS that negotiated `h2`).
+#[derive(Debug)]
+enum Link {
+    H1(Conn),
+    H2(H2Conn),
+}
+
 /// What the connection part of a fetch produced, before decoding.
 struct Transfer {
     response: RawResponse,
+    /// Over HTTP/2, the HTTP/1.1 form of the request sent (HTTP/1.1: the bytes
+    /// written, which the caller has).
+    request: Option<Bytes>,
+    /// `WARC-Protocol` values (empty for HTTP/1.1).
+    protocols: Vec<&'static str>,
     connect: Option<std::time::Duration>,
     bytes: (u64, u64),
     reused: bool,
@@ -80,7 +99,10 @@ impl Fetcher {
     /// Validates `config`, loads the TLS trust anchors and builds an empty pool.
     pub fn new(config: FetcherConfig) -> Result<Self, ConfigError> {
         config.validate()?;
-        let tls = TlsConnector::from(tls::client_config(config.extra_ca_file.as_deref())?);
+        let tls = TlsConnector::from(tls::client_config(
+            config.extra_ca_file.as_deref(),
+            config.http2,
+        )?);
         let pool = Pool::new(
             config.pool_idle_timeout,
             config.pool_max_idle_per_key,
@@ -178,7 +200,8 @@ impl Fetcher {
             Scheme::Https => Some(tls::server_name(job.target.host())?),
             Scheme::Http => None,
         };
-        let request = request::build(job.method, &job.target, &config.user_agent, &job.validators);
+        let fields = request::fields(&config.user_agent, &job.validators);
+        let request = request::http1(job.method, &job.target, &fields);
         let total_timeout = job
             .limits
             .total_timeout
@@ -211,7 +234,14 @@ impl Fetcher {
         let start = Instant::now();
         let transfer = tokio::time::timeout(
             total_timeout,
-            self.transfer(job, &request, via.as_ref(), server_name, &limits, times),
+            self.transfer(
+                job,
+                (&request, &fields),
+                via.as_ref(),
+                server_name,
+                &limits,
+                times,
+            ),
         )
         .await
         .map_err(|_| FetchError::TotalTimeout {
@@ -229,7 +259,8 @@ impl Fetcher {
             addr: job.addr,
             target_ip,
             proxy: via.map(|p| p.to_string()),
-            request,
+            request: transfer.request.unwrap_or(request),
+            protocols: transfer.protocols,
             raw: response.raw,
             head_len: response.head_len,
             head: response.head,
@@ -248,139 +279,4 @@ impl Fetcher {
             reused_connection: transfer.reused,
         })
     }
-
-    /// Connection handling: pooled connection first, one retry on a new connection if
-    /// the pooled one was dead.
-    async fn transfer(
-        &self,
-        job: &FetchJob,
-        request: &Bytes,
-        via: Option<&Arc<Proxy>>,
-        server_name: Option<ServerName<'static>>,
-        limits: &Limits,
-        times: &mut WireTimes,
-    ) -> Result<Transfer, FetchError> {
-        let mut wire = Wire {
-            addr: job.addr,
-            gate: &self.inner.gate,
-            spacing: job.limits.min_ip_spacing.unwrap_or_default(),
-            host_gate: &self.inner.host_gate,
-            host: job.limits.min_host_spacing.map(|d| {
-                let t = &job.target;
-                (
-                    format!("{}://{}:{}", t.scheme().as_str(), t.host(), t.port()),
-                    d,
-                )
-            }),
-            times,
-        };
-        let target = &job.target;
-        let key = PoolKey {
-            addr: job.addr,
-            tls_host: server_name.as_ref().map(|_| target.host().to_owned()),
-            via: via.map(|p| (Arc::clone(p), target.host().to_owned(), target.port())),
-        };
-        // A plain-http request through an HTTP proxy is written in absolute form.
-        let forward = via.filter(|p| p.kind == ProxyKind::Http && server_name.is_none());
-        let absolute;
-        let written = match forward {
-            Some(p) => {
-                absolute = Bytes::from(proxy::absolute_form(
-                    request,
-                    &target.to_string(),
-                    p.basic_auth().as_deref(),
-                ));
-                &absolute
-            }
-            None => request,
-        };
-        let checked = |response: RawResponse| match forward {
-            Some(p) => proxy_error(p, &response.head).map_or(Ok(response), Err),
-            None => Ok(response),
-        };
-        if let Some(mut conn) = self.inner.pool.checkout(&key) {
-            let before = conn.wire_bytes();
-            match exchange::exchange(&mut conn, &mut wire, written, job.method, limits).await {
-                Ok(response) => {
-                    let response = checked(response)?;
-                    return Ok(self.finish(key, conn, before, response, None));
-                }
-                Err(e) if e.retryable => {
-                    tracing::debug!(addr = %job.addr, error = %e.error, "pooled connection was dead; reconnecting");
-                }
-                Err(e) => return Err(e.error),
-            }
-        }
-        let connect_start = Instant::now();
-        let open = via.map(|p| OpenParams {
-            proxy: p,
-            dest: match p.kind {
-                ProxyKind::Socks5 => Dest::Addr(job.addr),
-                ProxyKind::Http | ProxyKind::Socks5h => Dest::Name(target.host(), target.port()),
-            },
-            tunnel: server_name.is_some(),
-            user_agent: &self.inner.config.user_agent,
-            max_head_bytes: limits.max_header_bytes,
-        });
-        let tls = server_name.map(|server_name| TlsParams {
-            connector: &self.inner.tls,
-            server_name,
-            host: target.host(),
-        });
-        let mut conn = conn::connect(job.addr, open, tls, limits.connect_timeout).await?;
-        let connect = connect_start.elapsed();
-        let response = exchange::exchange(&mut conn, &mut wire, written, job.method, limits)
-            .await
-            .map_err(|e| e.error)?;
-        let response = checked(response)?;
-        Ok(self.finish(key, conn, (0, 0), response, Some(connect)))
-    }
-
-    fn finish(
-        &self,
-        key: PoolKey,
-        conn: Conn,
-        before: (u64, u64),
-        response: RawResponse,
-        connect: Option<std::time::Duration>,
-    ) -> Transfer {
-        let after = conn.wire_bytes();
-        if response.reusable {
-            self.inner.pool.checkin(key, conn);
-        }
-        Transfer {
-            response,
-            connect,
-            bytes: (after.0 - before.0, after.1 - before.1),
-            reused: connect.is_none(),
-        }
-    }
-}
-
-/// The proxy's own failure in a response to a plain-http request through an HTTP
-/// proxy: `407`, or a `Proxy-Status` field with an `error` parameter (RFC 9209; a
-/// proxy that does not send it has its error pages archived like responses).
-fn proxy_error(p: &Proxy, head: &crate::head::ResponseHead) -> Option<FetchError> {
-    let fail = |reason: String| FetchError::Proxy {
-        proxy: p.to_string(),
-        reason,
-    };
-    if head.status == 407 {
-        let why = if p.auth.is_some() {
-            "credentials refused"
-        } else {
-            "no credentials configured"
-        };
-        return Some(fail(format!("407 Proxy Authentication Required ({why})")));
-    }
-    let status = head.get("proxy-status")?;
-    let status = String::from_utf8_lossy(status);
-    let error = status
-        .split(';')
-        .map(str::trim)
-        .find_map(|param| param.strip_prefix("error="))?;
-    Some(fail(format!(
-        "{} {} (Proxy-Status error={error})",
-        head.status, head.reason
-    )))
 }

@@ -1,5 +1,5 @@
-//! The downloader (DESIGN.md section 5): an HTTP/1.1 fetch engine and the service
-//! around it that `polycrawl downloader` runs.
+//! The downloader (DESIGN.md section 5): an HTTP/1.1 and HTTP/2 fetch engine and
+//! the service around it that `polycrawl downloader` runs.
 //!
 //! **The engine**: given one [`FetchJob`] (a URL, the address the manager resolved
 //! for it, limits), it opens or reuses a connection, sends one request and returns
@@ -35,12 +35,15 @@
 //! - `tls`, `conn`: TLS config, connecting, byte counting;
 //! - [`head`]: head parsing and body framing; the chunked decoder is `spool::http::ChunkedDecoder`;
 //!   `exchange`: one request/response on a connection, with the caps;
+//!   `http2`: the same over HTTP/2 (when TLS negotiates `h2`), archived in its
+//!   HTTP/1.1 form;
 //! - `decode`: gzip/deflate with a decoded-size cap;
 //! - [`proxy`]: HTTP and SOCKS5 proxies (settings, handshakes);
 //! - `pool`: the keep-alive pool; [`limit`]: the resizable concurrency limit;
 //!   `ip_gate`: per-IP spacing of request writes;
 //! - [`fetched`]: the result (raw vs payload vs decoded body: see there);
-//! - [`fetcher`]: [`Fetcher`], tying it together; [`error`]: every error type.
+//! - [`fetcher`]: [`Fetcher`], tying it together (`fetcher/transfer.rs`: the
+//!   connection part, pooled or new, HTTP/1.1 or HTTP/2); [`error`]: every error type.
 //!
 //! The service, on top: [`service`] (`run` and the reconnect loop), with
 //! `service/config.rs`, `control.rs`, `session.rs` (one manager connection),
@@ -59,6 +62,7 @@ mod exchange;
 pub mod fetched;
 pub mod fetcher;
 pub mod head;
+mod http2;
 mod ip_gate;
 pub mod job;
 pub mod limit;

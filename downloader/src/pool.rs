@@ -10,6 +10,10 @@
 //! timeout. A stale connection the server closed meanwhile is caught by the caller,
 //! which retries once on a new connection.
 //!
+//! The pool holds whatever the fetcher keeps (an HTTP/1.1 connection or an HTTP/2
+//! one, see `fetcher.rs`): a checked-out connection belongs to one fetch until it
+//! is checked in again, so an HTTP/2 connection carries one request at a time too.
+//!
 //! Caps: `max_per_key` idle connections per key (the oldest is closed to make room)
 //! and `max_total` overall (when full, after a sweep, the returning connection is
 //! closed instead). Complexity: checkout and checkin are O(1) amortized under one
@@ -22,7 +26,6 @@ use std::net::SocketAddr;
 use std::sync::{Arc, Mutex, MutexGuard};
 use std::time::{Duration, Instant};
 
-use crate::conn::Conn;
 use crate::proxy::Proxy;
 
 /// Where a pooled connection leads.
@@ -37,27 +40,27 @@ pub(crate) struct PoolKey {
     pub via: Option<(Arc<Proxy>, String, u16)>,
 }
 
-struct Idle {
-    conn: Conn,
+struct Idle<C> {
+    conn: C,
     since: Instant,
 }
 
-struct Inner {
+struct Inner<C> {
     /// Per key, oldest first.
-    idle: HashMap<PoolKey, VecDeque<Idle>>,
+    idle: HashMap<PoolKey, VecDeque<Idle<C>>>,
     total: usize,
     last_sweep: Instant,
 }
 
-/// The pool; shared by every fetch of one fetcher.
-pub(crate) struct Pool {
+/// The pool of connections `C`; shared by every fetch of one fetcher.
+pub(crate) struct Pool<C> {
     idle_timeout: Duration,
     max_per_key: usize,
     max_total: usize,
-    inner: Mutex<Inner>,
+    inner: Mutex<Inner<C>>,
 }
 
-impl Pool {
+impl<C> Pool<C> {
     pub(crate) fn new(idle_timeout: Duration, max_per_key: usize, max_total: usize) -> Self {
         Self {
             idle_timeout,
@@ -71,13 +74,13 @@ impl Pool {
         }
     }
 
-    fn lock(&self) -> MutexGuard<'_, Inner> {
+    fn lock(&self) -> MutexGuard<'_, Inner<C>> {
         // A panic while holding the lock leaves the map consistent enough to go on.
         self.inner.lock().unwrap_or_else(|e| e.into_inner())
     }
 
     /// A live-looking idle connection for `key`, if any.
-    pub(crate) fn checkout(&self, key: &PoolKey) -> Option<Conn> {
+    pub(crate) fn checkout(&self, key: &PoolKey) -> Option<C> {
         let now = Instant::now();
         let mut expired = Vec::new();
         let found = {
@@ -102,7 +105,7 @@ impl Pool {
     }
 
     /// Keeps `conn` for reuse, or closes it if the pool is full.
-    pub(crate) fn checkin(&self, key: PoolKey, conn: Conn) {
+    pub(crate) fn checkin(&self, key: PoolKey, conn: C) {
         if self.max_total == 0 || self.max_per_key == 0 {
             return;
         }
@@ -134,7 +137,7 @@ impl Pool {
         drop(closed);
     }
 
-    fn sweep(&self, inner: &mut Inner, now: Instant, closed: &mut Vec<Conn>) {
+    fn sweep(&self, inner: &mut Inner<C>, now: Instant, closed: &mut Vec<C>) {
         inner.last_sweep = now;
         let before = closed.len();
         let timeout = self.idle_timeout;
@@ -161,6 +164,7 @@ mod tests {
     use tokio::net::{TcpListener, TcpStream};
 
     use super::*;
+    use crate::conn::Conn;
 
     async fn conns(n: usize) -> (TcpListener, Vec<Conn>) {
         let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();

@@ -5,7 +5,9 @@
 //! downloader behaves the same on every machine, whatever the OS store holds) plus
 //! the certificates of an optional extra CA PEM file (the simulated web's generated
 //! CA; a corporate CA). There is deliberately no switch to turn verification off.
-//! ALPN offers only `http/1.1`, so no server answers in HTTP/2. Session tickets are
+//! ALPN offers `h2, http/1.1` when the fetcher's `http2` switch is on (the
+//! default), so a server that speaks HTTP/2 answers in it (`crate::http2`), and
+//! only `http/1.1` when it is off. Session tickets are
 //! cached in memory by rustls, which makes reconnects to the same host cheaper.
 
 use std::path::Path;
@@ -20,6 +22,7 @@ use crate::error::{ConfigError, FetchError};
 /// Builds the client config shared by every https fetch of one fetcher.
 pub(crate) fn client_config(
     extra_ca_file: Option<&Path>,
+    http2: bool,
 ) -> Result<Arc<ClientConfig>, ConfigError> {
     let mut roots = RootCertStore::empty();
     roots.extend(webpki_roots::TLS_SERVER_ROOTS.iter().cloned());
@@ -31,7 +34,11 @@ pub(crate) fn client_config(
         .with_safe_default_protocol_versions()?
         .with_root_certificates(roots)
         .with_no_client_auth();
-    config.alpn_protocols = vec![b"http/1.1".to_vec()];
+    config.alpn_protocols = if http2 {
+        vec![b"h2".to_vec(), b"http/1.1".to_vec()]
+    } else {
+        vec![b"http/1.1".to_vec()]
+    };
     Ok(Arc::new(config))
 }
 

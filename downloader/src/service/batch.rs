@@ -20,7 +20,10 @@
 //! `Polycrawl-Depth` (link depth from the seeds) and `Polycrawl-Hops` (redirects
 //! followed to reach the URL; left out when 0), and when the fetch ran:
 //! `Polycrawl-Fetch-Start` (its start, Unix milliseconds) and `Polycrawl-Fetch-Ms`
-//! (its duration to the response's end), for the application's `crawl.log`. The writer adds `Content-Length`,
+//! (its duration to the response's end), for the application's `crawl.log`. A
+//! fetch over HTTP/2 has HTTP/1.1-normalised blocks (see `crate::http2`) and both
+//! records say `WARC-Protocol: h2`, then `WARC-Protocol: tls/1.3` (or 1.2); an
+//! HTTP/1.1 fetch has no `WARC-Protocol`. The writer adds `Content-Length`,
 //! not `WARC-Block-Digest` (optional in WARC 1.1; a SHA-1 of the whole response was
 //! half of the downloader's digest CPU, and the payload digest is what storage's
 //! dedup and index use; the gzip CRC guards the bytes).
@@ -99,7 +102,15 @@ pub(crate) struct Exchange {
     pub hops: Option<u32>,
     /// When the fetch ran.
     pub fetch: FetchTime,
+    /// `WARC-Protocol` values for both records
+    /// ([`Fetched::protocols`](crate::Fetched::protocols): `h2` and the TLS
+    /// version over HTTP/2; none over HTTP/1.1).
+    pub protocols: Vec<&'static str>,
 }
+
+/// The field naming a protocol of the exchange (WARC 1.1 annex proposal,
+/// iipc/warc-specifications#42; repeated once per protocol, application first).
+pub const PROTOCOL_FIELD: &str = "WARC-Protocol";
 
 /// When a fetch ran, as the response record says it.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -148,6 +159,10 @@ fn pair_headers(
     response.push(FETCH_MS_FIELD, &x.fetch.ms.to_string())?;
     let mut request = WarcHeaders::request(RecordId::random(), &capture)?;
     request.set_concurrent_to(response_id);
+    for p in &x.protocols {
+        response.push(PROTOCOL_FIELD, p)?;
+        request.push(PROTOCOL_FIELD, p)?;
+    }
     Ok((response, request))
 }
 
@@ -321,5 +336,44 @@ fn options(gzip_level: u32) -> WriterOptions {
         gzip_level: Some(gzip_level.min(9)),
         block_digest: false,
         ..WriterOptions::default()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn exchange(protocols: Vec<&'static str>) -> Exchange {
+        Exchange {
+            target_uri: "https://example.org/".into(),
+            date: WarcDate::now(),
+            ip: None,
+            request: Bytes::from_static(b"GET / HTTP/1.1\r\nHost: example.org\r\n\r\n"),
+            raw: Bytes::from_static(b"HTTP/1.1 200 OK\r\n\r\nhi"),
+            payload_digest: Sha1Digest::of(b"hi"),
+            deflated: None,
+            truncated: None,
+            precompressed: false,
+            depth: None,
+            hops: None,
+            fetch: FetchTime { start_ms: 1, ms: 2 },
+            protocols,
+        }
+    }
+
+    fn protocols(h: &WarcHeaders) -> Vec<&str> {
+        h.iter()
+            .filter(|(n, _)| n.eq_ignore_ascii_case(PROTOCOL_FIELD))
+            .map(|(_, v)| v)
+            .collect()
+    }
+
+    #[test]
+    fn both_records_name_each_protocol_in_order() {
+        let (response, request) = pair_headers(&exchange(vec!["h2", "tls/1.3"]), None).unwrap();
+        assert_eq!(protocols(&response), ["h2", "tls/1.3"]);
+        assert_eq!(protocols(&request), ["h2", "tls/1.3"]);
+        let (response, request) = pair_headers(&exchange(Vec::new()), None).unwrap();
+        assert!(protocols(&response).is_empty() && protocols(&request).is_empty());
     }
 }

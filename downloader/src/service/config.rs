@@ -52,6 +52,10 @@ pub struct DownloaderConfig {
     /// A PEM file of extra CA certificates trusted besides the built-in roots.
     /// Default `None`.
     pub extra_ca_file: Option<PathBuf>,
+    /// Speak HTTP/2 with https servers that offer it (ALPN); the records are
+    /// HTTP/1.1-normalised with `WARC-Protocol: h2`. `false`: HTTP/1.1 only.
+    /// Default `true`.
+    pub http2: bool,
     /// Fetches running at once until the manager sets another limit (1 to
     /// [`MAX_CONCURRENCY`]). Default 500.
     pub concurrency: u32,
@@ -112,6 +116,7 @@ impl Default for DownloaderConfig {
             max_decoded_bytes: fetcher.max_decoded_bytes as u64,
             allow_private: fetcher.allow_private,
             extra_ca_file: None,
+            http2: fetcher.http2,
             concurrency: fetcher.concurrency as u32,
             pool_idle_timeout_ms: millis(fetcher.pool_idle_timeout),
             pool_max_idle_per_key: fetcher.pool_max_idle_per_key as u64,
@@ -249,6 +254,7 @@ impl DownloaderConfig {
             pool_max_idle: size(self.pool_max_idle),
             concurrency: self.concurrency as usize,
             proxy: self.proxy_config()?,
+            http2: self.http2,
         })
     }
 

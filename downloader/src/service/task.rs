@@ -173,26 +173,7 @@ async fn run_one(
     let go = fetched
         .as_ref()
         .is_ok_and(|f| !matches!(f.status(), 429 | 503));
-    if let Some(log) = &env.wire_log {
-        let result = match &fetched {
-            Ok(f) => f.status().to_string(),
-            Err(e) => e.class().as_str().to_owned(),
-        };
-        if fetched.is_err() {
-            times.received_us = unix_us(); // When it gave up.
-        }
-        let line = Line {
-            job: job.job.0,
-            purpose: match job.purpose {
-                FetchPurpose::Page => "page",
-                FetchPurpose::Robots => "robots",
-            },
-            addr: job.addr,
-            url: &engine.target.to_string(),
-            result: &result,
-        };
-        log.write(&times, &line);
-    }
+    log_wire(env, &job, &engine, &fetched, &mut times);
     let fetched = match fetched {
         Ok(fetched) => fetched,
         Err(e) => {
@@ -227,6 +208,7 @@ async fn run_one(
             depth: job.depth,
             hops: job.hops,
             fetch: clock.until(ended),
+            protocols: fetched.protocols,
         },
     };
     if env
@@ -248,6 +230,37 @@ async fn run_one(
         return None;
     }
     go.then_some(ended)
+}
+
+/// Appends the request's line to the wire log, if there is one.
+fn log_wire(
+    env: &JobEnv,
+    job: &protocol::FetchJob,
+    engine: &FetchJob,
+    fetched: &Result<Fetched, FetchError>,
+    times: &mut WireTimes,
+) {
+    let Some(log) = &env.wire_log else {
+        return;
+    };
+    let result = match fetched {
+        Ok(f) => f.status().to_string(),
+        Err(e) => e.class().as_str().to_owned(),
+    };
+    if fetched.is_err() {
+        times.received_us = unix_us(); // When it gave up.
+    }
+    let line = Line {
+        job: job.job.0,
+        purpose: match job.purpose {
+            FetchPurpose::Page => "page",
+            FetchPurpose::Robots => "robots",
+        },
+        addr: job.addr,
+        url: &engine.target.to_string(),
+        result: &result,
+    };
+    log.write(times, &line);
 }
 
 /// When a fetch started: its `WARC-Date` (whole seconds) and, with the moment

@@ -7,6 +7,7 @@ mod support;
 mod bodies;
 mod concurrency;
 mod errors;
+mod http2;
 mod keepalive;
 mod policy;
 mod proxy;

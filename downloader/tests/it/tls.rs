@@ -18,12 +18,12 @@ use tokio_rustls::TlsAcceptor;
 use crate::support::{Server, config, job_for, read_request, response};
 
 /// A CA (PEM, in a temp file) and a server certificate it signed for `name`.
-struct Pki {
-    ca_file: NamedTempFile,
-    server: Arc<ServerConfig>,
+pub struct Pki {
+    pub ca_file: NamedTempFile,
+    pub server: Arc<ServerConfig>,
 }
 
-fn pki(name: &str) -> Pki {
+pub fn pki(name: &str) -> Pki {
     let mut ca = CertificateParams::new(Vec::<String>::new()).unwrap();
     ca.is_ca = IsCa::Ca(BasicConstraints::Unconstrained);
     ca.distinguished_name
@@ -78,7 +78,7 @@ async fn https_server(server_config: Arc<ServerConfig>) -> Server {
     .await
 }
 
-fn fetcher_trusting(pki: &Pki) -> Fetcher {
+pub fn fetcher_trusting(pki: &Pki) -> Fetcher {
     Fetcher::new(FetcherConfig {
         extra_ca_file: Some(pki.ca_file.path().to_owned()),
         ..config()
