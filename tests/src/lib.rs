@@ -36,6 +36,8 @@
 //! - [`repository`]: [`repository::RepoScan`], the responses an application stored
 //!   in its WARC repository; [`crawllog`]: an application's `crawl.log` and the
 //!   repository's response records, in the same terms.
+//! - [`archive`]: the outside archive readers on a crawl's WARC files (`warcio
+//!   check`, `wacz validate`, pywb's replay server, [`archive::Pywb`]).
 //! - [`grade`]: [`grade::Grade`], a finished demo judged on its WARC files and
 //!   websim's manifest and request logs, independently of the demo's own verdict;
 //!   [`applog`]: an application log's publications, for the window in which a
@@ -54,6 +56,7 @@
 //! the namespace harness and the mount helpers only, never for a check).
 
 pub mod applog;
+pub mod archive;
 pub mod bin;
 pub mod browser;
 pub mod crawllog;

@@ -36,18 +36,13 @@ use rcgen::{
     KeyUsagePurpose,
 };
 use serde_json::Value;
+use tests::archive::{self, Pywb, free_port};
 use tests::bin;
 use tests::http::Client;
 use tests::process::{ProcessGuard, require_python, run_ok};
 
 /// Pages of the site besides its index.
 const PAGES: usize = 36;
-
-/// A free port on 127.0.0.1 (nginx cannot be told to take port 0 and say).
-fn free_port() -> u16 {
-    let l = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
-    l.local_addr().unwrap().port()
-}
 
 /// A CA and a server certificate it signed for 127.0.0.1, as PEM files in `dir`:
 /// (CA, certificate, key).
@@ -381,47 +376,12 @@ async fn an_http2_site_is_archived_as_http11_records_that_replay() {
     assert!(first_lines.contains(&"HTTP/1.1 404 Not Found"));
 
     // warcio check, the WACZ and wacz validate.
-    let mut check = Command::new("python3");
-    check.args(["-m", "warcio.cli", "check"]).args(&warcs);
-    run_ok("warcio check", check, dir.path());
-    let wacz = dir.path().join("crawl.wacz");
-    let mut pack = Command::new(bin::polycrawl());
-    pack.arg("wacz")
-        .arg("--repo")
-        .arg(&repo)
-        .arg("--out")
-        .arg(&wacz);
-    run_ok("polycrawl wacz", pack, dir.path());
-    let mut validate = Command::new("python3");
-    validate.args(["-m", "wacz", "validate", "-f"]).arg(&wacz);
-    let said = run_ok("wacz validate", validate, dir.path());
-    assert!(said.contains("Validation succeeded"), "{said}");
+    archive::warcio_check(&warcs, dir.path());
+    archive::wacz_validated(&repo, dir.path());
 
     // pywb replays every capture.
-    let pywb = dir.path().join("pywb");
-    std::fs::create_dir_all(&pywb).unwrap();
-    let mut init = Command::new("wb-manager");
-    init.args(["init", "crawl"]);
-    run_ok("wb-manager init", init, &pywb);
-    let mut add = Command::new("wb-manager");
-    add.args(["add", "crawl"]).args(&warcs);
-    run_ok("wb-manager add", add, &pywb);
-    let wb_port = free_port();
-    let mut wayback = Command::new("wayback");
-    wayback
-        .args(["-b", "127.0.0.1", "-p", &wb_port.to_string()])
-        .current_dir(&pywb);
-    let _server = ProcessGuard::spawn("wayback", wayback, dir.path()).unwrap();
-    let wb: std::net::SocketAddr = ([127, 0, 0, 1], wb_port).into();
-    let plain = Client::plain();
-    let host = format!("127.0.0.1:{wb_port}");
-    test_support::wait::until_async_with(
-        "pywb to answer",
-        Duration::from_secs(60),
-        Duration::from_millis(200),
-        async || plain.get(wb, false, &host, "/", &[]).await.is_ok(),
-    )
-    .await;
+    let pywb = Pywb::start(&warcs, dir.path()).await;
+    let (wb, host, plain) = (pywb.addr, pywb.host.clone(), pywb.client.clone());
     let lines = index_lines(&repo);
     assert!(lines.len() >= PAGES + 3, "{} index lines", lines.len());
     let (mut digests, mut gzipped, mut redirects) = (0, 0, 0);

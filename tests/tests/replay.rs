@@ -26,10 +26,10 @@ use std::process::Command;
 use std::time::{Duration, Instant};
 
 use serde_json::Value;
+use tests::archive::{self, Pywb};
 use tests::bin;
 use tests::browser::{Browser, chromium};
-use tests::http::Client;
-use tests::process::{ProcessGuard, require_python, run_ok};
+use tests::process::{ProcessGuard, require_python};
 use tests::system::Knobs;
 use tests::websim::Websim;
 
@@ -94,12 +94,6 @@ fn index_lines(repo: &Path) -> Vec<Line> {
     }
     lines.sort_by(|a, b| (&a.url, &a.timestamp).cmp(&(&b.url, &b.timestamp)));
     lines
-}
-
-/// A free loopback port for pywb (which cannot be told to take port 0 and say).
-fn free_port() -> u16 {
-    let l = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
-    l.local_addr().unwrap().port()
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -171,49 +165,14 @@ async fn a_crawl_is_archived_packaged_and_replayed_by_pywb() {
             );
         }
     }
-    let mut check = Command::new("python3");
-    check.args(["-m", "warcio.cli", "check"]).args(&warcs);
-    run_ok("warcio check", check, dir.path());
+    archive::warcio_check(&warcs, dir.path());
 
     // The WACZ.
-    let wacz = dir.path().join("crawl.wacz");
-    let mut pack = Command::new(bin::polycrawl());
-    pack.arg("wacz")
-        .arg("--repo")
-        .arg(&repo)
-        .arg("--out")
-        .arg(&wacz);
-    run_ok("polycrawl wacz", pack, dir.path());
-    let mut validate = Command::new("python3");
-    validate.args(["-m", "wacz", "validate", "-f"]).arg(&wacz);
-    let said = run_ok("wacz validate", validate, dir.path());
-    assert!(said.contains("Validation succeeded"), "{said}");
+    archive::wacz_validated(&repo, dir.path());
 
     // pywb: its own index of the WARC files, its own server on loopback.
-    let pywb = dir.path().join("pywb");
-    std::fs::create_dir_all(&pywb).unwrap();
-    let mut init = Command::new("wb-manager");
-    init.args(["init", "crawl"]);
-    run_ok("wb-manager init", init, &pywb);
-    let mut add = Command::new("wb-manager");
-    add.args(["add", "crawl"]).args(&warcs);
-    run_ok("wb-manager add", add, &pywb);
-    let port = free_port();
-    let mut wayback = Command::new("wayback");
-    wayback
-        .args(["-b", "127.0.0.1", "-p", &port.to_string()])
-        .current_dir(&pywb);
-    let _server = ProcessGuard::spawn("wayback", wayback, dir.path()).unwrap();
-    let addr: std::net::SocketAddr = ([127, 0, 0, 1], port).into();
-    let client = Client::plain();
-    let host = format!("127.0.0.1:{port}");
-    test_support::wait::until_async_with(
-        "pywb to answer",
-        Duration::from_secs(60),
-        Duration::from_millis(200),
-        async || client.get(addr, false, &host, "/", &[]).await.is_ok(),
-    )
-    .await;
+    let pywb = Pywb::start(&warcs, dir.path()).await;
+    let (addr, host, client) = (pywb.addr, pywb.host.clone(), pywb.client.clone());
 
     // The sample: every k-th line, and every kind represented.
     let lines = index_lines(&repo);
