@@ -1,7 +1,7 @@
 //! Issue 43, item 5: the URL Frontier gRPC service. A manager and `polycrawl
 //! frontier` run as processes; `tests/urlfrontier/fetcher.py` generates its client
-//! from the official `urlfrontier.proto` (grpcio-tools), serves a three-host web
-//! on 127.0.0.2-4 and runs two fetcher clients at once against the frontier:
+//! from the official `urlfrontier.proto` (grpcio-tools), serves a five-host web
+//! on 127.0.0.2-6 and runs two fetcher clients at once against the frontier:
 //! seeds and links put with `PutURLs`, URLs taken with `GetURLs`, fetched over
 //! HTTP and reported back as known URLs, until `GetStats` says the crawl is done.
 //!
@@ -10,9 +10,12 @@
 //! across both clients, only the manager's interval after the previous one was
 //! reported, and both clients took URLs of one queue; a queue with `SetDelay` is
 //! served at most once per delay; a queue under `BlockQueueUntil` serves nothing
-//! before its time; and `GetStats` ends with nothing left, counting every fetch
-//! and every URL the manager ended without a page. This test then checks the
-//! script's figures and that the frontier fetched each robots.txt itself.
+//! before its time; a queue under `SetCrawlLimit` 3 has exactly 3 pages fetched;
+//! `DeleteQueue` ends the URL a (blocked) queue held, and its host sees only its
+//! robots.txt, fetched by the frontier; and `GetStats` ends with nothing left,
+//! counting every fetch and every URL the manager ended without a page (robots.txt
+//! exclusions, the limited and deleted queues' URLs). This test then checks the
+//! script's figures and that the frontier logged no error.
 #![allow(clippy::unwrap_used)] // a test may unwrap: a panic is how it fails
 
 use std::net::SocketAddr;
@@ -132,9 +135,13 @@ fn external_fetchers_crawl_through_the_url_frontier() {
     let line = stdout.lines().last().unwrap_or_default();
     let figures: serde_json::Value = serde_json::from_str(line).unwrap();
     println!("{figures}");
-    assert_eq!(figures["fetched"], 24, "{figures}");
-    assert_eq!(figures["ended_without_page"], 24, "{figures}");
-    assert_eq!(figures["completed"], 48, "{figures}");
+    // 3 hosts of 8 pages, and 3 pages of the host under a crawl limit of 3.
+    assert_eq!(figures["fetched"], 27, "{figures}");
+    assert_eq!(figures["limited_fetched"], 3, "{figures}");
+    assert_eq!(figures["deleted_removed"], 1, "{figures}");
+    let ended = figures["ended_without_page"].as_u64().unwrap();
+    assert!(ended > 24, "24 disallowed URLs and the cut ones: {figures}");
+    assert_eq!(figures["completed"].as_u64(), Some(27 + ended), "{figures}");
     assert_eq!(
         figures["clients"],
         serde_json::json!(["one", "two"]),

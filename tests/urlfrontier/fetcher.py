@@ -3,20 +3,26 @@
 item 5), with a client generated from the official urlfrontier.proto.
 
 Serves a small static web on loopback (three hosts, 127.0.0.2-4, each with a
-robots.txt that disallows /secret/), then runs two fetcher clients at once, each
-on its own gRPC channel: GetURLs, fetch over HTTP, PutURLs with the page's links
-(discovered) and the URL itself (known, with its status), until GetStats says
-nothing is left. Before the crawl it sets a delay on one queue and blocks
-another for 3 s.
+robots.txt that disallows /secret/, and two more: one under a crawl limit, one
+deleted), then runs two fetcher clients at once, each on its own gRPC channel:
+GetURLs, fetch over HTTP, PutURLs with the page's links (discovered) and the URL
+itself (known, with its status), until GetStats says nothing is left. Before the
+crawl it sets a delay on one queue, blocks another for 3 s, sets a crawl limit of
+3 on a fourth and blocks the fifth for good; once the fifth holds a URL, it
+deletes that queue.
 
 Checks (exit 1 with the reason on the first that fails):
 - every page of the web is fetched exactly once, nothing under /secret/ is;
 - per queue, across both clients, a URL is handed out only after the previous
   one of that queue was reported plus the manager's interval (the gate is atomic
   across clients), and both clients were served from one queue;
-- the delayed queue's retrievals are at least its delay apart;
+- the delayed queue's retrievals are its delay apart (less 0.2 s of answer
+  latency; without the delay they would be the 0.4 s interval apart);
 - the blocked queue hands nothing out before its block ends;
-- GetStats ends with size 0, nothing in process, and completed = fetched + ended.
+- the limited queue has exactly 3 pages fetched, the deleted one none, and
+  DeleteQueue removed the URL it held;
+- GetStats ends with size 0, nothing in process, and completed = fetched + ended
+  (robots.txt exclusions, and the limited and deleted queues' other URLs).
 Prints one JSON line of figures.
 
 Usage: fetcher.py --frontier HOST:PORT --proto FILE --work DIR --interval-ms N
@@ -35,10 +41,11 @@ import urllib.error
 import urllib.parse
 import urllib.request
 
-HOSTS = ["127.0.0.2", "127.0.0.3", "127.0.0.4"]
+HOSTS = ["127.0.0.2", "127.0.0.3", "127.0.0.4", "127.0.0.5", "127.0.0.6"]
 PAGES = 8
 DELAY_S = 1
 BLOCK_S = 3
+LIMIT = 3
 
 
 def fail(why):
@@ -128,7 +135,7 @@ def main():
     sites = [Site(ip) for ip in HOSTS]
     for s in sites:
         s.others = [o for o in sites if o is not s]
-    plain, delayed, blocked = sites
+    plain, delayed, blocked, limited, deleted = sites
     opener = urllib.request.build_opener(urllib.request.ProxyHandler({}))
 
     def stub():
@@ -138,6 +145,8 @@ def main():
     admin.SetDelay(pb.QueueDelayParams(key=delayed.key(), delay_requestable=DELAY_S))
     block_until = int(time.time()) + BLOCK_S
     admin.BlockQueueUntil(pb.BlockQueueParams(key=blocked.key(), time=block_until))
+    admin.SetCrawlLimit(pb.CrawlLimitParams(key=limited.key(), limit=LIMIT))
+    admin.BlockQueueUntil(pb.BlockQueueParams(key=deleted.key(), time=int(time.time()) + 3600))
 
     def put(client, items):
         acks = list(client.PutURLs(iter(items)))
@@ -146,7 +155,7 @@ def main():
             fail("PutURLs acks: %d for %d items, not OK: %s" % (len(acks), len(items), bad))
 
     seeds = [pb.URLItem(discovered=pb.DiscoveredURLItem(info=pb.URLInfo(url=s.url("/p0.html"))))
-             for s in sites]
+             for s in (plain, delayed, blocked)]
     put(admin, seeds)
 
     records = []  # (client, key, url, got, done, status)
@@ -192,8 +201,13 @@ def main():
     deadline = time.time() + args.timeout_s
     quiet = 0
     stats = None
+    removed = None
     while time.time() < deadline:
         time.sleep(0.5)
+        if removed is None:
+            held = admin.GetStats(pb.QueueWithinCrawlParams(key=deleted.key())).size
+            if held > 0:
+                removed = admin.DeleteQueue(pb.QueueWithinCrawlParams(key=deleted.key())).value
         stats = admin.GetStats(pb.QueueWithinCrawlParams())
         if stats.size == 0 and stats.inProcess == 0 and stats.counts.get("fetched", 0) > 0:
             quiet += 1
@@ -210,7 +224,12 @@ def main():
         fail("the crawl did not complete in %ss; last stats %s" % (args.timeout_s, stats))
 
     fetched = [r[2] for r in records]
-    expected = set().union(*(s.pages() for s in sites))
+    if removed != 1:
+        fail("DeleteQueue removed %s URLs, expected the 1 its queue held" % removed)
+    limited_fetched = [u for u in fetched if u in limited.pages()]
+    if len(set(limited_fetched)) != LIMIT:
+        fail("the limited queue had %s fetched, limit %d" % (limited_fetched, LIMIT))
+    expected = set().union(*(s.pages() for s in (plain, delayed, blocked))) | set(limited_fetched)
     if sorted(fetched) != sorted(expected):
         fail("fetched %d URLs, expected each of %d once; extra or repeated: %s; missing: %s" % (
             len(fetched), len(expected),
@@ -220,6 +239,8 @@ def main():
         paths = [p for p, _ in s.requests]
         if any(p.startswith("/secret/") for p in paths):
             fail("a disallowed URL was fetched on %s: %s" % (s.key(), paths))
+        if s is deleted and paths != ["/robots.txt"]:
+            fail("the deleted queue's host got %s, only its robots.txt was due" % paths)
         robots = [ua for p, ua in s.requests if p == "/robots.txt"]
         if len(robots) != 1 or "polycrawl" not in robots[0].lower():
             fail("%s: robots.txt fetched %d times (by %s), not once by the frontier" % (
@@ -227,6 +248,7 @@ def main():
 
     gate = args.interval_ms / 1000.0
     min_gap = None
+    min_delayed = None
     shared_queue = False
     for s in sites:
         rs = sorted((r for r in records if r[1] == s.key()), key=lambda r: r[3])
@@ -238,7 +260,12 @@ def main():
             if gap < gate - 0.02:
                 fail("queue %s: %s handed out %.3fs after %s was done (interval %.3fs)" % (
                     s.key(), cur[2], gap, prev[2], gate))
-            if s is delayed and cur[3] - prev[3] < DELAY_S - 0.05:
+            # Measured where the answers arrive, not where the frontier took them:
+            # a margin for a late first answer, well above the manager's interval.
+            if s is delayed:
+                d = cur[3] - prev[3]
+                min_delayed = d if min_delayed is None else min(min_delayed, d)
+            if s is delayed and cur[3] - prev[3] < DELAY_S - 0.2:
                 fail("delayed queue %s: retrievals %.3fs apart, delay %ds" % (
                     s.key(), cur[3] - prev[3], DELAY_S))
     if not shared_queue:
@@ -252,13 +279,20 @@ def main():
     ended = counts.get("ended_without_page", 0)
     if counts.get("fetched") != len(expected):
         fail("GetStats fetched %s, the fetchers reported %d" % (counts.get("fetched"), len(expected)))
-    secret = len(sites) * PAGES
-    if ended != secret:
-        fail("GetStats ended_without_page %d, expected %d disallowed URLs" % (ended, secret))
-    if counts.get("completed") != len(expected) + secret:
-        fail("GetStats completed %s, expected %d" % (counts.get("completed"), len(expected) + secret))
+    # Ended without a page: the disallowed URLs of the three plain hosts, every
+    # URL of the limited host found but not fetched, and the deleted host's p0.
+    limited_found = {limited.url("/p0.html")}
+    for u in limited_fetched:
+        i = int(re.search(r"/p(\d+)\.html", u).group(1))
+        limited_found |= {limited.url("/p%d.html" % j) for j in (i + 1, i + 2) if j < PAGES}
+        limited_found.add(limited.url("/secret/%d.html" % i))
+    unfetched = 3 * PAGES + len(limited_found) - LIMIT + 1
+    if ended != unfetched:
+        fail("GetStats ended_without_page %d, expected %d" % (ended, unfetched))
+    if counts.get("completed") != len(expected) + unfetched:
+        fail("GetStats completed %s, expected %d" % (counts.get("completed"), len(expected) + unfetched))
     queues = admin.ListQueues(pb.Pagination(include_inactive=True))
-    if not {delayed.key(), blocked.key()} <= set(queues.values):
+    if not {delayed.key(), blocked.key(), limited.key()} <= set(queues.values):
         fail("ListQueues(include_inactive) lacks the queues with settings: %s" % list(queues.values))
 
     print(json.dumps({
@@ -267,7 +301,10 @@ def main():
         "completed": counts.get("completed"),
         "clients": sorted({r[0] for r in records}),
         "min_gap_after_done_s": round(min_gap, 3),
+        "min_delayed_retrieval_gap_s": round(min_delayed, 3),
         "first_blocked_after_block_s": round(first_blocked - block_until, 3),
+        "limited_fetched": len(limited_fetched),
+        "deleted_removed": removed,
         "size": stats.size,
         "in_process": stats.inProcess,
     }))

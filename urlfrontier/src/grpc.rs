@@ -1,4 +1,4 @@
-//! The gRPC service: each call of `urlfrontier.proto` onto the [`Queues`], the
+//! The gRPC service: each call of `urlfrontier.proto` onto the [`Queues`](crate::queues::Queues), the
 //! [`Intake`] and the manager reports.
 //!
 //! | call | what it does here |
@@ -7,7 +7,7 @@
 //! | `GetURLs` | leases the URLs the manager released whose queue is due (not blocked, delay passed, under its limit, node active) |
 //! | `GetStats` | the crawl's figures, or one queue's |
 //! | `ListQueues` | queues with work (or every one known), paginated |
-//! | `BlockQueueUntil`, `SetDelay`, `SetCrawlLimit` | the queue's gate in [`Queues`]; a reached limit ends the queue's URLs at the manager |
+//! | `BlockQueueUntil`, `SetDelay`, `SetCrawlLimit` | the queue's gate in [`Queues`](crate::queues::Queues); a reached limit ends the queue's URLs at the manager |
 //! | `DeleteQueue` | the queue's URLs end at the manager, now and as released |
 //! | `SetActive`, `GetActive` | the node's switch for `GetURLs` |
 //! | `ListNodes`, `ListCrawls` | this node; the one crawl |
