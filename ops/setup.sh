@@ -11,7 +11,9 @@
 #          `wacz validate` checks the WACZ files `polycrawl wacz` writes), pywb (the
 #          replay test indexes and serves a crawl with it), html5lib (the docsites
 #          test's link oracle, ops/link_oracle.py), prometheus_client (its
-#          text parser reads the manager's /metrics in the tests)
+#          text parser reads the manager's /metrics in the tests), grpcio and
+#          grpcio-tools (the URL Frontier test generates its client from the
+#          official proto with grpc_tools.protoc)
 set -euo pipefail
 here="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
 source "$here/lib.sh"
@@ -60,6 +62,11 @@ fi
 if ! python3 -c 'import pywb' >/dev/null 2>&1 || ! command -v wb-manager >/dev/null 2>&1; then
     log "installing pywb (pip)"
     python3 -m pip install --quiet pywb
+fi
+
+if ! python3 -c 'import grpc, grpc_tools' >/dev/null 2>&1; then
+    log "installing grpcio and grpcio-tools (pip)"
+    python3 -m pip install --quiet grpcio grpcio-tools
 fi
 
 if ! python3 -c 'import html5lib' >/dev/null 2>&1; then

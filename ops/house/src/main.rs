@@ -55,6 +55,7 @@ const SHIPPING: &[&str] = &[
     "storage",
     "websim",
     "nfsim",
+    "urlfrontier",
     "polycrawl",
     "bench",
 ];
@@ -77,6 +78,9 @@ const MAY_USE: &[(&str, &[&str])] = &[
     ("app-seeds", &["spool", "storage", "pages", "seen", "app-core"]),
     ("coordinator", &["spool", "seen", "app-core"]),
     ("offline", &["spool", "storage", "pages", "app-core"]),
+    // The URL Frontier service is an application and a downloader to the manager at
+    // once: the seen set for its URLs, the downloader's library for robots.txt.
+    ("urlfrontier", &["spool", "seen", "downloader"]),
     (
         "polycrawl",
         &[
@@ -93,6 +97,7 @@ const MAY_USE: &[(&str, &[&str])] = &[
             "coordinator",
             "offline",
             "nfsim",
+            "urlfrontier",
         ],
     ),
     ("bench", &["spool", "storage", "websim", "pages", "polycrawl"]),

@@ -17,7 +17,7 @@ mod tools;
 
 use assign::{AssignArgs, QualityArgs, SimulateArgs};
 use coordinator::CoordinatorArgs;
-use services::{AppArgs, DownloaderArgs, ManagerArgs, ServiceArgs};
+use services::{AppArgs, DownloaderArgs, FrontierArgs, ManagerArgs, ServiceArgs};
 use tools::{ConfigArgs, GetArgs, LinksArgs, RobotsArgs, StatusArgs, WaczArgs};
 
 /// polycrawl: a distributed web crawler after Polybot.
@@ -50,6 +50,11 @@ enum Command {
     Resolver(ServiceArgs),
     /// Start a crawling application by hand (breadth-first or seed-by-seed); docs/tools.md.
     App(AppArgs),
+    /// Start the URL Frontier gRPC service for external fetchers; docs/urlfrontier.md.
+    ///
+    /// Registers with a manager as a downloader and an application; fetchers take
+    /// URLs with GetURLs and report them with PutURLs (crawler-commons/url-frontier).
+    Frontier(FrontierArgs),
     /// Print a page stored in a crawl's repository; docs/archive.md.
     ///
     /// Prints the WARC headers and the HTTP response.
@@ -120,6 +125,7 @@ impl Cli {
             Command::Downloader(args) => services::downloader_command(args),
             Command::Resolver(args) => services::resolver_command(args),
             Command::App(args) => services::app_command(args),
+            Command::Frontier(args) => services::frontier_command(args),
             Command::Get(args) => tools::get_command(args),
             Command::Wacz(args) => tools::wacz_command(args),
             Command::Crawl(args) => {

@@ -40,6 +40,25 @@ pub(super) struct DownloaderArgs {
 }
 
 #[derive(Debug, clap::Args)]
+pub(super) struct FrontierArgs {
+    #[command(flatten)]
+    service: ServiceArgs,
+    /// The spool directory, overriding spool.root.
+    #[arg(long, value_name = "DIR")]
+    spool: Option<PathBuf>,
+    /// Where the gRPC service listens, overriding frontier.listen (port 0 picks a
+    /// free one). When listening, stdout gets `frontier listening addr=IP:PORT`.
+    #[arg(long, value_name = "IP:PORT")]
+    listen: Option<String>,
+    /// The application id of its URLs, overriding frontier.app.
+    #[arg(long, value_name = "APP")]
+    app: Option<String>,
+    /// The state directory (the seen set), overriding frontier.state_dir.
+    #[arg(long, value_name = "DIR")]
+    state: Option<PathBuf>,
+}
+
+#[derive(Debug, clap::Args)]
 pub(super) struct AppArgs {
     #[command(flatten)]
     service: ServiceArgs,
@@ -165,6 +184,53 @@ pub(super) fn downloader_command(args: DownloaderArgs) -> anyhow::Result<()> {
     serve(
         |shutdown| async move { downloader::run(&config.downloader, control, spool, shutdown).await },
     )
+}
+
+/// `polycrawl frontier`: flags over the config file, then `urlfrontier::run`
+/// until SIGINT/SIGTERM or a drain.
+pub(super) fn frontier_command(args: FrontierArgs) -> anyhow::Result<()> {
+    let (mut config, reg) = registration(args.service)?;
+    if let Some(root) = args.spool {
+        config.spool.root = root;
+    }
+    let f = &mut config.frontier;
+    if let Some(v) = args.listen {
+        f.listen = v;
+    }
+    if let Some(v) = args.app {
+        f.app = v;
+    }
+    if let Some(v) = args.state {
+        f.state_dir = v;
+    }
+    f.validate()
+        .context("the frontier's config with the flags applied")?;
+    let id = reg
+        .id
+        .unwrap_or_else(|| spool::protocol::client::default_id("frontier"));
+    let mut control = spool::protocol::client::ControlSettings::new(reg.manager, reg.token, id);
+    control.max_frame = config.control.max_frame_bytes;
+    let spool = spool::Spool::new(config.spool.root.clone()).with_notify(config.spool.notify);
+    serve(|shutdown| async move {
+        let listener = urlfrontier::bind(&config.frontier).await?;
+        let local = listener
+            .local_addr()
+            .map_err(|source| urlfrontier::FrontierError::Listen {
+                addr: config.frontier.listen.clone(),
+                source,
+            })?;
+        // The ready line scripts and tests wait for (stdout is line-buffered).
+        println!("frontier listening addr={local}");
+        urlfrontier::run(
+            config.frontier,
+            &config.downloader,
+            control,
+            spool,
+            listener,
+            shutdown,
+        )
+        .await
+    })
 }
 
 /// `polycrawl app`: flags over the config file, then `app_bfs::run`

@@ -31,6 +31,8 @@ pub struct Config {
     pub app: app_core::AppConfig,
     /// The crawl manager (`polycrawl manager`).
     pub manager: manager::ManagerConfig,
+    /// The URL Frontier gRPC service (`polycrawl frontier`).
+    pub frontier: urlfrontier::FrontierConfig,
 }
 
 /// `spool: (...)`: where the spool is and how consumers discover files.
@@ -202,6 +204,10 @@ impl Config {
         }
         if let Err(e) = self.manager.validate() {
             return invalid(e.field, e.message);
+        }
+        if let Err(urlfrontier::FrontierError::Config { field, reason }) = self.frontier.validate()
+        {
+            return invalid(field, reason);
         }
         Ok(())
     }
