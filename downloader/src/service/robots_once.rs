@@ -69,6 +69,7 @@ pub async fn fetch_robots(
         deflated: prepared.deflated,
         raw: fetched.raw,
         truncated: fetched.truncated,
+        protocols: fetched.protocols,
         depth: None,
         hops: None,
         fetch: FetchTime {
