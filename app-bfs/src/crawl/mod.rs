@@ -34,6 +34,7 @@ use self::completion::Completion;
 use self::intake::Intake;
 use self::ledger::Ledger;
 use crate::exchange::{Foreign, Parts};
+use crate::importance::Pool;
 use crate::pace::Pace;
 use crate::read_ahead::ReadAhead;
 use crate::summary::{CutSummary, PageCounts, Summary};
@@ -41,7 +42,7 @@ use crate::unshuffle::{key_domain, key_host, unshuffle};
 use app_core::CrashHook;
 use app_core::End;
 use app_core::budget::site_of;
-use app_core::config::AppConfig;
+use app_core::config::{AppConfig, Order, PartMode};
 use app_core::control::ProgressSeen;
 use app_core::crawllog::CrawlLog;
 use app_core::error::AppError;
@@ -103,6 +104,8 @@ pub(crate) struct Crawl {
     repo: Repository,
     /// Split crawls: this part's exchange state.
     parts: Option<Parts>,
+    /// Importance order: the new URLs not requested yet, ranked by links.
+    pool: Option<Pool>,
     intake: Intake,
     admission: Admission,
     output: RequestOutput,
@@ -173,6 +176,14 @@ impl Crawl {
         );
         let repo = Repository::open_with(&config.repository_dir, config.repository_options()?)?;
         let parts = Parts::open(&config, spool, &app, &id)?;
+        let pool = match config.order {
+            Order::BreadthFirst => None,
+            Order::Importance => Some(Pool::open(
+                &state_dir,
+                last_published,
+                config.importance_pool_max,
+            )?),
+        };
         let output = RequestOutput::new(
             Publisher::new(spool.requests(&app)?, id)?,
             app.clone(),
@@ -189,6 +200,7 @@ impl Crawl {
             seen,
             repo,
             parts,
+            pool,
             intake,
             admission,
             output,
@@ -273,6 +285,10 @@ impl Crawl {
         {
             worked = true;
         }
+        // Importance order: the most-linked held URLs, as the system runs low.
+        if self.release_ranked()? {
+            worked = true;
+        }
         // Two-level mode: new site assignments release parked URLs.
         if let Some(parts) = &mut self.parts
             && parts.poll_sites(&mut self.ledger.progress.parts)?
@@ -355,6 +371,18 @@ impl Crawl {
     /// what the sequence detector compares with, and the site counts toward the
     /// host's budget.
     fn offer(&mut self, url: &Url, reach: Reach, from: Option<&Linking>) -> Result<(), AppError> {
+        self.offer_counted(url, reach, from, u64::from(from.is_some()))
+    }
+
+    /// [`Crawl::offer`], counting `links` links to the URL for the importance
+    /// order (an exchanged URL brings its sender's count).
+    fn offer_counted(
+        &mut self,
+        url: &Url,
+        reach: Reach,
+        from: Option<&Linking>,
+        links: u64,
+    ) -> Result<(), AppError> {
         let mut reach = reach;
         // Two-level mode without the coverage fix: a link to another site is a
         // link to that site's root.
@@ -380,6 +408,11 @@ impl Crawl {
             }
         }
         let generation = self.seen.pending_generation();
+        if let Some(pool) = &mut self.pool
+            && links > 0
+        {
+            pool.link(key.as_bytes(), reach, generation, links);
+        }
         self.seen.insert(key.as_bytes(), &reach.to_bytes())?;
         self.intake.inserted(generation);
         Ok(())
@@ -419,7 +452,12 @@ impl Crawl {
                 let Some(url) = url_of_key(key) else {
                     continue;
                 };
-                let foreign_url = || Foreign::new(url.to_string(), reach.depth, reach.hops);
+                let links = match &mut self.pool {
+                    Some(pool) if self.config.exchange_links => pool.take_pending(key, generation),
+                    _ => 0,
+                };
+                let foreign_url =
+                    || Foreign::new(url.to_string(), reach.depth, reach.hops).with_links(links);
                 match parts.place(&url) {
                     Some(owner) if owner == parts.own => {}
                     Some(_) if parts.is_replicated(&url) => {
@@ -444,6 +482,43 @@ impl Crawl {
             }
         }
         self.ledger.progress.budget_cut += self.admission.budget_cuts() - cut_before;
+        // Importance order: the new URLs join the pool; only those past its
+        // bound go now.
+        let overflow = match &mut self.pool {
+            Some(pool) => {
+                for &(key, reach) in &entries {
+                    pool.add(key, reach, generation);
+                }
+                let dropped = pool.merged(generation);
+                // Exchange mode: links to other parts' URLs sent already go to
+                // their owners as counts.
+                if let Some(parts) = &self.parts
+                    && parts.mode == PartMode::Exchange
+                    && self.config.exchange_links
+                {
+                    for (key, links, reach) in dropped {
+                        let Some(url) = url_of_key(&key) else {
+                            continue;
+                        };
+                        match parts.place(&url) {
+                            Some(owner) if owner != parts.own && !parts.is_replicated(&url) => {
+                                let f = Foreign::new(url.to_string(), reach.depth, reach.hops);
+                                foreign.push((owner, f.with_links(links)));
+                            }
+                            _ => {}
+                        }
+                    }
+                }
+                entries.clear();
+                if stopping {
+                    Vec::new()
+                } else {
+                    pool.overflow()
+                }
+            }
+            None => Vec::new(),
+        };
+        entries.extend(overflow.iter().map(|t| (&*t.key, t.reach)));
         let entries = unshuffle(entries, self.config.unshuffle_k, |e| key_domain(e.0));
         let mut requested = 0;
         if !stopping {
@@ -474,7 +549,13 @@ impl Crawl {
         }
         self.ledger.progress.urls_requested += requested;
         self.record(generation)?;
-        info!(generation, urls = requested, "app: published new URLs");
+        let held = self.pool.as_ref().map_or(0, Pool::len);
+        info!(
+            generation,
+            urls = requested,
+            held,
+            "app: published new URLs"
+        );
         self.finish_inputs()?;
         Ok(true)
     }
@@ -485,6 +566,9 @@ impl Crawl {
     fn record(&mut self, generation: u64) -> Result<(), AppError> {
         let state_dir = self.ledger.dir().to_owned();
         self.admission.save_held(&state_dir, &self.wait)?;
+        if let Some(pool) = &mut self.pool {
+            self.wait.run(pool, Pool::save)?;
+        }
         self.admission.sync_cuts()?;
         self.ledger.progress.last_published = generation;
         if self.intake.seeds_covered(generation) {
@@ -494,6 +578,48 @@ impl Crawl {
         self.admission.save_budgets_due(&state_dir, &self.wait)?;
         self.seen.release(generation)?;
         Ok(())
+    }
+
+    /// Importance order: when the crawling system holds fewer of our URLs than
+    /// the window (`importance_window`, at least twice what the manager reports in
+    /// flight), requests the pool's most-linked URLs up to the window; the pool
+    /// is saved after the request files are published (a crash in between
+    /// requests a URL twice, never loses it). Returns whether any went.
+    /// O(pool) per release (`importance.rs`).
+    fn release_ranked(&mut self) -> Result<bool, AppError> {
+        if self.pool.as_ref().is_none_or(Pool::is_empty) || self.max_pages_reached() {
+            return Ok(false);
+        }
+        let in_flight = self
+            .completion
+            .manager()
+            .as_ref()
+            .map_or(0, |(_, p)| p.in_flight);
+        let window = self.config.importance_window.max(2 * in_flight);
+        let outstanding = self.ledger.progress.unaccounted();
+        if outstanding >= window {
+            return Ok(false);
+        }
+        let room = usize::try_from(window - outstanding).unwrap_or(usize::MAX);
+        let Some(pool) = &mut self.pool else {
+            return Ok(false);
+        };
+        let taken = pool.take(room);
+        self.busy()?;
+        let mut urls = Vec::with_capacity(taken.len());
+        for t in &taken {
+            if let Some(url) = url_of_key(&t.key) {
+                self.admission.requested(&url)?;
+                urls.push((url, t.reach));
+            }
+        }
+        let n = self.output.publish_all(&urls, &self.repo, &self.wait)?;
+        self.ledger.progress.urls_requested += n;
+        if let Some(pool) = &mut self.pool {
+            self.wait.run(pool, Pool::save)?;
+        }
+        self.ledger.save(&self.wait)?;
+        Ok(true)
     }
 
     /// Merges and publishes everything buffered (shutdown, end of crawl).
