@@ -113,8 +113,6 @@ pub(crate) struct Crawl {
     completion: Completion,
     /// Waits out a full disk (`pause.rs`), and tells the manager our figures.
     wait: DiskWait,
-    /// When the figures were last looked at.
-    figures_at: Option<Instant>,
     stop: CancellationToken,
 }
 
@@ -206,7 +204,6 @@ impl Crawl {
             output,
             ledger,
             wait,
-            figures_at: None,
             stop,
             config,
         })
@@ -422,17 +419,7 @@ impl Crawl {
     fn publish(&mut self, batch: NewBatch) -> Result<bool, AppError> {
         let generation = batch.generation();
         let stopping = self.max_pages_reached();
-        // Held URLs whose host's budget grew go with this generation (`deferred.rs`).
-        let released = if stopping {
-            Vec::new()
-        } else {
-            self.admission.release_held(&mut self.ledger)
-        };
-        let requeued = if stopping {
-            Vec::new()
-        } else {
-            self.admission.take_requeued()
-        };
+        let (released, requeued) = self.released_and_requeued(stopping);
         let mut entries: Vec<(&[u8], Reach)> =
             Vec::with_capacity(batch.len() + released.len() + requeued.len());
         entries.extend(released.iter().map(|h| {
@@ -452,12 +439,7 @@ impl Crawl {
                 let Some(url) = url_of_key(key) else {
                     continue;
                 };
-                let links = match &mut self.pool {
-                    Some(pool) if self.config.exchange_links => pool.take_pending(key, generation),
-                    _ => 0,
-                };
-                let foreign_url =
-                    || Foreign::new(url.to_string(), reach.depth, reach.hops).with_links(links);
+                let foreign_url = || Foreign::new(url.to_string(), reach.depth, reach.hops);
                 match parts.place(&url) {
                     Some(owner) if owner == parts.own => {}
                     Some(_) if parts.is_replicated(&url) => {
@@ -466,7 +448,8 @@ impl Crawl {
                         continue;
                     }
                     Some(owner) => {
-                        foreign.push((owner, foreign_url()));
+                        let links = links_to_send(&mut self.pool, &self.config, key, generation);
+                        foreign.push((owner, foreign_url().with_links(links)));
                         continue;
                     }
                     None => {
@@ -484,40 +467,10 @@ impl Crawl {
         self.ledger.progress.budget_cut += self.admission.budget_cuts() - cut_before;
         // Importance order: the new URLs join the pool; only those past its
         // bound go now.
-        let overflow = match &mut self.pool {
-            Some(pool) => {
-                for &(key, reach) in &entries {
-                    pool.add(key, reach, generation);
-                }
-                let dropped = pool.merged(generation);
-                // Exchange mode: links to other parts' URLs sent already go to
-                // their owners as counts.
-                if let Some(parts) = &self.parts
-                    && parts.mode == PartMode::Exchange
-                    && self.config.exchange_links
-                {
-                    for (key, links, reach) in dropped {
-                        let Some(url) = url_of_key(&key) else {
-                            continue;
-                        };
-                        match parts.place(&url) {
-                            Some(owner) if owner != parts.own && !parts.is_replicated(&url) => {
-                                let f = Foreign::new(url.to_string(), reach.depth, reach.hops);
-                                foreign.push((owner, f.with_links(links)));
-                            }
-                            _ => {}
-                        }
-                    }
-                }
-                entries.clear();
-                if stopping {
-                    Vec::new()
-                } else {
-                    pool.overflow()
-                }
-            }
-            None => Vec::new(),
-        };
+        let overflow = self.pool_new_urls(&entries, generation, stopping, &mut foreign);
+        if self.pool.is_some() {
+            entries.clear();
+        }
         entries.extend(overflow.iter().map(|t| (&*t.key, t.reach)));
         let entries = unshuffle(entries, self.config.unshuffle_k, |e| key_domain(e.0));
         let mut requested = 0;
@@ -558,6 +511,61 @@ impl Crawl {
         );
         self.finish_inputs()?;
         Ok(true)
+    }
+
+    /// Held URLs whose host's budget grew (`deferred.rs`) and requeued ones: they
+    /// go with this generation, unless `stopping`.
+    fn released_and_requeued(
+        &mut self,
+        stopping: bool,
+    ) -> (Vec<crate::deferred::Held>, Vec<Box<[u8]>>) {
+        if stopping {
+            return (Vec::new(), Vec::new());
+        }
+        let released = self.admission.release_held(&mut self.ledger);
+        (released, self.admission.take_requeued())
+    }
+
+    /// Importance order: `generation`'s new URLs (`entries`) join the pool; the
+    /// links counted to other parts' URLs sent already go to their owners as
+    /// counts (exchange mode, `exchange_links`); returns the URLs past the pool's
+    /// bound, to request now (none when `stopping`). Breadth-first: nothing.
+    fn pool_new_urls(
+        &mut self,
+        entries: &[(&[u8], Reach)],
+        generation: u64,
+        stopping: bool,
+        foreign: &mut Vec<(u32, Foreign)>,
+    ) -> Vec<crate::importance::Taken> {
+        let Some(pool) = &mut self.pool else {
+            return Vec::new();
+        };
+        for &(key, reach) in entries {
+            pool.add(key, reach, generation);
+        }
+        let dropped = pool.merged(generation);
+        if let Some(parts) = &self.parts
+            && parts.mode == PartMode::Exchange
+            && self.config.exchange_links
+        {
+            for (key, links, reach) in dropped {
+                let Some(url) = url_of_key(&key) else {
+                    continue;
+                };
+                match parts.place(&url) {
+                    Some(owner) if owner != parts.own && !parts.is_replicated(&url) => {
+                        let f = Foreign::new(url.to_string(), reach.depth, reach.hops);
+                        foreign.push((owner, f.with_links(links)));
+                    }
+                    _ => {}
+                }
+            }
+        }
+        if stopping {
+            Vec::new()
+        } else {
+            pool.overflow()
+        }
     }
 
     /// Records that `generation`'s new URLs are published: what it held or
@@ -643,12 +651,13 @@ impl Crawl {
     /// O(hosts) when it looks.
     fn report_figures(&mut self) {
         if self
+            .completion
             .figures_at
             .is_some_and(|at| at.elapsed() < FIGURES_EVERY)
         {
             return;
         }
-        self.figures_at = Some(Instant::now());
+        self.completion.figures_at = Some(Instant::now());
         let budgets = self.admission.budgets();
         let progress = &self.ledger.progress;
         let top_cut = budgets
@@ -775,6 +784,16 @@ impl Crawl {
             "app: crawl.log and the end-of-crawl reports written"
         );
         Ok(())
+    }
+}
+
+/// Importance order with `exchange_links`: the links counted to `key` (new in
+/// `generation`, another part's) to send with it, taken out of the pool's counts;
+/// else 0.
+fn links_to_send(pool: &mut Option<Pool>, config: &AppConfig, key: &[u8], generation: u64) -> u64 {
+    match pool {
+        Some(pool) if config.exchange_links => pool.take_pending(key, generation),
+        _ => 0,
     }
 }
 
