@@ -588,12 +588,13 @@ impl Crawl {
         Ok(())
     }
 
-    /// Importance order: when the crawling system holds fewer of our URLs than
-    /// the window (`importance_window`, at least twice what the manager reports in
-    /// flight), requests the pool's most-linked URLs up to the window; the pool
+    /// Importance order: when the crawling system holds at most half the window
+    /// of our URLs (`importance_window`, at least twice what the manager reports
+    /// in flight), requests the pool's most-linked URLs up to the window; the pool
     /// is saved after the request files are published (a crash in between
     /// requests a URL twice, never loses it). Returns whether any went.
-    /// O(pool) per release (`importance.rs`).
+    /// O(pool) per release (`importance.rs`), at most 2N/window releases for N
+    /// URLs.
     fn release_ranked(&mut self) -> Result<bool, AppError> {
         if self.pool.as_ref().is_none_or(Pool::is_empty) || self.max_pages_reached() {
             return Ok(false);
@@ -605,7 +606,9 @@ impl Crawl {
             .map_or(0, |(_, p)| p.in_flight);
         let window = self.config.importance_window.max(2 * in_flight);
         let outstanding = self.ledger.progress.unaccounted();
-        if outstanding >= window {
+        // Top up once half the window is gone, not for every URL that ends:
+        // at most 2N/window releases, each O(pool).
+        if outstanding > window / 2 {
             return Ok(false);
         }
         let room = usize::try_from(window - outstanding).unwrap_or(usize::MAX);
