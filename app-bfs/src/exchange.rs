@@ -161,6 +161,9 @@ pub(crate) struct Foreign {
     /// without it a split crawl's owner counts only the sites its own pages
     /// show, and cuts URLs one part would have admitted.
     pub via: Option<String>,
+    /// Importance order: the links to it this part found (`importance.rs`); sent
+    /// as the `links` hint when not 0.
+    pub links: u64,
 }
 
 impl Foreign {
@@ -171,14 +174,24 @@ impl Foreign {
             depth,
             hops,
             via: None,
+            links: 0,
         }
     }
 
-    /// The outbox line: URL, depth, hops and, for a vote, the linking page.
+    /// The same URL with `links` links counted.
+    pub(crate) fn with_links(mut self, links: u64) -> Foreign {
+        self.links = links;
+        self
+    }
+
+    /// The outbox line: URL, depth, hops and, for a vote, the linking page; the
+    /// links after them when counted (the via field then empty when no vote).
     fn line(&self) -> String {
-        match &self.via {
-            Some(via) => format!("{}\t{}\t{}\t{via}\n", self.url, self.depth, self.hops),
-            None => format!("{}\t{}\t{}\n", self.url, self.depth, self.hops),
+        let via = self.via.as_deref().unwrap_or("");
+        match (self.links, &self.via) {
+            (0, Some(via)) => format!("{}\t{}\t{}\t{via}\n", self.url, self.depth, self.hops),
+            (0, None) => format!("{}\t{}\t{}\n", self.url, self.depth, self.hops),
+            (n, _) => format!("{}\t{}\t{}\t{via}\t{n}\n", self.url, self.depth, self.hops),
         }
     }
 
@@ -189,6 +202,10 @@ impl Foreign {
         let depth = f.next()?.parse().ok()?;
         let hops = f.next()?.parse().ok()?;
         let via = f.next().filter(|v| !v.is_empty()).map(str::to_owned);
+        let links = match f.next() {
+            Some(n) => n.parse().ok()?,
+            None => 0,
+        };
         if f.next().is_some() {
             return None;
         }
@@ -197,6 +214,7 @@ impl Foreign {
             depth,
             hops,
             via,
+            links,
         })
     }
 }
@@ -974,7 +992,10 @@ mod tests {
         let plain = Foreign::new("http://a.x/p".to_owned(), 3, 1);
         let mut vote = plain.clone();
         vote.via = Some("http://b.y/q".to_owned());
-        for f in [&plain, &vote] {
+        // Importance order: link counts, with or without a vote.
+        let counted = plain.clone().with_links(7);
+        let counted_vote = vote.clone().with_links(2);
+        for f in [&plain, &vote, &counted, &counted_vote] {
             let line = f.line();
             assert_eq!(
                 Foreign::parse(line.trim_end_matches('\n')).as_ref(),
@@ -983,6 +1004,7 @@ mod tests {
         }
         assert_eq!(Foreign::parse("http://a.x/p\t3"), None, "cut by a crash");
         assert_eq!(Foreign::parse("http://a.x/p\t3\t1\tv\tmore"), None);
+        assert_eq!(Foreign::parse("http://a.x/p\t3\t1\tv\t4\t5"), None);
         assert_eq!(Foreign::parse("\t3\t1"), None);
     }
 

@@ -86,6 +86,7 @@ mod crawl;
 mod deferred;
 pub mod exchange;
 pub mod given_up;
+mod importance;
 mod pace;
 mod read_ahead;
 pub mod state;

@@ -159,6 +159,22 @@ pub struct AppConfig {
     pub unshuffle_k: usize,
     /// URLs per published request file. Default 2000.
     pub urls_per_request_file: usize,
+    /// The order in which new URLs go to the crawling system: `breadth_first`
+    /// (each merge's new URLs at once, in the order found) or `importance` (held
+    /// in a pool ranked by the links to them found so far, the most-linked
+    /// released as the system runs low; Cho and Garcia-Molina's back-link
+    /// ordering, [`Order`]). Default `breadth_first`.
+    pub order: Order,
+    /// Importance order only: the most of this application's URLs the crawling
+    /// system holds (requested, no page or outcome read yet) before the pool
+    /// releases more; at least twice what the manager reports in flight. Smaller
+    /// follows the ranking more closely, larger keeps more downloads busy.
+    /// Default 1000.
+    pub importance_window: u64,
+    /// Importance order only: the most URLs the pool holds; past it the
+    /// least-linked go to the system at once (requested, never dropped).
+    /// Default 200000.
+    pub importance_pool_max: usize,
     /// Priority of the request files, 0 (first) to 99. Default 50.
     pub request_priority: u8,
     /// Seen-set buffer size in bytes: a merge starts when it is full. Default 64 MiB.
@@ -240,6 +256,13 @@ pub struct AppConfig {
     /// everything goes before this part says it is idle). Default 1000 ms; at
     /// most one hour.
     pub exchange_max_age_ms: u64,
+    /// Importance order, exchange mode only: parts exchange back-link counts
+    /// (Cho and Garcia-Molina's exchange of back-link information): each URL
+    /// sent to its owner carries the links to it this part found (`links`
+    /// hint), and links found later to another part's URLs already sent go to
+    /// the owner as counts. Off: each part ranks by its own pages' links only.
+    /// Default true.
+    pub exchange_links: bool,
     /// Two-level mode only: the coverage fix of FC2L-UDC. With it (the default)
     /// a link to another site goes to that site's agent as it is; without it (2L
     /// without the fix, for comparison) it is reduced to its site's root
@@ -255,6 +278,19 @@ pub struct AppConfig {
     /// at most (with `max_pages_per_host`, the smaller one that is not 0; 0:
     /// unlimited). Default 100000.
     pub site_max_pages: u64,
+}
+
+/// The order in which a breadth-first application requests new URLs
+/// (`app.order`; DESIGN.md section 7, "Importance order").
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, Default)]
+#[serde(rename_all = "snake_case")]
+pub enum Order {
+    /// Each merge's new URLs are requested at once, in the order found.
+    #[default]
+    BreadthFirst,
+    /// New URLs wait in a pool ranked by the links to them found so far (ties:
+    /// lower depth first); the most-linked go out as the system runs low.
+    Importance,
 }
 
 /// What a part does with links to hosts it does not own (Cho and Garcia-Molina,
@@ -356,6 +392,9 @@ impl Default for AppConfig {
             session_params: DEFAULT_SESSION_PARAMS.map(str::to_owned).to_vec(),
             unshuffle_k: 1000,
             urls_per_request_file: 2000,
+            order: Order::BreadthFirst,
+            importance_window: 1000,
+            importance_pool_max: 200_000,
             request_priority: 50,
             seen_buffer_bytes: DEFAULT_BUFFER_BYTES,
             max_pages: 0,
@@ -378,6 +417,7 @@ impl Default for AppConfig {
             exchange_root: None,
             exchange_urls_per_file: 1000,
             exchange_max_age_ms: 1000,
+            exchange_links: true,
             coverage_fix: true,
             site_max_depth: 32,
             site_max_pages: 100_000,
@@ -549,11 +589,18 @@ impl AppConfig {
             ("max_url_len", self.max_url_len),
             ("max_body_bytes", self.max_body_bytes),
             ("batches_per_claim", self.batches_per_claim),
+            ("importance_pool_max", self.importance_pool_max),
             ("exchange_urls_per_file", self.exchange_urls_per_file),
         ] {
             if value == 0 {
                 return Err(invalid(field, "must be at least 1".into()));
             }
+        }
+        if self.importance_window == 0 {
+            return Err(invalid(
+                "importance_window",
+                "must be at least 1 (0 would never request a URL)".into(),
+            ));
         }
         if self.host_budget_base > 0 && self.host_budget_max == 0 {
             return Err(invalid(

@@ -37,10 +37,12 @@ struct AppDirs {
 }
 
 /// `app:` settings for a quick crawl of a small web: frequent scans, a short idle
-/// check and small request files (many publications, so a kill lands between them).
-fn app_section(seeds: &Path, dirs: &AppDirs) -> String {
+/// check and small request files (many publications, so a kill lands between them);
+/// `extra` adds settings (the importance order's).
+fn app_section(seeds: &Path, dirs: &AppDirs, extra: &str) -> String {
     format!(
         r#"    app: (
+        {extra}
         state_dir: {state:?},
         repository_dir: {repo:?},
         seeds_file: Some({seeds:?}),
@@ -69,6 +71,19 @@ fn log_url(l: &LogLine) -> String {
 
 #[test]
 fn app_killed_mid_crawl_restarts_and_loses_no_url() {
+    killed_mid_crawl("");
+}
+
+/// The same in importance order (DESIGN.md section 7): the pool of URLs found and
+/// not yet requested is saved with each publication, so the kill loses none of
+/// them either. A small window keeps most of the frontier in the pool at the kill.
+#[test]
+fn importance_ordered_app_killed_mid_crawl_loses_no_url() {
+    killed_mid_crawl("order: importance, importance_window: 60,");
+}
+
+/// Run 1 to [`KILL_AFTER_PAGES`], kill -9, run 2 to the end; `extra` app settings.
+fn killed_mid_crawl(extra: &str) {
     let _serial = SERIAL.lock().unwrap_or_else(PoisonError::into_inner);
     let started = Instant::now();
     let ws = Websim::start(&[
@@ -95,7 +110,7 @@ fn app_killed_mid_crawl_restarts_and_loses_no_url() {
     // The system's config plus an `app:` section, in one file every process reads.
     let config = knobs.config(&ws, "admin-secret-for-tests").replacen(
         "(\n",
-        &format!("(\n{}", app_section(&ws.path("seeds"), &dirs)),
+        &format!("(\n{}", app_section(&ws.path("seeds"), &dirs, extra)),
         1,
     );
     std::fs::write(&sys.config, config).expect("writing the config");
@@ -134,6 +149,16 @@ fn app_killed_mid_crawl_restarts_and_loses_no_url() {
     let app1_stderr = app.stderr();
     drop(app); // SIGKILL and reap.
     let requests_at_kill = ws.log().len();
+    if extra.contains("importance") {
+        // The pool held URLs at the kill: the restart must request them.
+        let pool = std::fs::read_to_string(dirs.state.join("importance")).unwrap_or_default();
+        let held = pool.lines().count().saturating_sub(1);
+        println!("importance pool at the kill: {held} URLs");
+        assert!(
+            held > 0,
+            "the pool was empty at the kill: the test shows nothing"
+        );
+    }
 
     // Run 2: same id and directories; must complete by itself.
     let mut app = start_app(&sys, &ws, &dirs, 2);

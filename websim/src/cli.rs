@@ -227,6 +227,11 @@ pub struct Args {
     /// `robots-tags.tsv`. Ignored with `--plain`.
     #[arg(long)]
     pub robots_tags: bool,
+    /// Skew in-links to deep pages: half of each page's same-host filler links go
+    /// to one of 8 hub pages of its host at fixed random places (the first hubs
+    /// linked most), for importance-ordered crawls to find (`links.rs`).
+    #[arg(long)]
+    pub hubs: bool,
     /// Make the three most popular hosts ask for less: popularity rank 0 answers
     /// its 2nd and 4th page requests 429 with `Retry-After: 5`, rank 1 its 2nd to
     /// 4th 429 without it, rank 2 its 2nd to 4th 503 (see `throttle.rs`).
@@ -496,6 +501,7 @@ async fn serve(args: Args) -> Result<(), CliError> {
         components: args.components,
         stuck_hosts: args.stuck_hosts,
         robots_tags: args.robots_tags,
+        hubs: args.hubs,
         ..Params::new(args.seed, args.hosts, args.pages)
     };
     if let Some(dir) = &args.export_static {

@@ -32,6 +32,12 @@
 //! With `--stuck-hosts` the most popular host's home page also links every page
 //! of the five stuck hosts, after the links above (so no draw changes).
 //!
+//! With `--hubs` ([`Params::hubs`](super::model::Params::hubs)) half of the
+//! same-host fillers of rule 3 go to one of [`HUBS`] hub pages of the component,
+//! each at a fixed random place (so mostly deep in the tree), hub `j` drawn as the
+//! lesser of two uniform draws (the first hubs are linked most); without the flag
+//! every draw is exactly as before.
+//!
 //! Page flags: 1 % of non-home pages are `nofollow` (their links are not followed;
 //! they also link a `/hidden/` page that nothing else links), 0.8 % are framesets
 //! (every link is a `<frame>`); with `--robots-tags`, 6 % carry robots directives
@@ -50,10 +56,13 @@
 //! host: it is reached only by tests that ask for it.
 
 use super::model::{Target, Web};
-use super::rng::{Rng, TAG_LINKS, TAG_REDIRECT};
+use super::rng::{Rng, TAG_HUBS, TAG_LINKS, TAG_REDIRECT};
 use super::robots_tags::RobotsTag;
 use super::stuck::{STUCK_PAGES, Stuck};
 use super::trap_sites::TrapSite;
+
+/// Hub pages per host component with `--hubs`.
+pub const HUBS: u64 = 8;
 
 /// Where an unfollowable URL sits in the page.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -340,6 +349,17 @@ impl Web {
             258..262 => Target::Nx {
                 key: r.below(8) as u32,
             },
+            _ if self.params.hubs && r.chance(500) => {
+                let j = r.below(HUBS).min(r.below(HUBS));
+                let mut place = Rng::for_parts(&[
+                    self.params.seed,
+                    TAG_HUBS,
+                    u64::from(h),
+                    u64::from(comp.index),
+                    j,
+                ]);
+                comp.page(place.below(comp.size())).unwrap_or(own)
+            }
             _ => {
                 // min of two draws: low page numbers are linked more often.
                 let a = r.below(comp.size());

@@ -80,6 +80,11 @@ pub struct Params {
     /// Pages with robots directives of their own (`--robots-tags`, see
     /// [`super::robots_tags`]; never in a plain web).
     pub robots_tags: bool,
+    /// Hub pages (`--hubs`): half of a page's same-host filler links go to one
+    /// of [`super::links::HUBS`] pages of its host (or component) at fixed random
+    /// places, mostly deep in its tree, the first hubs linked most: in-links
+    /// skewed to pages a breadth-first crawl reaches late (see [`super::links`]).
+    pub hubs: bool,
 }
 
 impl Params {
@@ -104,6 +109,7 @@ impl Params {
             components: 0,
             stuck_hosts: false,
             robots_tags: false,
+            hubs: false,
         }
     }
 }

@@ -25,6 +25,8 @@ pub const TAG_RENDER: u64 = 0x7265_6e64;
 pub const TAG_REDIRECT: u64 = 0x7265_6469;
 /// Tag for the robots directives of `--robots-tags`.
 pub const TAG_ROBOTS: u64 = 0x726f_626f;
+/// Tag for the hub pages of `--hubs`.
+pub const TAG_HUBS: u64 = 0x6875_6273;
 /// Tag for the fixed text pool (independent of the user seed).
 pub const TAG_TEXT: u64 = 0x7465_7874;
 

@@ -75,6 +75,8 @@ pub(super) struct Completion {
     /// The last gap logged (requested URLs with neither a page nor an outcome
     /// read while the manager was idle) and when.
     gap_logged: Option<(u64, Instant)>,
+    /// When the crawl's figures were last looked at (`Crawl::report_figures`).
+    pub(super) figures_at: Option<Instant>,
 }
 
 impl Completion {
@@ -86,6 +88,7 @@ impl Completion {
             sync_sent: None,
             sync_seq: 0,
             first_idle: None,
+            figures_at: None,
             confirm,
             scan,
             gap_logged: None,

@@ -402,7 +402,9 @@ impl Crawl {
                         .as_deref()
                         .and_then(|v| url::Url::parse(v).ok());
                     let from = from.map(Linking::new);
-                    self.offer(&url, reach, from.as_ref())?;
+                    // The sender's link count (importance order), else the vote's link.
+                    let links = req.hints.links.unwrap_or(u64::from(from.is_some()));
+                    self.offer_counted(&url, reach, from.as_ref(), links)?;
                 }
                 Err(e) => warn!(url = %req.url, error = %e, "app: exchanged URL rejected"),
             }

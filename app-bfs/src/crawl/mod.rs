@@ -34,6 +34,7 @@ use self::completion::Completion;
 use self::intake::Intake;
 use self::ledger::Ledger;
 use crate::exchange::{Foreign, Parts};
+use crate::importance::Pool;
 use crate::pace::Pace;
 use crate::read_ahead::ReadAhead;
 use crate::summary::{CutSummary, PageCounts, Summary};
@@ -41,7 +42,7 @@ use crate::unshuffle::{key_domain, key_host, unshuffle};
 use app_core::CrashHook;
 use app_core::End;
 use app_core::budget::site_of;
-use app_core::config::AppConfig;
+use app_core::config::{AppConfig, Order, PartMode};
 use app_core::control::ProgressSeen;
 use app_core::crawllog::CrawlLog;
 use app_core::error::AppError;
@@ -103,6 +104,8 @@ pub(crate) struct Crawl {
     repo: Repository,
     /// Split crawls: this part's exchange state.
     parts: Option<Parts>,
+    /// Importance order: the new URLs not requested yet, ranked by links.
+    pool: Option<Pool>,
     intake: Intake,
     admission: Admission,
     output: RequestOutput,
@@ -110,8 +113,6 @@ pub(crate) struct Crawl {
     completion: Completion,
     /// Waits out a full disk (`pause.rs`), and tells the manager our figures.
     wait: DiskWait,
-    /// When the figures were last looked at.
-    figures_at: Option<Instant>,
     stop: CancellationToken,
 }
 
@@ -173,6 +174,14 @@ impl Crawl {
         );
         let repo = Repository::open_with(&config.repository_dir, config.repository_options()?)?;
         let parts = Parts::open(&config, spool, &app, &id)?;
+        let pool = match config.order {
+            Order::BreadthFirst => None,
+            Order::Importance => Some(Pool::open(
+                &state_dir,
+                last_published,
+                config.importance_pool_max,
+            )?),
+        };
         let output = RequestOutput::new(
             Publisher::new(spool.requests(&app)?, id)?,
             app.clone(),
@@ -189,12 +198,12 @@ impl Crawl {
             seen,
             repo,
             parts,
+            pool,
             intake,
             admission,
             output,
             ledger,
             wait,
-            figures_at: None,
             stop,
             config,
         })
@@ -271,6 +280,10 @@ impl Crawl {
         if let Some(parts) = &mut self.parts
             && parts.send_due(priority, &mut self.ledger.progress.parts, false)?
         {
+            worked = true;
+        }
+        // Importance order: the most-linked held URLs, as the system runs low.
+        if self.release_ranked()? {
             worked = true;
         }
         // Two-level mode: new site assignments release parked URLs.
@@ -355,6 +368,18 @@ impl Crawl {
     /// what the sequence detector compares with, and the site counts toward the
     /// host's budget.
     fn offer(&mut self, url: &Url, reach: Reach, from: Option<&Linking>) -> Result<(), AppError> {
+        self.offer_counted(url, reach, from, u64::from(from.is_some()))
+    }
+
+    /// [`Crawl::offer`], counting `links` links to the URL for the importance
+    /// order (an exchanged URL brings its sender's count).
+    fn offer_counted(
+        &mut self,
+        url: &Url,
+        reach: Reach,
+        from: Option<&Linking>,
+        links: u64,
+    ) -> Result<(), AppError> {
         let mut reach = reach;
         // Two-level mode without the coverage fix: a link to another site is a
         // link to that site's root.
@@ -380,6 +405,11 @@ impl Crawl {
             }
         }
         let generation = self.seen.pending_generation();
+        if let Some(pool) = &mut self.pool
+            && links > 0
+        {
+            pool.link(key.as_bytes(), reach, generation, links);
+        }
         self.seen.insert(key.as_bytes(), &reach.to_bytes())?;
         self.intake.inserted(generation);
         Ok(())
@@ -389,17 +419,7 @@ impl Crawl {
     fn publish(&mut self, batch: NewBatch) -> Result<bool, AppError> {
         let generation = batch.generation();
         let stopping = self.max_pages_reached();
-        // Held URLs whose host's budget grew go with this generation (`deferred.rs`).
-        let released = if stopping {
-            Vec::new()
-        } else {
-            self.admission.release_held(&mut self.ledger)
-        };
-        let requeued = if stopping {
-            Vec::new()
-        } else {
-            self.admission.take_requeued()
-        };
+        let (released, requeued) = self.released_and_requeued(stopping);
         let mut entries: Vec<(&[u8], Reach)> =
             Vec::with_capacity(batch.len() + released.len() + requeued.len());
         entries.extend(released.iter().map(|h| {
@@ -428,7 +448,8 @@ impl Crawl {
                         continue;
                     }
                     Some(owner) => {
-                        foreign.push((owner, foreign_url()));
+                        let links = links_to_send(&mut self.pool, &self.config, key, generation);
+                        foreign.push((owner, foreign_url().with_links(links)));
                         continue;
                     }
                     None => {
@@ -444,6 +465,13 @@ impl Crawl {
             }
         }
         self.ledger.progress.budget_cut += self.admission.budget_cuts() - cut_before;
+        // Importance order: the new URLs join the pool; only those past its
+        // bound go now.
+        let overflow = self.pool_new_urls(&entries, generation, stopping, &mut foreign);
+        if self.pool.is_some() {
+            entries.clear();
+        }
+        entries.extend(overflow.iter().map(|t| (&*t.key, t.reach)));
         let entries = unshuffle(entries, self.config.unshuffle_k, |e| key_domain(e.0));
         let mut requested = 0;
         if !stopping {
@@ -474,9 +502,70 @@ impl Crawl {
         }
         self.ledger.progress.urls_requested += requested;
         self.record(generation)?;
-        info!(generation, urls = requested, "app: published new URLs");
+        let held = self.pool.as_ref().map_or(0, Pool::len);
+        info!(
+            generation,
+            urls = requested,
+            held,
+            "app: published new URLs"
+        );
         self.finish_inputs()?;
         Ok(true)
+    }
+
+    /// Held URLs whose host's budget grew (`deferred.rs`) and requeued ones: they
+    /// go with this generation, unless `stopping`.
+    fn released_and_requeued(
+        &mut self,
+        stopping: bool,
+    ) -> (Vec<crate::deferred::Held>, Vec<Box<[u8]>>) {
+        if stopping {
+            return (Vec::new(), Vec::new());
+        }
+        let released = self.admission.release_held(&mut self.ledger);
+        (released, self.admission.take_requeued())
+    }
+
+    /// Importance order: `generation`'s new URLs (`entries`) join the pool; the
+    /// links counted to other parts' URLs sent already go to their owners as
+    /// counts (exchange mode, `exchange_links`); returns the URLs past the pool's
+    /// bound, to request now (none when `stopping`). Breadth-first: nothing.
+    fn pool_new_urls(
+        &mut self,
+        entries: &[(&[u8], Reach)],
+        generation: u64,
+        stopping: bool,
+        foreign: &mut Vec<(u32, Foreign)>,
+    ) -> Vec<crate::importance::Taken> {
+        let Some(pool) = &mut self.pool else {
+            return Vec::new();
+        };
+        for &(key, reach) in entries {
+            pool.add(key, reach, generation);
+        }
+        let dropped = pool.merged(generation);
+        if let Some(parts) = &self.parts
+            && parts.mode == PartMode::Exchange
+            && self.config.exchange_links
+        {
+            for (key, links, reach) in dropped {
+                let Some(url) = url_of_key(&key) else {
+                    continue;
+                };
+                match parts.place(&url) {
+                    Some(owner) if owner != parts.own && !parts.is_replicated(&url) => {
+                        let f = Foreign::new(url.to_string(), reach.depth, reach.hops);
+                        foreign.push((owner, f.with_links(links)));
+                    }
+                    _ => {}
+                }
+            }
+        }
+        if stopping {
+            Vec::new()
+        } else {
+            pool.overflow()
+        }
     }
 
     /// Records that `generation`'s new URLs are published: what it held or
@@ -485,6 +574,9 @@ impl Crawl {
     fn record(&mut self, generation: u64) -> Result<(), AppError> {
         let state_dir = self.ledger.dir().to_owned();
         self.admission.save_held(&state_dir, &self.wait)?;
+        if let Some(pool) = &mut self.pool {
+            self.wait.run(pool, Pool::save)?;
+        }
         self.admission.sync_cuts()?;
         self.ledger.progress.last_published = generation;
         if self.intake.seeds_covered(generation) {
@@ -494,6 +586,51 @@ impl Crawl {
         self.admission.save_budgets_due(&state_dir, &self.wait)?;
         self.seen.release(generation)?;
         Ok(())
+    }
+
+    /// Importance order: when the crawling system holds at most half the window
+    /// of our URLs (`importance_window`, at least twice what the manager reports
+    /// in flight), requests the pool's most-linked URLs up to the window; the pool
+    /// is saved after the request files are published (a crash in between
+    /// requests a URL twice, never loses it). Returns whether any went.
+    /// O(pool) per release (`importance.rs`), at most 2N/window releases for N
+    /// URLs.
+    fn release_ranked(&mut self) -> Result<bool, AppError> {
+        if self.pool.as_ref().is_none_or(Pool::is_empty) || self.max_pages_reached() {
+            return Ok(false);
+        }
+        let in_flight = self
+            .completion
+            .manager()
+            .as_ref()
+            .map_or(0, |(_, p)| p.in_flight);
+        let window = self.config.importance_window.max(2 * in_flight);
+        let outstanding = self.ledger.progress.unaccounted();
+        // Top up once half the window is gone, not for every URL that ends:
+        // at most 2N/window releases, each O(pool).
+        if outstanding > window / 2 {
+            return Ok(false);
+        }
+        let room = usize::try_from(window - outstanding).unwrap_or(usize::MAX);
+        let Some(pool) = &mut self.pool else {
+            return Ok(false);
+        };
+        let taken = pool.take(room);
+        self.busy()?;
+        let mut urls = Vec::with_capacity(taken.len());
+        for t in &taken {
+            if let Some(url) = url_of_key(&t.key) {
+                self.admission.requested(&url)?;
+                urls.push((url, t.reach));
+            }
+        }
+        let n = self.output.publish_all(&urls, &self.repo, &self.wait)?;
+        self.ledger.progress.urls_requested += n;
+        if let Some(pool) = &mut self.pool {
+            self.wait.run(pool, Pool::save)?;
+        }
+        self.ledger.save(&self.wait)?;
+        Ok(true)
     }
 
     /// Merges and publishes everything buffered (shutdown, end of crawl).
@@ -517,12 +654,13 @@ impl Crawl {
     /// O(hosts) when it looks.
     fn report_figures(&mut self) {
         if self
+            .completion
             .figures_at
             .is_some_and(|at| at.elapsed() < FIGURES_EVERY)
         {
             return;
         }
-        self.figures_at = Some(Instant::now());
+        self.completion.figures_at = Some(Instant::now());
         let budgets = self.admission.budgets();
         let progress = &self.ledger.progress;
         let top_cut = budgets
@@ -649,6 +787,16 @@ impl Crawl {
             "app: crawl.log and the end-of-crawl reports written"
         );
         Ok(())
+    }
+}
+
+/// Importance order with `exchange_links`: the links counted to `key` (new in
+/// `generation`, another part's) to send with it, taken out of the pool's counts;
+/// else 0.
+fn links_to_send(pool: &mut Option<Pool>, config: &AppConfig, key: &[u8], generation: u64) -> u64 {
+    match pool {
+        Some(pool) if config.exchange_links => pool.take_pending(key, generation),
+        _ => 0,
     }
 }
 

@@ -192,6 +192,7 @@ impl Outboxes {
                     depth: Some(url.depth),
                     hops: (url.hops > 0).then_some(url.hops),
                     via: url.via.clone(),
+                    links: (url.links > 0).then_some(url.links),
                     ..Hints::default()
                 };
                 w.write(&url.url, &hints).map_err(format_error)?;

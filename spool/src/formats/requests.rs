@@ -186,6 +186,7 @@ mod tests {
             via: Some("http://example.net/".into()),
             hops: None,
             validators: Default::default(),
+            links: None,
         };
         w.write("http://example.net/a?b=c", &hints).unwrap();
         assert_eq!(w.count(), 2);

@@ -12,6 +12,7 @@
 //! | `hops` | decimal `u32` | redirects followed to reach this URL: 0 (or no hint) for a link, the redirecting URL's hops + 1 for a `Location`; carried to the stored page so a chain can be cut |
 //! | `etag` | an entity tag, visible ASCII without spaces, at most 256 bytes ([`crate::validators::valid_etag`]) | an earlier response's `ETag`: the downloader sends it as `If-None-Match` (a recrawl) |
 //! | `modified` | decimal `u64`, seconds since the Unix epoch | an earlier response's `Last-Modified`: the downloader sends it as `If-Modified-Since` |
+//! | `links` | decimal `u64` | links to this URL its sender found: an importance-ordered split crawl's exchange files carry it to the URL's owner; the manager ignores it |
 //!
 //! Any other key is an error naming the line and the key, so a typo never silently
 //! changes what gets crawled.
@@ -36,6 +37,10 @@ pub struct Hints {
     /// An earlier response's validators (`etag=`, `modified=`), for a conditional
     /// request; empty for an ordinary one.
     pub validators: Validators,
+    /// Links to this URL its sender found (`links=`): exchange files of an
+    /// importance-ordered split crawl, so that the owner ranks it by every
+    /// part's links. The manager ignores it.
+    pub links: Option<u64>,
 }
 
 impl Hints {
@@ -46,6 +51,7 @@ impl Hints {
             && self.via.is_none()
             && self.hops.is_none()
             && self.validators.is_empty()
+            && self.links.is_none()
     }
 }
 
@@ -113,6 +119,11 @@ pub(crate) fn parse_url_line(text: &str, into: &mut Request) -> Result<(), K> {
                     return Err(bad("etag", value, ETAG));
                 }
                 h.validators.etag = Some(value.to_owned());
+            }
+            "links" => {
+                dup(h.links.is_some(), "links")?;
+                let n = parse_decimal(value).ok_or_else(|| bad("links", value, U64))?;
+                h.links = Some(n);
             }
             "modified" => {
                 dup(h.validators.modified.is_some(), "modified")?;
@@ -190,6 +201,9 @@ pub(crate) fn encode_url_line(url: &str, hints: &Hints, out: &mut Vec<u8>) -> Re
     }
     if let Some(n) = hints.validators.modified {
         let _ = write!(out, "\tmodified={n}");
+    }
+    if let Some(n) = hints.links {
+        let _ = write!(out, "\tlinks={n}");
     }
     out.push(b'\n');
     Ok(())
@@ -360,12 +374,13 @@ mod tests {
                 etag: Some("W/\"e=1\"".into()),
                 modified: Some(1_767_225_600),
             },
+            links: Some(7),
         };
         let mut out = Vec::new();
         encode_url_line("https://y.example/", &hints, &mut out).unwrap();
         assert_eq!(
             out,
-            b"https://y.example/\tinterval_ms=18446744073709551615\tdepth=0\tvia=https://x.example/a=b\thops=3\tetag=W/\"e=1\"\tmodified=1767225600\n"
+            b"https://y.example/\tinterval_ms=18446744073709551615\tdepth=0\tvia=https://x.example/a=b\thops=3\tetag=W/\"e=1\"\tmodified=1767225600\tlinks=7\n"
         );
         let text = std::str::from_utf8(&out).unwrap().trim_end();
         assert_eq!(parse(text).unwrap().hints, hints);
