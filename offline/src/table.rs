@@ -166,7 +166,7 @@ mod tests {
     fn rows_are_consistent() {
         let g = graph();
         let rows = table(&g, &[2, 4], &[1, 10], 1.1).unwrap();
-        assert_eq!(rows.len(), 2 * 6);
+        assert_eq!(rows.len(), 2 * 8);
         let at = |k: u32, s: &str| {
             rows.iter()
                 .find(|r| r.figures.parts == k && r.scheme == s)
@@ -187,6 +187,12 @@ mod tests {
             assert!(top1.figures.cut_urls <= metis.cut_urls);
             assert!(top10.figures.cut_urls <= top1.figures.cut_urls);
             assert_eq!(top10.figures.part_pages, metis.part_pages);
+            // Replication under site-hash: fewer URLs sent, no page moved.
+            let (site1, site10) = (at(k, "site-hash+top1"), at(k, "site-hash+top10"));
+            assert_eq!((site1.replicated, site10.replicated), (1, 10));
+            assert!(site10.figures.cut_urls <= site1.figures.cut_urls);
+            assert!(site1.figures.cut_urls <= site.cut_urls);
+            assert_eq!(site10.figures.part_pages, site.part_pages);
             for r in rows.iter().filter(|r| r.figures.parts == k) {
                 assert_eq!(r.figures.pages, 480);
                 assert_eq!(r.figures.part_pages.iter().sum::<u64>(), 480);
@@ -196,7 +202,7 @@ mod tests {
         assert_eq!(g.url(g.most_linked(1)[0].0), "http://www.d0.test/0");
         let text = Table(&rows).to_string();
         assert!(
-            text.starts_with("scheme") && text.lines().count() == 13,
+            text.starts_with("scheme") && text.lines().count() == 17,
             "{text}"
         );
     }
