@@ -175,6 +175,11 @@ fn main() {
         test_support::proc::cpu_model(),
         std::thread::available_parallelism().map_or(0, |n| n.get())
     );
+    // `EXTRACT_BENCH_ONLY=template`: the template pass alone (A/B runs of it).
+    if std::env::var("EXTRACT_BENCH_ONLY").as_deref() == Ok("template") {
+        template_pass(budget);
+        return;
+    }
     println!(
         "timing: best of rounds over {secs} s per scanner and mode, one thread, in its CPU time"
     );
@@ -204,16 +209,65 @@ fn main() {
         1e6 / prescan_pps
     );
 
-    // The maze and session-id detectors' template pass (links::template), which
-    // the reader runs over every HTML page beside the scan (the page's own URL's
-    // tokens only here; each link URL adds O(its bytes)).
-    let mut reader = pages::links::template::TemplateReader::new();
-    let mut sink = 0u64;
-    let (mbs, pps) = measure(&pages, budget / 2, |p| {
-        sink ^= reader.template(&p.html, &p.url, &[]);
-    });
-    black_box(sink);
-    println!("template pass: {mbs:.0} MB/s, {:.2} us/page", 1e6 / pps);
+    template_pass(budget);
+}
+
+/// The maze and session-id detectors' template pass (links::template), which the
+/// reader runs over every HTML page beside the scan (the page's own URL's tokens
+/// only here; each link URL adds O(its bytes)): on the generated corpus, and on
+/// the `.html` files of `EXTRACT_BENCH_PAGES` (a folder tree, e.g. the peer
+/// benchmark's exported web) when it is set.
+fn template_pass(budget: Duration) {
+    let mut corpora = vec![("generated", support::corpus::pages(0xBE_4C4, 400))];
+    if let Some(dir) = std::env::var_os("EXTRACT_BENCH_PAGES") {
+        corpora.push(("EXTRACT_BENCH_PAGES", html_files(dir.as_ref(), 4096)));
+    }
+    for (label, pages) in corpora {
+        let mut reader = pages::links::template::TemplateReader::new();
+        let mut sink = 0u64;
+        let (mbs, pps) = measure(&pages, budget / 2, |p| {
+            sink ^= reader.template(&p.html, &p.url, &[]);
+        });
+        black_box(sink);
+        println!(
+            "template pass ({label}, {} pages): {mbs:.0} MB/s, {:.2} us/page",
+            pages.len(),
+            1e6 / pps
+        );
+    }
+}
+
+/// Up to `max` `.html` files under `dir` (sorted walk), as pages of
+/// `http://bench.test/<path>`.
+fn html_files(dir: &std::path::Path, max: usize) -> Vec<Page> {
+    let mut files = Vec::new();
+    let mut stack = vec![dir.to_owned()];
+    while let Some(d) = stack.pop() {
+        let Ok(entries) = std::fs::read_dir(&d) else {
+            continue;
+        };
+        let mut paths: Vec<_> = entries.filter_map(|e| e.ok().map(|e| e.path())).collect();
+        paths.sort();
+        for path in paths {
+            if path.is_dir() {
+                stack.push(path);
+            } else if path.extension().is_some_and(|e| e == "html") && files.len() < max {
+                files.push(path);
+            }
+        }
+    }
+    files
+        .into_iter()
+        .filter_map(|path| {
+            let html = std::fs::read(&path).ok()?;
+            let rel = path.strip_prefix(dir).ok()?.to_string_lossy().into_owned();
+            Some(Page {
+                url: Url::parse(&format!("http://bench.test/{rel}")).ok()?,
+                encoding: extract::page_encoding(&html, None),
+                html,
+            })
+        })
+        .collect()
 }
 
 /// Times and scores every scanner on one corpus; `snippets` adds the
