@@ -42,7 +42,9 @@ mod sequence;
 mod sessions;
 
 use std::collections::{HashMap, HashSet, VecDeque};
-use std::hash::{BuildHasher, BuildHasherDefault, DefaultHasher};
+use std::hash::BuildHasher;
+
+use foldhash::fast::{FixedState, RandomState};
 
 use url::Url;
 
@@ -141,7 +143,9 @@ pub struct Traps {
     past: Option<i64>,
     /// Months after `today` a date may be (None: no limit).
     ahead: Option<i64>,
-    hosts: HashMap<Box<str>, HostTraps>,
+    /// Per host (foldhash: this map is looked up a few times per link, on the
+    /// crawl loop's thread; SipHash was a measurable share of it).
+    hosts: HashMap<Box<str>, HostTraps, RandomState>,
     examples: HashMap<Detector, VecDeque<String>>,
     /// The page the last links came from.
     page: Option<Current>,
@@ -185,7 +189,7 @@ impl Traps {
             today: year * 12 + i64::from(month) - 1,
             past: years(rules.years_past),
             ahead: years(rules.years_ahead),
-            hosts: HashMap::new(),
+            hosts: HashMap::default(),
             examples: HashMap::new(),
             page: None,
         }
@@ -275,7 +279,7 @@ impl Traps {
         if !date.page || self.max_date_pages == 0 {
             return Ok(None);
         }
-        let hash = BuildHasherDefault::<DefaultHasher>::default().hash_one(url.as_str());
+        let hash = FixedState::default().hash_one(url.as_str());
         let max = self.max_date_pages;
         let pages = self.hosts.get(host).map(|h| &h.date_pages);
         if pages.is_some_and(|p| !p.contains(&hash) && p.len() >= max) {
@@ -317,7 +321,7 @@ impl Traps {
         if self.rules.maze_min_pages == 0 {
             return Ok(());
         }
-        let link = BuildHasherDefault::<DefaultHasher>::default().hash_one(url.as_str());
+        let link = FixedState::default().hash_one(url.as_str());
         if host_entry(&mut self.hosts, host)
             .templates
             .link(template, link)
@@ -358,7 +362,10 @@ impl Traps {
 }
 
 /// `host`'s entry, made on first use (no allocation when it is there).
-fn host_entry<'a>(hosts: &'a mut HashMap<Box<str>, HostTraps>, host: &str) -> &'a mut HostTraps {
+fn host_entry<'a>(
+    hosts: &'a mut HashMap<Box<str>, HostTraps, RandomState>,
+    host: &str,
+) -> &'a mut HostTraps {
     if !hosts.contains_key(host) {
         hosts.insert(host.into(), HostTraps::default());
     }

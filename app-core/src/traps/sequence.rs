@@ -20,7 +20,10 @@
 //! bounds it). O(URL length) per link.
 
 use std::collections::HashMap;
-use std::hash::{BuildHasher, BuildHasherDefault, DefaultHasher};
+use std::hash::{BuildHasher, BuildHasherDefault};
+
+use foldhash::fast::FixedState;
+use pages::links::template::PassThrough;
 
 /// Largest difference that is a step.
 pub(crate) const MAX_STRIDE: u64 = 10;
@@ -70,7 +73,7 @@ impl Shape {
                 _ => skeleton.extend_from_slice(digits.as_bytes()),
             }
         }
-        let hash = BuildHasherDefault::<DefaultHasher>::default().hash_one(&skeleton);
+        let hash = FixedState::default().hash_one(&skeleton);
         Some(Self { hash, numbers })
     }
 
@@ -123,7 +126,8 @@ impl Ranges {
 /// One host's tracked shapes.
 #[derive(Debug, Default)]
 pub(crate) struct HostShapes {
-    shapes: HashMap<u64, Ranges>,
+    /// Keyed by the shape's hash (already a hash: passed through).
+    shapes: HashMap<u64, Ranges, BuildHasherDefault<PassThrough>>,
 }
 
 impl HostShapes {
