@@ -25,6 +25,7 @@ use super::Balance;
 use super::bloom::Bloom;
 use super::distributor::{Move, plan};
 use super::party::{Party, site_of};
+use super::sites::Sites;
 use app_core::AppError;
 
 /// The state file's counters that belong to the crawl, not to the holdings.
@@ -38,29 +39,13 @@ pub(super) struct Totals {
     pub outcomes: u64,
 }
 
-/// One site's duplicate filter and the parties that share it.
-#[derive(Debug)]
-struct SiteFilter {
-    bloom: Bloom,
-    /// Parties of the site held now.
-    active: usize,
-}
-
 /// The seed queue, the parties per worker, the URLs in flight.
 #[derive(Debug)]
 pub(super) struct Holdings {
     /// Seeds not yet handed to a worker.
     queue: VecDeque<String>,
-    /// Queued seeds per site (sites with none are not kept). O(sites queued).
-    queued_sites: HashMap<String, usize>,
-    /// The filters of the sites with a party held, or started and a seed queued.
-    filters: HashMap<String, SiteFilter>,
-    /// A new filter's size.
-    context_bytes: usize,
-    /// The most filters held at once (this run).
-    filters_peak: usize,
-    /// The largest filter held (this run), in bytes.
-    filter_bytes_max: usize,
+    /// The sites' filters, shared by their parties.
+    sites: Sites,
     /// Parties by id.
     parties: BTreeMap<u64, Party>,
     /// The parties each worker holds.
@@ -88,11 +73,7 @@ impl Holdings {
     pub(super) fn new(workers: usize, context_bytes: usize) -> Self {
         Self {
             queue: VecDeque::new(),
-            queued_sites: HashMap::new(),
-            filters: HashMap::new(),
-            context_bytes,
-            filters_peak: 0,
-            filter_bytes_max: 0,
+            sites: Sites::new(context_bytes),
             parties: BTreeMap::new(),
             workers: vec![Vec::new(); workers],
             cursor: vec![0; workers],
@@ -108,35 +89,9 @@ impl Holdings {
     /// Queues a seed (a canonical URL).
     pub(super) fn queue_seed(&mut self, seed: String) {
         if let Ok(url) = Url::parse(&seed) {
-            *self.queued_sites.entry(site_of(&url)).or_default() += 1;
+            self.sites.queued(site_of(&url));
         }
         self.queue.push_back(seed);
-    }
-
-    /// The filter of `site`, made when its first party starts. O(1).
-    fn filter(&mut self, site: &str) -> &mut SiteFilter {
-        if !self.filters.contains_key(site) {
-            self.filters.insert(
-                site.to_owned(),
-                SiteFilter {
-                    bloom: Bloom::with_bytes(self.context_bytes),
-                    active: 0,
-                },
-            );
-            self.filters_peak = self.filters_peak.max(self.filters.len());
-        }
-        let filter = self.filters.get_mut(site).expect("inserted above");
-        self.filter_bytes_max = self.filter_bytes_max.max(filter.bloom.bytes());
-        filter
-    }
-
-    /// Drops the filter of `site` once no party of it is held and no seed of it
-    /// is queued.
-    fn release(&mut self, site: &str) {
-        let queued = self.queued_sites.get(site).copied().unwrap_or(0);
-        if queued == 0 && self.filters.get(site).is_some_and(|f| f.active == 0) {
-            self.filters.remove(site);
-        }
     }
 
     /// No seed queued and no party active: the crawl is over.
@@ -203,15 +158,7 @@ impl Holdings {
                         changed = true;
                         continue;
                     };
-                    let site = site_of(&url);
-                    if let Some(n) = self.queued_sites.get_mut(&site) {
-                        *n -= 1;
-                        if *n == 0 {
-                            self.queued_sites.remove(&site);
-                        }
-                    }
-                    let filter = self.filter(&site);
-                    filter.active += 1;
+                    let filter = self.sites.start_party(&site_of(&url));
                     let party = Party::new(&url, &mut filter.bloom);
                     let id = self.next_id;
                     self.next_id += 1;
@@ -296,7 +243,7 @@ impl Holdings {
             party.in_flight = party.in_flight.saturating_sub(1);
             party.pages += 1;
             served += 1;
-            let Some(filter) = self.filters.get_mut(&party.site) else {
+            let Some(filter) = self.sites.get_mut(&party.site) else {
                 return Err(AppError::Config {
                     field: "seed_context_bytes",
                     reason: format!("no filter for the held party of {}", party.seed),
@@ -347,34 +294,26 @@ impl Holdings {
     /// party ended.
     pub(super) fn end_parties(&mut self) -> String {
         let mut log = String::new();
-        let mut ended: Vec<String> = Vec::new();
         for (w, held) in self.workers.iter_mut().enumerate() {
             let parties = &mut self.parties;
-            let filters = &mut self.filters;
+            let sites = &mut self.sites;
             held.retain(|id| {
                 let done = parties.get(id).is_none_or(Party::is_done);
                 if done && let Some(p) = parties.remove(id) {
-                    let fp = filters.get_mut(&p.site).map_or(0.0, |f| {
-                        f.active = f.active.saturating_sub(1);
-                        f.bloom.fp_rate()
-                    });
+                    let fp = sites.end_party(&p.site);
                     log.push_str(&format!("{}\t{}\t{w}\t{fp:.2e}\n", p.seed, p.pages));
-                    ended.push(p.site);
                 }
                 !done
             });
         }
-        self.finished += ended.len() as u64;
-        for site in ended {
-            self.release(&site);
-        }
+        self.finished += log.lines().count() as u64;
         log
     }
 
     /// Site filters held now, the most held at once and the largest one's bytes
     /// (this run).
     pub(super) fn filter_figures(&self) -> (usize, usize, usize) {
-        (self.filters.len(), self.filters_peak, self.filter_bytes_max)
+        self.sites.figures()
     }
 
     /// Seeds queued.
@@ -441,8 +380,8 @@ impl Holdings {
         for seed in &self.queue {
             text.push_str(&format!("q\t{seed}\n"));
         }
-        for (site, filter) in &self.filters {
-            text.push_str(&format!("b\t{site}\t{}\n", filter.bloom.encode()));
+        for (site, bloom) in self.sites.iter() {
+            text.push_str(&format!("b\t{site}\t{}\n", bloom.encode()));
         }
         let mut in_flight: HashMap<u64, Vec<&str>> = HashMap::new();
         for (url, ids) in &self.waiting {
@@ -506,10 +445,7 @@ impl Holdings {
                 ["q", seed] => self.queue_seed((*seed).to_owned()),
                 ["b", site, bloom] => {
                     let bloom = Bloom::decode(bloom).ok_or_else(|| bad(line))?;
-                    self.filter_bytes_max = self.filter_bytes_max.max(bloom.bytes());
-                    self.filters
-                        .insert((*site).to_owned(), SiteFilter { bloom, active: 0 });
-                    self.filters_peak = self.filters_peak.max(self.filters.len());
+                    self.sites.insert(site, bloom);
                 }
                 ["p", id, w, pages, site, seed] => {
                     let id: u64 = id.parse().map_err(|_| bad(line))?;
@@ -517,7 +453,7 @@ impl Holdings {
                     let pages: u64 = pages.parse().map_err(|_| bad(line))?;
                     // A state from a run with more workers: its parties go to the last.
                     let w = w.min(self.workers.len() - 1);
-                    self.filter(site).active += 1;
+                    self.sites.filter(site).active += 1;
                     self.parties.insert(
                         id,
                         Party::restored((*seed).to_owned(), (*site).to_owned(), pages),
@@ -531,7 +467,7 @@ impl Holdings {
                     match fields[0] {
                         "s" => {
                             let site = party.site.clone();
-                            self.filter(&site).bloom.insert(url);
+                            self.sites.filter(&site).bloom.insert(url);
                         }
                         "f" => {
                             let depth: u32 = fields[1].parse().map_err(|_| bad(line))?;

@@ -70,6 +70,7 @@ mod batches;
 mod crawl;
 mod holdings;
 mod records;
+mod sites;
 
 use std::fmt;
 use std::path::{Path, PathBuf};
