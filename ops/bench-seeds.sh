@@ -7,10 +7,15 @@
 #       against free competition on the same web and workers: crawl time, pages/s,
 #       seeds held per worker sampled every second (max / mean over time), and the
 #       held-seeds series as a text plot (the paper's Figures 7 and 8).
-#   ops/bench-seeds.sh scaling [--machines "1 2 3 4 5"] [--workers W]   Done-when 3:
+#   ops/bench-seeds.sh scaling [--machines "1 2 3 4 5"] [--workers "W ..."]   Done-when 3:
 #       1 to 5 simulated machines (`polycrawl demo --machines`: per machine a crawling
 #       system and one application part, network namespaces, NFS-like spool views),
-#       per-worker pages/s in the steady state of each part (the paper's Figure 9).
+#       per-worker pages/s in the steady state of each part (the paper's Figure 9),
+#       for each worker count per machine given (issue 41: "10 15 20", as the paper).
+#   Issue 41 (the paper's setting: 20 workers, m = 10, 3 runs each; then 10, 15 and
+#   20 workers on 1, 3 and 5 machines):
+#       ops/bench-seeds.sh balance --runs 3 --workers 20 --no-build
+#       ops/bench-seeds.sh scaling --machines "1 3 5" --workers "10 15 20" --no-build
 #
 # Both run `polycrawl demo --strategy seed-by-seed` (which checks every run against
 # websim's parties: 100 % of the parties, no duplicate, nothing robots.txt forbids)
@@ -39,7 +44,7 @@ while [ $# -gt 0 ]; do
         --no-build) build=0; shift ;;
         --latency-ms) latency="$2"; shift 2 ;;
         --machines) machines="$2"; shift 2 ;;
-        --workers) workers="$2"; shift 2 ;;
+        --workers) workers="$2"; workers_balance="$2"; shift 2 ;;
         --hosts) hosts="$2"; shift 2 ;;
         --pages) pages="$2"; shift 2 ;;
         *) echo "bench-seeds: unknown flag $1" >&2; exit 2 ;;
@@ -105,8 +110,8 @@ if [ "$mode" = balance ]; then
     hosts="${hosts:-40}"; pages="${pages:-6000}"
     flags=(--hosts "$hosts" --pages "$pages" --size-skew 0.5 --components 2 --all-seeds
         --shuffle-seeds --own-addresses --interval-ms 10 --connections-per-host 4
-        --latency-ms "$latency" --strategy seed-by-seed --workers 4 --window 4
-        --seed-contexts 10)
+        --latency-ms "$latency" --strategy seed-by-seed --workers "${workers_balance:-4}"
+        --window 4 --seed-contexts 10)
     echo "web and crawl: ${flags[*]}"
     printf 'run\tbalance\tcrawl_s\tpages_per_s\tmax_over_mean\ttail_s\tidle_worker_s\n' >"$out/balance.tsv"
     for run in $(seq 1 "$runs"); do
@@ -131,14 +136,16 @@ fi
 # scaling
 hosts="${hosts:-100}"; pages="${pages:-1500}"
 printf 'machines\tworkers\tcrawl_s\tpages\tsteady_pages_per_s\tper_worker_min\tper_worker_mean\tper_worker_max\n' >"$out/scaling.tsv"
+for w_count in $workers; do
 for n in $machines; do
+    workers="$w_count"
     # The web grows with the machines, so that every run has a steady state.
     flags=(--machines --visibility-delay-ms 200 --systems "$n" --parts "$n" --downloaders "$n"
         --hosts "$((hosts * n))" --pages "$((pages * n))" --size-skew 0 --components 2
         --all-seeds --shuffle-seeds --own-addresses --interval-ms 10
         --connections-per-host 4 --latency-ms "$latency" --strategy seed-by-seed
         --workers "$workers" --window 4 --seed-contexts 10)
-    dir="$out/scaling-$n"
+    dir="$out/scaling-$n-w$w_count"
     demo "$dir" "${flags[@]}"
     # Per part: pages/s between 20 % and 80 % of its run (the steady state), per worker.
     rates=()
@@ -155,6 +162,7 @@ for n in $machines; do
     stored="$(sed -n 's/^pages: *\([0-9]*\) responses.*/\1/p' "$dir.stdout" | head -n 1)"
     printf '%s\t%s\t%s\t%s\t%s\t%s\n' "$n" "$workers" "$(secs "$dir.stdout")" "$stored" "$total" \
         "$stats" >>"$out/scaling.tsv"
+done
 done
 echo
 column -t -s $'\t' "$out/scaling.tsv"

@@ -87,7 +87,7 @@ impl SeedCrawl {
             CrashHook::default(),
         );
         let mut crawl = Self {
-            holdings: Holdings::new(seeds.workers),
+            holdings: Holdings::new(seeds.workers, seeds.context_bytes),
             app,
             scope: config.scope()?,
             batches,
@@ -231,12 +231,12 @@ impl SeedCrawl {
         let depth = page.depth.unwrap_or(0).saturating_add(1);
         let scope = &self.scope;
         let mut external = String::new();
-        let served = self.holdings.page_came(&page.url, |party| {
+        let served = self.holdings.page_came(&page.url, |party, filter| {
             for link in page.redirect.iter().chain(&page.links) {
                 if scope.check(link, depth).is_err() {
                     continue;
                 }
-                if party.meet(link, depth) == Met::External {
+                if party.meet(filter, link, depth) == Met::External {
                     external.push_str(link.as_str());
                     external.push('\n');
                 }
@@ -333,7 +333,10 @@ impl SeedCrawl {
 
     fn summary(&self, end: End) -> SeedsSummary {
         let counts = self.batches.counts();
+        let (_, filters_peak, filter_bytes) = self.holdings.filter_figures();
         SeedsSummary {
+            filters_peak,
+            filter_bytes,
             app: self.app.to_string(),
             end,
             balance: self.seeds.balance,

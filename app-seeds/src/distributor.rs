@@ -9,9 +9,17 @@
 //!   round. Once the queue is empty, while the worker holding the fewest seeds holds
 //!   fewer than the average, move one *inactive* seed (held, nothing in flight)
 //!   from the worker holding the most to it.
-//! - **Free competition**: a worker that is not full takes the next seed from the
-//!   queue itself (lowest worker number first when several look at once); nothing is
-//!   ever moved.
+//! - **Free competition**: workers take seeds as threads do, between their own
+//!   fetches: a worker gets a *turn* each time one of its requests comes back (a
+//!   page or an outcome), and once per pass of the loop while it has nothing in
+//!   flight (a thread with nothing to fetch looks at the queue); turns are taken
+//!   in the order they came, and a turn takes at most one seed, if the worker is
+//!   not full. So a worker whose parties answer fast gathers seeds while one
+//!   whose few parties answer slowly (or not at all: every request still in
+//!   flight) waits: the start-up starvation of the paper's free-running threads
+//!   (its Figure 8). Nothing is ever moved.
+
+use std::collections::VecDeque;
 
 /// How seeds reach workers.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
@@ -54,7 +62,9 @@ pub enum Move {
 }
 
 /// The next move, if any, given the seeds each worker `held`, how many of them are
-/// `inactive`, the queue length and `m`. Call again after applying it.
+/// `inactive`, the queue length, `m` and, for free competition, the workers'
+/// `turns` in the order they came (each used up by a deal or by finding its worker
+/// full). Call again after applying it.
 pub fn plan(
     balance: Balance,
     held: &[usize],
@@ -62,6 +72,7 @@ pub fn plan(
     queued: usize,
     m: usize,
     turn: &mut usize,
+    turns: &mut VecDeque<usize>,
 ) -> Option<Move> {
     let n = held.len();
     if n == 0 {
@@ -79,7 +90,14 @@ pub fn plan(
                         Move::Deal(w)
                     })
             }
-            Balance::Free => (0..n).find(|&w| held[w] < m).map(Move::Deal),
+            Balance::Free => {
+                while let Some(w) = turns.pop_front() {
+                    if held.get(w).is_some_and(|&h| h < m) {
+                        return Some(Move::Deal(w));
+                    }
+                }
+                None
+            }
         };
     }
     if balance == Balance::Free {
@@ -118,6 +136,7 @@ mod tests {
             queued,
             2,
             &mut turn,
+            &mut VecDeque::new(),
         ) {
             held[w] += 1;
             queued -= 1;
@@ -128,14 +147,52 @@ mod tests {
     }
 
     #[test]
-    fn free_competition_fills_the_lowest_worker_first_and_never_shifts() {
+    fn free_competition_deals_by_turns_in_their_order_and_never_shifts() {
         let mut turn = 0;
+        // Worker 2's responses came back twice, then worker 0's; worker 1 had no
+        // turn (its requests are all in flight): it gets nothing.
+        let mut turns: VecDeque<usize> = [2, 2, 0].into();
+        let mut held = vec![0, 0, 1];
+        let mut order = Vec::new();
+        while let Some(Move::Deal(w)) = plan(
+            Balance::Free,
+            &held,
+            &[0, 0, 0],
+            5,
+            2,
+            &mut turn,
+            &mut turns,
+        ) {
+            held[w] += 1;
+            order.push(w);
+        }
+        // Worker 2 is full after one seed (m = 2): its second turn passes.
+        assert_eq!(order, vec![2, 0]);
+        assert_eq!(held, vec![1, 0, 2]);
+        assert!(turns.is_empty());
+        // No turn, no seed, however many are queued; and nothing is shifted.
         assert_eq!(
-            plan(Balance::Free, &[1, 0], &[0, 0], 3, 2, &mut turn),
-            Some(Move::Deal(0))
+            plan(
+                Balance::Free,
+                &[9, 0],
+                &[9, 0],
+                3,
+                10,
+                &mut turn,
+                &mut turns
+            ),
+            None
         );
         assert_eq!(
-            plan(Balance::Free, &[9, 0], &[9, 0], 0, 10, &mut turn),
+            plan(
+                Balance::Free,
+                &[9, 0],
+                &[9, 0],
+                0,
+                10,
+                &mut turn,
+                &mut [1].into()
+            ),
             None
         );
     }
@@ -151,7 +208,8 @@ mod tests {
                 &[5, 1, 0],
                 0,
                 10,
-                &mut turn
+                &mut turn,
+                &mut VecDeque::new()
             ),
             Some(Move::Shift(0, 2))
         );
@@ -163,7 +221,8 @@ mod tests {
                 &[4, 3, 3],
                 0,
                 10,
-                &mut turn
+                &mut turn,
+                &mut VecDeque::new()
             ),
             None
         );
@@ -175,7 +234,8 @@ mod tests {
                 &[0, 2, 0],
                 0,
                 10,
-                &mut turn
+                &mut turn,
+                &mut VecDeque::new()
             ),
             Some(Move::Shift(1, 2))
         );
@@ -186,7 +246,8 @@ mod tests {
                 &[0, 0, 0],
                 0,
                 10,
-                &mut turn
+                &mut turn,
+                &mut VecDeque::new()
             ),
             None
         );

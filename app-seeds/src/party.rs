@@ -1,22 +1,28 @@
 //! A party (SCrawler section 2): the pages locally reachable from one seed inside
-//! its site, crawled breadth-first with the party's own duplicate filter.
+//! its site, crawled breadth-first.
 //!
 //! A party's site is the seed's origin (scheme, host, port): a link to that origin
 //! is internal and joins the party's frontier; any other link is external and is a
-//! candidate seed, never followed. The duplicate filter holds every URL the party
-//! met, internal or external, so each is queued or written out once per party.
+//! candidate seed, never followed. The duplicate filter is its site's Bloom filter
+//! ([`Bloom`]), shared by every party of the site held or queued: each URL, internal
+//! or external, is queued or written out once per site, so two parties of one site
+//! never fetch their overlap twice. That loses no page: a URL another party of the
+//! site met is in that party, and so is everything it leads to inside the site.
 //!
-//! Memory: O(URLs the party met) for the filter and the frontier, freed when the
-//! party ends; a crawl holds at most `workers × m` parties at once.
+//! Memory: O(URLs queued and not yet requested) for the frontier, freed when the
+//! party ends; the filter is the site's, of a fixed size. A crawl holds at most
+//! `workers × m` parties at once.
 
-use std::collections::{HashSet, VecDeque};
+use std::collections::VecDeque;
 
 use url::Url;
+
+use super::bloom::Bloom;
 
 /// What one link was to the party.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Met {
-    /// Seen before by this party: nothing to do.
+    /// Met before by a party of this site (or a Bloom false positive): nothing to do.
     Again,
     /// New and inside the site: queued in the frontier.
     Internal,
@@ -24,15 +30,13 @@ pub enum Met {
     External,
 }
 
-/// One seed's crawl state (the paper's seed context).
+/// One seed's crawl state (the paper's seed context, less the filter: its site's).
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Party {
     /// The canonical seed URL.
     pub seed: String,
     /// The seed's origin (`scheme://host:port`).
     pub site: String,
-    /// Every URL met, internal or external (the duplicate filter).
-    pub seen: HashSet<String>,
     /// Internal URLs not yet requested, breadth-first, with their depth.
     pub frontier: VecDeque<(String, u32)>,
     /// Requested URLs whose page or outcome has not come back.
@@ -41,43 +45,43 @@ pub struct Party {
     pub pages: u64,
 }
 
+/// The origin of `url` as a party's site.
+pub fn site_of(url: &Url) -> String {
+    url.origin().ascii_serialization()
+}
+
 impl Party {
-    /// A party with only its seed in the frontier.
-    pub fn new(seed: &Url) -> Self {
+    /// A party with its seed in the frontier, unless the site's `filter` holds
+    /// the seed already (another party of the site met it: this party is inside
+    /// that one and ends at once, with no page).
+    pub fn new(seed: &Url, filter: &mut Bloom) -> Self {
         let seed_text = seed.to_string();
-        let mut party = Self {
-            seed: seed_text.clone(),
-            site: seed.origin().ascii_serialization(),
-            seen: HashSet::new(),
-            frontier: VecDeque::new(),
-            in_flight: 0,
-            pages: 0,
-        };
-        party.seen.insert(seed_text.clone());
-        party.frontier.push_back((seed_text, 0));
+        let mut party = Self::restored(seed_text.clone(), site_of(seed), 0);
+        if filter.insert(&seed_text) {
+            party.frontier.push_back((seed_text, 0));
+        }
         party
     }
 
-    /// A party read back from saved state (`seen`, `frontier` filled by the caller).
+    /// A party read back from saved state (`frontier` filled by the caller).
     pub fn restored(seed: String, site: String, pages: u64) -> Self {
         Self {
             seed,
             site,
-            seen: HashSet::new(),
             frontier: VecDeque::new(),
             in_flight: 0,
             pages,
         }
     }
 
-    /// Meets a link found at `depth` (the linking page's depth plus one).
-    pub fn meet(&mut self, link: &Url, depth: u32) -> Met {
+    /// Meets a link found at `depth` (the linking page's depth plus one); `filter`
+    /// is the site's.
+    pub fn meet(&mut self, filter: &mut Bloom, link: &Url, depth: u32) -> Met {
         let text = link.to_string();
-        if self.seen.contains(&text) {
+        if !filter.insert(&text) {
             return Met::Again;
         }
-        self.seen.insert(text.clone());
-        if link.origin().ascii_serialization() == self.site {
+        if site_of(link) == self.site {
             self.frontier.push_back((text, depth));
             Met::Internal
         } else {
@@ -106,21 +110,38 @@ mod tests {
 
     #[test]
     fn internal_links_join_the_frontier_once_and_external_ones_are_candidates() {
-        let mut p = Party::new(&url("http://a.test/x"));
+        let mut f = Bloom::with_bytes(1024);
+        let mut p = Party::new(&url("http://a.test/x"), &mut f);
         assert_eq!(p.frontier.len(), 1);
-        assert_eq!(p.meet(&url("http://a.test/y"), 1), Met::Internal);
-        assert_eq!(p.meet(&url("http://a.test/y"), 1), Met::Again);
-        assert_eq!(p.meet(&url("http://a.test/x"), 1), Met::Again);
-        assert_eq!(p.meet(&url("http://b.test/"), 1), Met::External);
-        assert_eq!(p.meet(&url("http://b.test/"), 1), Met::Again);
+        assert_eq!(p.meet(&mut f, &url("http://a.test/y"), 1), Met::Internal);
+        assert_eq!(p.meet(&mut f, &url("http://a.test/y"), 1), Met::Again);
+        assert_eq!(p.meet(&mut f, &url("http://a.test/x"), 1), Met::Again);
+        assert_eq!(p.meet(&mut f, &url("http://b.test/"), 1), Met::External);
+        assert_eq!(p.meet(&mut f, &url("http://b.test/"), 1), Met::Again);
         // Another port or scheme is another site.
-        assert_eq!(p.meet(&url("http://a.test:8080/"), 1), Met::External);
-        assert_eq!(p.meet(&url("https://a.test/"), 1), Met::External);
+        assert_eq!(
+            p.meet(&mut f, &url("http://a.test:8080/"), 1),
+            Met::External
+        );
+        assert_eq!(p.meet(&mut f, &url("https://a.test/"), 1), Met::External);
         assert_eq!(p.frontier.len(), 2);
         assert!(!p.is_done());
         p.frontier.clear();
         assert!(p.is_done());
         p.in_flight = 1;
         assert!(!p.is_done() && !p.is_inactive());
+    }
+
+    #[test]
+    fn parties_of_one_site_never_queue_their_overlap_twice() {
+        let mut f = Bloom::with_bytes(1024);
+        let mut a = Party::new(&url("http://a.test/"), &mut f);
+        let mut b = Party::new(&url("http://a.test/b"), &mut f);
+        assert_eq!(a.meet(&mut f, &url("http://a.test/c"), 1), Met::Internal);
+        assert_eq!(b.meet(&mut f, &url("http://a.test/c"), 1), Met::Again);
+        // A seed the site met already starts a party that is over at once.
+        let c = Party::new(&url("http://a.test/c"), &mut f);
+        assert!(c.is_done() && c.pages == 0);
+        assert_eq!(b.frontier.len(), 1);
     }
 }

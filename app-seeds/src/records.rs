@@ -16,8 +16,13 @@ use spool::publish::durable_rename;
 use super::SeedsConfig;
 use app_core::AppError;
 
-/// The state file's first line.
-const STATE_HEADER: &str = "polycrawl-seeds-state 1";
+/// The state file's first line. Version 2 keeps one Bloom filter per site (`b`
+/// lines) where version 1 listed every URL each party met (`s` lines); a version
+/// 1 file is still read (its URLs go into the filters).
+const STATE_HEADER: &str = "polycrawl-seeds-state 2";
+
+/// The first line of a version 1 state file.
+const STATE_HEADER_V1: &str = "polycrawl-seeds-state 1";
 
 /// While busy, the state is saved (and the batches it covers stored) at most this
 /// often; when idle, at once.
@@ -174,7 +179,7 @@ impl Records {
         let path = self.state_path();
         let text = fs::read_to_string(&path).map_err(file_error(&path))?;
         let mut lines = text.lines();
-        if lines.next() != Some(STATE_HEADER) {
+        if !matches!(lines.next(), Some(STATE_HEADER | STATE_HEADER_V1)) {
             return Err(AppError::BadState {
                 path,
                 line: text.lines().next().unwrap_or("").to_owned(),

@@ -96,6 +96,12 @@ pub enum CliError {
          (their hosts are not sites with one root; see orphans.rs)"
     )]
     OrphansWith,
+    /// `--component-seeds` other than 1 without `--components`.
+    #[error("--component-seeds {got} needs --components (and at least 1)")]
+    ComponentSeeds {
+        /// The value given.
+        got: u32,
+    },
     /// `--dns-addr` is not a 127.0.0.0/8 IPv4 address.
     #[error("--dns-addr must be a 127.0.0.0/8 IPv4 address, got {got}")]
     DnsAddr {
@@ -256,6 +262,12 @@ pub struct Args {
     /// default): no components, the web is exactly what it was without the flag.
     #[arg(long, value_name = "K", default_value_t = 0)]
     pub components: u32,
+    /// With `--components`: make the first N pages of every component of a seed
+    /// host seeds (its root and the root's first children), so a site has
+    /// several parties that overlap (each child's party is mostly its
+    /// component's); `parties.tsv` lists each. 1 (the default): the roots only.
+    #[arg(long, value_name = "N", default_value_t = 1)]
+    pub component_seeds: u32,
     /// Give every site with at least 4N pages N orphan pages: pages its own
     /// pages never link but the home page of another site (the one before it in
     /// the ring) does, the coverage problem of a two-level crawl (FC2L-UDC,
@@ -407,6 +419,11 @@ impl Args {
         if self.orphans > 0 && (self.traps || self.sitemaps || self.components > 1) {
             return Err(CliError::OrphansWith);
         }
+        if self.component_seeds == 0 || (self.component_seeds > 1 && self.components == 0) {
+            return Err(CliError::ComponentSeeds {
+                got: self.component_seeds,
+            });
+        }
         if self.revision > 0 && self.export_static.is_some() {
             return Err(CliError::RevisionExport);
         }
@@ -499,6 +516,7 @@ async fn serve(args: Args) -> Result<(), CliError> {
         all_seeds: args.all_seeds,
         sitemaps: args.sitemaps,
         components: args.components,
+        component_seeds: args.component_seeds,
         stuck_hosts: args.stuck_hosts,
         robots_tags: args.robots_tags,
         hubs: args.hubs,
@@ -829,6 +847,14 @@ mod tests {
         assert!(parse(&["--from-repository", "r", "--revision", "1"]).is_err());
         assert!(parse(&["--bogus"]).is_err());
         assert_eq!(parse(&["--orphans", "3"]).unwrap().orphans, 3);
+        assert!(parse(&["--component-seeds", "2"]).is_err());
+        assert!(parse(&["--components", "3", "--component-seeds", "0"]).is_err());
+        assert_eq!(
+            parse(&["--components", "3", "--component-seeds", "2"])
+                .unwrap()
+                .component_seeds,
+            2
+        );
         for other in [&["--traps"][..], &["--sitemaps"], &["--components", "2"]] {
             let argv: Vec<&str> = ["--orphans", "3"].iter().chain(other).copied().collect();
             assert!(parse(&argv).unwrap_err().to_string().contains("--orphans"));

@@ -205,10 +205,20 @@ impl<'a> WebGraph<'a> {
                 None if self.web.hosts[host as usize].sitemaps => {
                     seeds.push(super::sitemaps::target(host, super::sitemaps::HOME));
                 }
-                // With `--components`, every component's root (page c < K).
-                None => seeds.extend(
-                    (0..self.web.components_of(host)).map(|page| Target::Page { host, page }),
-                ),
+                // With `--components`, every component's root (page c < K), and
+                // with `--component-seeds N` its pages of local index below N
+                // (page c + jK), roots first.
+                None => {
+                    let k = self.web.components_of(host);
+                    let pages = self.web.hosts[host as usize].pages;
+                    let per = self.web.params.component_seeds.max(1);
+                    seeds.extend(
+                        (0..per)
+                            .flat_map(|j| (0..k).map(move |c| c + j * k))
+                            .filter(|&page| page < pages)
+                            .map(|page| Target::Page { host, page }),
+                    );
+                }
             }
         }
         seeds
@@ -528,5 +538,49 @@ mod tests {
                 .filter(|h| h.stuck.is_some())
                 .all(|h| !h.seed)
         );
+    }
+
+    /// `--component-seeds 2`: each component's root and its first child are
+    /// seeds, and their parties overlap (the child links its parent, so its
+    /// party holds the root's pages too).
+    #[test]
+    fn component_seeds_make_overlapping_parties_of_one_site() {
+        let base = Params {
+            all_seeds: true,
+            plain: true,
+            components: 3,
+            ..web(26).params
+        };
+        let one = Web::new(base);
+        let two = Web::new(Params {
+            component_seeds: 2,
+            ..base
+        });
+        let (g1, g2) = (WebGraph::new(&one), WebGraph::new(&two));
+        let (s1, s2) = (g1.seeds(), g2.seeds());
+        assert!(s2.len() > s1.len(), "{} vs {}", s2.len(), s1.len());
+        assert!(s1.iter().all(|s| s2.contains(s)));
+        let mut overlapping = 0;
+        for seed in &s2 {
+            let Target::Page { host, page } = *seed else {
+                continue;
+            };
+            let k = two.components_of(host);
+            if page < k {
+                continue;
+            }
+            let root = Target::Page {
+                host,
+                page: page % k,
+            };
+            let nodes = |t: Target| -> HashSet<Target> {
+                g2.party(t).0.fetched.iter().map(|r| r.node).collect()
+            };
+            let (child, parent) = (nodes(*seed), nodes(root));
+            if child.intersection(&parent).count() > 1 {
+                overlapping += 1;
+            }
+        }
+        assert!(overlapping > 10, "only {overlapping} overlapping parties");
     }
 }

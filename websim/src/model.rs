@@ -74,6 +74,9 @@ pub struct Params {
     /// hosts' pages and off-origin URLs are still linked), and every component's
     /// root (page `c < K`) is a seed of each seed host. See [`super::links`].
     pub components: u32,
+    /// Seeds per component (`--component-seeds N`, with `--components`): its
+    /// pages at local index `0..N` (root first); 1, the default: the root only.
+    pub component_seeds: u32,
     /// Add the five stuck hosts of [`super::stuck`] (`--stuck-hosts`; never in a
     /// plain web), linked from the most popular host's home page.
     pub stuck_hosts: bool,
@@ -107,6 +110,7 @@ impl Params {
             all_seeds: false,
             sitemaps: false,
             components: 0,
+            component_seeds: 1,
             stuck_hosts: false,
             robots_tags: false,
             hubs: false,

@@ -310,6 +310,10 @@ impl Ready {
     }
 }
 
+/// The page batches' age limit in a seed-by-seed demo, in milliseconds: small,
+/// so that a URL comes back to its worker in about the network's time.
+const SEED_BY_SEED_BATCH_AGE_MS: u64 = 50;
+
 /// The demo's config: the defaults plus what websim on loopback needs.
 fn demo_config(layout: &Layout, ready: &Ready, args: &DemoArgs) -> Config {
     let mut c = Config::default();
@@ -318,6 +322,12 @@ fn demo_config(layout: &Layout, ready: &Ready, args: &DemoArgs) -> Config {
     c.downloader.allow_private = true;
     c.downloader.extra_ca_file = Some(ready.ca.clone());
     c.downloader.max_batch_age_ms = 1000;
+    if args.strategy.seed_by_seed() {
+        // A seed-by-seed worker asks for its next URLs only when its `window`
+        // come back: a page batch held open up to a second would bound it, not
+        // the network (issue 41; docs/scaling.md).
+        c.downloader.max_batch_age_ms = SEED_BY_SEED_BATCH_AGE_MS;
+    }
     c.app.seeds_file = Some(ready.seeds.clone());
     // Polybot's research crawl: every host websim's pages lead to.
     c.app.scope = app_core::scope::ScopeKind::Open;

@@ -38,6 +38,11 @@ pub struct StrategyArgs {
     /// Seed-by-seed: URLs in flight per worker, at most.
     #[arg(long, value_name = "N", default_value_t = SeedsConfig::default().window)]
     pub window: usize,
+    /// Seed-by-seed: bytes of each site's duplicate filter (a Bloom filter the
+    /// site's seed contexts share; 64 KiB: under 0.1 % false positives up to
+    /// 33,000 URLs met per site). A false positive is a page not fetched.
+    #[arg(long, value_name = "BYTES", default_value_t = SeedsConfig::default().context_bytes)]
+    pub seed_context_bytes: usize,
     /// Seed-by-seed: how seeds reach workers: distributor (SCrawler's Figure 5) or
     /// free (free competition).
     #[arg(long, value_name = "HOW", default_value_t = Balance::Distributor)]
@@ -52,6 +57,7 @@ impl Default for StrategyArgs {
             workers: s.workers,
             seed_contexts: s.m,
             window: s.window,
+            seed_context_bytes: s.context_bytes,
             balance: s.balance,
         }
     }
@@ -81,6 +87,7 @@ impl StrategyArgs {
             workers: self.workers,
             m: self.seed_contexts,
             window: self.window,
+            context_bytes: self.seed_context_bytes,
             balance: self.balance,
             candidates_file,
             sample_file,
@@ -103,6 +110,8 @@ impl StrategyArgs {
             self.seed_contexts.to_string(),
             "--window".to_owned(),
             self.window.to_string(),
+            "--seed-context-bytes".to_owned(),
+            self.seed_context_bytes.to_string(),
             "--balance".to_owned(),
             self.balance.to_string(),
             "--sample".to_owned(),
@@ -138,6 +147,8 @@ mod tests {
             "seed-by-seed",
             "--workers",
             "3",
+            "--seed-context-bytes",
+            "4096",
             "--balance",
             "free",
         ])
@@ -148,6 +159,7 @@ mod tests {
         let again = Cli::parse_from(argv).s;
         assert_eq!(again.seeds_config(None, None), sbs.seeds_config(None, None));
         assert_eq!(again.workers, 3);
+        assert_eq!(again.seeds_config(None, None).context_bytes, 4096);
         assert_eq!(again.balance, Balance::Free);
         assert_eq!(flags.last().map(|f| f.to_str()), Some(Some("/st/held.tsv")));
     }
