@@ -446,33 +446,28 @@ impl Crawl {
                 };
                 let foreign_url = || Foreign::new(url.to_string(), reach.depth, reach.hops);
                 match parts.place(&url) {
-                    // Two-level mode: requested when its site was assigned.
-                    Some(_) if parts.is_own_root(&url) => continue,
-                    Some(owner) if owner == parts.own => {}
+                    Some(_) if parts.is_own_root(&url) => {} // requested at assignment
+                    Some(owner) if owner == parts.own => {
+                        // Held until the host's budget grows, within bounds (else cut).
+                        if self.admission.admit(key, reach, generation)? {
+                            entries.push((key, reach));
+                        }
+                    }
+                    // Its owner crawls it; every other part holds it as seen.
                     Some(_) if parts.is_replicated(&url) => {
-                        // Its owner crawls it; every other part holds it as seen.
                         self.ledger.progress.parts.replicated += 1;
-                        continue;
                     }
                     Some(owner) => {
                         let links = links_to_send(&mut self.pool, &self.config, key, generation);
                         foreign.push((owner, foreign_url().with_links(links)));
-                        continue;
                     }
-                    None if parts.parks() => {
-                        // Two-level mode with the fix: not this agent's site.
-                        parked.push(foreign_url());
-                        continue;
-                    }
-                    None => {
-                        // Two-level mode without it: reported, not exchanged.
-                        not_mine.push(url);
-                        continue;
-                    }
+                    // Two-level mode, not this agent's site: parked with the
+                    // fix, else reported (never exchanged).
+                    None if parts.parks() => parked.push(foreign_url()),
+                    None => not_mine.push(url),
                 }
-            }
-            // Held until the host's budget grows, within bounds (else cut).
-            if self.admission.admit(key, reach, generation)? {
+            } else if self.admission.admit(key, reach, generation)? {
+                // Held until the host's budget grows, within bounds (else cut).
                 entries.push((key, reach));
             }
         }
