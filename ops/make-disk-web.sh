@@ -8,13 +8,22 @@
 #                                             # /tmp/polycrawl-disk-web/crawl/repository
 #   ops/make-disk-web.sh --pages 50000 --hosts 2000 --work /data/disk-web
 #   ops/make-disk-web.sh --serve 250000       # then serve it, 250 kB/s per client address
+#   ops/make-disk-web.sh --seeds 20 --hosts 4000 --pages 110000 --work /tmp/web-found
+#                                             # 20 seeds: the other sites are found while
+#                                             # crawling (issue 41, the two-level crawl)
 #
 # Flags: --work DIR (default /tmp/polycrawl-disk-web), --hosts N (default 1000),
 # --pages N (default 25000), --seed N (default 7), --skew S (websim's --size-skew,
 # default 0.5: no host so big that it alone bounds the crawl), --no-build (use the
-# built binary as it is), --serve BYTES_PER_SEC (after making it, serve the disk web
+# built binary as it is), --seeds N (only the N most popular hosts' home pages are
+# seeds, websim's --seed-hosts; default: every host's, --all-seeds), --serve BYTES_PER_SEC (after making it, serve the disk web
 # with that pacing until Ctrl-C; 0: unpaced). A repository already in WORK is kept
 # and only served: delete WORK to make a new one.
+#
+# With --seeds N the crawl starts from those N sites and finds every other one through
+# links (websim's home-page ring reaches every host), in open scope; its depth limit is raised to
+# 100,000 so that no site is cut by its distance from a seed, and the disk web's seeds
+# (the URLs stored at depth 0) are exactly those N home pages.
 #
 # The generated web is `websim --plain --all-seeds --own-addresses` (well-behaved
 # hosts only, every host's home page a seed, one address per host, as the disk web
@@ -33,7 +42,7 @@ here="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
 log() { printf '%s make-disk-web: %s\n' "$(date -u +%H:%M:%S)" "$*" >&2; }
 die() { log "error: $*"; exit 1; }
 
-work=/tmp/polycrawl-disk-web hosts=1000 pages=25000 seed=7 skew=0.5 build=1 serve=""
+work=/tmp/polycrawl-disk-web hosts=1000 pages=25000 seed=7 skew=0.5 build=1 serve="" seeds=all
 http_port=18080 https_port=18443
 while [ $# -gt 0 ]; do
     case "$1" in
@@ -42,6 +51,7 @@ while [ $# -gt 0 ]; do
         --pages) pages="$2"; shift 2 ;;
         --seed) seed="$2"; shift 2 ;;
         --skew) skew="$2"; shift 2 ;;
+        --seeds) seeds="$2"; shift 2 ;;
         --ports) http_port="${2%,*}"; https_port="${2#*,}"; shift 2 ;;
         --no-build) build=0; shift ;;
         --serve) serve="$2"; shift 2 ;;
@@ -83,14 +93,20 @@ field() { tr ' ' '\n' <<<"$ready" | sed -n "s/^$1=//p"; }
 if [ -d "$repo" ]; then
     log "keeping the repository already in $repo"
 else
-    log "generated web: $hosts hosts, $pages pages, seed $seed, ports $http_port/$https_port"
-    start_websim websim --plain --all-seeds --own-addresses --hosts "$hosts" --pages "$pages" \
+    log "generated web: $hosts hosts, $pages pages, seed $seed, seeds $seeds, ports $http_port/$https_port"
+    seeding=(--all-seeds) depth=""
+    if [ "$seeds" != all ]; then
+        [[ "$seeds" =~ ^[1-9][0-9]*$ ]] || die "--seeds wants a positive number, not $seeds"
+        seeding=(--seed-hosts "$seeds") depth="app: (max_depth: 100000, scope: open, allowed_domains: []),"
+    fi
+    start_websim websim --plain "${seeding[@]}" --own-addresses --hosts "$hosts" --pages "$pages" \
         --seed "$seed" --size-skew "$skew" --http-port "$http_port" --https-port "$https_port" \
         --out "$work/websim"
     cat >"$work/crawl.ron" <<EOF
 // Written by ops/make-disk-web.sh: the defaults plus websim's needs, 20 ms politeness.
 (
     resolver: (name_servers: ["$(field dns)"]),
+    $depth
     downloader: (allow_private: true, extra_ca_file: Some("$(field ca)")),
     manager: (
         frontier: (

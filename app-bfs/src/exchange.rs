@@ -34,28 +34,28 @@
 //!   is dry (the manager says idle). Overlap is expected, and measured.
 //! - two-level (FC2L-UDC; the parts are the agents of the two-level coordinator, crate `coordinator`):
 //!   no hash. A site (host name) belongs to the agent the coordinator's
-//!   assignment generations name (read into [`Ownership`]'s run-time table, at
-//!   most every 50 ms, O(new assignments)). A new URL goes by the paper's three
-//!   cases: own site, requested; another agent's site, the outbox exactly as in
-//!   exchange mode; an unassigned site, *parked*: appended to `<state>/parked`
-//!   (fsynced, before the generation is recorded, like an outbox line) and its
-//!   site reported to the coordinator (a report file published by rename, once
-//!   per site and run). Votes (a URL with the page that linked it, the first
-//!   link a part sees from a site to a host: `Parts::vote`, as in exchange
-//!   mode) go the same way, placed when their generation is published: to the
-//!   owning agent, parked beside their site's URLs while it is unassigned, or
-//!   dropped for the agent's own site (its budgets counted them). When new
-//!   assignments arrive the parked lines whose site is assigned now are
-//!   released: this agent's own URLs pass its host budgets as a merge's new
-//!   URLs do (requested, or held until the host's budget grows, or cut: issue
-//!   38, a split crawl keeps every URL one part would), other agents' URLs and
-//!   votes go to them through the outbox. The requests, held URLs, cut record
-//!   and outbox lines are durable before the parked file is rewritten without
-//!   them (temp file and rename): a crash in between releases them again,
-//!   never loses one. Without the coverage fix (`coverage_fix: false`,
-//!   2L without the fix) a link to another site is reduced to that site's root
-//!   before the seen set, so pages only other sites link are never crawled.
-//!   Memory: the assignment table, O(sites); the parked URLs live on disk.
+//!   assignment generations name; an agent keeps only its own sites in memory
+//!   and starts each at its root when it reads the assignment (`sites.rs`, which
+//!   also says how it finds the other agents' sites on disk). A new URL of its
+//!   own site is requested; one of any other site is, with the coverage fix,
+//!   *parked* (appended to `<state>/parked`, fsynced, before the generation is
+//!   recorded, like an outbox line) and resolved by the next pass: another
+//!   agent's goes through the outbox exactly as in exchange mode, an unassigned
+//!   site is reported to the coordinator and its URLs wait. Votes (a URL with
+//!   the page that linked it, the first link a part sees from a site to a host:
+//!   `Parts::vote`, as in exchange mode) go the same way, placed when their
+//!   generation is published, or are dropped for the agent's own site (its
+//!   budgets counted them). Released own URLs pass the host budgets as a
+//!   merge's new URLs do (requested, or held until the host's budget grows, or
+//!   cut: issue 38). The requests, held URLs, cut record and outbox lines are
+//!   durable before the parked file is rewritten without them (temp file and
+//!   rename): a crash in between releases them again, never loses one. Without
+//!   the coverage fix (`coverage_fix: false`, plain 2L) a link to another site is
+//!   reduced to that site's root before the seen set, and a root not this
+//!   agent's is reported and dropped (its owner starts the site there): nothing
+//!   passes between agents, and pages only other sites link are never crawled.
+//!   Memory: O(own sites); the parked URLs and the other agents' sites live on
+//!   disk.
 //!
 //! **Replication** (exchange mode; Cho and Garcia-Molina section 3.2,
 //! `app_core::parts::replicated`): with `replicated_file`, every part holds the same
@@ -122,21 +122,24 @@
 //! is harmless.
 
 mod outbox;
+mod sites;
 mod status;
 
 use std::collections::BTreeMap;
 use std::fs;
 use std::io::Write as _;
 use std::path::{Path, PathBuf};
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use spool::claim::Consumer;
 use spool::name::Priority;
-use spool::publish::{Publisher, durable_rename};
+use spool::publish::Publisher;
 use spool::{AppId, ComponentId, Spool};
 use url::Url;
 
 use self::outbox::Outboxes;
+pub(crate) use self::sites::ParkedSplit;
+use self::sites::Sites;
 use self::status::StatusBoard;
 pub use self::status::status_counters;
 pub(crate) use self::status::{Status, quiet};
@@ -219,6 +222,9 @@ impl Foreign {
     }
 }
 
+/// How often, at most, the owners' status files are read to find idle owners.
+const LOOK_EVERY: Duration = Duration::from_millis(50);
+
 /// The part-specific state of one application part: where URLs belong, and the
 /// parts that carry them (outboxes, status board, two-level sites).
 pub(crate) struct Parts {
@@ -244,70 +250,6 @@ pub(crate) struct Parts {
     /// Two-level mode: the coordinator's assignments and the parked URLs.
     sites: Option<Sites>,
 }
-
-/// Parked lines split by [`Parts::parked_ready`]: this part's own, other parts'
-/// `(owner, line)`, and those whose site is still unassigned. A line with a
-/// `via` is a vote.
-pub(crate) type ParkedSplit = (Vec<Foreign>, Vec<(u32, Foreign)>, Vec<Foreign>);
-
-/// A two-level agent's side of the coordinator (see the module docs): the
-/// assignment generations read so far, the parked URLs, the sites reported.
-struct Sites {
-    /// `<root>/sites/<stem>/`.
-    assign_dir: PathBuf,
-    /// The newest assignment generation read.
-    read: u64,
-    /// `<state>/parked`: URLs of unassigned sites (the outbox's line format).
-    parked_path: PathBuf,
-    /// Lines in it.
-    parked: u64,
-    /// Sites reported this run (a restart reports again: harmless).
-    reported: std::collections::HashSet<String>,
-    /// The shared root and stem, to publish reports.
-    root: PathBuf,
-    stem: String,
-    producer: ComponentId,
-    /// When the assignment folder was last listed.
-    last_look: Option<Instant>,
-    /// Whether a link to another site is sent as it is (the fix) or reduced to
-    /// its site's root.
-    fix: bool,
-}
-
-impl Sites {
-    /// A two-level agent's side of the coordinator of the crawl `stem` under
-    /// `root`, with the parked URLs saved in the state folder (a partial last
-    /// line, from a crash, cut).
-    fn open(
-        config: &AppConfig,
-        root: &Spool,
-        stem: &str,
-        id: &ComponentId,
-    ) -> Result<Self, AppError> {
-        let parked_path = config.state_dir.join("parked");
-        fs::create_dir_all(&config.state_dir).map_err(|source| AppError::File {
-            path: config.state_dir.clone(),
-            source,
-        })?;
-        let parked = cut_partial_line(&parked_path)?;
-        Ok(Sites {
-            assign_dir: app_core::twolevel::assignment_dir(root.root(), stem),
-            read: 0,
-            parked_path,
-            parked,
-            reported: Default::default(),
-            root: root.root().to_owned(),
-            stem: stem.to_owned(),
-            producer: id.clone(),
-            last_look: None,
-            fix: config.coverage_fix,
-        })
-    }
-}
-
-/// How often, at most, the owners' status files are read to find idle owners
-/// (and, in two-level mode, the assignment folder is listed).
-const LOOK_EVERY: Duration = Duration::from_millis(50);
 
 impl Parts {
     /// The part state for a split crawl; `None` when `parts == 1`.
@@ -361,7 +303,15 @@ impl Parts {
             })?;
             folders.push(root.exchange(&app)?);
             apps.push(coord);
-            Some(Sites::open(config, &root, &stem, id)?)
+            Some(Sites::open(
+                &config.state_dir,
+                root.root(),
+                &stem,
+                id,
+                config.part,
+                count,
+                config.coverage_fix,
+            )?)
         } else {
             None
         };
@@ -400,11 +350,25 @@ impl Parts {
     /// Where `url` goes: `Some(part)` for the part that owns its host, `None` in
     /// two-level mode for a site the coordinator has not assigned yet.
     pub(crate) fn place(&self, url: &Url) -> Option<u32> {
-        let host = app_core::parts::host_of(url).unwrap_or_default();
         match &self.sites {
-            Some(_) => self.ownership.assigned_owner(&host),
-            None => Some(self.ownership.owner(&host)),
+            Some(sites) => sites.is_own(url).then_some(self.own),
+            None => Some(
+                self.ownership
+                    .owner(&app_core::parts::host_of(url).unwrap_or_default()),
+            ),
         }
+    }
+
+    /// Two-level mode: whether `url` is the root of one of this agent's sites,
+    /// requested when the site was assigned (never again). False otherwise.
+    pub(crate) fn is_own_root(&self, url: &Url) -> bool {
+        self.sites.as_ref().is_some_and(|s| s.is_own_root(url))
+    }
+
+    /// Two-level mode with the coverage fix: URLs not this agent's are parked
+    /// (else reported and dropped: [`Parts::not_mine`]).
+    pub(crate) fn parks(&self) -> bool {
+        self.sites.as_ref().is_some_and(|s| s.fix)
     }
 
     /// Two-level mode without the fix: the URL a link from `page` to `url` is
@@ -415,132 +379,97 @@ impl Parts {
         if sites.fix || app_core::parts::host_of(url) == app_core::parts::host_of(page) {
             return None;
         }
-        let mut root = url.clone();
-        root.set_path("/");
-        root.set_query(None);
-        root.set_fragment(None);
+        let root = app_core::twolevel::root_of(url);
         (root != *url).then_some(root)
     }
 
     /// Two-level mode: the depth of a link from `page` to `url` that the
-    /// caller computed as `depth` (the page's plus one), counted from the
-    /// site's entry: 0 when `url` is on another site (the crawl enters that site
-    /// there), else `depth`. Outside two-level mode, `depth`.
+    /// caller computed as `depth` (the page's plus one), counted within `url`'s
+    /// site from its entry, the root (the paper's `rootpage(site)`, depth 0,
+    /// requested by the owner when the site is assigned): a link from another
+    /// site to the root is depth 0, to any other page of it depth 1 (one link
+    /// from outside: its distance from the root is not known, and the coverage
+    /// fix fetches it whatever it is). A link within the site adds one.
+    /// Outside two-level mode, `depth`.
     pub(crate) fn site_depth(&self, url: &Url, page: &Url, depth: u32) -> u32 {
-        if self.sites.is_some() && app_core::parts::host_of(url) != app_core::parts::host_of(page) {
-            0
-        } else {
+        if self.sites.is_none() || app_core::parts::host_of(url) == app_core::parts::host_of(page) {
             depth
+        } else {
+            u32::from(app_core::twolevel::root_of(url) != *url)
         }
     }
 
-    /// URLs parked until their site is assigned (0 outside two-level mode).
+    /// URLs parked until their site is resolved (0 outside two-level mode).
     pub(crate) fn parked(&self) -> u64 {
-        self.sites.as_ref().map_or(0, |s| s.parked)
+        self.sites.as_ref().map_or(0, Sites::parked)
     }
 
-    /// Two-level mode: parks `urls` (their sites unassigned) on disk, fsynced,
-    /// and reports their sites to the coordinator (one report file, published by
-    /// rename). Both happen before the caller records its generation, as the
-    /// outbox's lines: a crash in between parks and reports them again.
+    /// Two-level mode without the fix: `urls` are not this agent's; their sites
+    /// are reported and the URLs dropped (nothing is exchanged: each site's
+    /// owner starts it at its root).
+    pub(crate) fn not_mine(
+        &mut self,
+        urls: &[Url],
+        counters: &mut PartCounters,
+    ) -> Result<(), AppError> {
+        match &mut self.sites {
+            Some(sites) if !urls.is_empty() => sites.report_not_mine(urls, counters),
+            _ => Ok(()),
+        }
+    }
+
+    /// Two-level mode with the fix: parks `urls` (not this agent's sites) on
+    /// disk, fsynced, before the caller records its generation, as the
+    /// outbox's lines: a crash in between parks them again. Their sites are
+    /// resolved (sent on, or reported) by the next pass.
     pub(crate) fn park(
         &mut self,
         urls: Vec<Foreign>,
         counters: &mut PartCounters,
     ) -> Result<(), AppError> {
-        let (Some(sites), false) = (&mut self.sites, urls.is_empty()) else {
-            return Ok(());
-        };
-        let mut text = String::new();
-        let mut new_sites = Vec::new();
-        for u in &urls {
-            text.push_str(&u.line());
-            let host = Url::parse(&u.url)
-                .ok()
-                .and_then(|u| app_core::parts::host_of(&u))
-                .unwrap_or_default();
-            if !host.is_empty() && sites.reported.insert(host.clone()) {
-                new_sites.push(host);
-            }
+        match &mut self.sites {
+            Some(sites) => sites.park(&urls, counters),
+            None => Ok(()),
         }
-        append_synced(&sites.parked_path, &text)?;
-        sites.parked += urls.len() as u64;
-        counters.parked += urls.len() as u64;
-        if !new_sites.is_empty() {
-            app_core::twolevel::report_sites(
-                &sites.root,
-                &sites.stem,
-                self.own,
-                self.count,
-                &sites.producer,
-                &new_sites,
-            )
-            .map_err(|e| AppError::Config {
-                field: "exchange_root",
-                reason: e.to_string(),
-            })?;
-            counters.reported += new_sites.len() as u64;
-        }
-        Ok(())
     }
 
     /// Two-level mode: reads the assignment generations published since the
-    /// last look (at most every [`LOOK_EVERY`]) into the ownership table;
-    /// returns whether any site was assigned. O(new assignments).
-    pub(crate) fn poll_sites(&mut self, counters: &mut PartCounters) -> Result<bool, AppError> {
-        let Some(sites) = &mut self.sites else {
-            return Ok(false);
-        };
-        let now = Instant::now();
-        if sites.last_look.is_some_and(|t| now < t + LOOK_EVERY) {
-            return Ok(false);
+    /// last look (at most every 50 ms; `sites.rs`); returns the roots of this
+    /// agent's newly assigned sites, to request at depth 0, after which the
+    /// caller says [`Parts::roots_done`]. O(new assignments).
+    pub(crate) fn poll_sites(&mut self, counters: &mut PartCounters) -> Result<Vec<Url>, AppError> {
+        match &mut self.sites {
+            Some(sites) => Ok(sites.poll(counters)?.1),
+            None => Ok(Vec::new()),
         }
-        sites.last_look = Some(now);
-        let gens = app_core::twolevel::read_generations(&sites.assign_dir, sites.read, self.count)
-            .map_err(|e| AppError::Config {
-                field: "exchange_root",
-                reason: e.to_string(),
-            })?;
-        let mut any = false;
-        for (g, assigned) in gens {
-            for (site, agent) in assigned {
-                any = true;
-                counters.sites += u64::from(agent == self.own);
-                self.ownership.assign(site, agent);
-            }
-            sites.read = g;
-        }
-        Ok(any)
     }
 
-    /// Two-level mode: the parked lines whose site is assigned now, split into
-    /// this part's own and other parts' `(owner, line)`, votes included. The
-    /// caller passes its own URLs through the host budgets (its own votes were
-    /// counted when their links were read) and sends the others' on, then calls
-    /// [`Parts::keep_parked`] with the rest.
-    pub(crate) fn parked_ready(&self) -> Result<ParkedSplit, AppError> {
-        let Some(sites) = &self.sites else {
-            return Ok(Default::default());
-        };
-        let text = match fs::read_to_string(&sites.parked_path) {
-            Ok(t) => t,
-            Err(e) if e.kind() == std::io::ErrorKind::NotFound => String::new(),
-            Err(source) => {
-                return Err(AppError::File {
-                    path: sites.parked_path.clone(),
-                    source,
-                });
-            }
-        };
-        let (mut own, mut other, mut rest) = (Vec::new(), Vec::new(), Vec::new());
-        for f in text.lines().filter_map(Foreign::parse) {
-            match Url::parse(&f.url).ok().and_then(|u| self.place(&u)) {
-                Some(p) if p == self.own => own.push(f),
-                Some(p) => other.push((p, f)),
-                None => rest.push(f),
-            }
+    /// Two-level mode: the roots [`Parts::poll_sites`] returned are requested.
+    pub(crate) fn roots_done(&mut self) -> Result<(), AppError> {
+        match &mut self.sites {
+            Some(sites) => sites.roots_done(),
+            None => Ok(()),
         }
-        Ok((own, other, rest))
+    }
+
+    /// Two-level mode: whether parked lines wait for a pass that is due.
+    pub(crate) fn pass_due(&self) -> bool {
+        self.sites.as_ref().is_some_and(Sites::pass_due)
+    }
+
+    /// Two-level mode: a pass over the parked lines (`sites.rs`): this part's
+    /// own, other parts' `(owner, line)`, votes included, and the rest, with the
+    /// count of lines read. The caller passes its own URLs through the host
+    /// budgets (its own votes were counted when their links were read) and
+    /// sends the others' on, then calls [`Parts::keep_parked`] with the rest.
+    pub(crate) fn parked_ready(
+        &mut self,
+        counters: &mut PartCounters,
+    ) -> Result<ParkedSplit, AppError> {
+        match &mut self.sites {
+            Some(sites) => sites.pass(counters),
+            None => Ok(Default::default()),
+        }
     }
 
     /// Two-level mode: replaces the parked file with `rest` (temp file, fsync,
@@ -551,21 +480,10 @@ impl Parts {
         released: u64,
         counters: &mut PartCounters,
     ) -> Result<(), AppError> {
-        let Some(sites) = &mut self.sites else {
-            return Ok(());
-        };
-        let tmp = sites.parked_path.with_extension("tmp");
-        let io = |source| AppError::File {
-            path: tmp.clone(),
-            source,
-        };
-        let text: String = rest.iter().map(Foreign::line).collect();
-        let mut file = fs::File::create(&tmp).map_err(io)?;
-        file.write_all(text.as_bytes()).map_err(io)?;
-        durable_rename(file, &tmp, &sites.parked_path)?;
-        sites.parked = rest.len() as u64;
-        counters.released += released;
-        Ok(())
+        match &mut self.sites {
+            Some(sites) => sites.keep_parked(rest, released, counters),
+            None => Ok(()),
+        }
     }
 
     /// The part that owns `url`'s host.
@@ -629,6 +547,7 @@ impl Parts {
     /// another agent's site goes with the next hand-on, one for an unassigned
     /// site into `parked`, one for this part's own is dropped (counted here).
     pub(crate) fn place_votes(&mut self, parked: &mut Vec<Foreign>) {
+        let parks = self.parks();
         for vote in std::mem::take(&mut self.site_votes) {
             let Ok(url) = Url::parse(&vote.url) else {
                 continue;
@@ -636,7 +555,9 @@ impl Parts {
             match self.place(&url) {
                 Some(owner) if owner == self.own => {}
                 Some(owner) => self.votes.push((owner, vote)),
-                None => parked.push(vote),
+                // Without the fix nothing goes between agents, votes neither.
+                None if parks => parked.push(vote),
+                None => {}
             }
         }
     }
@@ -1056,8 +977,31 @@ mod tests {
         assert!(pf.votes.is_empty(), "firewall mode sends nothing");
     }
 
+    /// Publishes generation `g` of `(site, agent, root)` lines for 2 agents.
+    fn assign(spool: &Spool, g: u64, sites: &[(&str, u32, &str)]) {
+        let dir = app_core::twolevel::assignment_dir(spool.root(), "bfs");
+        fs::create_dir_all(&dir).unwrap();
+        let lines: Vec<_> = sites
+            .iter()
+            .map(|(s, a, r)| ((*s).to_owned(), *a, (*r).to_owned()))
+            .collect();
+        app_core::twolevel::write_generation(&dir, g, 2, &lines).unwrap();
+    }
+
+    /// The sites (and roots) of every report waiting for the coordinator.
+    fn reports(spool: &Spool, id: &ComponentId) -> Vec<(String, String)> {
+        let coord = AppId::new("bfs-coord".to_owned()).unwrap();
+        let inbox = Consumer::new(spool.exchange(&coord).unwrap(), id.clone()).unwrap();
+        let mut sites = Vec::new();
+        for c in inbox.claim_batch(100).unwrap() {
+            sites.extend(app_core::twolevel::read_report(&c.read().unwrap(), 2).unwrap());
+            c.done().unwrap();
+        }
+        sites
+    }
+
     #[test]
-    fn two_level_places_by_assignment_reduces_without_the_fix_and_counts_site_depth() {
+    fn two_level_knows_only_its_own_sites_reduces_without_the_fix_and_counts_site_depth() {
         let dir = tempfile::tempdir().unwrap();
         let spool = Spool::new(dir.path().join("spool"));
         let id = ComponentId::new("t".to_owned()).unwrap();
@@ -1067,30 +1011,63 @@ mod tests {
             .unwrap();
         let u = |s: &str| Url::parse(s).unwrap();
         let (page, other) = (u("http://a.x:81/p/q"), u("https://b.y/deep/page?x=1"));
-        // Unassigned until an assignment generation names the site.
         assert_eq!(p.place(&other), None);
-        let assign = app_core::twolevel::assignment_dir(spool.root(), "bfs");
-        fs::create_dir_all(&assign).unwrap();
-        app_core::twolevel::write_generation(&assign, 1, 2, &[("b.y".into(), 1)]).unwrap();
+        assign(
+            &spool,
+            1,
+            &[("b.y", 1, "https://b.y/"), ("a.x", 0, "http://a.x:81/")],
+        );
         let mut counters = PartCounters::default();
-        assert!(p.poll_sites(&mut counters).unwrap());
-        assert_eq!((p.place(&other), p.place(&page)), (Some(1), None));
-        assert_eq!(counters.sites, 0, "b.y is part 1's");
-        // Site depth: 0 when the link enters another site.
-        assert_eq!(p.site_depth(&other, &page, 5), 0);
+        // Our own site's root comes back to be requested; b.y is only "not mine".
+        assert_eq!(
+            p.poll_sites(&mut counters).unwrap(),
+            vec![u("http://a.x:81/")]
+        );
+        assert_eq!((p.place(&other), p.place(&page)), (None, Some(0)));
+        assert!(p.is_own_root(&u("http://a.x:81/")) && !p.is_own_root(&page));
+        assert_eq!(counters.sites, 1, "a.x is ours");
+        // Site depth: from the site's root; a link from another site is depth
+        // 1, or 0 to the root itself.
+        assert_eq!(p.site_depth(&other, &page, 5), 1);
+        assert_eq!(p.site_depth(&u("https://b.y/"), &page, 5), 0);
         assert_eq!(p.site_depth(&u("http://a.x/r"), &page, 5), 5);
         // With the fix links stay; without it they go to their site's root.
         assert_eq!(p.reduce(&other, &page), None);
+        assert!(p.parks());
         c.coverage_fix = false;
-        let p = Parts::open(&c, &spool, &c.app_id().unwrap(), &id)
+        let mut p = Parts::open(&c, &spool, &c.app_id().unwrap(), &id)
             .unwrap()
             .unwrap();
+        assert!(!p.parks());
         assert_eq!(p.reduce(&other, &page), Some(u("https://b.y/")));
         assert_eq!(p.reduce(&u("http://a.x/other"), &page), None, "same site");
         assert_eq!(
             p.reduce(&u("https://b.y/"), &page),
             None,
             "already the root"
+        );
+        // Reopened: the roots of generation 1 were not recorded requested, so
+        // they come again; once recorded, a restart does not ask again.
+        assert_eq!(p.poll_sites(&mut counters).unwrap().len(), 1);
+        p.roots_done().unwrap();
+        let mut p = Parts::open(&c, &spool, &c.app_id().unwrap(), &id)
+            .unwrap()
+            .unwrap();
+        assert!(p.poll_sites(&mut counters).unwrap().is_empty());
+        assert!(p.is_own_root(&u("http://a.x:81/")), "the table is rebuilt");
+        // Without the fix a URL not ours is reported (with its root) and
+        // dropped: nothing parked, nothing exchanged.
+        p.not_mine(&[u("https://b.y/"), u("http://c.z:82/")], &mut counters)
+            .unwrap();
+        assert_eq!((p.parked(), counters.dropped, counters.reported), (0, 2, 2));
+        let mut got = reports(&spool, &id);
+        got.sort();
+        assert_eq!(
+            got,
+            [
+                ("b.y".to_owned(), "https://b.y/".to_owned()),
+                ("c.z".to_owned(), "http://c.z:82/".to_owned())
+            ]
         );
         // The thresholds apply to two-level agents only.
         assert_eq!((c.depth_limit(), c.budget_rule().cap), (32, 100_000));
@@ -1101,7 +1078,7 @@ mod tests {
     }
 
     #[test]
-    fn two_level_parks_reports_and_releases_once_sites_are_assigned() {
+    fn two_level_parks_then_a_pass_resolves_sends_and_reports_once() {
         let dir = tempfile::tempdir().unwrap();
         let spool = Spool::new(dir.path().join("spool"));
         let id = ComponentId::new("t".to_owned()).unwrap();
@@ -1114,51 +1091,55 @@ mod tests {
         p.park(
             vec![
                 f("http://a.x/1"),
-                f("http://a.x/2"),
+                f("http://a.x/"),
                 f("http://b.y/3"),
+                f("http://b.y/"),
                 f("http://c.z/"),
             ],
             &mut counters,
         )
         .unwrap();
-        assert_eq!((p.parked(), counters.parked, counters.reported), (4, 4, 3));
-        // One report for the coordinator, with the three sites.
-        let coord = AppId::new("bfs-coord".to_owned()).unwrap();
-        let inbox = Consumer::new(spool.exchange(&coord).unwrap(), id.clone()).unwrap();
-        let reports = inbox.claim_batch(10).unwrap();
-        assert_eq!(reports.len(), 1);
-        let sites = app_core::twolevel::read_report(&reports[0].read().unwrap(), 2).unwrap();
-        assert_eq!(sites, vec!["a.x", "b.y", "c.z"]);
-        // a.x is ours, b.y part 1's; c.z stays parked, also across a reopen.
-        let assign = app_core::twolevel::assignment_dir(spool.root(), "bfs");
-        fs::create_dir_all(&assign).unwrap();
-        app_core::twolevel::write_generation(
-            &assign,
+        assert_eq!((p.parked(), counters.parked, counters.reported), (5, 5, 0));
+        assert!(p.pass_due());
+        // The first pass knows no site: all three reported once, all kept.
+        let (own, other, rest, total) = p.parked_ready(&mut counters).unwrap();
+        assert!(own.is_empty() && other.is_empty());
+        assert_eq!((rest.len(), total), (5, 5));
+        let mut sites = reports(&spool, &id);
+        sites.sort();
+        let names: Vec<&str> = sites.iter().map(|(s, _)| s.as_str()).collect();
+        assert_eq!(names, ["a.x", "b.y", "c.z"]);
+        assert!(!p.pass_due(), "nothing new since");
+        // a.x is ours, b.y part 1's (with its root); c.z stays parked and is
+        // not reported again.
+        assign(
+            &spool,
             1,
-            2,
-            &[("a.x".into(), 0), ("b.y".into(), 1)],
-        )
-        .unwrap();
-        assert!(p.poll_sites(&mut counters).unwrap());
-        assert_eq!(counters.sites, 1);
-        let (own, other, rest) = p.parked_ready().unwrap();
+            &[("a.x", 0, "http://a.x/"), ("b.y", 1, "http://b.y/")],
+        );
+        p.sites.as_mut().unwrap().look_now();
+        assert_eq!(p.poll_sites(&mut counters).unwrap().len(), 1);
+        assert!(p.pass_due());
+        let (own, other, rest, total) = p.parked_ready(&mut counters).unwrap();
         let own_urls: Vec<&str> = own.iter().map(|f| f.url.as_str()).collect();
-        assert_eq!(own_urls, ["http://a.x/1", "http://a.x/2"]);
-        assert_eq!(other.len(), 1);
+        assert_eq!(own_urls, ["http://a.x/1"], "our root was requested already");
+        assert_eq!(other.len(), 1, "b.y's root is its owner's to request");
         assert_eq!((other[0].0, other[0].1.url.as_str()), (1, "http://b.y/3"));
-        p.keep_parked(&rest, 3, &mut counters).unwrap();
-        assert_eq!((p.parked(), counters.released), (1, 3));
+        assert!(reports(&spool, &id).is_empty(), "c.z was reported already");
+        p.keep_parked(&rest, total - rest.len() as u64, &mut counters)
+            .unwrap();
+        assert_eq!((p.parked(), counters.released), (1, 4));
         drop(p);
         let p = Parts::open(&c, &spool, &c.app_id().unwrap(), &id)
             .unwrap()
             .unwrap();
         assert_eq!(p.parked(), 1, "the rest survives a restart");
+        assert!(p.pass_due(), "and is looked at again");
     }
 
-    /// Issue 38: a two-level vote goes where its site's URLs go, placed when
-    /// its generation is published: to the owner with its linking page, parked
-    /// while the site is unassigned and then sent, or dropped for this part's
-    /// own site (counted here).
+    /// Issue 38: a two-level vote goes where its site's URLs go: dropped for
+    /// this part's own site (counted here), else parked and sent to its owner
+    /// by the next pass (with the fix; without it nothing goes between agents).
     #[test]
     fn two_level_votes_go_where_their_site_goes_and_wait_parked_for_it() {
         let dir = tempfile::tempdir().unwrap();
@@ -1172,17 +1153,9 @@ mod tests {
         let p1 = Parts::open(&c1, &spool, &c1.app_id().unwrap(), &id)
             .unwrap()
             .unwrap();
-        let assign = app_core::twolevel::assignment_dir(spool.root(), "bfs");
-        fs::create_dir_all(&assign).unwrap();
-        app_core::twolevel::write_generation(
-            &assign,
-            1,
-            2,
-            &[("ours.x".into(), 0), ("theirs.y".into(), 1)],
-        )
-        .unwrap();
+        assign(&spool, 1, &[("ours.x", 0, ""), ("theirs.y", 1, "")]);
         let mut counters = PartCounters::default();
-        assert!(p0.poll_sites(&mut counters).unwrap());
+        p0.poll_sites(&mut counters).unwrap();
         let u = |s: &str| Url::parse(s).unwrap();
         let page = u("http://linker.z/a");
         p0.vote(&u("http://ours.x/p"), 1, 0, &page);
@@ -1191,12 +1164,20 @@ mod tests {
         p0.vote(&u("http://new.w/p"), 1, 0, &page);
         let mut parked = Vec::new();
         p0.place_votes(&mut parked);
-        let mut want = Foreign::new("http://new.w/p".to_owned(), 1, 0);
-        want.via = Some(page.to_string());
-        assert_eq!(parked, vec![want.clone()], "its site is unassigned");
+        let vote = |url: &str, depth| {
+            let mut v = Foreign::new(url.to_owned(), depth, 0);
+            v.via = Some(page.to_string());
+            v
+        };
+        let (theirs, new) = (vote("http://theirs.y/p", 2), vote("http://new.w/p", 1));
+        assert_eq!(parked, vec![theirs.clone(), new.clone()], "not ours");
         p0.park(parked, &mut counters).unwrap();
-        p0.hand_on(Vec::new(), Priority::NORMAL, &mut counters)
-            .unwrap();
+        let (own, other, rest, _) = p0.parked_ready(&mut counters).unwrap();
+        assert!(own.is_empty());
+        assert_eq!(other, vec![(1, theirs)]);
+        assert_eq!(rest, vec![new.clone()], "its site is unassigned");
+        p0.hand_on(other, Priority::NORMAL, &mut counters).unwrap();
+        p0.keep_parked(&rest, 1, &mut counters).unwrap();
         assert!(p0.send_due(Priority::NORMAL, &mut counters, true).unwrap());
         let received = |p: &Parts| {
             let mut got = Vec::new();
@@ -1219,12 +1200,22 @@ mod tests {
             )]
         );
         // new.w goes to part 1: its parked vote is released to it, via kept.
-        app_core::twolevel::write_generation(&assign, 2, 2, &[("new.w".into(), 1)]).unwrap();
-        p0.sites.as_mut().unwrap().last_look = None;
-        assert!(p0.poll_sites(&mut counters).unwrap());
-        let (own, other, rest) = p0.parked_ready().unwrap();
+        assign(&spool, 2, &[("new.w", 1, "")]);
+        p0.sites.as_mut().unwrap().look_now();
+        p0.poll_sites(&mut counters).unwrap();
+        let (own, other, rest, _) = p0.parked_ready(&mut counters).unwrap();
         assert!(own.is_empty() && rest.is_empty(), "{own:?} {rest:?}");
-        assert_eq!(other, vec![(1, want)]);
+        assert_eq!(other, vec![(1, new)]);
+        // Without the fix a vote for a site not ours goes nowhere.
+        let mut c2 = config(&dir.path().join("plain"), 0, PartMode::TwoLevel);
+        c2.coverage_fix = false;
+        let mut p2 = Parts::open(&c2, &spool, &c2.app_id().unwrap(), &id)
+            .unwrap()
+            .unwrap();
+        p2.vote(&u("http://theirs.y/p"), 2, 0, &page);
+        let mut parked = Vec::new();
+        p2.place_votes(&mut parked);
+        assert!(parked.is_empty() && p2.votes.is_empty());
     }
 
     #[test]

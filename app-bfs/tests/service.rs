@@ -876,8 +876,12 @@ async fn two_level_parked_urls_pass_the_host_budgets() {
     d.config.host_budget_max = 100;
     let assign = app_core::twolevel::assignment_dir(&d.spool, "bfs");
     std::fs::create_dir_all(&assign).unwrap();
-    let sites = |names: &[&str]| -> Vec<(String, u32)> {
-        names.iter().map(|s| ((*s).to_owned(), 0)).collect()
+    // Assigned without a root: this test is about the parked URLs alone.
+    let sites = |names: &[&str]| -> Vec<(String, u32, String)> {
+        names
+            .iter()
+            .map(|s| ((*s).to_owned(), 0, String::new()))
+            .collect()
     };
     app_core::twolevel::write_generation(&assign, 1, 2, &sites(&["s.test", "u.test"])).unwrap();
     let idle = Arc::new(AtomicBool::new(false));
@@ -923,9 +927,10 @@ async fn two_level_parked_urls_pass_the_host_budgets() {
     })
     .await;
     assert_eq!(got.len(), 5, "{got:?}");
+    // Depth 1 of t.test: one link from another site (its root is depth 0).
     assert!(
         got.iter()
-            .all(|(u, depth)| u.contains("t.test") && *depth == 0)
+            .all(|(u, depth)| u.contains("t.test") && *depth == 1)
     );
     // A page of u.test links t.test: a second site, 2 more.
     let page = html(&["https://t.test/p9"]);

@@ -12,7 +12,9 @@
 //! balanced by the pages the agents fetched so far (each agent's status file
 //! `parts/<stem>-p<i>.status`, its `pages=` counter). The assignments of merge
 //! `G` are published as the append-only file `sites/<stem>/assign-<G>.tsv`,
-//! which every agent reads. The seeds' sites go in first, at every start
+//! which every agent reads. A site's root, as its first report in the merge
+//! named it, rides in the seen set's payload and goes out with its assignment:
+//! the owner starts the site there (the paper's `rootpage(site)`). The seeds' sites go in first, at every start
 //! (repeats are dropped by the seen set).
 //!
 //! **Crash safety** (kill -9 at any point loses no site and never assigns one site
@@ -140,8 +142,8 @@ pub struct CoordinatorConfig {
     pub state_dir: PathBuf,
     /// How new sites are dealt.
     pub policy: Policy,
-    /// The seed sites (host names), assigned first.
-    pub seeds: Vec<String>,
+    /// The seed sites (host name, root URL), assigned first.
+    pub seeds: Vec<(String, String)>,
     /// Report files claimed per round, at most.
     pub reports_per_round: usize,
     /// The site seen set's buffer.
@@ -226,7 +228,7 @@ impl Coordinator {
         };
         for (g, sites) in &published {
             counters.generation = *g;
-            for (_, agent) in sites {
+            for (_, agent, _) in sites {
                 counters.assigned[*agent as usize] += 1;
             }
         }
@@ -250,8 +252,8 @@ impl Coordinator {
             resumed,
             config,
         };
-        for site in c.config.seeds.clone() {
-            c.seen.insert(site.as_bytes(), &[])?;
+        for (site, root) in c.config.seeds.clone() {
+            c.seen.insert(site.as_bytes(), root.as_bytes())?;
         }
         Ok(c)
     }
@@ -279,8 +281,8 @@ impl Coordinator {
                 Ok(sites) => {
                     self.counters.reports += 1;
                     self.counters.reported += sites.len() as u64;
-                    for s in &sites {
-                        self.seen.insert(s.as_bytes(), &[])?;
+                    for (site, root) in &sites {
+                        self.seen.insert(site.as_bytes(), root.as_bytes())?;
                     }
                     good.push(c);
                 }
@@ -292,14 +294,17 @@ impl Coordinator {
         }
         self.seen.flush()?;
         while let Some(batch) = self.seen.try_recv_new()? {
-            let sites: Vec<String> = batch
+            let sites: Vec<(String, String)> = batch
                 .iter()
-                .map(|(k, _)| String::from_utf8_lossy(k).into_owned())
+                .map(|(k, root)| {
+                    let text = |b: &[u8]| String::from_utf8_lossy(b).into_owned();
+                    (text(k), text(root))
+                })
                 .collect();
             let assigned = self.deal(sites);
             let g = batch.generation();
             twolevel::write_generation(&self.assign_dir, g, self.config.parts, &assigned)?;
-            for (_, agent) in &assigned {
+            for (_, agent, _) in &assigned {
                 self.counters.assigned[*agent as usize] += 1;
             }
             self.counters.generation = g;
@@ -311,8 +316,8 @@ impl Coordinator {
         Ok(true)
     }
 
-    /// Deals `sites` (new, in key order) to agents by the policy.
-    fn deal(&self, sites: Vec<String>) -> Vec<(String, u32)> {
+    /// Deals `sites` (new, in key order, with their roots) to agents by the policy.
+    fn deal(&self, sites: Vec<(String, String)>) -> Vec<twolevel::Assigned> {
         let k = self.config.parts;
         match self.config.policy {
             Policy::RoundRobin => {
@@ -320,7 +325,7 @@ impl Coordinator {
                 sites
                     .into_iter()
                     .enumerate()
-                    .map(|(i, s)| (s, ((start + i as u64) % u64::from(k)) as u32))
+                    .map(|(i, (s, r))| (s, ((start + i as u64) % u64::from(k)) as u32, r))
                     .collect()
             }
             Policy::Balanced => {
@@ -337,12 +342,12 @@ impl Coordinator {
                     .collect();
                 sites
                     .into_iter()
-                    .map(|s| {
+                    .map(|(s, r)| {
                         let agent = (0..k)
                             .min_by_key(|&a| (load[a as usize], a))
                             .unwrap_or_default();
                         load[agent as usize] += per_site;
-                        (s, agent)
+                        (s, agent, r)
                     })
                     .collect()
             }

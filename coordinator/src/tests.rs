@@ -11,7 +11,13 @@ fn config(dir: &Path, parts: u32, policy: Policy) -> CoordinatorConfig {
         parts,
         state_dir: dir.join("coord"),
         policy,
-        seeds: vec!["seed-a.example".into(), "seed-b.example".into()],
+        seeds: vec![
+            (
+                "seed-a.example".into(),
+                "http://seed-a.example:8080/".into(),
+            ),
+            ("seed-b.example".into(), String::new()),
+        ],
         reports_per_round: 100,
         seen_buffer_bytes: 1 << 16,
     }
@@ -19,7 +25,11 @@ fn config(dir: &Path, parts: u32, policy: Policy) -> CoordinatorConfig {
 
 fn report(c: &CoordinatorConfig, from: u32, sites: &[&str]) {
     let producer = ComponentId::new(format!("agent{from}")).unwrap();
-    let sites: Vec<String> = sites.iter().map(|s| (*s).to_owned()).collect();
+    // Each site with its root (the http one on port 8080).
+    let sites: Vec<(String, String)> = sites
+        .iter()
+        .map(|s| ((*s).to_owned(), format!("http://{s}:8080/")))
+        .collect();
     report_sites(&c.root, &c.stem, from, c.parts, &producer, &sites).unwrap();
 }
 
@@ -30,7 +40,11 @@ fn assignments(c: &CoordinatorConfig) -> BTreeMap<String, Vec<u32>> {
     for (_, sites) in
         twolevel::read_generations(&assignment_dir(&c.root, &c.stem), 0, c.parts).unwrap()
     {
-        for (s, a) in sites {
+        for (s, a, root) in sites {
+            assert!(
+                root.is_empty() || root == format!("http://{s}:8080/"),
+                "{root}"
+            );
             all.entry(s).or_default().push(a);
         }
     }
@@ -66,6 +80,18 @@ fn seeds_and_reported_sites_are_assigned_once_round_robin() {
         ]
     );
     assert!(all.values().all(|a| a.len() == 1), "{all:?}");
+    // Each assignment carries the root its report (or seed) named.
+    let roots: Vec<(String, String)> =
+        twolevel::read_generations(&assignment_dir(&cfg.root, &cfg.stem), 0, 3)
+            .unwrap()
+            .into_iter()
+            .flat_map(|(_, s)| s.into_iter().map(|(s, _, r)| (s, r)))
+            .collect();
+    assert!(roots.contains(&(
+        "seed-a.example".into(),
+        "http://seed-a.example:8080/".into()
+    )));
+    assert!(roots.contains(&("z.example".into(), "http://z.example:8080/".into())));
     // Round-robin over the order of assignment: 2, 2 and 2.
     assert_eq!(co.counters().assigned, vec![2, 2, 2]);
     assert_eq!((co.counters().reports, co.counters().reported), (2, 6));
@@ -93,15 +119,18 @@ fn a_restart_reads_claimed_reports_again_and_never_assigns_twice() {
     let claimed = co.inbox.claim_batch(10).unwrap();
     assert_eq!(claimed.len(), 1);
     let sites = twolevel::read_report(&claimed[0].read().unwrap(), 2).unwrap();
-    for s in &sites {
-        co.seen.insert(s.as_bytes(), &[]).unwrap();
+    for (s, root) in &sites {
+        co.seen.insert(s.as_bytes(), root.as_bytes()).unwrap();
     }
     co.seen.flush().unwrap();
     let batch = co.seen.try_recv_new().unwrap().unwrap();
     let dealt = co.deal(
         batch
             .iter()
-            .map(|(k, _)| String::from_utf8_lossy(k).into_owned())
+            .map(|(k, r)| {
+                let text = |b: &[u8]| String::from_utf8_lossy(b).into_owned();
+                (text(k), text(r))
+            })
             .collect(),
     );
     twolevel::write_generation(&co.assign_dir, batch.generation(), 2, &dealt).unwrap();

@@ -18,6 +18,8 @@
 //!   site-hash, hierarchical, METIS, METIS with replication) at several K;
 //! - [`quality`]: Cho and Garcia-Molina's quality metric, the share of a reference
 //!   crawl's most-linked pages a crawl holds after each tenth of its downloads;
+//! - [`costmodel`]: the two-level crawl's cost model (FC2L-UDC equations 2-4) from
+//!   measured parameters;
 //! - [`simulate`]: the parallel-crawler paper's coverage and quality experiments
 //!   simulated on a crawl's web at 1 to 64 processes;
 //! - [`save`] and [`save_replicated`]: the assignment table and the replicated-URL
@@ -27,6 +29,7 @@
 //! (new since the previous crawl) fall back to the hash. This module must never
 //! guess an ownership rule of its own: every figure goes through `Ownership`.
 
+pub mod costmodel;
 pub mod error;
 pub mod evaluate;
 pub mod graph;

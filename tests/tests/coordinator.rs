@@ -88,8 +88,13 @@ fn assignments(root: &Path) -> BTreeMap<String, Vec<u32>> {
             "{header}"
         );
         for line in lines {
-            let (site, agent) = line.split_once('\t').unwrap();
+            // site, agent and (issue 41) the root the owner starts it from.
+            let mut fields = line.split('\t');
+            let (site, agent) = (fields.next().unwrap(), fields.next().unwrap());
             let agent: u32 = agent.parse().unwrap();
+            if let Some(root) = fields.next() {
+                assert!(root.contains(&format!("://{site}")), "{line}");
+            }
             assert!(agent < AGENTS);
             all.entry(site.to_owned()).or_default().push(agent);
         }

@@ -483,10 +483,13 @@ fn assignments(out_dir: &Path) -> BTreeMap<String, Vec<u32>> {
             continue;
         }
         for l in std::fs::read_to_string(e.path()).unwrap().lines().skip(1) {
-            let (site, agent) = l.split_once('\t').unwrap();
-            all.entry(site.to_owned())
+            // site, agent, and the root its owner starts it from (issue 41).
+            let f: Vec<&str> = l.split('\t').collect();
+            assert_eq!(f.len(), 3, "{l}");
+            assert!(f[2].contains(&format!("://{}:", f[0])), "{l}");
+            all.entry(f[0].to_owned())
                 .or_default()
-                .push(agent.parse().unwrap());
+                .push(f[1].parse().unwrap());
         }
     }
     all

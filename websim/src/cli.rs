@@ -255,6 +255,11 @@ pub struct Args {
     /// seeds are the max(3, hosts/20) most popular hosts.
     #[arg(long)]
     pub all_seeds: bool,
+    /// Make only the N most popular hosts' home pages seeds (0, the default:
+    /// max(3, hosts/20)), so that a crawl finds the other sites only through
+    /// links: the home-page ring reaches every host. Ignored with --all-seeds.
+    #[arg(long, value_name = "N", default_value_t = 0)]
+    pub seed_hosts: u32,
     /// Split every generated host into K locally disconnected components, each
     /// its own tree with its own root, and make every component root of a seed
     /// host a seed (for seed-by-seed crawls: a site has several parties). The
@@ -514,6 +519,7 @@ async fn serve(args: Args) -> Result<(), CliError> {
         communities: args.communities,
         own_addresses: args.own_addresses,
         all_seeds: args.all_seeds,
+        seed_hosts: args.seed_hosts,
         sitemaps: args.sitemaps,
         components: args.components,
         component_seeds: args.component_seeds,

@@ -451,6 +451,38 @@ mod tests {
         Web::new(Params::new(seed, 40, 800))
     }
 
+    /// `--seed-hosts 2` on a plain web: two seeds, and the walk from them still
+    /// fetches from every generated host that answers (the ring reaches all),
+    /// the same pages as from all seeds.
+    #[test]
+    fn few_seed_hosts_still_reach_every_host() {
+        let base = Params {
+            plain: true,
+            ..Params::new(5, 60, 900)
+        };
+        let few = Web::new(Params {
+            seed_hosts: 2,
+            ..base
+        });
+        let all = Web::new(Params {
+            all_seeds: true,
+            ..base
+        });
+        let (gf, ga) = (WebGraph::new(&few), WebGraph::new(&all));
+        assert_eq!(gf.seeds().len(), 2);
+        let (wf, wa) = (bfs(&gf, &gf.seeds()), bfs(&ga, &ga.seeds()));
+        let hosts = |w: &Web, c: &Crawl<Target>| -> HashSet<u32> {
+            c.fetched
+                .iter()
+                .filter_map(|f| w.target_host(&f.node))
+                .collect()
+        };
+        let (hf, ha) = (hosts(&few, &wf), hosts(&all, &wa));
+        assert!(hf.len() >= 55, "{} hosts", hf.len());
+        assert_eq!(hf, ha, "the hosts the seeds reach are the same");
+        assert_eq!(wf.fetched.len(), wa.fetched.len());
+    }
+
     #[test]
     fn generated_web_has_every_behaviour() {
         let w = web(3);

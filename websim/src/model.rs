@@ -64,6 +64,12 @@ pub struct Params {
     /// the misbehaving host's), as an open-web crawl is seeded from a list of
     /// sites nobody vetted. Without it the seeds are the most popular hosts.
     pub all_seeds: bool,
+    /// Only the `N` most popular generated hosts' home pages are seeds
+    /// (`--seed-hosts N`; 0, the default: max(3, hosts/20)): a web whose other
+    /// sites a crawl finds only through links from pages (every host is on the
+    /// home-page ring, so every one is reachable from any seed). Ignored with
+    /// `all_seeds`.
+    pub seed_hosts: u32,
     /// Add the sitemap host of [`super::sitemaps`] (`--sitemaps`; never in a plain
     /// web).
     pub sitemaps: bool,
@@ -108,6 +114,7 @@ impl Params {
             communities: 0,
             own_addresses: false,
             all_seeds: false,
+            seed_hosts: 0,
             sitemaps: false,
             components: 0,
             component_seeds: 1,
@@ -265,6 +272,12 @@ impl Web {
         }
         if params.simple {
             hosts::simplify(&mut hosts);
+        }
+        if params.seed_hosts > 0 && !params.all_seeds {
+            let generated = params.hosts as usize;
+            for h in &mut hosts[..generated] {
+                h.seed = h.rank < params.seed_hosts;
+            }
         }
         if params.all_seeds {
             for h in hosts

@@ -323,11 +323,12 @@ impl Crawl {
     /// outbox lines are durable before the parked file is rewritten: a crash in
     /// between releases them again (a URL requested twice, never one lost).
     pub(super) fn release_parked(&mut self) -> Result<bool, AppError> {
-        let Some(parts) = &self.parts else {
+        let Some(parts) = &mut self.parts else {
             return Ok(false);
         };
-        let (own, other, rest) = parts.parked_ready()?;
-        let released = (own.len() + other.len()) as u64;
+        let (own, other, rest, total) = parts.parked_ready(&mut self.ledger.progress.parts)?;
+        // Released: sent, requested, or dropped as a root its owner requested.
+        let released = total - rest.len() as u64;
         if released == 0 {
             return Ok(false);
         }
@@ -350,6 +351,33 @@ impl Crawl {
         }
         self.ledger.save_now()?;
         Ok(true)
+    }
+
+    /// Two-level mode: requests the roots of this agent's newly assigned sites
+    /// (the paper's `rootpage(site)`, depth 0) through the host budgets as
+    /// [`Crawl::admit_parked`] does, then records them requested
+    /// (`sites.rs`: a kill in between requests a root twice, never none).
+    pub(super) fn request_roots(&mut self, roots: Vec<Url>) -> Result<(), AppError> {
+        self.busy()?;
+        let own: Vec<Foreign> = roots
+            .into_iter()
+            .map(|u| Foreign::new(u.to_string(), 0, 0))
+            .collect();
+        let n = if self.max_pages_reached() {
+            0
+        } else {
+            let admitted = self.admit_parked(own)?;
+            self.output.publish_all(&admitted, &self.repo, &self.wait)?
+        };
+        self.ledger.progress.urls_requested += n;
+        let state_dir = self.ledger.dir().to_owned();
+        self.admission.save_held(&state_dir, &self.wait)?;
+        self.admission.sync_cuts()?;
+        self.ledger.save_now()?;
+        if let Some(parts) = &mut self.parts {
+            parts.roots_done()?;
+        }
+        Ok(())
     }
 
     /// This part's released parked lines through the host budgets, as

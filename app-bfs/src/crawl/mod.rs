@@ -286,12 +286,16 @@ impl Crawl {
         if self.release_ranked()? {
             worked = true;
         }
-        // Two-level mode: new site assignments release parked URLs.
-        if let Some(parts) = &mut self.parts
-            && parts.poll_sites(&mut self.ledger.progress.parts)?
-            && parts.parked() > 0
-            && self.release_parked()?
-        {
+        // Two-level mode: the roots of newly assigned own sites are requested;
+        // a pass releases parked URLs once their sites are known.
+        if let Some(parts) = &mut self.parts {
+            let roots = parts.poll_sites(&mut self.ledger.progress.parts)?;
+            if !roots.is_empty() {
+                self.request_roots(roots)?;
+                worked = true;
+            }
+        }
+        if self.parts.as_ref().is_some_and(Parts::pass_due) && self.release_parked()? {
             worked = true;
         }
         Ok(if worked { Turn::Worked } else { Turn::Idle })
@@ -433,6 +437,7 @@ impl Crawl {
         let cut_before = self.admission.budget_cuts();
         let mut foreign: Vec<(u32, Foreign)> = Vec::new();
         let mut parked: Vec<Foreign> = Vec::new();
+        let mut not_mine: Vec<Url> = Vec::new();
         for (key, payload) in batch.iter() {
             let reach = Reach::from_bytes(payload);
             if let Some(parts) = &self.parts {
@@ -441,26 +446,28 @@ impl Crawl {
                 };
                 let foreign_url = || Foreign::new(url.to_string(), reach.depth, reach.hops);
                 match parts.place(&url) {
-                    Some(owner) if owner == parts.own => {}
+                    Some(_) if parts.is_own_root(&url) => {} // requested at assignment
+                    Some(owner) if owner == parts.own => {
+                        // Held until the host's budget grows, within bounds (else cut).
+                        if self.admission.admit(key, reach, generation)? {
+                            entries.push((key, reach));
+                        }
+                    }
+                    // Its owner crawls it; every other part holds it as seen.
                     Some(_) if parts.is_replicated(&url) => {
-                        // Its owner crawls it; every other part holds it as seen.
                         self.ledger.progress.parts.replicated += 1;
-                        continue;
                     }
                     Some(owner) => {
                         let links = links_to_send(&mut self.pool, &self.config, key, generation);
                         foreign.push((owner, foreign_url().with_links(links)));
-                        continue;
                     }
-                    None => {
-                        // Two-level mode: its site is not assigned yet.
-                        parked.push(foreign_url());
-                        continue;
-                    }
+                    // Two-level mode, not this agent's site: parked with the
+                    // fix, else reported (never exchanged).
+                    None if parts.parks() => parked.push(foreign_url()),
+                    None => not_mine.push(url),
                 }
-            }
-            // Held until the host's budget grows, within bounds (else cut).
-            if self.admission.admit(key, reach, generation)? {
+            } else if self.admission.admit(key, reach, generation)? {
+                // Held until the host's budget grows, within bounds (else cut).
                 entries.push((key, reach));
             }
         }
@@ -498,6 +505,7 @@ impl Crawl {
                 parts.place_votes(&mut parked);
                 parts.hand_on(foreign, priority, &mut self.ledger.progress.parts)?;
                 parts.park(parked, &mut self.ledger.progress.parts)?;
+                parts.not_mine(&not_mine, &mut self.ledger.progress.parts)?;
             }
         }
         self.ledger.progress.urls_requested += requested;

@@ -273,3 +273,79 @@ pub(super) fn quality_command(args: QualityArgs) -> anyhow::Result<()> {
     print!("{}", quality::curve(&order, &top));
     Ok(())
 }
+
+/// `polycrawl cost-model`: the two-level crawl's predicted time and speed-up
+/// (offline::costmodel) for the given measured parameters.
+#[derive(clap::Args, Debug)]
+pub(super) struct CostModelArgs {
+    /// Pages the crawl stores.
+    #[arg(long, value_name = "N")]
+    pages: f64,
+    /// Agent counts to predict, comma-separated.
+    #[arg(long, value_name = "LIST", value_delimiter = ',', default_values_t = [1, 2, 3, 5, 7])]
+    agents: Vec<u32>,
+    /// Pages/s of one agent alone.
+    #[arg(long, value_name = "PAGES_PER_S")]
+    single: f64,
+    /// A run's start and end, seconds.
+    #[arg(long, value_name = "S", default_value_t = 0.0)]
+    fixed_s: f64,
+    /// Site reports per page.
+    #[arg(long, value_name = "R", default_value_t = 0.0)]
+    reports: f64,
+    /// Site assignments per page.
+    #[arg(long, value_name = "R", default_value_t = 0.0)]
+    assignments: f64,
+    /// URLs exchanged between agents per page.
+    #[arg(long, value_name = "R", default_value_t = 0.0)]
+    exchanged: f64,
+    /// An agent's seconds per site report.
+    #[arg(long, value_name = "S", default_value_t = 0.0)]
+    report_s: f64,
+    /// An agent's seconds per assignment line read.
+    #[arg(long, value_name = "S", default_value_t = 0.0)]
+    assignment_s: f64,
+    /// An agent's seconds per URL exchanged.
+    #[arg(long, value_name = "S", default_value_t = 0.0)]
+    exchange_s: f64,
+    /// The coordinator's seconds per message.
+    #[arg(long, value_name = "S", default_value_t = 0.0)]
+    coordinator_s: f64,
+    /// The largest agent's pages over the mean.
+    #[arg(long, value_name = "B", default_value_t = 1.0)]
+    balance: f64,
+}
+
+pub(super) fn cost_model_command(args: CostModelArgs) -> anyhow::Result<()> {
+    let params = offline::costmodel::CostParams {
+        single: args.single,
+        fixed_s: args.fixed_s,
+        reports: args.reports,
+        assignments: args.assignments,
+        exchanged: args.exchanged,
+        report_s: args.report_s,
+        assignment_s: args.assignment_s,
+        exchange_s: args.exchange_s,
+        coordinator_s: args.coordinator_s,
+        balance: args.balance,
+    };
+    println!("agents\tcrawl_s\tpages_per_s\tspeed_up\tper_agent\toverhead\tbound");
+    for n in &args.agents {
+        let p = params.predict(args.pages, *n)?;
+        println!(
+            "{}\t{:.1}\t{:.1}\t{:.2}\t{:.1}\t{:.2}\t{}",
+            p.agents,
+            p.crawl_s,
+            p.speed,
+            p.speed_up,
+            p.per_agent,
+            p.overhead,
+            if p.coordinator_bound {
+                "coordinator"
+            } else {
+                "agents"
+            }
+        );
+    }
+    Ok(())
+}

@@ -57,7 +57,8 @@ pub(super) fn coordinator_command(args: CoordinatorArgs) -> anyhow::Result<()> {
             let url = url::Url::parse(line)
                 .with_context(|| format!("seeds {}: not a URL: {line:?}", file.display()))?;
             if let Some(host) = app_core::parts::host_of(&url) {
-                seeds.push(host);
+                let root = app_core::twolevel::root_of(&url).to_string();
+                seeds.push((host, root));
             }
         }
     }

@@ -15,7 +15,7 @@ mod coordinator;
 mod services;
 mod tools;
 
-use assign::{AssignArgs, QualityArgs, SimulateArgs};
+use assign::{AssignArgs, CostModelArgs, QualityArgs, SimulateArgs};
 use coordinator::CoordinatorArgs;
 use services::{AppArgs, DownloaderArgs, FrontierArgs, ManagerArgs, ServiceArgs};
 use tools::{ConfigArgs, GetArgs, LinksArgs, RobotsArgs, StatusArgs, WaczArgs};
@@ -104,6 +104,11 @@ enum Command {
     /// pages and links: firewall coverage against processes and seeds (their
     /// figures 4, 5), quality against back-link exchanges (9-11).
     Simulate(SimulateArgs),
+    /// Predict a two-level crawl's time and speed-up from measured figures; docs/tools.md.
+    ///
+    /// FC2L-UDC's cost model (its equations 2-4): an agent's paced speed less
+    /// its overheads per page, the largest agent's share, the coordinator's bound.
+    CostModel(CostModelArgs),
     /// Mount an NFS stand-in over a shared directory (one machine's view); docs/scaling.md.
     Nfsim(nfsim::NfsimArgs),
     /// Start the coordinator of a two-level crawl by hand; docs/scaling.md.
@@ -143,6 +148,7 @@ impl Cli {
             Command::Assign(args) => assign::assign_command(args),
             Command::Quality(args) => assign::quality_command(args),
             Command::Simulate(args) => assign::simulate_command(args),
+            Command::CostModel(args) => assign::cost_model_command(args),
             Command::Coordinator(args) => coordinator::coordinator_command(args),
             Command::Config(args) => tools::config_command(args),
         }
