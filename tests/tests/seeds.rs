@@ -86,27 +86,16 @@ fn start_seed_app(
     repo: &Path,
     extra: &[&str],
 ) -> ProcessGuard {
-    let addr = sys.addr.expect("the manager runs").to_string();
-    let mut cmd = Command::new(bin::polycrawl());
-    cmd.arg("app")
-        .arg("--config")
-        .arg(&sys.config)
-        .args(["--manager", &addr, "--strategy", "seed-by-seed"])
-        .args(["--app", "sbs", "--id", "app-sbs"])
-        .arg("--spool")
-        .arg(&sys.spool)
-        .arg("--state")
-        .arg(state)
-        .arg("--repo")
-        .arg(repo)
-        .arg("--seeds")
-        .arg(seeds)
-        .args(["--scope", "open"])
-        .args(extra)
-        .env("POLYCRAWL_TOKEN", sys.token())
-        .env_remove("POLYCRAWL_ADMIN_TOKEN")
-        .env("NO_COLOR", "1")
-        .env("RUST_LOG", "info");
+    let mut cmd = sys.app_command("app-sbs", state, repo, seeds);
+    cmd.args([
+        "--strategy",
+        "seed-by-seed",
+        "--app",
+        "sbs",
+        "--scope",
+        "open",
+    ])
+    .args(extra);
     ProcessGuard::spawn("app-sbs", cmd, sys.dir()).expect("starting polycrawl app")
 }
 

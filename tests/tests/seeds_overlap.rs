@@ -12,11 +12,8 @@
 //! the app reports it: no filter above the configured `--seed-context-bytes`.
 
 use std::collections::{BTreeMap, HashMap, HashSet};
-use std::process::Command;
 use std::time::Duration;
 
-use tests::bin;
-use tests::process::ProcessGuard;
 use tests::system::{Knobs, System};
 use tests::websim::Websim;
 
@@ -54,40 +51,20 @@ fn overlapping_parties_of_one_site_fetch_their_overlap_once_within_the_memory_bo
     sys.wait_components(1, 1, Duration::from_secs(30));
     let state = sys.dir().join("sbs-state");
     let repo = sys.dir().join("sbs-repo");
-    let addr = sys.addr.expect("the manager runs").to_string();
     let bytes = CONTEXT_BYTES.to_string();
-    let mut cmd = Command::new(bin::polycrawl());
-    cmd.arg("app")
-        .arg("--config")
-        .arg(&sys.config)
-        .args(["--manager", &addr, "--strategy", "seed-by-seed"])
-        .args(["--app", "sbs", "--id", "app-sbs"])
-        .arg("--spool")
-        .arg(&sys.spool)
-        .arg("--state")
-        .arg(&state)
-        .arg("--repo")
-        .arg(&repo)
-        .arg("--seeds")
-        .arg(ws.path("seeds"))
-        .args(["--scope", "open"])
-        .args(["--workers", "3", "--seed-contexts", "4", "--window", "3"])
-        .args(["--seed-context-bytes", &bytes])
-        .env("POLYCRAWL_TOKEN", sys.token())
-        .env_remove("POLYCRAWL_ADMIN_TOKEN")
-        .env("NO_COLOR", "1")
-        .env("RUST_LOG", "info");
-    let mut app = ProcessGuard::spawn("app-sbs", cmd, sys.dir()).expect("starting polycrawl app");
-    let status = app.wait_exit(CRAWL).expect("waiting for the app");
-    let Some(status) = status else {
-        panic!("{}\n{}", app.report("not complete in time"), sys.reports());
-    };
-    assert!(
-        status.success(),
-        "{}\n{}",
-        app.report(&format!("exited {status}")),
-        sys.reports()
-    );
+    let mut cmd = sys.app_command("app-sbs", &state, &repo, &ws.path("seeds"));
+    cmd.args([
+        "--strategy",
+        "seed-by-seed",
+        "--app",
+        "sbs",
+        "--scope",
+        "open",
+    ])
+    .args(["--workers", "3", "--seed-contexts", "4", "--window", "3"])
+    .args(["--seed-context-bytes", &bytes]);
+    // The app's summary line.
+    let summary = sys.run_app_to_end(cmd, CRAWL);
 
     ws.flush_log();
     // websim's parties: seed, URL, status (or outcome, or `external`), depth.
@@ -136,7 +113,6 @@ fn overlapping_parties_of_one_site_fetch_their_overlap_once_within_the_memory_bo
         app_pages.insert(f[0].to_owned(), f[1].parse().expect("pages"));
         fp_max = fp_max.max(f[3].parse().expect("fp rate"));
     }
-    let summary = app.stdout().join("\n");
     eprintln!(
         "overlap: {} seeds, {sum} party URLs, {} distinct; fetched {}, twice {}, extra {}, \
          missing {}; repository {} responses, {} of {} pages not stored; filter fp at most \
