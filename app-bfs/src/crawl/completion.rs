@@ -333,6 +333,21 @@ impl Crawl {
             return Ok(false);
         }
         self.busy()?;
+        self.publish_own(own)?;
+        let priority = self.output.priority();
+        if let Some(parts) = &mut self.parts {
+            let counters = &mut self.ledger.progress.parts;
+            parts.hand_on(other, priority, counters)?;
+            parts.keep_parked(&rest, released, counters)?;
+        }
+        self.ledger.save_now()?;
+        Ok(true)
+    }
+
+    /// Admits `own` (URLs of this agent's sites) through the host budgets as
+    /// [`Crawl::admit_parked`] does, publishes what passes, and saves what admission
+    /// now holds and cut.
+    fn publish_own(&mut self, own: Vec<Foreign>) -> Result<(), AppError> {
         let n = if self.max_pages_reached() {
             0
         } else {
@@ -343,14 +358,7 @@ impl Crawl {
         let state_dir = self.ledger.dir().to_owned();
         self.admission.save_held(&state_dir, &self.wait)?;
         self.admission.sync_cuts()?;
-        let priority = self.output.priority();
-        if let Some(parts) = &mut self.parts {
-            let counters = &mut self.ledger.progress.parts;
-            parts.hand_on(other, priority, counters)?;
-            parts.keep_parked(&rest, released, counters)?;
-        }
-        self.ledger.save_now()?;
-        Ok(true)
+        Ok(())
     }
 
     /// Two-level mode: requests the roots of this agent's newly assigned sites
@@ -363,16 +371,7 @@ impl Crawl {
             .into_iter()
             .map(|u| Foreign::new(u.to_string(), 0, 0))
             .collect();
-        let n = if self.max_pages_reached() {
-            0
-        } else {
-            let admitted = self.admit_parked(own)?;
-            self.output.publish_all(&admitted, &self.repo, &self.wait)?
-        };
-        self.ledger.progress.urls_requested += n;
-        let state_dir = self.ledger.dir().to_owned();
-        self.admission.save_held(&state_dir, &self.wait)?;
-        self.admission.sync_cuts()?;
+        self.publish_own(own)?;
         self.ledger.save_now()?;
         if let Some(parts) = &mut self.parts {
             parts.roots_done()?;
