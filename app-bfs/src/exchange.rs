@@ -52,8 +52,12 @@
 //!   rename): a crash in between releases them again, never loses one. Without
 //!   the coverage fix (`coverage_fix: false`, plain 2L) a link to another site is
 //!   reduced to that site's root before the seen set, and a root not this
-//!   agent's is reported and dropped (its owner starts the site there): nothing
-//!   passes between agents, and pages only other sites link are never crawled.
+//!   agent's is parked the same way; the pass drops it once its site is another
+//!   agent's (the owner starts the site there: nothing passes between agents,
+//!   votes neither, and pages only other sites link are never crawled), and
+//!   requests it once its site is this agent's own: the seen set holds it, so
+//!   nothing else would (an https root met before the site was assigned with its
+//!   http root, which redirects to it, is one; dropping it lost the site).
 //!   Memory: O(own sites); the parked URLs and the other agents' sites live on
 //!   disk.
 //!
@@ -112,10 +116,18 @@
 //! (`exchange/<stem>-coord/`, claimed files included) as one more folder that
 //! must be empty between the two reads. The argument above carries over: a part
 //! reports only while it parks, so while it is busy; a parked URL keeps its part
-//! busy until its site is assigned and the URL requested or sent (an exchange
-//! file, covered above); and an assignment file makes no part work that has
-//! nothing parked. So when every party reads idle twice with nothing in flight,
-//! no site waits for the coordinator and no URL waits for a site.
+//! busy until its site is assigned and the URL requested, sent (an exchange
+//! file, covered above) or dropped. An assignment file, though, makes its
+//! owner work with nothing parked (it requests the site's root), and the
+//! coordinator may have published it and said idle before the owner looked: so
+//! each party's status also names the assignment generation it has reached
+//! (the coordinator's `generation=`, the newest it published; an agent's
+//! `sites_read=`, the newest it read and requested the roots of), and the rule
+//! adds that every party names the same one in both reads. An agent that reads a
+//! generation rewrites its status, so the check then fails until it has acted on
+//! it. So when every party reads idle twice with nothing in flight and one
+//! generation, no site waits for the coordinator, no root for its owner and no
+//! URL for a site.
 //!
 //! The counters (`sent`, `applied`, `dropped`, `kept`, `crossed`) are statistics
 //! for the metrics; no decision uses them, so a crash that counts a file twice
@@ -365,9 +377,10 @@ impl Parts {
         self.sites.as_ref().is_some_and(|s| s.is_own_root(url))
     }
 
-    /// Two-level mode with the coverage fix: URLs not this agent's are parked
-    /// (else reported and dropped: [`Parts::not_mine`]).
-    pub(crate) fn parks(&self) -> bool {
+    /// Two-level mode with the coverage fix: the parked URLs of another agent's
+    /// site go to it (without the fix they are dropped: its owner starts the
+    /// site at its root).
+    pub(crate) fn fix(&self) -> bool {
         self.sites.as_ref().is_some_and(|s| s.fix)
     }
 
@@ -404,24 +417,11 @@ impl Parts {
         self.sites.as_ref().map_or(0, Sites::parked)
     }
 
-    /// Two-level mode without the fix: `urls` are not this agent's; their sites
-    /// are reported and the URLs dropped (nothing is exchanged: each site's
-    /// owner starts it at its root).
-    pub(crate) fn not_mine(
-        &mut self,
-        urls: &[Url],
-        counters: &mut PartCounters,
-    ) -> Result<(), AppError> {
-        match &mut self.sites {
-            Some(sites) if !urls.is_empty() => sites.report_not_mine(urls, counters),
-            _ => Ok(()),
-        }
-    }
-
-    /// Two-level mode with the fix: parks `urls` (not this agent's sites) on
-    /// disk, fsynced, before the caller records its generation, as the
-    /// outbox's lines: a crash in between parks them again. Their sites are
-    /// resolved (sent on, or reported) by the next pass.
+    /// Two-level mode: parks `urls` (not this agent's sites) on disk, fsynced,
+    /// before the caller records its generation, as the outbox's lines: a crash
+    /// in between parks them again. Their sites are resolved by the next pass
+    /// (requested if ours, sent on with the fix or else dropped if another
+    /// agent's, reported if unassigned).
     pub(crate) fn park(
         &mut self,
         urls: Vec<Foreign>,
@@ -546,18 +546,19 @@ impl Parts {
     /// (the same moment, so a vote and its URL go the same way): a vote for
     /// another agent's site goes with the next hand-on, one for an unassigned
     /// site into `parked`, one for this part's own is dropped (counted here).
+    /// Without the fix every vote is dropped.
     pub(crate) fn place_votes(&mut self, parked: &mut Vec<Foreign>) {
-        let parks = self.parks();
+        let fix = self.fix();
         for vote in std::mem::take(&mut self.site_votes) {
             let Ok(url) = Url::parse(&vote.url) else {
                 continue;
             };
             match self.place(&url) {
                 Some(owner) if owner == self.own => {}
-                Some(owner) => self.votes.push((owner, vote)),
                 // Without the fix nothing goes between agents, votes neither.
-                None if parks => parked.push(vote),
-                None => {}
+                _ if !fix => {}
+                Some(owner) => self.votes.push((owner, vote)),
+                None => parked.push(vote),
             }
         }
     }
@@ -656,15 +657,18 @@ impl Parts {
     }
 
     /// Writes our status file if the idle flag changed (or was never written);
-    /// in two-level mode also while busy, at most every second, so the
-    /// coordinator's balanced policy sees the pages so far.
+    /// in two-level mode also when the assignment generation read changed
+    /// (the end-of-crawl rule compares it with the coordinator's), and while
+    /// busy at most every second, so the coordinator's balanced policy sees the
+    /// pages so far.
     pub(crate) fn set_idle(
         &mut self,
         idle: bool,
         c: &PartCounters,
         pages: u64,
     ) -> Result<(), AppError> {
-        self.board.set_idle(idle, self.sites.is_some(), c, pages)
+        let sites = self.sites.as_ref().map(Sites::generation_read);
+        self.board.set_idle(idle, sites, c, pages)
     }
 
     /// Every part's status, in part order; `None` for a part without a (readable)
@@ -1033,12 +1037,12 @@ mod tests {
         assert_eq!(p.site_depth(&u("http://a.x/r"), &page, 5), 5);
         // With the fix links stay; without it they go to their site's root.
         assert_eq!(p.reduce(&other, &page), None);
-        assert!(p.parks());
+        assert!(p.fix());
         c.coverage_fix = false;
         let mut p = Parts::open(&c, &spool, &c.app_id().unwrap(), &id)
             .unwrap()
             .unwrap();
-        assert!(!p.parks());
+        assert!(!p.fix());
         assert_eq!(p.reduce(&other, &page), Some(u("https://b.y/")));
         assert_eq!(p.reduce(&u("http://a.x/other"), &page), None, "same site");
         assert_eq!(
@@ -1055,19 +1059,28 @@ mod tests {
             .unwrap();
         assert!(p.poll_sites(&mut counters).unwrap().is_empty());
         assert!(p.is_own_root(&u("http://a.x:81/")), "the table is rebuilt");
-        // Without the fix a URL not ours is reported (with its root) and
-        // dropped: nothing parked, nothing exchanged.
-        p.not_mine(&[u("https://b.y/"), u("http://c.z:82/")], &mut counters)
-            .unwrap();
-        assert_eq!((p.parked(), counters.dropped, counters.reported), (0, 2, 2));
-        let mut got = reports(&spool, &id);
-        got.sort();
+        // Without the fix a URL not (known to be) ours is parked as with it.
+        // The pass reports an unassigned site (with its root) and keeps the
+        // line; drops (gives the caller no line for) another agent's root; and
+        // hands back a root of our own site other than the one its assignment
+        // named: our seen set took it before a.x was ours, and its https root
+        // is reached from the http one only by a redirect it would swallow.
+        let f = |s: &str| Foreign::new(s.to_owned(), 0, 0);
+        p.park(
+            vec![f("https://b.y/"), f("http://c.z:82/"), f("https://a.x/")],
+            &mut counters,
+        )
+        .unwrap();
+        p.sites.as_mut().unwrap().look_now();
+        assert!(p.pass_due());
+        let (own, other, rest, total) = p.parked_ready(&mut counters).unwrap();
+        let urls = |v: &[Foreign]| v.iter().map(|f| f.url.clone()).collect::<Vec<_>>();
+        assert_eq!(urls(&own), ["https://a.x/"]);
+        assert!(other.is_empty(), "b.y's root is its owner's");
+        assert_eq!((urls(&rest), total), (vec!["http://c.z:82/".to_owned()], 3));
         assert_eq!(
-            got,
-            [
-                ("b.y".to_owned(), "https://b.y/".to_owned()),
-                ("c.z".to_owned(), "http://c.z:82/".to_owned())
-            ]
+            reports(&spool, &id),
+            [("c.z".to_owned(), "http://c.z:82/".to_owned())]
         );
         // The thresholds apply to two-level agents only.
         assert_eq!((c.depth_limit(), c.budget_rule().cap), (32, 100_000));

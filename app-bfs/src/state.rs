@@ -88,7 +88,8 @@ pub struct PartCounters {
     pub applied_files: u64,
     /// URLs in them.
     pub applied_urls: u64,
-    /// Foreign URLs dropped (firewall mode).
+    /// Foreign URLs dropped (firewall mode; plain two-level mode: parked URLs
+    /// of other agents' sites, and roots requested at assignment).
     pub dropped: u64,
     /// Foreign URLs kept for later (cross-over mode).
     pub kept: u64,

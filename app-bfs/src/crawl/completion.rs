@@ -318,7 +318,8 @@ impl Crawl {
     /// ([`Crawl::admit_parked`]): requested when admitted, else held until their
     /// host's budget grows (`deferred.rs`) or cut. Other parts' go to them, with
     /// the votes parked for their hosts (so their budgets count every linking
-    /// site, as in exchange mode). The rest stays parked. Returns whether any
+    /// site, as in exchange mode); without the coverage fix they are dropped
+    /// (counted `dropped`). The rest stays parked. Returns whether any
     /// line was released. The requests, the held URLs, the cut record and the
     /// outbox lines are durable before the parked file is rewritten: a crash in
     /// between releases them again (a URL requested twice, never one lost).
@@ -333,11 +334,17 @@ impl Crawl {
             return Ok(false);
         }
         self.busy()?;
+        let not_requested = released - own.len() as u64;
         self.publish_own(own)?;
         let priority = self.output.priority();
         if let Some(parts) = &mut self.parts {
             let counters = &mut self.ledger.progress.parts;
-            parts.hand_on(other, priority, counters)?;
+            if parts.fix() {
+                parts.hand_on(other, priority, counters)?;
+            } else {
+                // Plain 2L: each site's owner starts it at its root.
+                counters.dropped += not_requested;
+            }
             parts.keep_parked(&rest, released, counters)?;
         }
         self.ledger.save_now()?;

@@ -437,7 +437,6 @@ impl Crawl {
         let cut_before = self.admission.budget_cuts();
         let mut foreign: Vec<(u32, Foreign)> = Vec::new();
         let mut parked: Vec<Foreign> = Vec::new();
-        let mut not_mine: Vec<Url> = Vec::new();
         for (key, payload) in batch.iter() {
             let reach = Reach::from_bytes(payload);
             if let Some(parts) = &self.parts {
@@ -461,10 +460,9 @@ impl Crawl {
                         let links = links_to_send(&mut self.pool, &self.config, key, generation);
                         foreign.push((owner, foreign_url().with_links(links)));
                     }
-                    // Two-level mode, not this agent's site: parked with the
-                    // fix, else reported (never exchanged).
-                    None if parts.parks() => parked.push(foreign_url()),
-                    None => not_mine.push(url),
+                    // Two-level mode, not (yet) this agent's site: parked
+                    // until its site is assigned (see `crate::exchange`).
+                    None => parked.push(foreign_url()),
                 }
             } else if self.admission.admit(key, reach, generation)? {
                 // Held until the host's budget grows, within bounds (else cut).
@@ -505,7 +503,6 @@ impl Crawl {
                 parts.place_votes(&mut parked);
                 parts.hand_on(foreign, priority, &mut self.ledger.progress.parts)?;
                 parts.park(parked, &mut self.ledger.progress.parts)?;
-                parts.not_mine(&not_mine, &mut self.ledger.progress.parts)?;
             }
         }
         self.ledger.progress.urls_requested += requested;

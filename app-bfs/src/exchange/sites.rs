@@ -7,15 +7,18 @@
 //! file `<state>/sites-others` (rebuilt from the generation files at every start),
 //! which is searched only by a *pass*: one sequential read that resolves every
 //! parked line at once (the paper's SitePartitionInformation DRUM: a batched disk
-//! check, never a lookup per URL). A URL of a site that is not this agent's needs
-//! no more than "not mine" when it is found:
-//! - without the coverage fix (plain 2L) its site (and root) is reported to the
-//!   coordinator and the URL is dropped: the site's owner starts it at its root,
-//!   so nothing is exchanged between agents;
-//! - with the fix it is parked on disk and its site resolved by the next pass:
-//!   another agent's goes to it (except that site's root: its owner requested it
-//!   at assignment), one the coordinator has not assigned yet is reported and
-//!   stays parked.
+//! check, never a lookup per URL). A URL of a site that is not (known to be) this
+//! agent's needs no more than "not mine" when it is found: it is parked on disk
+//! and its site resolved by the next pass. One the coordinator has not assigned
+//! yet is reported and stays parked; one of this agent's own site is requested
+//! (except the root its assignment named: requested then); another agent's
+//! goes to it with the coverage fix (except that site's root: its owner
+//! requested it at assignment), and without the fix (plain 2L) is dropped, as
+//! the paper's agents drop it: the site's owner starts it at its root, so
+//! nothing is exchanged. Without the fix the parked URLs are roots (links to
+//! other sites are reduced to them) and seeds; parking them rather than
+//! dropping them at once matters when the site turns out to be this agent's:
+//! its seen set holds them, so nothing else would request them.
 //!
 //! Cost: a pass reads the parked file and the local copy once, O(parked lines +
 //! assigned sites), holding the parked lines' sites in memory; passes run at most
@@ -207,8 +210,14 @@ impl Sites {
         self.parked
     }
 
-    /// Parks `urls` on disk, fsynced (with the fix; their sites are resolved,
-    /// and reported when unassigned, by the next pass).
+    /// The newest assignment generation read (and, once the caller said
+    /// [`Sites::roots_done`], acted on): what this agent's status names.
+    pub(crate) fn generation_read(&self) -> u64 {
+        self.read
+    }
+
+    /// Parks `urls` on disk, fsynced (their sites are resolved, and reported
+    /// when unassigned, by the next pass).
     pub(crate) fn park(
         &mut self,
         urls: &[Foreign],
@@ -223,27 +232,6 @@ impl Sites {
         counters.parked += urls.len() as u64;
         self.clock.dirty = true;
         Ok(())
-    }
-
-    /// Without the fix: `urls` are not this agent's; their sites are reported
-    /// (with the URL's root) and the URLs dropped, counted as `dropped`. Each is
-    /// new to this agent's seen set, so a site is reported once per root met.
-    pub(crate) fn report_not_mine(
-        &mut self,
-        urls: &[Url],
-        counters: &mut PartCounters,
-    ) -> Result<(), AppError> {
-        let mut sites: Vec<SiteRoot> = Vec::new();
-        let mut seen = HashSet::new();
-        for url in urls {
-            if let Some(host) = host_of(url)
-                && seen.insert(host.clone())
-            {
-                sites.push((host, twolevel::root_of(url).to_string()));
-            }
-        }
-        counters.dropped += urls.len() as u64;
-        self.reporter.report(&sites, counters)
     }
 
     /// Reads the assignment generations published since the last look (at most

@@ -20,11 +20,15 @@ use app_core::error::AppError;
 /// How often a busy two-level agent rewrites its status file (its pages so far).
 const BUSY_STATUS_EVERY: Duration = Duration::from_secs(1);
 
-/// One part's status file.
+/// One party's status file.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub(crate) struct Status {
     pub idle: bool,
     pub version: u64,
+    /// Two-level mode: the assignment generation the party has reached (the
+    /// coordinator's `generation=`, the newest it published; an agent's
+    /// `sites_read=`, the newest it read). `None` in the other modes.
+    pub sites: Option<u64>,
 }
 
 /// The status files and exchange folders of every party of a split crawl.
@@ -36,8 +40,10 @@ pub(super) struct StatusBoard {
     own_app: String,
     /// Every party's exchange folder, for the termination check.
     folders: Vec<SpoolDir>,
-    /// The `idle` flag in our status file as last written.
+    /// The `idle` flag and assignment generation in our status file as last
+    /// written.
     written_idle: Option<bool>,
+    written_sites: Option<u64>,
     /// When our status file was last written.
     written_at: Option<Instant>,
 }
@@ -60,6 +66,7 @@ impl StatusBoard {
             own_app,
             folders,
             written_idle: None,
+            written_sites: None,
             written_at: None,
         })
     }
@@ -68,23 +75,23 @@ impl StatusBoard {
         self.dir.join(format!("{app}.status"))
     }
 
-    /// Writes our status file if the idle flag changed (or was never written);
-    /// with `busy_too` (two-level mode) also while busy, at most every
-    /// [`BUSY_STATUS_EVERY`], so the coordinator's balanced policy sees the pages
-    /// so far.
+    /// Writes our status file if the idle flag or the assignment generation
+    /// read (`sites`, two-level mode) changed, or it was never written; in
+    /// two-level mode also while busy, at most every [`BUSY_STATUS_EVERY`], so
+    /// the coordinator's balanced policy sees the pages so far.
     pub(super) fn set_idle(
         &mut self,
         idle: bool,
-        busy_too: bool,
+        sites: Option<u64>,
         c: &PartCounters,
         pages: u64,
     ) -> Result<(), AppError> {
-        let stale = busy_too
+        let stale = sites.is_some()
             && !idle
             && self
                 .written_at
                 .is_some_and(|t| t.elapsed() >= BUSY_STATUS_EVERY);
-        if self.written_idle == Some(idle) && !stale {
+        if self.written_idle == Some(idle) && self.written_sites == sites && !stale {
             return Ok(());
         }
         self.written_at = Some(Instant::now());
@@ -97,7 +104,7 @@ impl StatusBoard {
         let text = format!(
             "idle={} version={} sent_files={} sent_urls={} applied_files={} applied_urls={} \
              dropped={} kept={} crossed={} parked={} released={} reported={} sites={} \
-             pages={}\n",
+             pages={}{}\n",
             u8::from(idle),
             spool::name::now_micros(),
             c.sent_files,
@@ -111,12 +118,14 @@ impl StatusBoard {
             c.released,
             c.reported,
             c.sites,
-            pages
+            pages,
+            sites.map_or(String::new(), |g| format!(" sites_read={g}")),
         );
         let mut file = fs::File::create(&tmp).map_err(io)?;
         file.write_all(text.as_bytes()).map_err(io)?;
         durable_rename(file, &tmp, &path)?;
         self.written_idle = Some(idle);
+        self.written_sites = sites;
         Ok(())
     }
 
@@ -145,26 +154,32 @@ impl StatusBoard {
 }
 
 /// Rule for the end of an exchange-mode crawl (see the module docs): every part
-/// idle in both reads with unchanged versions, and no exchange file in between.
+/// idle in both reads with unchanged versions, and no exchange file in between;
+/// in two-level mode every party at the same assignment generation.
 pub(crate) fn quiet(first: &[Option<Status>], in_flight: usize, second: &[Option<Status>]) -> bool {
     let all_idle = |s: &[Option<Status>]| s.iter().all(|s| s.as_ref().is_some_and(|s| s.idle));
-    all_idle(first) && in_flight == 0 && all_idle(second) && first == second
+    let mut named = first.iter().flatten().filter_map(|s| s.sites);
+    let one_generation = named.next().is_none_or(|g| named.all(|n| n == g));
+    all_idle(first) && in_flight == 0 && all_idle(second) && first == second && one_generation
 }
 
 /// Parses a status line (`idle=1 version=V ...`).
 fn parse_status(text: &str) -> Option<Status> {
     let mut idle = None;
     let mut version = None;
+    let mut sites = None;
     for word in text.split_whitespace() {
         match word.split_once('=')? {
             ("idle", v) => idle = Some(v == "1"),
             ("version", v) => version = v.parse().ok(),
+            ("generation" | "sites_read", v) => sites = v.parse().ok(),
             _ => {}
         }
     }
     Some(Status {
         idle: idle?,
         version: version?,
+        sites,
     })
 }
 
@@ -193,7 +208,19 @@ mod tests {
     use super::*;
 
     fn st(idle: bool, version: u64) -> Option<Status> {
-        Some(Status { idle, version })
+        Some(Status {
+            idle,
+            version,
+            sites: None,
+        })
+    }
+
+    fn at(version: u64, sites: u64) -> Option<Status> {
+        Some(Status {
+            idle: true,
+            version,
+            sites: Some(sites),
+        })
     }
 
     #[test]
@@ -211,6 +238,12 @@ mod tests {
             !quiet(&[st(true, 1), None], 0, &[st(true, 1), None]),
             "not started"
         );
+        // Two-level: an agent that has not read the coordinator's newest
+        // assignments (it may hold a root to request) keeps the crawl going.
+        let behind = vec![at(1, 3), at(2, 4), at(3, 4)];
+        assert!(!quiet(&behind, 0, &behind));
+        let caught_up = vec![at(1, 4), at(2, 4), at(3, 4)];
+        assert!(quiet(&caught_up, 0, &caught_up));
     }
 
     #[test]
@@ -218,6 +251,14 @@ mod tests {
         let line = "idle=1 version=77 sent_files=2 sent_urls=9\n";
         assert_eq!(parse_status(line), st(true, 77));
         assert_eq!(parse_status("idle=0 version=3"), st(false, 3));
+        assert_eq!(
+            parse_status("idle=1 version=5 sites=2 sites_read=7"),
+            at(5, 7)
+        );
+        assert_eq!(
+            parse_status("idle=1 version=5 sites=9 reports=3 generation=7 assigned=4,5"),
+            at(5, 7)
+        );
         assert_eq!(parse_status("idle=1"), None);
         assert_eq!(parse_status("garbage"), None);
         assert_eq!(status_counters(line).get("sent_urls"), Some(&9));
