@@ -110,6 +110,14 @@ impl Bloom {
         self.inserted
     }
 
+    /// The false-positive rate expected after the distinct items inserted,
+    /// `(1 - e^(-K n / m))^K`. O(1): cheap enough to ask after every page.
+    pub fn expected_fp_rate(&self) -> f64 {
+        let k = f64::from(K);
+        let fill = 1.0 - (-k * self.inserted as f64 / self.bits() as f64).exp();
+        fill.powi(K as i32)
+    }
+
     /// The chance that a URL never inserted is taken as held now: `(set / m)^K`.
     /// O(m / 64).
     pub fn fp_rate(&self) -> f64 {

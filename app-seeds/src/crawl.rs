@@ -337,6 +337,7 @@ impl SeedCrawl {
         SeedsSummary {
             filters_peak,
             filter_bytes,
+            filters_saturated: self.holdings.filters_saturated(),
             app: self.app.to_string(),
             end,
             balance: self.seeds.balance,

@@ -250,6 +250,7 @@ impl Holdings {
                 });
             };
             meet(party, &mut filter.bloom)?;
+            self.sites.check_fill(&party.site);
         }
         Ok(served)
     }
@@ -314,6 +315,11 @@ impl Holdings {
     /// (this run).
     pub(super) fn filter_figures(&self) -> (usize, usize, usize) {
         self.sites.figures()
+    }
+
+    /// Sites whose filter passed 1 % expected false positives (this run).
+    pub(super) fn filters_saturated(&self) -> usize {
+        self.sites.saturated()
     }
 
     /// Seeds queued.

@@ -174,6 +174,9 @@ pub struct SeedsSummary {
     pub filters_peak: usize,
     /// The largest site filter held (this run), in bytes.
     pub filter_bytes: usize,
+    /// Sites whose filter passed 1 % expected false positives (this run): their
+    /// new URLs are ever more often taken as met and not fetched.
+    pub filters_saturated: usize,
     /// Pages that came back to a party.
     pub pages: u64,
     /// Response records stored in this run.
@@ -201,7 +204,7 @@ impl fmt::Display for SeedsSummary {
         write!(
             f,
             "app {}: {:?}: seed-by-seed ({}), seeds queued {} active {} finished {} moved {}; \
-             held per worker [{}]; site filters {} at most, {} bytes each at most; \
+             held per worker [{}]; site filters {} at most, {} bytes each at most, {} past 1 % false positives; \
              pages {} stored {}; urls requested {}; outcomes {}; \
              quarantined {}; robots nofollow {} withheld {}; {:.1} s",
             self.app,
@@ -214,6 +217,7 @@ impl fmt::Display for SeedsSummary {
             held.join(" "),
             self.filters_peak,
             self.filter_bytes,
+            self.filters_saturated,
             self.pages,
             self.stored,
             self.requested,
