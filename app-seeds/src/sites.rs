@@ -128,11 +128,11 @@ impl Sites {
     /// false-positive rate is past [`WARN_FP_RATE`], a warning and one more
     /// site counted. O(1).
     pub(super) fn check_fill(&mut self, site: &str) {
-        let Some(filter) = self.filters.get_mut(site) else {
+        let Some(filter) = self.filters.get_mut(site).filter(|f| !f.warned) else {
             return;
         };
         let rate = filter.bloom.expected_fp_rate();
-        if filter.warned || rate <= WARN_FP_RATE {
+        if rate <= WARN_FP_RATE {
             return;
         }
         filter.warned = true;
