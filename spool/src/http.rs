@@ -281,6 +281,12 @@ fn decode_one(
     cap: usize,
     input_truncated: bool,
 ) -> Result<(Vec<u8>, bool), HttpError> {
+    if coding == Coding::Gzip
+        && !input_truncated
+        && let Some(out) = gzip_one_member(input, cap)
+    {
+        return Ok((out, false));
+    }
     let limit = cap as u64 + 1;
     let mut out = Vec::with_capacity(input.len().saturating_mul(4).min(cap));
     let (name, result) = match coding {
@@ -313,6 +319,62 @@ fn decode_one(
         truncated = true;
     }
     Ok((out, truncated))
+}
+
+/// The gzip header's magic bytes and compression method (deflate).
+const GZIP_MAGIC: [u8; 3] = [0x1f, 0x8b, 0x08];
+/// The fixed part of a gzip member's header; its trailer (CRC-32, ISIZE).
+const GZIP_HEADER: usize = 10;
+const GZIP_TRAILER: usize = 8;
+
+thread_local! {
+    /// libdeflate's decompressor, kept between bodies (one per thread).
+    static INFLATER: std::cell::RefCell<Option<libdeflater::Decompressor>> =
+        const { std::cell::RefCell::new(None) };
+}
+
+/// A whole gzip body of exactly one member, inflated in one shot by libdeflate into
+/// a buffer of the size its trailer states (issue 39: 10.6 against the streaming
+/// decoder's 15.1 us a page on 3,000 pages of the benchmark web, 12.5 KB each, one
+/// core; no buffer growth). `None` sends the body to the
+/// streaming decoder, which reads every case: a header with optional fields other
+/// than a name, a stated size over `cap`, bad data, a size or CRC-32 that does not
+/// match, and any body in which the gzip magic occurs after the first header (a
+/// second member; libdeflate does not say where the first ended, so a body of
+/// several members is never read as its first). O(input + output).
+fn gzip_one_member(input: &[u8], cap: usize) -> Option<Vec<u8>> {
+    if input.len() < GZIP_HEADER + GZIP_TRAILER || input[..3] != GZIP_MAGIC {
+        return None;
+    }
+    let flags = input[3];
+    // FNAME (0x08) only: FTEXT, FHCRC, FEXTRA and FCOMMENT go the streaming way.
+    let mut start = GZIP_HEADER;
+    if flags & !0x08 != 0 {
+        return None;
+    }
+    if flags & 0x08 != 0 {
+        start += memchr::memchr(0, &input[start..])? + 1;
+    }
+    let end = input.len().checked_sub(GZIP_TRAILER)?;
+    if start > end || memchr::memmem::find(&input[start..], &GZIP_MAGIC).is_some() {
+        return None;
+    }
+    let trailer = &input[end..];
+    let crc = u32::from_le_bytes([trailer[0], trailer[1], trailer[2], trailer[3]]);
+    let size = u32::from_le_bytes([trailer[4], trailer[5], trailer[6], trailer[7]]) as usize;
+    if size > cap {
+        return None;
+    }
+    let mut out = vec![0u8; size];
+    let inflated = INFLATER.with(|cell| {
+        let mut slot = cell.borrow_mut();
+        slot.get_or_insert_with(libdeflater::Decompressor::new)
+            .deflate_decompress(&input[start..end], &mut out)
+    });
+    match inflated {
+        Ok(n) if n == size && libdeflater::crc32(&out) == crc => Some(out),
+        _ => None,
+    }
 }
 
 /// A zlib header: compression method 8 and a header checksum divisible by 31.
@@ -461,6 +523,7 @@ mod tests {
     use std::io::Write;
 
     use flate2::Compression;
+    use flate2::GzBuilder;
     use flate2::write::{DeflateEncoder, GzEncoder, ZlibEncoder};
 
     use super::*;
@@ -578,6 +641,54 @@ mod tests {
             .entity_body(1 << 20)
             .unwrap();
         assert!(got.truncated && !got.bytes.is_empty() && big.starts_with(&got.bytes));
+    }
+
+    #[test]
+    fn one_shot_gzip_reads_as_the_streaming_decoder() {
+        let page: Vec<u8> = (0..3000u32)
+            .flat_map(|i| format!("<p>word {} of the page</p>", i % 97).into_bytes())
+            .collect();
+        let one = gzip(&page);
+        // One member: the one-shot path, equal to the streaming decoder's output.
+        assert_eq!(gzip_one_member(&one, 1 << 20).as_deref(), Some(&page[..]));
+        let mut named = GzBuilder::new()
+            .filename("p.html")
+            .write(Vec::new(), Compression::fast());
+        named.write_all(&page).unwrap();
+        let named = named.finish().unwrap();
+        assert_eq!(gzip_one_member(&named, 1 << 20).as_deref(), Some(&page[..]));
+        // Two members, even of the same text: never read as the first alone.
+        let mut two = one.clone();
+        two.extend_from_slice(&one);
+        assert_eq!(gzip_one_member(&two, 1 << 20), None);
+        let (got, cut) = decode_one(&two, Coding::Gzip, 1 << 20, false).unwrap();
+        assert_eq!((got.len(), cut), (2 * page.len(), false));
+        assert!(got.starts_with(&page) && got.ends_with(&page));
+        // A stated size over the cap: the streaming decoder cuts at the cap.
+        assert_eq!(gzip_one_member(&one, 100), None);
+        let (got, cut) = decode_one(&one, Coding::Gzip, 100, false).unwrap();
+        assert_eq!((&got[..], cut), (&page[..100], true));
+        // A wrong CRC-32 or size: not taken, and the streaming decoder says why.
+        for at in [one.len() - 8, one.len() - 1] {
+            let mut bad = one.clone();
+            bad[at] ^= 1;
+            assert_eq!(gzip_one_member(&bad, 1 << 20), None, "byte {at}");
+            assert!(matches!(
+                decode_one(&bad, Coding::Gzip, 1 << 20, false),
+                Err(HttpError::Corrupt { coding: "gzip", .. })
+            ));
+        }
+        // An extra field goes the streaming way, and reads the same.
+        let mut extra = GzBuilder::new()
+            .extra(vec![1, 2, 3])
+            .write(Vec::new(), Compression::fast());
+        extra.write_all(&page).unwrap();
+        let extra = extra.finish().unwrap();
+        assert_eq!(gzip_one_member(&extra, 1 << 20), None);
+        assert_eq!(
+            decode_one(&extra, Coding::Gzip, 1 << 20, false).unwrap(),
+            (page, false)
+        );
     }
 
     #[test]
