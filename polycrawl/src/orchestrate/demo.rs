@@ -156,6 +156,12 @@ pub struct DemoArgs {
     #[arg(long, value_name = "N", default_value_t = 1,
           value_parser = clap::value_parser!(u32).range(1..=64))]
     pub connections_per_host: u32,
+    /// Cap on robots.txt's `Crawl-delay`, in milliseconds
+    /// (manager.frontier.max_crawl_delay_ms; default: the config's, 60 s). websim
+    /// has hosts that ask for `Crawl-delay: 1`: one of them, a second a request, can
+    /// set a small web's crawl time.
+    #[arg(long, value_name = "MS")]
+    pub max_crawl_delay_ms: Option<u64>,
     /// Crawl websim's seeds in a fixed pseudo-random order (by a hash of each
     /// URL) instead of its order, most popular host first: a seed list in no
     /// particular order, as an operator's list of sites is.
@@ -353,6 +359,9 @@ fn demo_config(layout: &Layout, ready: &Ready, args: &DemoArgs) -> Config {
     f.request_scan_interval_ms = 500;
     f.outcome_max_age_ms = 500;
     f.keep_alive_max_interval_ms = args.interval_ms.max(1000);
+    if let Some(ms) = args.max_crawl_delay_ms {
+        f.max_crawl_delay_ms = ms;
+    }
     c
 }
 
@@ -853,10 +862,18 @@ mod tests {
             all_seeds: false,
             own_addresses: false,
             shuffle_seeds: false,
+            max_crawl_delay_ms: None,
             strategy: super::super::strategy::StrategyArgs::default(),
         };
         let c = demo_config(&layout, &ready, &args);
         c.validate("demo").unwrap();
         assert!(c.downloader.allow_private && c.manager.frontier.allow_private_addresses);
+        assert_eq!(c.manager.frontier.max_crawl_delay_ms, 60_000);
+        let capped = DemoArgs {
+            max_crawl_delay_ms: Some(200),
+            ..args
+        };
+        let c = demo_config(&layout, &ready, &capped);
+        assert_eq!(c.manager.frontier.max_crawl_delay_ms, 200);
     }
 }
