@@ -64,11 +64,29 @@ fn polycrawl(what: &str, args: &[&std::ffi::OsStr], dir: &Path) -> Vec<String> {
     p.stdout()
 }
 
-/// Every CDXJ line of the repository: (url, timestamp, mime, status, digest).
-fn index_lines(repo: &Path) -> Vec<(String, String, String, String, String)> {
+/// One CDXJ line: (url, timestamp, mime, status, digest).
+type IndexLine = (String, String, String, String, String);
+
+/// Every CDXJ line of the repository.
+fn index_lines(repo: &Path) -> Vec<IndexLine> {
+    read_index_lines(repo).unwrap()
+}
+
+/// [`index_lines`] of a repository a recrawl is writing, or `None` when an index
+/// file went away between the listing and its reading: storage merges index files
+/// (the merged one renamed in, then its inputs deleted), so a poll reads again.
+fn index_lines_live(repo: &Path) -> Option<Vec<IndexLine>> {
+    match read_index_lines(repo) {
+        Ok(lines) => Some(lines),
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => None,
+        Err(e) => panic!("reading {}: {e}", repo.display()),
+    }
+}
+
+fn read_index_lines(repo: &Path) -> std::io::Result<Vec<IndexLine>> {
     let mut lines = Vec::new();
-    for entry in std::fs::read_dir(repo.join("index")).unwrap() {
-        let text = std::fs::read_to_string(entry.unwrap().path()).unwrap();
+    for entry in std::fs::read_dir(repo.join("index"))? {
+        let text = std::fs::read_to_string(entry?.path())?;
         for l in text.lines() {
             let mut parts = l.splitn(3, ' ');
             let (_, ts, json) = (parts.next(), parts.next(), parts.next());
@@ -83,7 +101,7 @@ fn index_lines(repo: &Path) -> Vec<(String, String, String, String, String)> {
             ));
         }
     }
-    lines
+    Ok(lines)
 }
 
 /// The number after `label` in the summary line (`... stored as 12 responses ...`).
@@ -196,8 +214,8 @@ async fn a_recrawl_stores_304s_and_unchanged_pages_as_revisits_as_websim_says() 
         lines.len() as u64,
         before as u64 + changed + not_modified + identical
     );
-    let mut newest: HashMap<&str, &(String, String, String, String, String)> = HashMap::new();
-    let mut oldest: HashMap<&str, &(String, String, String, String, String)> = HashMap::new();
+    let mut newest: HashMap<&str, &IndexLine> = HashMap::new();
+    let mut oldest: HashMap<&str, &IndexLine> = HashMap::new();
     for l in &lines {
         let n = newest.entry(l.0.as_str()).or_insert(l);
         if l.1 > n.1 {
@@ -441,7 +459,7 @@ fn a_recrawl_killed_mid_run_resumes_and_loses_no_url() {
     let p = ProcessGuard::spawn("recrawl-1", cmd, d).unwrap();
     let stored_at_kill =
         test_support::wait::poll_every(Duration::from_secs(120), Duration::from_millis(20), || {
-            let n = index_lines(&repo).len() - before;
+            let n = index_lines_live(&repo)?.len() - before;
             (n >= changes.len() / 3).then_some(n)
         })
         .unwrap_or_else(|| panic!("{}", p.report("too slow")));
@@ -457,8 +475,8 @@ fn a_recrawl_killed_mid_run_resumes_and_loses_no_url() {
     // Run 2: the same command resumes and completes.
     polycrawl("recrawl-2", &args, d);
     let lines = index_lines(&repo);
-    let mut newest: HashMap<&str, &(String, String, String, String, String)> = HashMap::new();
-    let mut oldest: HashMap<&str, &(String, String, String, String, String)> = HashMap::new();
+    let mut newest: HashMap<&str, &IndexLine> = HashMap::new();
+    let mut oldest: HashMap<&str, &IndexLine> = HashMap::new();
     for l in &lines {
         let n = newest.entry(l.0.as_str()).or_insert(l);
         if l.1 > n.1 {
