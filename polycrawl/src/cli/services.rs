@@ -388,16 +388,28 @@ fn registration(args: ServiceArgs) -> anyhow::Result<(Config, Registration)> {
 
 /// Runs a service on a multi-thread runtime until it returns; SIGINT/SIGTERM
 /// cancel the token it is given.
+///
+/// The service's own future is a task on the runtime's worker threads, not the
+/// main thread's `block_on`: every wake of a future in `block_on` wakes the main
+/// thread (a futex and a context switch), and a service's session is woken for
+/// each page (the downloader's by its writer's reports, the manager's by each
+/// message). On the worker threads, a wake while a worker runs is a queue push:
+/// on the nginx benchmark the downloader's and manager's context switches fell
+/// from 115,000 to 65,000 a crawl and CPU per page by about 7 % (BENCHMARKS.md,
+/// issue 39). A panic in the service ends the process as before.
 pub(super) fn serve<F, Fut, E>(service: F) -> anyhow::Result<()>
 where
     F: FnOnce(tokio_util::sync::CancellationToken) -> Fut,
-    Fut: Future<Output = Result<(), E>>,
+    Fut: Future<Output = Result<(), E>> + Send + 'static,
     E: std::error::Error + Send + Sync + 'static,
 {
     let shutdown = tokio_util::sync::CancellationToken::new();
     tokio::runtime::Runtime::new()?.block_on(async {
         tokio::spawn(super::shutdown_on_signal(shutdown.clone()));
-        service(shutdown).await
+        match tokio::spawn(service(shutdown)).await {
+            Ok(result) => result.map_err(anyhow::Error::from),
+            Err(e) => std::panic::resume_unwind(e.into_panic()),
+        }
     })?;
     Ok(())
 }
