@@ -23,16 +23,22 @@
 //! - Batches: one open batch per application, opened at its first record, published
 //!   when it reaches `max_batch_bytes`, when it is `max_batch_age_ms` old, on
 //!   [`Command::Publish`], on [`Command::Flush`] and on [`Command::Shutdown`].
-//! - **Eager when idle, batched when busy** (Nagle's rule, DESIGN.md section 2):
-//!   [`Command::Publish`] comes when no job of the application is left at this
-//!   downloader. The batch goes out at once if the application has claimed our
-//!   previous batch (it is waiting for work); if that batch is still in
-//!   `pages/<app>/`, the application is busy, so the batch keeps growing and is
-//!   published the moment the previous one is claimed (checked every
-//!   [`CLAIM_POLL`]: one `stat`), or by size or age, whichever comes first. Every
-//!   published file costs the application a claim, an ingest and their fsyncs, so
-//!   this is what keeps batches large under load and latency low when idle. Robots files are written
-//!   and published at once, then reported.
+//! - **Eager when idle, batched when busy** (Nagle's rule, DESIGN.md section 2): a
+//!   batch becomes *ripe* when [`Command::Publish`] comes (no job of the
+//!   application is left at this downloader) or when it is [`RIPE_AGE`] old. A
+//!   ripe batch goes out at once if the application has claimed our previous
+//!   batch (it is waiting for work); if that batch is still in `pages/<app>/`, the
+//!   application is busy, so the batch keeps growing and is published the moment
+//!   the previous one is claimed (checked every [`CLAIM_POLL`]: one `stat`), or by
+//!   size or age, whichever comes first. Every published file costs the
+//!   application a claim, an ingest and their fsyncs, so this is what keeps
+//!   batches large under load and latency low when idle; the ripe age is what
+//!   keeps an application that has claimed everything from waiting on a
+//!   downloader that is still busy fetching (a crawl's first seconds: every seed
+//!   page in one batch, published only when the last one is fetched, left the
+//!   application idle and then one reader thread parsing it while the downloader
+//!   waited for links: issue 39). Robots files are written and published at
+//!   once, then reported.
 //! - **Spool full** (`ENOSPC`, `EDQUOT`: [`WriteError::is_disk_full`]): the writer
 //!   pauses. A record that failed is cut off its batch ([`Batch::recover`]
 //!   truncates the temp file to the last complete record) and kept in memory, not
@@ -80,6 +86,11 @@ pub const QUEUE: usize = 64;
 /// How often a batch held back for a busy application checks whether the
 /// application has claimed our previous batch.
 pub const CLAIM_POLL: Duration = Duration::from_millis(2);
+
+/// Age at which an open batch is published as soon as its application has claimed
+/// our previous batch, though the application still has jobs here (see the module
+/// docs: eager when idle).
+pub const RIPE_AGE: Duration = Duration::from_millis(100);
 
 /// First wait before retrying a write that failed because the spool is full.
 pub const RETRY_MIN: Duration = Duration::from_millis(50);
@@ -198,6 +209,7 @@ impl WriterHandle {
             open: HashMap::new(),
             last_published: HashMap::new(),
             held: HashSet::new(),
+            next_claim_check: Instant::now(),
             paused: None,
             give_up: give_up.clone(),
         };
@@ -242,8 +254,11 @@ struct Writer {
     open: HashMap<AppId, Batch>,
     /// The last batch published per application, while it may be unclaimed.
     last_published: HashMap<AppId, PathBuf>,
-    /// Applications whose open batch goes out once `last_published` is claimed.
+    /// Applications whose open batch is ripe: it goes out once `last_published` is
+    /// claimed.
     held: HashSet<AppId>,
+    /// When `held` is checked next (every [`CLAIM_POLL`], not at every command).
+    next_claim_check: Instant,
     /// Set while the spool is full.
     paused: Option<Paused>,
     /// Cancelled when the service stops (see [`WriterHandle::spawn`]).
@@ -275,15 +290,27 @@ impl Writer {
                 }
                 continue;
             }
+            let now = Instant::now();
             self.publish_aged();
-            self.publish_claimed();
+            self.ripen(now);
+            self.publish_claimed(now);
             if self.paused.is_some() {
                 continue;
             }
             let oldest = self.open.values().map(Batch::opened).min();
             let mut deadline = oldest.map(|t| Instant::from_std(t) + self.settings.max_batch_age);
+            let unripe = self
+                .open
+                .iter()
+                .filter(|(app, _)| !self.held.contains(*app))
+                .map(|(_, b)| b.opened())
+                .min();
+            if let Some(opened) = unripe {
+                let ripe = Instant::from_std(opened) + RIPE_AGE;
+                deadline = Some(deadline.map_or(ripe, |d| d.min(ripe)));
+            }
             if !self.held.is_empty() {
-                let poll = Instant::now() + CLAIM_POLL;
+                let poll = self.next_claim_check.max(now);
                 deadline = Some(deadline.map_or(poll, |d| d.min(poll)));
             }
             let far = Instant::now() + Duration::from_secs(86_400);
@@ -577,11 +604,29 @@ impl Writer {
         }
     }
 
-    /// Publishes the held batches whose application claimed our last batch.
-    fn publish_claimed(&mut self) {
-        if self.held.is_empty() {
+    /// Batches [`RIPE_AGE`] old become ripe: published now if their application
+    /// claimed our last batch, else held until it does.
+    fn ripen(&mut self, now: Instant) {
+        let ripe: Vec<AppId> = self
+            .open
+            .iter()
+            .filter(|(app, b)| {
+                !self.held.contains(*app) && now >= Instant::from_std(b.opened()) + RIPE_AGE
+            })
+            .map(|(app, _)| app.clone())
+            .collect();
+        for app in ripe {
+            self.publish_when_waited_for(app);
+        }
+    }
+
+    /// Publishes the held batches whose application claimed our last batch; at most
+    /// once per [`CLAIM_POLL`] (one `stat` per held application).
+    fn publish_claimed(&mut self, now: Instant) {
+        if self.held.is_empty() || now < self.next_claim_check {
             return;
         }
+        self.next_claim_check = now + CLAIM_POLL;
         let ready: Vec<AppId> = self
             .held
             .iter()

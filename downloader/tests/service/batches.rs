@@ -1,5 +1,5 @@
-//! Page batches: published by age and by size; a downloader killed mid-batch
-//! leaves only a temp file.
+//! Page batches: published by age, by size, and when ripe for an application
+//! waiting for work; a downloader killed mid-batch leaves only a temp file.
 
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
@@ -90,6 +90,56 @@ async fn batches_are_published_by_size() {
     m.committed(&uncommitted).await;
     dl.join().await.unwrap();
     assert_eq!(published(&dl.pages()).len(), 3);
+}
+
+/// A batch goes out once it is ripe (`RIPE_AGE`) if the application claimed our
+/// previous batch, though a job of the application is still running here; while
+/// the previous batch lies unclaimed, a ripe batch waits for the claim.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn ripe_batches_go_to_a_waiting_application() {
+    let site = Site::start().await;
+    let manager = TestManager::start().await;
+    let patient = downloader::DownloaderConfig {
+        max_batch_age_ms: 60_000,
+        ..config()
+    };
+    let mut dl = start(patient, manager.addr());
+    let mut m = manager.accept(dl.spool.path()).await;
+    let started = Instant::now();
+
+    // Job 2 runs for 4 s: no Publish comes before it ends.
+    m.fetch(vec![
+        page(1, &site.url("/one"), site.addr),
+        page(2, &site.url("/slow/4000"), site.addr),
+    ])
+    .await;
+    m.committed(&[1]).await;
+    let first = started.elapsed();
+    assert!(
+        first < Duration::from_millis(2000),
+        "the first batch went out {first:?} after the fetch, not once ripe"
+    );
+    assert!(!m.seen.reports.contains_key(&JobId(2)), "job 2 ended early");
+    let files = published(&dl.pages());
+    assert_eq!(files.len(), 1, "{files:?}");
+
+    // The application has not claimed that batch: the next one waits.
+    m.fetch(vec![page(3, &site.url("/two"), site.addr)]).await;
+    m.reports_for(&[3]).await;
+    tokio::time::sleep(Duration::from_millis(500)).await;
+    m.until("nothing", |_| true).await;
+    assert!(
+        !m.seen.committed_jobs().contains(&JobId(3)),
+        "published while the previous batch was unclaimed: {:?}",
+        m.seen.committed
+    );
+    // Claimed (the application moves it away): the ripe batch follows.
+    std::fs::remove_file(&files[0]).unwrap();
+    m.committed(&[3]).await;
+    assert!(!m.seen.reports.contains_key(&JobId(2)), "job 2 ended early");
+
+    dl.shutdown.cancel();
+    dl.join().await.unwrap();
 }
 
 /// The `polycrawl` binary next to this test's executable (`cargo build --release
