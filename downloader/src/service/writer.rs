@@ -299,13 +299,7 @@ impl Writer {
             }
             let oldest = self.open.values().map(Batch::opened).min();
             let mut deadline = oldest.map(|t| Instant::from_std(t) + self.settings.max_batch_age);
-            let unripe = self
-                .open
-                .iter()
-                .filter(|(app, _)| !self.held.contains(*app))
-                .map(|(_, b)| b.opened())
-                .min();
-            if let Some(opened) = unripe {
+            if let Some(opened) = self.unripe().map(|(_, b)| b.opened()).min() {
                 let ripe = Instant::from_std(opened) + RIPE_AGE;
                 deadline = Some(deadline.map_or(ripe, |d| d.min(ripe)));
             }
@@ -313,7 +307,7 @@ impl Writer {
                 let poll = self.next_claim_check.max(now);
                 deadline = Some(deadline.map_or(poll, |d| d.min(poll)));
             }
-            let far = Instant::now() + Duration::from_secs(86_400);
+            let far = now + Duration::from_secs(86_400);
             tokio::select! {
                 command = rx.recv() => match command {
                     Some(Command::Store(store)) => self.store(*store),
@@ -608,16 +602,20 @@ impl Writer {
     /// claimed our last batch, else held until it does.
     fn ripen(&mut self, now: Instant) {
         let ripe: Vec<AppId> = self
-            .open
-            .iter()
-            .filter(|(app, b)| {
-                !self.held.contains(*app) && now >= Instant::from_std(b.opened()) + RIPE_AGE
-            })
+            .unripe()
+            .filter(|(_, b)| now >= Instant::from_std(b.opened()) + RIPE_AGE)
             .map(|(app, _)| app.clone())
             .collect();
         for app in ripe {
             self.publish_when_waited_for(app);
         }
+    }
+
+    /// The open batches not ripe yet (not held).
+    fn unripe(&self) -> impl Iterator<Item = (&AppId, &Batch)> {
+        self.open
+            .iter()
+            .filter(|(app, _)| !self.held.contains(*app))
     }
 
     /// Publishes the held batches whose application claimed our last batch; at most
