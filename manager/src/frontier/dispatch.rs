@@ -518,7 +518,7 @@ impl Frontier {
             1
         };
         let (head, want) = (host.queue.head, (host.queued() as usize).min(batch));
-        let entries: Vec<(u64, QueueEntry)> = self.ledger.store().read_queue(id, head, want)?;
+        let entries: Vec<(u64, QueueEntry)> = self.ledger.store()?.read_queue(id, head, want)?;
         if let Some(host) = self.hosts.get_mut(id) {
             // Only a contiguous run from the head is usable.
             for (expect, (seq, entry)) in (host.queue.head..).zip(entries) {

@@ -91,7 +91,7 @@ impl Frontier {
         self.commit(batch)?;
         self.requeue_unclaimed(now_ms)?;
         self.load_if_needed(now_ms)?;
-        self.outcomes.flush(self.ledger.store(), now_ms, false)?;
+        self.outcomes.flush(self.ledger.store()?, now_ms, false)?;
         Ok(())
     }
 
@@ -277,10 +277,10 @@ impl Frontier {
     }
 
     /// The stored record of `origin` (default if none).
-    pub(crate) fn origin_record(&self, origin: &str) -> Result<OriginRecord, FrontierError> {
+    pub(crate) fn origin_record(&mut self, origin: &str) -> Result<OriginRecord, FrontierError> {
         Ok(self
             .ledger
-            .store()
+            .store()?
             .get(Cf::Origin, origin.as_bytes())?
             .unwrap_or_default())
     }
@@ -425,7 +425,7 @@ impl Frontier {
             }
             host.queue.buffer.clear();
             let (head, n) = (host.queue.head, (host.queued() as usize).min(DROP_CHUNK));
-            let entries: Vec<(u64, QueueEntry)> = self.ledger.store().read_queue(id, head, n)?;
+            let entries: Vec<(u64, QueueEntry)> = self.ledger.store()?.read_queue(id, head, n)?;
             let last = entries.last().map(|(seq, _)| *seq + 1).unwrap_or(u64::MAX);
             for (_, entry) in entries {
                 let app = &entry.app;
@@ -486,7 +486,7 @@ impl Frontier {
         let mut entries = Vec::with_capacity(out.len());
         for seq in out.into_iter().filter(|s| *s < head) {
             let entry: Option<QueueEntry> =
-                self.ledger.store().get(Cf::Queue, &queue_key(id, seq))?;
+                self.ledger.store()?.get(Cf::Queue, &queue_key(id, seq))?;
             match entry {
                 Some(entry) => entries.push((seq, entry)),
                 None => tracing::warn!(host = id, seq, "URL in flight missing from its queue"),
@@ -639,7 +639,10 @@ impl Frontier {
                 break;
             }
             let max = self.config.load_chunk_urls;
-            let Some(chunk) = self.requests.next_chunk(self.ledger.store(), max, now_ms)? else {
+            let Some(chunk) = self
+                .requests
+                .next_chunk(self.ledger.store()?, max, now_ms)?
+            else {
                 break;
             };
             loaded += chunk.requests.len() as u64;
@@ -780,7 +783,7 @@ impl Frontier {
         if let Some(key) = self.requests.committed(chunk)? {
             let mut cleanup = Batch::default();
             cleanup.delete(Cf::Meta, key);
-            self.ledger.store().write(cleanup)?;
+            self.ledger.store()?.write(cleanup)?;
         }
         Ok(())
     }

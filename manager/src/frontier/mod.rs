@@ -252,13 +252,13 @@ impl Frontier {
         let mut batch = Batch::default();
         // Progress of files that are gone (a crash between `done()` and the cleanup).
         let live = frontier.requests.claimed_keys();
-        for key in progress_keys(frontier.ledger.store())? {
+        for key in progress_keys(frontier.ledger.store()?)? {
             if !live.contains(&key) {
                 batch.delete(Cf::Meta, key);
             }
         }
         frontier.reserve_job_ids(&mut batch);
-        frontier.ledger.store().write(batch)?;
+        frontier.ledger.store()?.write(batch)?;
         tracing::info!(
             hosts = frontier.hosts.len(),
             next_reqno = frontier.requests.next_reqno(),
@@ -272,7 +272,7 @@ impl Frontier {
     fn rebuild_hosts(&mut self) -> Result<(), FrontierError> {
         let mut records = Vec::new();
         self.ledger
-            .store()
+            .store()?
             .scan(Cf::Host, &[], |key, record: HostRecord| {
                 let id = key
                     .get(..8)
@@ -291,7 +291,7 @@ impl Frontier {
             self.hosts.saw_id(id);
             self.restore_host(id, record, &mut batch)?;
         }
-        self.ledger.store().write(batch)
+        self.ledger.store()?.write(batch)
     }
 
     /// Reads back the pages that awaited their commit when the earlier run stopped
@@ -301,7 +301,7 @@ impl Frontier {
     fn restore_awaiting(&mut self) -> Result<(), FrontierError> {
         let mut pages = Vec::new();
         self.ledger
-            .store()
+            .store()?
             .scan(Cf::Awaiting, &[], |key, page: AwaitingPage| {
                 if let Some(job) = split_job_key(key) {
                     pages.push((JobId(job), page));
@@ -336,6 +336,19 @@ impl Frontier {
     /// [`commit`](Self::commit), synced when `sync`.
     fn commit_opt(&mut self, batch: Batch, sync: bool) -> Result<(), FrontierError> {
         self.ledger.commit(batch, sync)
+    }
+
+    /// Holds the changes from now on, to write them as one batch at
+    /// [`release_changes`](Self::release_changes) (or earlier, before the frontier
+    /// reads its database): for the reports of one message. See `ledger`.
+    pub fn hold_changes(&mut self) {
+        self.ledger.hold();
+    }
+
+    /// Writes the changes held since [`hold_changes`](Self::hold_changes) and stops
+    /// holding. Call it before sending anything that depends on them.
+    pub fn release_changes(&mut self) -> Result<(), FrontierError> {
+        self.ledger.release()
     }
 
     /// Politeness across a restart: when the frontier reopened an earlier run's
@@ -417,7 +430,7 @@ impl Frontier {
             .collect();
         let mut batch = Batch::default();
         batch.put(Cf::Meta, META_BLACKLIST.to_vec(), &entries);
-        self.ledger.store().write(batch)
+        self.ledger.store()?.write(batch)
     }
 
     /// Writes a consistent, hard-linked snapshot of the frontier's database into `dir`
@@ -426,14 +439,14 @@ impl Frontier {
     /// The spool is not part of the snapshot: request files loaded after the
     /// checkpoint are already deleted, so restarting from an old checkpoint loses
     /// them. Take checkpoints often, restart from the live database when it is intact.
-    pub fn checkpoint(&self, dir: &Path) -> Result<(), FrontierError> {
-        self.ledger.store().checkpoint(dir)
+    pub fn checkpoint(&mut self, dir: &Path) -> Result<(), FrontierError> {
+        self.ledger.store()?.checkpoint(dir)
     }
 
     /// Publishes every pending outcome now (before a clean shutdown; never required
     /// for safety, since pending outcomes are durable).
     pub fn flush_outcomes(&mut self, now_ms: u64) -> Result<usize, FrontierError> {
-        self.outcomes.flush(self.ledger.store(), now_ms, true)
+        self.outcomes.flush(self.ledger.store()?, now_ms, true)
     }
 
     /// The pause of outcome publishing on a full spool, if any (admin page).
@@ -443,7 +456,7 @@ impl Frontier {
 
     /// Publishes the outcomes pending for `app` now; whether a file was published.
     pub fn flush_outcomes_of(&mut self, app: &AppId) -> Result<bool, FrontierError> {
-        self.outcomes.flush_app(self.ledger.store(), app)
+        self.outcomes.flush_app(self.ledger.store()?, app)
     }
 
     /// Counts a downloader's report in the crawl's totals; call it right before

@@ -568,7 +568,7 @@ impl Frontier {
         now_ms: u64,
         batch: &mut Batch,
     ) -> Result<(), FrontierError> {
-        let entry: Option<QueueEntry> = self.ledger.store().get(Cf::Queue, &queue_key(id, seq))?;
+        let entry: Option<QueueEntry> = self.ledger.store()?.get(Cf::Queue, &queue_key(id, seq))?;
         let Some(entry) = entry else {
             tracing::warn!(host = id, seq, "URL in flight missing from its queue");
             return Ok(());
@@ -618,7 +618,7 @@ impl Frontier {
             tracing::warn!(host = %host.origin, seq, head = host.queue.head, "put-back below its head");
             return Ok(());
         };
-        let entry: Option<QueueEntry> = self.ledger.store().get(Cf::Queue, &queue_key(id, seq))?;
+        let entry: Option<QueueEntry> = self.ledger.store()?.get(Cf::Queue, &queue_key(id, seq))?;
         let Some(entry) = entry else {
             tracing::warn!(host = %host.origin, seq, "URL in flight missing from its queue");
             return Ok(());
@@ -630,7 +630,7 @@ impl Frontier {
             match host.out.iter().position(|o| o.seq == Some(to)) {
                 Some(i) => {
                     let other: Option<QueueEntry> =
-                        self.ledger.store().get(Cf::Queue, &queue_key(id, to))?;
+                        self.ledger.store()?.get(Cf::Queue, &queue_key(id, to))?;
                     let Some(other) = other else {
                         tracing::warn!(host = %host.origin, seq = to, "URL in flight missing from its queue");
                         return Ok(());

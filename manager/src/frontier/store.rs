@@ -106,6 +106,11 @@ impl Batch {
         self.ops.push(Op::DeleteRange(cf, from, to));
     }
 
+    /// Adds the operations of `other` after this batch's.
+    pub fn append(&mut self, mut other: Batch) {
+        self.ops.append(&mut other.ops);
+    }
+
     /// Whether nothing was added.
     pub fn is_empty(&self) -> bool {
         self.ops.is_empty()

@@ -67,7 +67,7 @@ impl Checkpoints {
 
     /// The periodic checkpoint, if due at `now`: written (a failure is logged and
     /// tried again at the next interval), and the next one scheduled.
-    pub fn periodic(&mut self, frontier: &Frontier, now: Instant) {
+    pub fn periodic(&mut self, frontier: &mut Frontier, now: Instant) {
         if !self.due(now) {
             return;
         }
@@ -83,7 +83,7 @@ impl Checkpoints {
     }
 
     /// Writes a checkpoint now, deletes the old ones; returns its folder.
-    pub fn take(&mut self, frontier: &Frontier) -> Result<PathBuf, CheckpointError> {
+    pub fn take(&mut self, frontier: &mut Frontier) -> Result<PathBuf, CheckpointError> {
         let folder = |source| CheckpointError::Folder {
             path: self.dir.clone(),
             source,
@@ -129,7 +129,7 @@ mod tests {
     fn only_the_newest_checkpoints_are_kept_and_they_open() {
         let dir = tempfile::tempdir().unwrap();
         let spool = Spool::new(dir.path().join("spool"));
-        let frontier = Frontier::open(
+        let mut frontier = Frontier::open(
             &dir.path().join("db"),
             spool.clone(),
             FrontierConfig::default(),
@@ -140,7 +140,7 @@ mod tests {
         assert!(!c.due(now));
         assert!(c.due(now + Duration::from_secs(1)));
         for _ in 0..3 {
-            c.take(&frontier).unwrap();
+            c.take(&mut frontier).unwrap();
         }
         assert_eq!(numbered(&dir.path().join("checkpoints")).unwrap(), [2, 3]);
         drop(frontier);

@@ -119,7 +119,7 @@ impl Engine {
                     done(format!("{entry} {what}; the blacklist has {n} entries"))
                 }
             },
-            AdminCommand::Checkpoint => match self.checkpoints.take(&self.frontier) {
+            AdminCommand::Checkpoint => match self.checkpoints.take(&mut self.frontier) {
                 Ok(dir) => Ok(AdminReply::Checkpointed {
                     // Absolute, so the answer means the same wherever it is read.
                     path: std::path::absolute(&dir)

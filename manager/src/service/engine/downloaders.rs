@@ -213,8 +213,25 @@ impl Engine {
         Ok(())
     }
 
-    /// A downloader reported on some jobs.
+    /// A downloader reported on some jobs. The frontier's changes for all of them
+    /// are written as one batch (`frontier::ledger`, "Held changes"): one WAL write
+    /// and one copy of the figures for the message rather than one per report. The
+    /// batch is written before this returns, so before any job goes out.
     pub(super) fn on_reports(
+        &mut self,
+        conn: ConnId,
+        reports: Vec<FetchReport>,
+        wall: u64,
+    ) -> Result<(), ManagerError> {
+        self.frontier.hold_changes();
+        let handled = self.each_report(conn, reports, wall);
+        let released = self.frontier.release_changes();
+        handled?;
+        Ok(released?)
+    }
+
+    /// [`on_reports`](Self::on_reports), report by report.
+    fn each_report(
         &mut self,
         conn: ConnId,
         reports: Vec<FetchReport>,

@@ -341,7 +341,7 @@ impl Engine {
             self.figures.next_status = now + Duration::from_millis(self.config.status_interval_ms);
         }
         if self.stopping.is_none() {
-            self.checkpoints.periodic(&self.frontier, now);
+            self.checkpoints.periodic(&mut self.frontier, now);
         }
         self.figures
             .rate
