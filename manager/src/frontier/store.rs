@@ -15,7 +15,7 @@ use std::path::Path;
 use rocksdb::checkpoint::Checkpoint;
 use rocksdb::{
     BlockBasedOptions, Cache, ColumnFamilyDescriptor, DB, DBCompressionType, Direction,
-    IteratorMode, Options, ReadOptions, WriteBatch, WriteOptions,
+    IteratorMode, MemtableFactory, Options, ReadOptions, WriteBatch, WriteOptions,
 };
 use serde::Serialize;
 use serde::de::DeserializeOwned;
@@ -58,6 +58,15 @@ impl Cf {
             Cf::Host | Cf::Origin | Cf::Outcome => 16 << 20,
             Cf::Awaiting | Cf::Meta => 4 << 20,
         }
+    }
+
+    /// Families only written while the crawl runs (read back at open, by a scan):
+    /// their memtable is a vector, an append per write, sorted once when flushed,
+    /// where a skip list pays a search of cache misses per write (BENCHMARKS.md,
+    /// issue 39). A read of one of them sorts the memtable, so no read may be added
+    /// to a running crawl's path without moving it back to a skip list.
+    fn write_only(self) -> bool {
+        matches!(self, Cf::Host | Cf::Awaiting)
     }
 
     fn name(self) -> &'static str {
@@ -142,6 +151,9 @@ impl Store {
         opts.create_if_missing(true);
         opts.create_missing_column_families(true);
         opts.set_compression_type(DBCompressionType::Lz4);
+        // The vector memtables of the write-only families take one writer at a time
+        // (the frontier is the only writer anyway).
+        opts.set_allow_concurrent_memtable_write(false);
         // Block cache shared by all families: the "active pages" of Polybot section
         // 3.5 (each queue's head and tail block) must fit.
         let cache = Cache::new_lru_cache(64 * 1024 * 1024);
@@ -153,6 +165,9 @@ impl Store {
             cf_opts.set_compression_type(DBCompressionType::Lz4);
             cf_opts.set_block_based_table_factory(&table);
             cf_opts.set_write_buffer_size(cf.write_buffer_bytes());
+            if cf.write_only() {
+                cf_opts.set_memtable_factory(MemtableFactory::Vector);
+            }
             ColumnFamilyDescriptor::new(cf.name(), cf_opts)
         });
         let db = DB::open_cf_descriptors(&opts, path, cfs)
