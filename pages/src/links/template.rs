@@ -419,6 +419,162 @@ mod tests {
         }
     }
 
+    /// The pass as the module docs state it, byte by byte, with the URLs' runs kept
+    /// as lower-cased bytes rather than hashes: the reference for the fast paths.
+    fn reference(body: &[u8], page: &Url, links: &[Url]) -> u64 {
+        let mut variable = HashSet::new();
+        for url in std::iter::once(page).chain(links) {
+            for part in [Some(url.path()), url.query()].into_iter().flatten() {
+                for run in part.as_bytes().split(|b| !b.is_ascii_alphanumeric()) {
+                    variable.insert(run.to_ascii_lowercase());
+                }
+            }
+        }
+        let mut h = Fingerprint::default();
+        let mut in_placeholder = false;
+        let mut i = 0;
+        while i < body.len() {
+            let b = body[i];
+            if !b.is_ascii_alphanumeric() {
+                if !(b.is_ascii_whitespace() || (in_placeholder && b == b'/')) {
+                    h.byte(b);
+                    in_placeholder = false;
+                }
+                i += 1;
+                continue;
+            }
+            let start = i;
+            while i < body.len() && body[i].is_ascii_alphanumeric() {
+                i += 1;
+            }
+            let run = &body[start..i];
+            if variable.contains(&run.to_ascii_lowercase())
+                || run.iter().all(u8::is_ascii_digit)
+                || is_random_token(run)
+            {
+                if !in_placeholder {
+                    h.word(u64::from(PLACEHOLDER));
+                }
+                in_placeholder = true;
+            } else {
+                h.word(run_hash(run));
+                in_placeholder = false;
+            }
+        }
+        h.finish()
+    }
+
+    #[test]
+    fn the_fast_paths_give_the_reference_fingerprint() {
+        let page = url("http://t.test/maze/Qwerty/p27/Seventeen1234567x?id=0f3a9c1b2d4e5f60&n=8");
+        let links = [
+            url("http://t.test/maze/eightchr/ninechars/sixteencharsxyz"),
+            url("http://t.test/a/b?q=Mixed9Case"),
+        ];
+        // Pieces with runs of every length around the 8- and 16-byte steps, words
+        // of the URLs in other cases, digits, random ids, every kind of whitespace
+        // (and 0x0b, which is none), `/`, bytes next to the letter and digit ranges,
+        // and non-ASCII bytes, some of them letters or digits with 0x80 set.
+        let mut pieces: Vec<Vec<u8>> = [
+            "maze",
+            "MAZE",
+            "qwerty",
+            "p27",
+            "P27",
+            "eightchr",
+            "ninechars",
+            "EightChr",
+            "sixteencharsxyz",
+            "seventeen1234567x",
+            "Seventeen1234567X",
+            "mixed9case",
+            "0f3a9c1b2d4e5f60",
+            "9F3A0C1B7E2D4A5F",
+            "aZ3kLmQ9xR2tYb7W",
+            "lit3py55t21z5v55vlm25s55",
+            "2026",
+            "0",
+            "12345678",
+            "123456789",
+            "1234567890123456",
+            "12345678901234567",
+            "abc1",
+            "1abc",
+            "8",
+            " ",
+            "  ",
+            "\t",
+            "\n",
+            "\r\n",
+            "\x0c",
+            "\x0b",
+            "/",
+            "//",
+            " / ",
+            "<p>",
+            "</a>",
+            ".",
+            ", ",
+            "-",
+            "_",
+            "@",
+            "[",
+            "`",
+            "{",
+            ":",
+            "\0",
+        ]
+        .iter()
+        .map(|p| p.as_bytes().to_vec())
+        .collect();
+        pieces.extend([
+            vec![0x80],
+            vec![0xc3, 0xa9],
+            vec![0xff],
+            vec![0xc1],
+            vec![0xda, 0xe1],
+            vec![0xb0, 0xb9],
+            vec![b'a', 0xe9, b'b'],
+            vec![b'7', 0x80],
+        ]);
+        for len in 1..=40 {
+            let word: Vec<u8> = (0..len).map(|k| b"abcdXYZw"[k % 8]).collect();
+            pieces.push(word);
+            pieces.push((0..len).map(|k| b"0123456789"[k % 10]).collect());
+            pieces.push((0..len).map(|k| b"a1B2c3D4e5f6"[k % 12]).collect());
+        }
+        let mut x = 0x2545_f491_4f6c_dd1du64;
+        let mut next = |n: usize| {
+            x ^= x << 13;
+            x ^= x >> 7;
+            x ^= x << 17;
+            (x >> 11) as usize % n
+        };
+        let mut t = TemplateReader::new();
+        let no_links: &[Url] = &[];
+        for round in 0..400 {
+            let mut body = Vec::new();
+            for _ in 0..next(60) {
+                body.extend_from_slice(&pieces[next(pieces.len())]);
+                // Mostly one space between pieces, as in text.
+                if next(3) > 0 {
+                    body.push(b' ');
+                }
+            }
+            let links = if round % 2 == 0 { &links[..] } else { no_links };
+            // Every length near the end, so that runs end at and just before it.
+            for cut in body.len().saturating_sub(24)..=body.len() {
+                let body = &body[..cut];
+                assert_eq!(
+                    t.template(body, &page, links),
+                    reference(body, &page, links),
+                    "{:?}",
+                    String::from_utf8_lossy(body)
+                );
+            }
+        }
+    }
+
     #[test]
     fn a_run_read_in_place_hashes_as_the_run_alone() {
         let t = TemplateReader::new();
