@@ -1,9 +1,9 @@
 //! A session's jobs by where they are: [`Waiting`] to start (the FIFO queue in the
 //! manager's order, and chained jobs held for the job they follow) and [`Running`]
-//! (one task each, in a [`JoinSet`]). The session (`session.rs`) decides when a job
-//! moves; these types own the collections and their invariants: a job is in at
-//! most one place, at most one job is held after another, and every running task
-//! maps back to its job.
+//! (one task per job and the jobs chained after it, in a [`JoinSet`]). The session
+//! (`session.rs`) decides when a job moves; these types own the collections and
+//! their invariants: a job is in at most one place, at most one job is held after
+//! another, and every running task maps back to its jobs.
 //!
 //! This module must never start, report or hand back a job itself. Memory O(jobs
 //! waiting + running); every operation O(1) expected, the drains O(jobs).
@@ -19,9 +19,9 @@ use tokio::task::{Id, JoinError, JoinSet};
 pub(crate) struct Waiting {
     /// Jobs waiting for a slot, in the manager's order.
     queue: VecDeque<FetchJob>,
-    /// Chained jobs (`spool::protocol::After`) by the job they follow, until that
-    /// job's task starts and takes its chained job along (`task::run`). At most one
-    /// per job it follows.
+    /// Chained jobs (`spool::protocol::After`) by the job they follow, until the
+    /// first job of their chain starts and its task takes the chain along
+    /// (`task::run`). At most one per job it follows.
     held: HashMap<JobId, FetchJob>,
 }
 
@@ -47,11 +47,17 @@ impl Waiting {
         None
     }
 
-    /// The first queued job, with the job held after it.
-    pub(crate) fn next(&mut self) -> Option<(FetchJob, Option<FetchJob>)> {
+    /// The first queued job, with its chain: the job held after it, the job held
+    /// after that one, and so on, in order. O(chain).
+    pub(crate) fn next(&mut self) -> Option<(FetchJob, Vec<FetchJob>)> {
         let job = self.queue.pop_front()?;
-        let chained = self.held.remove(&job.job);
-        Some((job, chained))
+        let mut chain = Vec::new();
+        let mut last = job.job;
+        while let Some(next) = self.held.remove(&last) {
+            last = next.job;
+            chain.push(next);
+        }
+        Some((job, chain))
     }
 
     /// The job held after `job`, taken out.
@@ -72,12 +78,12 @@ impl Waiting {
     }
 }
 
-/// Jobs running, one task each.
+/// Jobs running, one task per job and its chain.
 #[derive(Debug, Default)]
 pub(crate) struct Running {
     tasks: JoinSet<()>,
-    /// The job of each task.
-    jobs: HashMap<Id, JobId>,
+    /// The jobs of each task: the first, then its chain in order.
+    jobs: HashMap<Id, Vec<JobId>>,
 }
 
 impl Running {
@@ -86,10 +92,14 @@ impl Running {
         self.tasks.is_empty()
     }
 
-    /// Runs `task` for `job`.
-    pub(crate) fn spawn(&mut self, job: JobId, task: impl Future<Output = ()> + Send + 'static) {
+    /// Runs `task` for `jobs` (a job and its chain).
+    pub(crate) fn spawn(
+        &mut self,
+        jobs: Vec<JobId>,
+        task: impl Future<Output = ()> + Send + 'static,
+    ) {
         let handle = self.tasks.spawn(task);
-        self.jobs.insert(handle.id(), job);
+        self.jobs.insert(handle.id(), jobs);
     }
 
     /// The next task to end.
@@ -97,11 +107,11 @@ impl Running {
         self.tasks.join_next_with_id().await
     }
 
-    /// Forgets an ended task; its job and the panic when it panicked (a bug).
+    /// Forgets an ended task; its jobs and the panic when it panicked (a bug).
     pub(crate) fn reap(
         &mut self,
         joined: Result<(Id, ()), JoinError>,
-    ) -> Option<(JobId, JoinError)> {
+    ) -> Option<(Vec<JobId>, JoinError)> {
         let (id, panicked) = match joined {
             Ok((id, ())) => (id, None),
             Err(e) => (e.id(), e.is_panic().then_some(e)),
@@ -154,6 +164,10 @@ mod tests {
         }
     }
 
+    fn ids(jobs: &[FetchJob]) -> Vec<JobId> {
+        jobs.iter().map(|j| j.job).collect()
+    }
+
     #[test]
     fn waiting_keeps_order_and_one_chained_job_per_job() {
         let mut w = Waiting::default();
@@ -161,11 +175,14 @@ mod tests {
         w.push(job(2));
         assert!(w.hold(JobId(1), job(3)).is_none());
         assert_eq!(w.hold(JobId(1), job(4)).map(|j| j.job), Some(JobId(4)));
+        assert!(w.hold(JobId(3), job(6)).is_none());
         assert_eq!(w.queued(), 2);
-        let (first, chained) = w.next().unwrap();
+        let (first, chain) = w.next().unwrap();
+        assert_eq!(first.job, JobId(1));
         assert_eq!(
-            (first.job, chained.map(|j| j.job)),
-            (JobId(1), Some(JobId(3)))
+            ids(&chain),
+            [JobId(3), JobId(6)],
+            "the whole chain, in order"
         );
         assert!(w.hold(JobId(2), job(5)).is_none());
         let drained: Vec<JobId> = w.drain().into_iter().map(|j| j.job).collect();

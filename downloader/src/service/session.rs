@@ -195,14 +195,15 @@ impl ClientRole for DownloaderRole<'_> {
         match work {
             Work::Slot(permit) => {
                 if let Some((job, chained)) = self.waiting.next() {
-                    let id = job.job;
-                    let chain = chained.map(|next| Chain {
-                        next,
+                    let mut ids = vec![job.job];
+                    ids.extend(chained.iter().map(|j| j.job));
+                    let chain = Chain {
+                        next: chained,
                         stop: self.chain_stop.clone(),
-                    });
+                    };
                     let env = Arc::clone(self.env);
                     let task = task::run(env, self.session, job, permit, chain);
-                    self.running.spawn(id, task);
+                    self.running.spawn(ids, task);
                 }
                 Step::Continue
             }
@@ -321,12 +322,16 @@ impl DownloaderRole<'_> {
         }
     }
 
-    /// A job task ended. A panic (a bug) hands its job back.
+    /// A job task ended. A panic (a bug) hands back its jobs not reported yet,
+    /// the last of its chain first (so the manager queues them in order).
     fn reap(&mut self, joined: Result<(Id, ()), JoinError>) {
-        if let Some((job, e)) = self.running.reap(joined) {
-            error!(%job, error = %e, "downloader: job task panicked");
-            self.release(job);
-            self.hand_back(job);
+        if let Some((jobs, e)) = self.running.reap(joined) {
+            let first = jobs.first().copied();
+            error!(job = ?first, error = %e, "downloader: job task panicked");
+            for job in jobs.into_iter().rev() {
+                self.release(job);
+                self.hand_back(job);
+            }
         }
     }
 

@@ -89,47 +89,60 @@ fn job_limits(l: &FetchLimits) -> JobLimits {
     }
 }
 
-/// A job chained after the one a task runs (`spool::protocol::After`), which the
-/// same task runs next: no hop through the session or the manager between the two.
+/// The jobs chained after the one a task runs (`spool::protocol::After`), each
+/// after the one before, which the same task runs next: no hop through the
+/// session or the manager between two of them.
 #[derive(Debug)]
 pub(crate) struct Chain {
-    /// The chained job.
-    pub next: protocol::FetchJob,
-    /// Cancelled when the session drains or loses its connection: the chained job
-    /// is then not started (handed back, or dropped with the connection).
+    /// The chained jobs, in order (empty: none).
+    pub next: Vec<protocol::FetchJob>,
+    /// Cancelled when the session drains or loses its connection: the chained jobs
+    /// not started are then handed back (or dropped with the connection).
     pub stop: CancellationToken,
 }
 
 /// Runs one job in the concurrency slot `permit` (released when the fetch ends),
-/// then the job chained after it, if any: that one only if the first fetch got a
-/// response other than 429 or 503 and the session still runs, `gap_ms` after that
-/// response ended, in a slot of its own; otherwise it is reported `Returned`
-/// without a request.
+/// then the jobs chained after it in order: each only if the fetch before it got a
+/// response other than 429 or 503 and the session still runs, its `gap_ms` after
+/// that response ended, in a slot of its own. Once one does not run, it and the
+/// rest are reported `Returned` without a request, the last first, so that the
+/// manager, putting each back at the head of its host's queue, keeps their order.
 pub(crate) async fn run(
     env: Arc<JobEnv>,
     session: u64,
     job: protocol::FetchJob,
     permit: Permit,
-    chain: Option<Chain>,
+    chain: Chain,
 ) {
-    let ended = run_one(&env, session, job, permit).await;
-    let Some(Chain { next, stop }) = chain else {
-        return;
-    };
-    let gap = Duration::from_millis(next.after.map_or(0, |a| a.gap_ms).into());
-    match ended {
-        Some(at) if !stop.is_cancelled() => {
-            if !gap.is_zero() {
-                tokio::time::sleep_until(at + gap).await;
+    let mut ended = run_one(&env, session, job, permit).await;
+    let Chain { next, stop } = chain;
+    let mut next = next.into_iter();
+    while let Some(job) = next.next() {
+        let started = match ended {
+            Some(at) if !stop.is_cancelled() => {
+                let gap = Duration::from_millis(job.after.map_or(0, |a| a.gap_ms).into());
+                if !gap.is_zero() {
+                    tokio::time::sleep_until(at + gap).await;
+                }
+                let permit = env.fetcher.acquire().await;
+                if stop.is_cancelled() {
+                    None
+                } else {
+                    Some(permit)
+                }
             }
-            let permit = env.fetcher.acquire().await;
-            if stop.is_cancelled() {
-                return hand_back(&env, session, next.job);
+            _ => None,
+        };
+        let Some(permit) = started else {
+            let rest: Vec<JobId> = std::iter::once(job.job)
+                .chain(next.map(|j| j.job))
+                .collect();
+            for job in rest.into_iter().rev() {
+                hand_back(&env, session, job);
             }
-            // A chained job never carries another chain: one pair per dispatch.
-            run_one(&env, session, next, permit).await;
-        }
-        _ => hand_back(&env, session, next.job),
+            return;
+        };
+        ended = run_one(&env, session, job, permit).await;
     }
 }
 

@@ -1,7 +1,8 @@
 //! Chained jobs (`spool::protocol::After`): a job chained after another starts no
 //! sooner than its gap after that job's response ended, and is handed back
 //! (`Returned`) without a request when that job failed, was answered 429 or 503,
-//! or is not pending at this downloader.
+//! or is not pending at this downloader. A chain of several runs in order, one
+//! request at a time, and once cut short hands back the rest, the last first.
 
 use std::net::SocketAddr;
 use std::sync::atomic::Ordering;
@@ -67,6 +68,48 @@ async fn a_chained_job_starts_its_gap_after_the_first_ends_or_is_handed_back() {
     // Nothing was requested for the jobs handed back: the site saw jobs 1, 2, 5,
     // 7, 10 and 11 only (3 went to the closed port).
     assert_eq!(site.requests.load(Ordering::SeqCst), 6);
+    dl.shutdown.cancel();
+    dl.join().await.unwrap();
+    drop(m);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_long_chain_runs_in_order_and_a_503_hands_back_the_rest_last_first() {
+    let site = Site::start().await;
+    let manager = TestManager::start().await;
+    let mut dl = start(config(), manager.addr());
+    let mut m = manager.accept(dl.spool.path()).await;
+    m.fetch(vec![
+        page(1, &site.url("/slow/20/a"), site.addr),
+        chained(2, &site.url("/slow/20/b"), site.addr, 1, 0),
+        chained(3, &site.url("/slow/20/c"), site.addr, 2, 0),
+        chained(4, &site.url("/status/503"), site.addr, 3, 0),
+        chained(5, &site.url("/never-5"), site.addr, 4, 0),
+        chained(6, &site.url("/never-6"), site.addr, 5, 0),
+        chained(7, &site.url("/never-7"), site.addr, 6, 0),
+    ])
+    .await;
+    m.reports_for(&[1, 2, 3, 4, 5, 6, 7]).await;
+    let seen = &m.seen;
+    // One request at a time, in the chain's order.
+    for (before, after) in [(1, 2), (2, 3), (3, 4)] {
+        let (b, a) = (stored(seen.result(before)), stored(seen.result(after)));
+        assert!(
+            a.timing.sent_us >= b.timing.received_us,
+            "job {after} sent before job {before}'s response ended"
+        );
+    }
+    assert_eq!(stored(seen.result(4)).status, 503);
+    // The rest handed back without a request, the last first, so that the
+    // manager's put-backs at the head of the queue keep the chain's order.
+    let returned: Vec<u64> = seen
+        .order
+        .iter()
+        .map(|j| j.0)
+        .filter(|j| matches!(seen.result(*j), FetchResult::Returned))
+        .collect();
+    assert_eq!(returned, [7, 6, 5]);
+    assert_eq!(site.requests.load(Ordering::SeqCst), 4);
     dl.shutdown.cancel();
     dl.join().await.unwrap();
     drop(m);

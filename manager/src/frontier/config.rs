@@ -195,6 +195,13 @@ pub struct FrontierConfig {
     /// back. Only when the host's address may start another request at once (no
     /// per-IP spacing in the way). 0 turns chaining off. Default 1,000.
     pub chain_max_interval_ms: u64,
+    /// With chaining, the longest chain sent to a host whose interval is 0
+    /// (politeness off): its next URLs, each chained after the one before and
+    /// started as soon as that one's response ends, so that one connection stays
+    /// busy without a round trip through the manager every other page. Hosts with
+    /// an interval get one chained job (it hides the round trip already). Below 2
+    /// counts as 2. Default 8.
+    pub chain_max_jobs: u32,
 }
 
 impl Default for FrontierConfig {
@@ -239,6 +246,7 @@ impl Default for FrontierConfig {
             total_timeout_ms: 120_000,
             keep_alive_max_interval_ms: 5_000,
             chain_max_interval_ms: 1_000,
+            chain_max_jobs: 8,
         }
     }
 }

@@ -16,7 +16,11 @@
 //! ([`After`]). The downloader starts it one interval after the first response
 //! ends, or hands it back unsent if that one failed or was a 429/503, so the host's
 //! next request needs no round trip through the manager, and at most one request
-//! per host is on the wire as before. The host stays `InFlight` until both report.
+//! per host is on the wire as before. A host whose interval is 0 (politeness off)
+//! gets a chain of up to `chain_max_jobs` jobs, each chained after the one before:
+//! with no interval to hide it, the round trip through the manager between two
+//! pairs was the host's pace whenever few hosts had work (issue 39). The host stays
+//! `InFlight` until all of them report.
 //!
 //! Cost: O(log hosts) per job plus, every `pop_batch` URLs of a host, one RocksDB
 //! seek. This module must never send anything: it returns jobs to the service.
@@ -78,10 +82,15 @@ impl Frontier {
                 let ip = job.addr.ip();
                 let job_is_page = job.purpose == FetchPurpose::Page;
                 jobs.push(job);
-                if jobs.len() < max && job_is_page {
-                    if let Some(next) = self.chain(id, ip, first, now_ms, &mut batch)? {
-                        jobs.push(next);
-                    }
+                let mut last = first;
+                let mut out = 1;
+                while jobs.len() < max && job_is_page {
+                    let Some(next) = self.chain(id, ip, last, out, now_ms, &mut batch)? else {
+                        break;
+                    };
+                    last = next.job;
+                    out += 1;
+                    jobs.push(next);
                 }
             }
         }
@@ -280,17 +289,20 @@ impl Frontier {
         }
     }
 
-    /// Host `id`'s next URL as a job chained after `first` (its page job just
-    /// started on `ip`), if chaining applies: one connection per host, the host's
-    /// interval at most `chain_max_interval_ms`, its address free to start another
+    /// Host `id`'s next URL as a job chained after `prev`, the last of the `out`
+    /// jobs this round sent to the host (its first page job just started on `ip`),
+    /// if chaining applies: one connection per host, the host's interval at most
+    /// `chain_max_interval_ms`, the chain shorter than its longest (2 jobs, or
+    /// `chain_max_jobs` with an interval of 0), the address free to start another
     /// request now, and a next URL robots.txt allows. The downloader starts it one
-    /// interval after `first`'s response ends, or hands it back unsent
-    /// ([`After`]); until both report, the host stays `InFlight` (two `Out`s).
+    /// interval after `prev`'s response ends, or hands it back unsent ([`After`]);
+    /// until all report, the host stays `InFlight` (one `Out` each).
     fn chain(
         &mut self,
         id: HostId,
         ip: IpAddr,
-        first: JobId,
+        prev: JobId,
+        out: usize,
         now_ms: u64,
         batch: &mut Batch,
     ) -> Result<Option<FetchJob>, FrontierError> {
@@ -302,8 +314,14 @@ impl Frontier {
             return Ok(None);
         };
         let interval = self.interval_of(host);
+        let longest = if interval == 0 {
+            self.config.chain_max_jobs.max(2) as usize
+        } else {
+            2
+        };
         if interval > max_interval
-            || host.out.len() != 1
+            || out >= longest
+            || host.out.len() != out
             || host.queued() == 0
             || !self.schedule.ip_can_start(ip, now_ms)
         {
@@ -328,7 +346,7 @@ impl Frontier {
         };
         self.save_host(id, batch);
         let after = After {
-            job: first,
+            job: prev,
             gap_ms: u32::try_from(interval).unwrap_or(u32::MAX),
         };
         Ok(Some(self.page_job(

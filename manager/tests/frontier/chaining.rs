@@ -1,7 +1,8 @@
 //! Chained jobs (`chain_max_interval_ms`, `spool::protocol::After`): with one
 //! connection per host and a short interval, a host's next URL goes out with the
 //! current one and starts one interval after it ends; never two of a host on the
-//! wire, every URL once, and a chained job handed back loses nothing.
+//! wire, every URL once, and a chained job handed back loses nothing. With no
+//! interval a host gets a chain of up to `chain_max_jobs`, each after the one before.
 
 use std::collections::BTreeSet;
 
@@ -186,4 +187,93 @@ fn reports_in_either_order_keep_the_interval_from_the_later_end() {
         next.first().map(|j| j.url.as_str()),
         Some("http://a.test/p2")
     );
+}
+
+#[test]
+fn with_no_interval_a_chain_holds_up_to_chain_max_jobs() {
+    let w = World::new();
+    let cfg = FrontierConfig {
+        chain_max_jobs: 4,
+        ..config(0)
+    };
+    let mut f = w.open_chaining(&cfg);
+    w.publish("bfs", 10, &urls("a.test", 0..10));
+    let mut dur = |_: &FetchJob| 5;
+    let mut sim = Sim::new(64, &ip_by_name, &no_robots, &mut dur);
+    sim.run(&mut f, |_| false);
+    let pages = sim.pages();
+    let got: Vec<&str> = pages.iter().map(|p| p.job.url.as_str()).collect();
+    let want = urls("a.test", 0..10);
+    assert_eq!(got, want.iter().map(String::as_str).collect::<Vec<_>>());
+    // Rounds of 4, 4 and 2: each job after the first of a round follows the one
+    // before it, and never two of the host on the wire.
+    let starts: Vec<bool> = pages.iter().map(|p| p.job.after.is_none()).collect();
+    let mut want_starts = vec![false; 10];
+    for i in [0, 4, 8] {
+        want_starts[i] = true;
+    }
+    assert_eq!(starts, want_starts);
+    for pair in pages.windows(2) {
+        if let Some(after) = pair[1].job.after {
+            assert_eq!(after.job, pair[0].job.job);
+        }
+        assert!(pair[1].at >= pair[0].ends, "two on the wire at once");
+    }
+    let stats = f.stats();
+    assert_eq!((stats.urls_queued, stats.in_flight), (0, 0));
+}
+
+#[test]
+fn a_long_chain_cut_short_loses_nothing_and_keeps_the_order() {
+    let w = World::new();
+    let mut f = w.open_chaining(&config(0));
+    w.publish("bfs", 10, &urls("a.test", 0..12));
+    let mut now = T0;
+    let chain = loop {
+        answer_dns(&mut f, now, &ip_by_name);
+        let jobs = f.next_jobs(now, 64).unwrap();
+        for job in &jobs {
+            if job.purpose == FetchPurpose::Robots {
+                f.on_robots_fetched(job.job, 404, Some(b""), None, now)
+                    .unwrap();
+            }
+        }
+        let pages: Vec<FetchJob> = jobs
+            .into_iter()
+            .filter(|j| j.purpose == FetchPurpose::Page)
+            .collect();
+        if !pages.is_empty() {
+            break pages;
+        }
+        now += 1_000;
+        assert!(now < T0 + 20_000, "no chain came out");
+    };
+    assert_eq!(chain.len(), 8, "the default chain_max_jobs");
+    // The first three were stored; the fourth got a 503, so the downloader hands
+    // the other four back, the last first (before the fourth's report, as its
+    // session does).
+    now += 10;
+    for job in &chain[..3] {
+        assert!(f.on_report(&stored(job, 200, 1), now).unwrap());
+    }
+    for job in chain[4..].iter().rev() {
+        let back = FetchReport {
+            job: job.job,
+            result: FetchResult::Returned,
+        };
+        assert!(f.on_report(&back, now).unwrap());
+    }
+    assert!(f.on_report(&stored(&chain[3], 503, 1), now).unwrap());
+    assert_eq!(f.stats().in_flight, 0);
+    let mut dur = |_: &FetchJob| 5;
+    let mut sim = Sim::new(64, &ip_by_name, &no_robots, &mut dur);
+    sim.now = now;
+    sim.run(&mut f, |_| false);
+    let mut got: Vec<String> = chain[..3].iter().map(|j| j.url.clone()).collect();
+    got.extend(sim.pages().iter().map(|p| p.job.url.clone()));
+    // Every URL once, in the queue's order: the 503's URL first, then the ones
+    // handed back.
+    assert_eq!(got, urls("a.test", 0..12));
+    let stats = f.stats();
+    assert_eq!((stats.urls_queued, stats.in_flight), (0, 0));
 }

@@ -62,8 +62,10 @@ pub struct FetchJob {
 /// 429 nor 503, and then no sooner than `gap_ms` after the end of that response
 /// (the host's politeness interval, end to start, as the manager would have kept).
 /// If `job` failed, was throttled, or was never run, the chained job is not sent:
-/// it is reported `Returned` and the manager decides again. So at most one request
-/// per host is on the wire at a time, as with ordinary jobs.
+/// it is reported `Returned` and the manager decides again. A chained job may be
+/// followed by another in turn (a chain, for hosts with no interval): each waits
+/// for the one before it, and once one is not sent, neither are those after it.
+/// So at most one request per host is on the wire at a time, as with ordinary jobs.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 pub struct After {
     /// The job it follows.
