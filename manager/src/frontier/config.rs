@@ -198,8 +198,10 @@ pub struct FrontierConfig {
     /// With chaining, the longest chain sent to a host whose interval is 0
     /// (politeness off): its next URLs, each chained after the one before and
     /// started as soon as that one's response ends, so that one connection stays
-    /// busy without a round trip through the manager every other page. Hosts with
-    /// an interval get one chained job (it hides the round trip already). Below 2
+    /// busy without a round trip through the manager every other page. Only as far
+    /// as the dispatch round has room for it beside the other hosts ready then
+    /// (each chained job holds a place in its downloader's window); hosts with an
+    /// interval get one chained job (it hides the round trip already). Below 2
     /// counts as 2. Default 8.
     pub chain_max_jobs: u32,
 }

@@ -17,10 +17,11 @@
 //! ends, or hands it back unsent if that one failed or was a 429/503, so the host's
 //! next request needs no round trip through the manager, and at most one request
 //! per host is on the wire as before. A host whose interval is 0 (politeness off)
-//! gets a chain of up to `chain_max_jobs` jobs, each chained after the one before:
-//! with no interval to hide it, the round trip through the manager between two
-//! pairs was the host's pace whenever few hosts had work (issue 39). The host stays
-//! `InFlight` until all of them report.
+//! gets a chain of up to `chain_max_jobs` jobs, each chained after the one before,
+//! as long as the round has room for them beside the other ready hosts (pairs
+//! otherwise): with no interval to hide it, the round trip through the manager
+//! between two pairs was the host's pace whenever few hosts had work (issue 39).
+//! The host stays `InFlight` until all of them report.
 //!
 //! Cost: O(log hosts) per job plus, every `pop_batch` URLs of a host, one RocksDB
 //! seek. This module must never send anything: it returns jobs to the service.
@@ -63,6 +64,7 @@ impl Frontier {
     /// at [`next_wakeup`](Self::next_wakeup) or after the next event.
     pub fn next_jobs(&mut self, now_ms: u64, max: usize) -> Result<Vec<FetchJob>, FrontierError> {
         self.tick(now_ms)?;
+        let share = self.chain_share(max);
         let mut jobs = Vec::new();
         let mut batch = Batch::default();
         while jobs.len() < max {
@@ -85,7 +87,8 @@ impl Frontier {
                 let mut last = first;
                 let mut out = 1;
                 while jobs.len() < max && job_is_page {
-                    let Some(next) = self.chain(id, ip, last, out, now_ms, &mut batch)? else {
+                    let chained = self.chain(id, ip, last, out, share, now_ms, &mut batch)?;
+                    let Some(next) = chained else {
                         break;
                     };
                     last = next.job;
@@ -289,20 +292,36 @@ impl Frontier {
         }
     }
 
+    /// The longest chain a host with no interval gets in a round that may hand
+    /// out `max` jobs: `chain_max_jobs`, but no more than the round's room shared
+    /// among the hosts ready now, and never below a pair. Every chained job holds
+    /// a place in its downloader's window until it reports, so long chains on a
+    /// crawl of many ready hosts would leave fewer hosts fetching at once than
+    /// pairs did; they are for rounds with room to spare (few hosts with work, as
+    /// at a crawl's end). O(1).
+    fn chain_share(&self, max: usize) -> usize {
+        let ready = self.hosts.count(HostState::Ready) + self.hosts.count(HostState::NeedsRobots);
+        let share = max / ready.max(1);
+        (self.config.chain_max_jobs as usize).min(share).max(2)
+    }
+
     /// Host `id`'s next URL as a job chained after `prev`, the last of the `out`
     /// jobs this round sent to the host (its first page job just started on `ip`),
     /// if chaining applies: one connection per host, the host's interval at most
     /// `chain_max_interval_ms`, the chain shorter than its longest (2 jobs, or
-    /// `chain_max_jobs` with an interval of 0), the address free to start another
-    /// request now, and a next URL robots.txt allows. The downloader starts it one
-    /// interval after `prev`'s response ends, or hands it back unsent ([`After`]);
-    /// until all report, the host stays `InFlight` (one `Out` each).
+    /// `share` with an interval of 0: [`Self::chain_share`]), the address free to
+    /// start another request now, and a next URL robots.txt allows. The downloader
+    /// starts it one interval after `prev`'s response ends, or hands it back
+    /// unsent ([`After`]); until all report, the host stays `InFlight` (one `Out`
+    /// each).
+    #[allow(clippy::too_many_arguments)]
     fn chain(
         &mut self,
         id: HostId,
         ip: IpAddr,
         prev: JobId,
         out: usize,
+        share: usize,
         now_ms: u64,
         batch: &mut Batch,
     ) -> Result<Option<FetchJob>, FrontierError> {
@@ -314,11 +333,7 @@ impl Frontier {
             return Ok(None);
         };
         let interval = self.interval_of(host);
-        let longest = if interval == 0 {
-            self.config.chain_max_jobs.max(2) as usize
-        } else {
-            2
-        };
+        let longest = if interval == 0 { share } else { 2 };
         if interval > max_interval
             || out >= longest
             || host.out.len() != out

@@ -277,3 +277,43 @@ fn a_long_chain_cut_short_loses_nothing_and_keeps_the_order() {
     let stats = f.stats();
     assert_eq!((stats.urls_queued, stats.in_flight), (0, 0));
 }
+
+#[test]
+fn long_chains_only_take_room_the_other_ready_hosts_do_not_need() {
+    let w = World::new();
+    let mut f = w.open_chaining(&config(0));
+    // One request file: its load brings every host at once.
+    let all: Vec<String> = (0..16)
+        .flat_map(|i| urls(&format!("h{i}.test"), 0..10))
+        .collect();
+    w.publish("bfs", 10, &all);
+    let mut now = T0;
+    // Robots first, then a round with room for two jobs per ready host.
+    let pages = loop {
+        answer_dns(&mut f, now, &ip_by_name);
+        let jobs = f.next_jobs(now, 32).unwrap();
+        for job in &jobs {
+            if job.purpose == FetchPurpose::Robots {
+                f.on_robots_fetched(job.job, 404, Some(b""), None, now)
+                    .unwrap();
+            }
+        }
+        let pages: Vec<FetchJob> = jobs
+            .into_iter()
+            .filter(|j| j.purpose == FetchPurpose::Page)
+            .collect();
+        if !pages.is_empty() {
+            break pages;
+        }
+        now += 1_000;
+        assert!(now < T0 + 20_000, "no page job came out");
+    };
+    // Every host got its pair; none took the room of the others with a long chain.
+    let served: BTreeSet<&str> = pages
+        .iter()
+        .filter(|j| j.after.is_none())
+        .map(|j| j.url.split('/').nth(2).unwrap())
+        .collect();
+    assert_eq!(served.len(), 16, "{served:?}");
+    assert_eq!(pages.len(), 32);
+}
