@@ -104,11 +104,12 @@ fn no_chain_over_the_interval_cap_per_ip_spacing_or_several_connections() {
     }
 }
 
-/// Drives `f` until a page job chained after another comes out: (first, chained).
-fn chained_pair(f: &mut manager::Frontier, now: &mut u64) -> (FetchJob, FetchJob) {
+/// Drives `f` (DNS answered, robots.txt 404) until a round hands out page jobs,
+/// `max` jobs at most a round: those page jobs.
+fn first_page_round(f: &mut manager::Frontier, now: &mut u64, max: usize) -> Vec<FetchJob> {
     for _ in 0..20 {
         answer_dns(f, *now, &ip_by_name);
-        let jobs = f.next_jobs(*now, 16).unwrap();
+        let jobs = f.next_jobs(*now, max).unwrap();
         for job in &jobs {
             if job.purpose == FetchPurpose::Robots {
                 f.on_robots_fetched(job.job, 404, Some(b""), None, *now)
@@ -119,14 +120,20 @@ fn chained_pair(f: &mut manager::Frontier, now: &mut u64) -> (FetchJob, FetchJob
             .into_iter()
             .filter(|j| j.purpose == FetchPurpose::Page)
             .collect();
-        if pages.len() == 2 {
-            assert_eq!(pages[1].after.map(|a| a.job), Some(pages[0].job));
-            return (pages[0].clone(), pages[1].clone());
+        if !pages.is_empty() {
+            return pages;
         }
-        assert!(pages.is_empty(), "{pages:?}");
         *now += 1_000;
     }
-    panic!("no chained pair came out");
+    panic!("no page job came out");
+}
+
+/// Drives `f` until a page job chained after another comes out: (first, chained).
+fn chained_pair(f: &mut manager::Frontier, now: &mut u64) -> (FetchJob, FetchJob) {
+    let pages = first_page_round(f, now, 16);
+    assert_eq!(pages.len(), 2, "{pages:?}");
+    assert_eq!(pages[1].after.map(|a| a.job), Some(pages[0].job));
+    (pages[0].clone(), pages[1].clone())
 }
 
 #[test]
@@ -229,25 +236,7 @@ fn a_long_chain_cut_short_loses_nothing_and_keeps_the_order() {
     let mut f = w.open_chaining(&config(0));
     w.publish("bfs", 10, &urls("a.test", 0..12));
     let mut now = T0;
-    let chain = loop {
-        answer_dns(&mut f, now, &ip_by_name);
-        let jobs = f.next_jobs(now, 64).unwrap();
-        for job in &jobs {
-            if job.purpose == FetchPurpose::Robots {
-                f.on_robots_fetched(job.job, 404, Some(b""), None, now)
-                    .unwrap();
-            }
-        }
-        let pages: Vec<FetchJob> = jobs
-            .into_iter()
-            .filter(|j| j.purpose == FetchPurpose::Page)
-            .collect();
-        if !pages.is_empty() {
-            break pages;
-        }
-        now += 1_000;
-        assert!(now < T0 + 20_000, "no chain came out");
-    };
+    let chain = first_page_round(&mut f, &mut now, 64);
     assert_eq!(chain.len(), 8, "the default chain_max_jobs");
     // The first three were stored; the fourth got a 503, so the downloader hands
     // the other four back, the last first (before the fourth's report, as its
@@ -287,27 +276,9 @@ fn long_chains_only_take_room_the_other_ready_hosts_do_not_need() {
         .flat_map(|i| urls(&format!("h{i}.test"), 0..10))
         .collect();
     w.publish("bfs", 10, &all);
-    let mut now = T0;
     // Robots first, then a round with room for two jobs per ready host.
-    let pages = loop {
-        answer_dns(&mut f, now, &ip_by_name);
-        let jobs = f.next_jobs(now, 32).unwrap();
-        for job in &jobs {
-            if job.purpose == FetchPurpose::Robots {
-                f.on_robots_fetched(job.job, 404, Some(b""), None, now)
-                    .unwrap();
-            }
-        }
-        let pages: Vec<FetchJob> = jobs
-            .into_iter()
-            .filter(|j| j.purpose == FetchPurpose::Page)
-            .collect();
-        if !pages.is_empty() {
-            break pages;
-        }
-        now += 1_000;
-        assert!(now < T0 + 20_000, "no page job came out");
-    };
+    let mut now = T0;
+    let pages = first_page_round(&mut f, &mut now, 32);
     // Every host got its pair; none took the room of the others with a long chain.
     let served: BTreeSet<&str> = pages
         .iter()
