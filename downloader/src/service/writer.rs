@@ -12,6 +12,8 @@
 //! - The thread runs a current-thread tokio runtime of its own only to wait on that
 //!   channel and on the oldest batch's age deadline at once; everything it does
 //!   between waits is plain blocking I/O, which is fine on a thread of its own.
+//!   A wake-up takes every queued command, then sleeps [`LINGER`], so that under
+//!   load the fetch tasks do not wake the thread once per page.
 //! - It answers through an unbounded channel of [`Event`]s, in order: the `Report`
 //!   of a page (sent as soon as its records are written), later the `Committed` of
 //!   the batch holding it (right after publishing), `Flushed` after a flush. One
@@ -86,6 +88,18 @@ pub const QUEUE: usize = 64;
 /// How often a batch held back for a busy application checks whether the
 /// application has claimed our previous batch.
 pub const CLAIM_POLL: Duration = Duration::from_millis(2);
+
+/// After a wake-up that found commands, how long the thread sleeps before it
+/// waits on the channel again. While it sleeps, fetch tasks queue their
+/// responses without waking it (a wake is a futex call on the fetch task's
+/// worker and a context switch here, once per page without it), and the next
+/// wake-up takes them all. A response waits at most this much longer to be
+/// written and reported, and a host's next chain waits for that report, so the
+/// linger is short: on the nginx benchmark (BENCHMARKS.md, issue 39, session 30)
+/// 0.2 ms took this thread's context switches from about 21,000 to 12,800 a
+/// crawl and the fetch workers' from 25,000-31,000 to 19,000-23,000; 1 ms took
+/// the thread's to 5,500 but made pages/s lower.
+pub const LINGER: Duration = Duration::from_micros(200);
 
 /// Age at which an open batch is published as soon as its application has claimed
 /// our previous batch, though the application still has jobs here (see the module
@@ -309,30 +323,61 @@ impl Writer {
             }
             let far = now + Duration::from_secs(86_400);
             tokio::select! {
-                command = rx.recv() => match command {
-                    Some(Command::Store(store)) => self.store(*store),
-                    Some(Command::Publish { app }) => self.publish_when_waited_for(app),
-                    Some(Command::Flush { session }) => {
-                        self.publish_all();
-                        match &mut self.paused {
-                            Some(p) => p.flushed = Some(session),
-                            None => self.emit(Event::Flushed { session }),
-                        }
-                    }
-                    Some(Command::Shutdown) | None => {
-                        self.publish_all();
-                        while self.paused.is_some() {
-                            if !self.wait_out_pause().await {
-                                return;
-                            }
-                            self.publish_all();
-                        }
+                command = rx.recv() => {
+                    if !self.handle(command).await {
                         return;
                     }
-                },
+                    // Take what else is queued, then linger (see `LINGER`).
+                    while self.paused.is_none() {
+                        match rx.try_recv() {
+                            Ok(command) => {
+                                if !self.handle(Some(command)).await {
+                                    return;
+                                }
+                            }
+                            Err(mpsc::error::TryRecvError::Empty) => break,
+                            Err(mpsc::error::TryRecvError::Disconnected) => {
+                                self.handle(None).await;
+                                return;
+                            }
+                        }
+                    }
+                    if self.paused.is_none() {
+                        // A plain sleep: this thread is the runtime's only one, and
+                        // tokio's timer would round it up to a millisecond.
+                        std::thread::sleep(LINGER);
+                    }
+                }
                 () = sleep_until(deadline.unwrap_or(far)), if deadline.is_some() => {}
             }
         }
+    }
+
+    /// Carries out one command (`None`: every sender is gone); false when the
+    /// thread must exit.
+    async fn handle(&mut self, command: Option<Command>) -> bool {
+        match command {
+            Some(Command::Store(store)) => self.store(*store),
+            Some(Command::Publish { app }) => self.publish_when_waited_for(app),
+            Some(Command::Flush { session }) => {
+                self.publish_all();
+                match &mut self.paused {
+                    Some(p) => p.flushed = Some(session),
+                    None => self.emit(Event::Flushed { session }),
+                }
+            }
+            Some(Command::Shutdown) | None => {
+                self.publish_all();
+                while self.paused.is_some() {
+                    if !self.wait_out_pause().await {
+                        return false;
+                    }
+                    self.publish_all();
+                }
+                return false;
+            }
+        }
+        true
     }
 
     fn emit(&self, event: Event) {
