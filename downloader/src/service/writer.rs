@@ -96,9 +96,9 @@ pub const CLAIM_POLL: Duration = Duration::from_millis(2);
 /// wake-up takes them all. A response waits at most this much longer to be
 /// written and reported, and a host's next chain waits for that report, so the
 /// linger is short: on the nginx benchmark (BENCHMARKS.md, issue 39, session 30)
-/// 0.2 ms took this thread's context switches from about 21,000 to 12,800 a
-/// crawl and the fetch workers' from 25,000-31,000 to 19,000-23,000; 1 ms took
-/// the thread's to 5,500 but made pages/s lower.
+/// 0.2 ms took this thread's context switches from 19,500-22,100 a crawl to
+/// 12,100-15,300 (four runs each); 1 ms took them to 5,100-5,900 but made
+/// pages/s lower.
 pub const LINGER: Duration = Duration::from_micros(200);
 
 /// Age at which an open batch is published as soon as its application has claimed
