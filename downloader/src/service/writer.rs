@@ -96,9 +96,9 @@ pub const CLAIM_POLL: Duration = Duration::from_millis(2);
 /// wake-up takes them all. A response waits at most this much longer to be
 /// written and reported, and a host's next chain waits for that report, so the
 /// linger is short: on the nginx benchmark (BENCHMARKS.md, issue 39, session 30)
-/// 0.2 ms took this thread's context switches from 19,500-22,100 a crawl to
-/// 12,100-15,300 (four runs each); 1 ms took them to 5,100-5,900 but made
-/// pages/s lower.
+/// 0.2 ms took this thread's context switches from 19,500-23,900 a crawl to
+/// 9,500-15,300 (nine runs each), with pages/s and CPU per page the same within
+/// the noise; 1 ms took them to 5,100-5,900 but made pages/s lower.
 pub const LINGER: Duration = Duration::from_micros(200);
 
 /// Age at which an open batch is published as soon as its application has claimed
@@ -327,22 +327,32 @@ impl Writer {
                     if !self.handle(command).await {
                         return;
                     }
-                    // Take what else is queued, then linger (see `LINGER`).
-                    while self.paused.is_none() {
+                    // Take what else is queued, at most a queue's worth (so that a
+                    // queue refilled as fast as it drains never keeps the loop from
+                    // its deadlines above); linger (see `LINGER`) only once it is
+                    // empty: a writer behind its queue must not sleep.
+                    let mut caught_up = false;
+                    for _ in 0..QUEUE {
+                        if self.paused.is_some() {
+                            break;
+                        }
                         match rx.try_recv() {
                             Ok(command) => {
                                 if !self.handle(Some(command)).await {
                                     return;
                                 }
                             }
-                            Err(mpsc::error::TryRecvError::Empty) => break,
+                            Err(mpsc::error::TryRecvError::Empty) => {
+                                caught_up = true;
+                                break;
+                            }
                             Err(mpsc::error::TryRecvError::Disconnected) => {
                                 self.handle(None).await;
                                 return;
                             }
                         }
                     }
-                    if self.paused.is_none() {
+                    if caught_up && self.paused.is_none() {
                         // A plain sleep: this thread is the runtime's only one, and
                         // tokio's timer would round it up to a millisecond.
                         std::thread::sleep(LINGER);
