@@ -12,8 +12,6 @@
 //! - The thread runs a current-thread tokio runtime of its own only to wait on that
 //!   channel and on the oldest batch's age deadline at once; everything it does
 //!   between waits is plain blocking I/O, which is fine on a thread of its own.
-//!   A wake-up takes every queued command, then sleeps [`LINGER`], so that under
-//!   load the fetch tasks do not wake the thread once per page.
 //! - It answers through an unbounded channel of [`Event`]s, in order: the `Report`
 //!   of a page (sent as soon as its records are written), later the `Committed` of
 //!   the batch holding it (right after publishing), `Flushed` after a flush. One
@@ -88,18 +86,6 @@ pub const QUEUE: usize = 64;
 /// How often a batch held back for a busy application checks whether the
 /// application has claimed our previous batch.
 pub const CLAIM_POLL: Duration = Duration::from_millis(2);
-
-/// After a wake-up that found commands, how long the thread sleeps before it
-/// waits on the channel again. While it sleeps, fetch tasks queue their
-/// responses without waking it (a wake is a futex call on the fetch task's
-/// worker and a context switch here, once per page without it), and the next
-/// wake-up takes them all. A response waits at most this much longer to be
-/// written and reported, and a host's next chain waits for that report, so the
-/// linger is short: on the nginx benchmark (BENCHMARKS.md, issue 39, session 30)
-/// 0.2 ms took this thread's context switches from 19,500-23,900 a crawl to
-/// 9,500-15,300 (nine runs each), with pages/s and CPU per page the same within
-/// the noise; 1 ms took them to 5,100-5,900 but made pages/s lower.
-pub const LINGER: Duration = Duration::from_micros(200);
 
 /// Age at which an open batch is published as soon as its application has claimed
 /// our previous batch, though the application still has jobs here (see the module
@@ -323,71 +309,30 @@ impl Writer {
             }
             let far = now + Duration::from_secs(86_400);
             tokio::select! {
-                command = rx.recv() => {
-                    if !self.handle(command).await {
-                        return;
-                    }
-                    // Take what else is queued, at most a queue's worth (so that a
-                    // queue refilled as fast as it drains never keeps the loop from
-                    // its deadlines above); linger (see `LINGER`) only once it is
-                    // empty: a writer behind its queue must not sleep.
-                    let mut caught_up = false;
-                    for _ in 0..QUEUE {
-                        if self.paused.is_some() {
-                            break;
+                command = rx.recv() => match command {
+                    Some(Command::Store(store)) => self.store(*store),
+                    Some(Command::Publish { app }) => self.publish_when_waited_for(app),
+                    Some(Command::Flush { session }) => {
+                        self.publish_all();
+                        match &mut self.paused {
+                            Some(p) => p.flushed = Some(session),
+                            None => self.emit(Event::Flushed { session }),
                         }
-                        match rx.try_recv() {
-                            Ok(command) => {
-                                if !self.handle(Some(command)).await {
-                                    return;
-                                }
-                            }
-                            Err(mpsc::error::TryRecvError::Empty) => {
-                                caught_up = true;
-                                break;
-                            }
-                            Err(mpsc::error::TryRecvError::Disconnected) => {
-                                self.handle(None).await;
+                    }
+                    Some(Command::Shutdown) | None => {
+                        self.publish_all();
+                        while self.paused.is_some() {
+                            if !self.wait_out_pause().await {
                                 return;
                             }
+                            self.publish_all();
                         }
+                        return;
                     }
-                    if caught_up && self.paused.is_none() {
-                        // A plain sleep: this thread is the runtime's only one, and
-                        // tokio's timer would round it up to a millisecond.
-                        std::thread::sleep(LINGER);
-                    }
-                }
+                },
                 () = sleep_until(deadline.unwrap_or(far)), if deadline.is_some() => {}
             }
         }
-    }
-
-    /// Carries out one command (`None`: every sender is gone); false when the
-    /// thread must exit.
-    async fn handle(&mut self, command: Option<Command>) -> bool {
-        match command {
-            Some(Command::Store(store)) => self.store(*store),
-            Some(Command::Publish { app }) => self.publish_when_waited_for(app),
-            Some(Command::Flush { session }) => {
-                self.publish_all();
-                match &mut self.paused {
-                    Some(p) => p.flushed = Some(session),
-                    None => self.emit(Event::Flushed { session }),
-                }
-            }
-            Some(Command::Shutdown) | None => {
-                self.publish_all();
-                while self.paused.is_some() {
-                    if !self.wait_out_pause().await {
-                        return false;
-                    }
-                    self.publish_all();
-                }
-                return false;
-            }
-        }
-        true
     }
 
     fn emit(&self, event: Event) {
