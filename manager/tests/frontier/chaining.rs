@@ -233,11 +233,15 @@ fn with_no_interval_a_chain_holds_up_to_chain_max_jobs() {
 #[test]
 fn a_long_chain_cut_short_loses_nothing_and_keeps_the_order() {
     let w = World::new();
-    let mut f = w.open_chaining(&config(0));
+    let cfg = FrontierConfig {
+        chain_max_jobs: 8,
+        ..config(0)
+    };
+    let mut f = w.open_chaining(&cfg);
     w.publish("bfs", 10, &urls("a.test", 0..12));
     let mut now = T0;
     let chain = first_page_round(&mut f, &mut now, 64);
-    assert_eq!(chain.len(), 8, "the default chain_max_jobs");
+    assert_eq!(chain.len(), 8, "chain_max_jobs");
     // The first three were stored; the fourth got a 503, so the downloader hands
     // the other four back, the last first (before the fourth's report, as its
     // session does).
