@@ -161,9 +161,9 @@ impl DeflatedBlock {
 /// input (zlib-rs: 0.38); igzip 1 to 0.30 at 0.8x zlib-rs level 1's speed (its
 /// 276 KiB of tables are allocated per block by `isal::compress_into`; igzip 0 has
 /// none). Memory: the copy and the output room, O(largest block), kept for the next
-/// block: the room is zeroed once, not per block (a fresh zeroed buffer per record was
-/// 1.8 % of a crawl's CPU samples on the benchmark, issue 39, session 32); only the
-/// deflated bytes are copied out.
+/// block: the room is zeroed once, not per block, and only the deflated bytes are
+/// copied out (a fresh zeroed buffer of about 14 KB per record was slower in 4 of 4
+/// alternating benchmark pairs: BENCHMARKS.md, issue 39, session 32).
 pub struct BlockDeflater {
     engine: Engine,
     /// The block and the closing CRLF CRLF, contiguous: igzip's one-shot input.
