@@ -258,23 +258,6 @@ stop_websim() {
     websim_pid=""
 }
 
-# A port free on every loopback address, for both TCP and UDP (dnsmasq takes both;
-# a TCP-only check let it fail with "Address already in use" about once in 15 runs),
-# below the kernel's ephemeral range and used by no socket in any state. With the
-# listening-only check dnsmasq still failed so in about 1 start in 35 (issue 39,
-# sessions 31 and 32: the run printed no row); the cause was not pinned down, but a
-# port of the ephemeral range can be the local end of one of a run's thousands of
-# outgoing connections or UDP queries, which that check did not see.
-free_port() {
-    local p low
-    low="$(awk '{print $1}' /proc/sys/net/ipv4/ip_local_port_range 2>/dev/null || echo 32768)"
-    [ "$low" -gt 12000 ] || low=32768
-    while :; do
-        p=$((10000 + RANDOM % (low - 10000)))
-        ss -Htuan "sport = :$p" | grep -q . || { echo "$p"; return; }
-    done
-}
-
 # nginx: the web of one configuration, exported once; sets ng_dir, ng_web (websim's
 # files: manifest, never, unreachable, hosts, seeds, CA), ng_dns, and starts dnsmasq.
 prepare_nginx_web() { # DIR

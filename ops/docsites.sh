@@ -101,12 +101,7 @@ cleanup() {
 trap cleanup EXIT
 trap 'log "interrupted"; exit 130' INT TERM
 
-# A port free on every loopback address.
-port=""
-while [ -z "$port" ]; do
-    p=$((20000 + RANDOM % 30000))
-    ss -Htln "sport = :$p" | grep -q . || port="$p"
-done
+port="$(free_port)"
 
 # --- nginx: one server a site, its access log as ADDR:PORT<TAB>URI. ---
 i=0
