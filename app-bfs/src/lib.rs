@@ -28,8 +28,9 @@
 //! loop only drains finished merges ([`SeenSet::try_recv_new`](seen::SeenSet::try_recv_new)).
 //!
 //! **Eager when idle, batched when busy** (DESIGN.md section 2). When the loop has
-//! nothing else to do it starts a merge of whatever is buffered at once
-//! ([`SeenSet::merge_now`](seen::SeenSet::merge_now)); while a merge runs,
+//! nothing else to do, or the manager is short of URLs (even while page batches
+//! are being read), it starts a merge of what is buffered as the pace allows
+//! ([`SeenSet::merge_now`](seen::SeenSet::merge_now), `pace.rs`); while a merge runs,
 //! new links keep collecting in the buffer and go with the next one, so merges
 //! grow with the load. Every request file published is announced to the manager
 //! with a `Published` hint, so it is loaded at once, not at the manager's next

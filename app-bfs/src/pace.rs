@@ -20,9 +20,13 @@
 //! - **Claims**: at most one every `claim_interval`. The batches a pause leaves in
 //!   the folder are claimed together at its end, and the downloader's batch behind
 //!   them grows meanwhile.
-//! - **Idle merges**: once the buffer holds 1/[`MERGE_RATIO`] of the keys on disk
+//! - **Merges**: once the buffer holds 1/[`MERGE_RATIO`] of the keys on disk
 //!   (so merging costs O(`MERGE_RATIO`) key copies per new key, not O(file) per
-//!   batch), or [`MERGE_DELAY`] after the last merge.
+//!   batch), or [`MERGE_DELAY`] after the last merge when no page batch is being
+//!   read (a batch's links are then milliseconds away and go into the same
+//!   merge). A manager short of URLs gets a merge at once, batch being read or
+//!   not: under steady load the readers are never all idle, and merging only
+//!   between reads let the manager run dry before each breadth-first round.
 //!
 //! A link thus reaches the manager at most `claim_interval` + [`MERGE_DELAY`] later
 //! than it would unpaced, and only while the manager holds two rounds of URLs.
@@ -87,19 +91,24 @@ impl Pace {
         (due > now).then(|| due - now)
     }
 
-    /// Whether an idle loop may merge `buffered` keys into a set of `on_disk`.
+    /// Whether the loop may merge `buffered` keys into a set of `on_disk` now.
+    /// While a page batch is being `read`, its links are milliseconds away and
+    /// would go into the same merge, so only a buffer of 1/[`MERGE_RATIO`] of the
+    /// file or a manager short of URLs starts one then: under steady load the
+    /// readers are never all idle, and a loop that merged only between reads
+    /// published a breadth-first round only once the manager had run dry
+    /// (BENCHMARKS.md, issue 39, session 33).
     pub(crate) fn may_merge(
         &self,
         now: Instant,
         progress: Option<&AppProgress>,
         buffered: u64,
         on_disk: u64,
+        reading: bool,
     ) -> bool {
-        buffered > 0
-            && (self.interval.is_zero()
-                || buffered >= on_disk / MERGE_RATIO
-                || now >= self.last_merge + MERGE_DELAY
-                || short_of_urls(progress))
+        let due = buffered >= on_disk / MERGE_RATIO || short_of_urls(progress);
+        let idle_due = self.interval.is_zero() || now >= self.last_merge + MERGE_DELAY;
+        buffered > 0 && (due || (!reading && idle_due))
     }
 
     /// A merge started at `now`.
@@ -182,31 +191,60 @@ mod tests {
         pace.merged(t0);
         let busy = report(10_000, 200);
         let soon = t0 + Duration::from_millis(10);
-        assert!(!pace.may_merge(soon, Some(&busy), 0, 0), "nothing buffered");
         assert!(
-            pace.may_merge(soon, Some(&busy), 5, 0),
+            !pace.may_merge(soon, Some(&busy), 0, 0, false),
+            "nothing buffered"
+        );
+        assert!(
+            pace.may_merge(soon, Some(&busy), 5, 0, false),
             "an empty set merges"
         );
-        assert!(!pace.may_merge(soon, Some(&busy), 99, 1_600));
+        assert!(!pace.may_merge(soon, Some(&busy), 99, 1_600, false));
         assert!(
-            pace.may_merge(soon, Some(&busy), 100, 1_600),
+            pace.may_merge(soon, Some(&busy), 100, 1_600, false),
             "1/16 of the file"
         );
         assert!(
-            pace.may_merge(soon, Some(&report(10, 200)), 1, 1_600),
+            pace.may_merge(soon, Some(&report(10, 200)), 1, 1_600, false),
             "short"
         );
-        assert!(pace.may_merge(soon, None, 1, 1_600), "no report yet");
+        assert!(pace.may_merge(soon, None, 1, 1_600, false), "no report yet");
         assert_eq!(
             pace.merge_wait(soon),
             MERGE_DELAY - Duration::from_millis(10)
         );
         let late = t0 + MERGE_DELAY;
         assert!(
-            pace.may_merge(late, Some(&busy), 1, 1_600),
+            pace.may_merge(late, Some(&busy), 1, 1_600, false),
             "the delay is over"
         );
         assert_eq!(pace.merge_wait(late), Duration::ZERO);
+    }
+
+    #[test]
+    fn while_a_batch_is_read_only_a_due_merge_starts() {
+        let mut pace = Pace::new(Duration::from_millis(50));
+        let t0 = Instant::now();
+        pace.merged(t0);
+        let busy = report(10_000, 200);
+        let late = t0 + MERGE_DELAY;
+        assert!(
+            !pace.may_merge(late, Some(&busy), 99, 1_600, true),
+            "the delay waits for the batch's links"
+        );
+        assert!(pace.may_merge(late, Some(&busy), 99, 1_600, false));
+        assert!(
+            pace.may_merge(late, Some(&busy), 100, 1_600, true),
+            "1/16 of the file"
+        );
+        assert!(
+            pace.may_merge(t0, Some(&report(10, 200)), 1, 1_600, true),
+            "short"
+        );
+        assert!(!pace.may_merge(t0, Some(&report(10, 200)), 0, 1_600, true));
+        let eager = Pace::new(Duration::ZERO);
+        assert!(!eager.may_merge(t0, Some(&busy), 1, 1_600, true));
+        assert!(eager.may_merge(t0, Some(&busy), 1, 1_600, false));
     }
 
     #[test]
@@ -217,6 +255,6 @@ mod tests {
         assert!(pace.may_claim(t0, Some(&report(1_000_000, 1))));
         assert_eq!(pace.wait(t0), None);
         pace.merged(t0);
-        assert!(pace.may_merge(t0, Some(&report(1_000_000, 1)), 1, 1_000_000));
+        assert!(pace.may_merge(t0, Some(&report(1_000_000, 1)), 1, 1_000_000, false));
     }
 }

@@ -305,25 +305,26 @@ impl Crawl {
     /// merge when the pace says so, wait for a running merge or held inputs, or,
     /// with nothing left anywhere, ask whether the crawl is done.
     fn idle(&mut self) -> Result<Option<End>, AppError> {
-        // A batch being read brings links within milliseconds (and wakes us):
-        // they go into the same merge.
-        if self.intake.reading() > 0 {
-            self.nap(MERGE_POLL);
-            return Ok(None);
-        }
         // Merge what is buffered when the pace says so (unless a merge runs:
-        // then the buffer keeps growing and goes next).
+        // then the buffer keeps growing and goes next). A batch being read
+        // brings links within milliseconds (and wakes us): they go into the same
+        // merge unless the pace says the merge is due anyway.
         let now = Instant::now();
+        let reading = self.intake.reading() > 0;
         let may_merge = {
             let manager = self.completion.manager();
             let manager = manager.as_ref().map(|(_, p)| p);
             let buffered = self.seen.buffered() as u64;
             self.intake
                 .pace()
-                .may_merge(now, manager, buffered, self.seen.len())
+                .may_merge(now, manager, buffered, self.seen.len(), reading)
         };
         if may_merge && self.seen.merge_now()? {
             self.intake.pace().merged(now);
+            return Ok(None);
+        }
+        if reading {
+            self.nap(MERGE_POLL);
             return Ok(None);
         }
         if self.seen.is_merging() || self.seen.has_buffered() || self.intake.holding() {
