@@ -246,19 +246,20 @@ pub fn now_ms() -> u64 {
         .map_or(0, |d| u64::try_from(d.as_millis()).unwrap_or(u64::MAX))
 }
 
-/// What the reports and tests read of a line.
+/// What the reports and tests read of a line, borrowed from it (the reports read
+/// every line of a crawl's log at its end: no allocation per line).
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct ParsedLine {
+pub struct ParsedLine<'a> {
     /// Column 2.
     pub status: i32,
     /// Column 3 (`None` for `-`).
     pub size: Option<u64>,
     /// Column 4.
-    pub url: String,
+    pub url: &'a str,
     /// Column 7.
-    pub mime: String,
-    /// Column 12, split at commas (empty for `-`).
-    pub annotations: Vec<String>,
+    pub mime: &'a str,
+    /// Column 12 as written (`-` for none): see [`ParsedLine::annotations`].
+    annotations: &'a str,
 }
 
 /// A line that is not in the layout.
@@ -271,15 +272,22 @@ pub struct BadLine {
     pub line: String,
 }
 
-impl ParsedLine {
+/// Columns of a line.
+const COLUMNS: usize = 12;
+
+impl<'a> ParsedLine<'a> {
     /// Parses one line (without its `\n`).
-    pub fn parse(line: &str) -> Result<Self, BadLine> {
+    pub fn parse(line: &'a str) -> Result<Self, BadLine> {
         let bad = |why| BadLine {
             why,
             line: line.chars().take(200).collect(),
         };
-        let cols: Vec<&str> = line.split_ascii_whitespace().collect();
-        if cols.len() != 12 {
+        let mut cols = [""; COLUMNS];
+        let mut words = line.split_ascii_whitespace();
+        for col in &mut cols {
+            *col = words.next().ok_or_else(|| bad("not 12 columns"))?;
+        }
+        if words.next().is_some() {
             return Err(bad("not 12 columns"));
         }
         let status = cols[1].parse().map_err(|_| bad("status"))?;
@@ -287,17 +295,22 @@ impl ParsedLine {
             "-" => None,
             n => Some(n.parse().map_err(|_| bad("size"))?),
         };
-        let annotations = match cols[11] {
-            "-" => Vec::new(),
-            a => a.split(',').map(str::to_owned).collect(),
-        };
         Ok(Self {
             status,
             size,
-            url: cols[3].to_owned(),
-            mime: cols[6].to_owned(),
-            annotations,
+            url: cols[3],
+            mime: cols[6],
+            annotations: cols[11],
         })
+    }
+
+    /// Column 12 split at commas (none for `-`).
+    pub fn annotations(&self) -> impl Iterator<Item = &'a str> {
+        let text = match self.annotations {
+            "-" => "",
+            a => a,
+        };
+        text.split(',').filter(|a| !a.is_empty())
     }
 }
 
@@ -442,12 +455,16 @@ mod tests {
             "2025-11-29T00:45:12.345Z   200       1234 http://a.test/x LLR - text/html dl-1 \
              20251129004511007+42 sha1:AAAA - duplicate:digest\n"
         );
-        let parsed = ParsedLine::parse(page_line().trim_end()).unwrap();
+        let line = page_line();
+        let parsed = ParsedLine::parse(line.trim_end()).unwrap();
         assert_eq!(parsed.status, 200);
         assert_eq!(parsed.size, Some(1234));
         assert_eq!(parsed.url, "http://a.test/x");
         assert_eq!(parsed.mime, "text/html");
-        assert_eq!(parsed.annotations, vec!["duplicate:digest"]);
+        assert_eq!(
+            parsed.annotations().collect::<Vec<_>>(),
+            ["duplicate:digest"]
+        );
     }
 
     #[test]

@@ -18,9 +18,8 @@
 //! holds a raw newline); the reader takes any object whose fields of interest are
 //! strings or numbers, so hand-made or third-party lines with extra fields parse too.
 
+use std::borrow::Cow;
 use std::io;
-
-use serde_json::{Map, Value};
 
 /// `mime` of a revisit record's line.
 pub const REVISIT_MIME: &str = "warc/revisit";
@@ -79,7 +78,10 @@ impl CdxjLine {
         out.push('\n');
     }
 
-    /// Parses one line (without its `\n`).
+    /// Parses one line (without its `\n`). The JSON's fields are read in one pass
+    /// into borrowed text (a copy only for a value with escapes or a number), not
+    /// through a map of owned values: the index of a crawl is read whole at its
+    /// end (`polycrawl crawl`'s summary), so this is per stored page. O(line bytes).
     pub fn parse(line: &str) -> Result<Self, String> {
         let (key, rest) = line.split_once(' ').ok_or("no space after the key")?;
         let (timestamp, json) = rest.split_once(' ').ok_or("no space after the timestamp")?;
@@ -89,42 +91,107 @@ impl CdxjLine {
         if timestamp.len() != 14 || !timestamp.bytes().all(|b| b.is_ascii_digit()) {
             return Err(format!("bad timestamp {timestamp:?}"));
         }
-        let fields: Map<String, Value> =
+        let fields: Fields<'_> =
             serde_json::from_str(json).map_err(|e| format!("bad JSON: {e}"))?;
-        let text = |name: &str| -> Result<Option<String>, String> {
-            match fields.get(name) {
-                None => Ok(None),
-                Some(Value::String(s)) => Ok(Some(s.clone())),
-                Some(Value::Number(n)) => Ok(Some(n.to_string())),
-                Some(other) => Err(format!("{name} is neither a string nor a number: {other}")),
-            }
-        };
-        let number = |name: &str| -> Result<u64, String> {
-            let value = text(name)?.ok_or_else(|| format!("missing {name}"))?;
+        let number = |name: &str, value: Option<Text<'_>>| -> Result<u64, String> {
+            let value = value.ok_or_else(|| format!("missing {name}"))?.0;
             value
                 .parse::<u64>()
                 .map_err(|_| format!("{name} is not a number: {value:?}"))
         };
-        let dash = |name: &str| -> Result<String, String> {
-            Ok(text(name)?.unwrap_or_else(|| "-".into()))
-        };
-        let url = text("url")?
-            .filter(|u| !u.is_empty())
-            .ok_or("missing url")?;
-        let filename = text("filename")?
-            .filter(|f| !f.is_empty())
-            .ok_or("missing filename")?;
+        let dash = |value: Option<Text<'_>>| value.map_or_else(|| "-".into(), Text::into_string);
+        let url = fields
+            .url
+            .filter(|u| !u.0.is_empty())
+            .ok_or("missing url")?
+            .into_string();
+        let filename = fields
+            .filename
+            .filter(|f| !f.0.is_empty())
+            .ok_or("missing filename")?
+            .into_string();
         Ok(CdxjLine {
             key: key.to_owned(),
             timestamp: timestamp.to_owned(),
             url,
-            mime: dash("mime")?,
-            status: dash("status")?,
-            digest: dash("digest")?,
-            length: number("length")?,
-            offset: number("offset")?,
+            mime: dash(fields.mime),
+            status: dash(fields.status),
+            digest: dash(fields.digest),
+            length: number("length", fields.length)?,
+            offset: number("offset", fields.offset)?,
             filename,
         })
+    }
+}
+
+/// The fields of a line's JSON object that [`CdxjLine::parse`] reads; any other
+/// field is skipped.
+#[derive(serde::Deserialize)]
+struct Fields<'a> {
+    #[serde(borrow, default)]
+    url: Option<Text<'a>>,
+    #[serde(borrow, default)]
+    mime: Option<Text<'a>>,
+    #[serde(borrow, default)]
+    status: Option<Text<'a>>,
+    #[serde(borrow, default)]
+    digest: Option<Text<'a>>,
+    #[serde(borrow, default)]
+    length: Option<Text<'a>>,
+    #[serde(borrow, default)]
+    offset: Option<Text<'a>>,
+    #[serde(borrow, default)]
+    filename: Option<Text<'a>>,
+}
+
+/// A JSON string or number as text: borrowed from the line when the string has no
+/// escapes; a number as it prints (`512`). Anything else is an error.
+struct Text<'a>(Cow<'a, str>);
+
+impl Text<'_> {
+    fn into_string(self) -> String {
+        self.0.into_owned()
+    }
+}
+
+impl<'de: 'a, 'a> serde::Deserialize<'de> for Text<'a> {
+    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        struct Visit;
+        impl<'de> serde::de::Visitor<'de> for Visit {
+            type Value = Cow<'de, str>;
+
+            fn expecting(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+                f.write_str("a string or a number")
+            }
+
+            fn visit_borrowed_str<E>(self, v: &'de str) -> Result<Self::Value, E> {
+                Ok(Cow::Borrowed(v))
+            }
+
+            fn visit_str<E>(self, v: &str) -> Result<Self::Value, E> {
+                Ok(Cow::Owned(v.to_owned()))
+            }
+
+            fn visit_string<E>(self, v: String) -> Result<Self::Value, E> {
+                Ok(Cow::Owned(v))
+            }
+
+            fn visit_u64<E>(self, v: u64) -> Result<Self::Value, E> {
+                Ok(Cow::Owned(v.to_string()))
+            }
+
+            fn visit_i64<E>(self, v: i64) -> Result<Self::Value, E> {
+                Ok(Cow::Owned(v.to_string()))
+            }
+
+            fn visit_f64<E>(self, v: f64) -> Result<Self::Value, E> {
+                Ok(Cow::Owned(
+                    serde_json::Number::from_f64(v)
+                        .map_or_else(|| v.to_string(), |n| n.to_string()),
+                ))
+            }
+        }
+        d.deserialize_any(Visit).map(Text)
     }
 }
 
@@ -209,6 +276,8 @@ mod tests {
             r#"key 20261122100000 {"url": "u", "filename": "f", "length": "1", "offset": "1""#,
             r#"key 20261122100000 {"url": "u", "filename": "f", "length": "1", "offset": "1"} x"#,
             r#"key 20261122100000 {"url": "\ud800", "filename": "f", "length": "1", "offset": "1"}"#,
+            r#"key 20261122100000 {"url": true, "filename": "f", "length": "1", "offset": "1"}"#,
+            r#"key 20261122100000 {"url": "u", "filename": "f", "length": [1], "offset": "1"}"#,
         ] {
             assert!(CdxjLine::parse(bad).is_err(), "{bad}");
         }
