@@ -231,6 +231,7 @@ fn samples() -> Vec<Message> {
                         file: "5-dl-1-000001.warc.gz".into(),
                         location: Some("/y".into()),
                         retry_after: Some(RetryAfter::Date(1_700_000_000)),
+                        response: None,
                     }),
                 },
                 FetchReport {
@@ -492,9 +493,9 @@ fn every_variant_round_trips_through_bytes() {
 
 #[test]
 fn golden_preamble() {
-    assert_eq!(hex(&preamble(PROTOCOL_VERSION)), "50 43 52 4c 00 09 00 00");
+    assert_eq!(hex(&preamble(PROTOCOL_VERSION)), "50 43 52 4c 00 0a 00 00");
     assert_eq!(hex(&preamble(0x0203)), "50 43 52 4c 02 03 00 00");
-    assert_eq!(PROTOCOL_VERSION, 9);
+    assert_eq!(PROTOCOL_VERSION, 10);
 }
 
 /// The encoding of every sample, pinned. If this fails you changed the wire
@@ -509,7 +510,7 @@ fn golden_message_bytes() {
         "04 01 04 64 6f 6e 65",
         "05 ac 02",
         "06 02 07 03 62 66 73 0f 68 74 74 70 3a 2f 2f 61 2e 74 65 73 74 2f 78 00 7f 00 00 02 50 00 01 80 80 40 90 4e a0 9c 01 e0 d4 03 fa 01 ac 02 00 00 01 03 22 65 22 01 80 f2 d6 ca 06 01 06 ac 02 08 03 62 66 73 19 68 74 74 70 73 3a 2f 2f 62 2e 74 65 73 74 2f 72 6f 62 6f 74 73 2e 74 78 74 01 00 00 00 00 00 00 00 00 00 00 00 00 00 00 00 01 bb 03 01 00 80 80 40 90 4e a0 9c 01 e0 d4 03 fa 01 ac 02 00 00 00 00 00",
-        "07 03 07 00 ad 02 a4 03 00 00 03 09 0c 80 80 f9 c0 c1 c4 82 03 e4 80 f9 c0 c1 c4 82 03 e0 dd f9 c0 c1 c4 82 03 15 35 2d 64 6c 2d 31 2d 30 30 30 30 30 31 2e 77 61 72 63 2e 67 7a 01 02 2f 79 01 01 80 e2 cf aa 06 08 01 04 0a 66 69 72 73 74 20 62 79 74 65 09 02",
+        "07 03 07 00 ad 02 a4 03 00 00 03 09 0c 80 80 f9 c0 c1 c4 82 03 e4 80 f9 c0 c1 c4 82 03 e0 dd f9 c0 c1 c4 82 03 15 35 2d 64 6c 2d 31 2d 30 30 30 30 30 31 2e 77 61 72 63 2e 67 7a 01 02 2f 79 01 01 80 e2 cf aa 06 00 08 01 04 0a 66 69 72 73 74 20 62 79 74 65 09 02",
         "08 01 02 06 61 2e 74 65 73 74 06 62 2e 74 65 73 74",
         "09 01 03 06 61 2e 74 65 73 74 00 02 00 0a 00 00 01 01 00 00 00 00 00 00 00 00 00 00 00 00 00 00 00 01 ac 02 06 62 2e 74 65 73 74 01 00 3c 00 06 63 2e 74 65 73 74 01 02 05 08 53 45 52 56 46 41 49 4c",
         "0a 03 62 66 73",
@@ -583,8 +584,8 @@ fn decoding_rejects_garbage_and_trailing_bytes() {
 // ---------------------------------------------------------------- golden wire
 
 /// The module docs' example, byte for byte: a downloader's opening.
-const HELLO_DL1: &str = "50 43 52 4c 00 09 00 00 \
-     00 00 00 1f 00 01 04 64 6c 2d 31 09 06 73 33 63 72 65 74 \
+const HELLO_DL1: &str = "50 43 52 4c 00 0a 00 00 \
+     00 00 00 1f 00 01 04 64 6c 2d 31 0a 06 73 33 63 72 65 74 \
      0f 70 6f 6c 79 63 72 61 77 6c 20 30 2e 31 2e 30";
 
 #[tokio::test]
@@ -599,7 +600,7 @@ async fn golden_handshake_and_frames_on_the_wire() {
         server.read_exact(&mut opening).await.unwrap();
         assert_eq!(hex(&opening), hex(&unhex(HELLO_DL1)));
         // Accept: preamble, status 00, Welcome frame, then SetConcurrency { 300 }.
-        let welcome = "50 43 52 4c 00 09 00 00 00 00 00 00 0b 01 00 03 6d 67 72 09 d0 0f 90 4e";
+        let welcome = "50 43 52 4c 00 0a 00 00 00 00 00 00 0b 01 00 03 6d 67 72 0a d0 0f 90 4e";
         server.write_all(&unhex(welcome)).await.unwrap();
         server
             .write_all(&unhex("00 00 00 03 05 ac 02"))
@@ -639,7 +640,7 @@ async fn golden_refusal_bytes() {
     let (served, reply) = tokio::join!(server_handshake(server, &config), raw_client);
     assert!(matches!(served, Err(ProtocolError::BadToken { .. })));
     let text = "wrong token for downloader dl-1";
-    let expected = format!("50 43 52 4c 00 09 00 00 03 00 1f {}", hex(text.as_bytes()));
+    let expected = format!("50 43 52 4c 00 0a 00 00 03 00 1f {}", hex(text.as_bytes()));
     assert_eq!(hex(&reply), expected);
 }
 

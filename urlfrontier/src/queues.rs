@@ -263,6 +263,7 @@ impl Queues {
             file: crate::EXTERNAL_FILE.to_owned(),
             location: None,
             retry_after: None,
+            response: None,
         };
         Some((
             lease.held.session,

@@ -82,7 +82,8 @@ impl Metrics {
         self.wire_bytes.fetch_add(wire_bytes, Ordering::Relaxed);
     }
 
-    /// A robots file was published.
+    /// A robots.txt response was stored: published as a robots file, or sent in its
+    /// report.
     pub(crate) fn robots_stored(&self, wire_bytes: u64) {
         self.robots_stored.fetch_add(1, Ordering::Relaxed);
         self.wire_bytes.fetch_add(wire_bytes, Ordering::Relaxed);

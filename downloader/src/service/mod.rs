@@ -162,6 +162,9 @@ pub async fn run(
         metrics: Arc::clone(&metrics),
         wire_log,
         gzip_level: config.gzip_level,
+        // A report with a robots.txt in it stays within an eighth of a frame.
+        inline_robots_max: spool::protocol::INLINE_ROBOTS_MAX
+            .min(usize::try_from(control.max_frame / 8).unwrap_or(usize::MAX)),
     });
     info!(
         id = %control.id,

@@ -62,6 +62,9 @@ pub(crate) struct JobEnv {
     pub wire_log: Option<WireLog>,
     /// Gzip level of the WARC records.
     pub gzip_level: u32,
+    /// Largest robots.txt response sent in its report rather than published as a
+    /// robots file (`StoredPage::response`).
+    pub inline_robots_max: usize,
 }
 
 /// The engine job for a manager job.
@@ -195,6 +198,10 @@ async fn run_one(
         }
     };
     debug!(job = %job.job, url = %job.url, status = fetched.status(), "downloader: fetched");
+    if job.purpose == FetchPurpose::Robots && fetched.raw.len() <= env.inline_robots_max {
+        report_robots(env, session, job.job, &fetched);
+        return go.then_some(ended);
+    }
     let precompressed = has_content_coding(&fetched);
     // The entity as stored in the record (chunks kept): the payload the spool's
     // `payload_digest` contract, storage and `warcio check` digest.
@@ -243,6 +250,25 @@ async fn run_one(
         return None;
     }
     go.then_some(ended)
+}
+
+/// Reports a small robots.txt response with the response in the report: no robots
+/// file, no record, no fsync; the manager reads it from the message (a new host's
+/// first request waits for nothing else). Robots files are deleted once read and
+/// never archived, so nothing is lost by not writing one.
+fn report_robots(env: &JobEnv, session: u64, job: JobId, fetched: &Fetched) {
+    let mut page = stored_page(fetched);
+    page.response = Some(fetched.raw.to_vec());
+    env.metrics.robots_stored(page.wire_bytes);
+    let report = FetchReport {
+        job,
+        result: FetchResult::Stored(page),
+    };
+    let _ = env.events.send(Event::Report {
+        session,
+        report,
+        in_batch: false,
+    });
 }
 
 /// Appends the request's line to the wire log, if there is one.
@@ -368,6 +394,7 @@ pub(crate) fn stored_page(f: &Fetched) -> StoredPage {
         file: String::new(),
         location,
         retry_after,
+        response: None,
     }
 }
 

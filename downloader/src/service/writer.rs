@@ -37,8 +37,10 @@
 //!   downloader that is still busy fetching (a crawl's first seconds: every seed
 //!   page in one batch, published only when the last one is fetched, left the
 //!   application idle and then one reader thread parsing it while the downloader
-//!   waited for links: issue 39). Robots files are written and published at
-//!   once, then reported.
+//!   waited for links: issue 39). Robots files (a robots.txt over
+//!   `INLINE_ROBOTS_MAX` bytes) are written and published at once, then
+//!   reported; a smaller one never comes here: its task reports it with the
+//!   response in the report (`task::report_robots`).
 //! - **Spool full** (`ENOSPC`, `EDQUOT`: [`WriteError::is_disk_full`]): the writer
 //!   pauses. A record that failed is cut off its batch ([`Batch::recover`]
 //!   truncates the temp file to the last complete record) and kept in memory, not

@@ -3,7 +3,7 @@
 
 use std::collections::HashMap;
 
-use spool::protocol::{FetchJob, FetchResult, JobId};
+use spool::protocol::{FetchJob, FetchResult, INLINE_ROBOTS_MAX, JobId};
 use spool::warc::{
     DEPTH_FIELD, FETCH_MS_FIELD, FETCH_START_FIELD, HOPS_FIELD, RecordType, payload_digest,
 };
@@ -194,27 +194,13 @@ async fn pages_are_stored_reported_and_committed() {
     }
     assert!(expected.is_empty());
 
-    // Robots: its own published file, existing when the report arrived.
-    let r = &seen.reports[&JobId(10)];
-    assert!(
-        r.file_existed,
-        "robots report before its file was published"
-    );
-    let robots_file = dl.spool.path().join("robots").join(&stored(&r.result).file);
-    assert!(stored(&r.result).file.starts_with("00-dl-test-"));
-    assert_eq!(
-        published(&dl.spool.path().join("robots")),
-        [robots_file.as_path()]
-    );
-    warcio_check(&robots_file);
-    let recs = records(&robots_file);
-    assert_eq!(recs.len(), 2);
-    assert_eq!(recs[0].headers.record_type(), Some(RecordType::Response));
-    assert!(recs[0].block.ends_with(ROBOTS));
-    assert_eq!(
-        recs[1].headers.get("WARC-Concurrent-To"),
-        recs[0].headers.record_id()
-    );
+    // Robots: a small robots.txt travels in its report, as received; no file.
+    let robots = stored(&seen.reports[&JobId(10)].result);
+    assert_eq!(robots.file, "");
+    let response = robots.response.as_deref().unwrap();
+    assert!(response.starts_with(b"HTTP/1.1 200"), "{response:?}");
+    assert!(response.ends_with(ROBOTS));
+    assert!(published(&dl.spool.path().join("robots")).is_empty());
 
     // Nothing left behind.
     assert!(published(&dl.pages().join(".tmp")).is_empty());
@@ -253,6 +239,11 @@ async fn chunked_payload_digest_is_over_the_stored_entity() {
     dl.join().await.unwrap();
 }
 
+/// Where an HTTP response's head ends.
+fn head_end(response: &[u8]) -> usize {
+    response.windows(4).position(|w| w == b"\r\n\r\n").unwrap() + 4
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn robots_body_is_capped_at_the_job_limit() {
     let site = Site::start().await;
@@ -264,16 +255,44 @@ async fn robots_body_is_capped_at_the_job_limit() {
     m.reports_for(&[1]).await;
     let p = stored(m.seen.result(1));
     assert!(p.truncated);
+    let response = p.response.as_deref().unwrap();
+    assert_eq!(response.len() - head_end(response), 1000);
+    dl.shutdown.cancel();
+    dl.join().await.unwrap();
+}
+
+/// A robots.txt response over `INLINE_ROBOTS_MAX` is published as a robots file
+/// of its own (response and request records) before the report that names it.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_large_robots_txt_is_published_as_a_robots_file() {
+    let cap = INLINE_ROBOTS_MAX as u64 + 1000;
+    let site = Site::start().await;
+    let manager = TestManager::start().await;
+    let mut dl = start(config(), manager.addr());
+    let mut m = manager.accept(dl.spool.path()).await;
+    let url = site.url(&format!("/bytes/{}", cap + 5000));
+    m.fetch(vec![robots(1, &url, site.addr, cap)]).await;
+    m.reports_for(&[1]).await;
+    let r = &m.seen.reports[&JobId(1)];
+    assert!(
+        r.file_existed,
+        "robots report before its file was published"
+    );
+    let p = stored(&r.result);
+    assert!(p.truncated && p.response.is_none());
+    assert!(p.file.starts_with("00-dl-test-"), "{}", p.file);
     let file = dl.spool.path().join("robots").join(&p.file);
+    assert_eq!(published(&dl.spool.path().join("robots")), [file.as_path()]);
+    warcio_check(&file);
     let recs = records(&file);
+    assert_eq!(recs.len(), 2);
+    assert_eq!(recs[0].headers.record_type(), Some(RecordType::Response));
     assert_eq!(recs[0].headers.truncated(), Some("length"));
-    let head_end = recs[0]
-        .block
-        .windows(4)
-        .position(|w| w == b"\r\n\r\n")
-        .unwrap()
-        + 4;
-    assert_eq!(recs[0].block.len() - head_end, 1000);
+    assert_eq!(recs[0].block.len() - head_end(&recs[0].block), cap as usize);
+    assert_eq!(
+        recs[1].headers.get("WARC-Concurrent-To"),
+        recs[0].headers.record_id()
+    );
     dl.shutdown.cancel();
     dl.join().await.unwrap();
 }

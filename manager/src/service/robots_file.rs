@@ -1,8 +1,10 @@
-//! Robots files: a downloader publishes each robots.txt fetch as
+//! Robots files: a downloader publishes each robots.txt fetch over
+//! `spool::protocol::INLINE_ROBOTS_MAX` bytes as
 //! `robots/<00-<downloader>-<seq>.robots>` (a WARC `response` record, then its
 //! `request` record, gzip members) and then reports `Stored` naming it. The manager
 //! reads the response's entity body ([`read_body`]), hands it to the frontier, and
-//! deletes the file ([`remove`]).
+//! deletes the file ([`remove`]). A smaller robots.txt comes in the report itself
+//! (`StoredPage::response`); [`body_of`] reads both.
 //!
 //! Decision: the file is deleted, not kept for audit. The verdict and the body that
 //! produced it are cached in the frontier's database (`origin` family) for the
@@ -90,18 +92,24 @@ pub fn read_body(path: &Path, max: usize) -> Result<Vec<u8>, RobotsFileError> {
             source,
         })?;
         if record.headers.record_type() == Some(RecordType::Response) {
-            let body_error = |source| RobotsFileError::Body {
+            return body_of(&record.block, max).map_err(|source| RobotsFileError::Body {
                 path: path.to_owned(),
                 source,
-            };
-            // A body cut by the downloader's cap (or longer than `max`) is kept as
-            // far as it goes: robots.txt parsing reads at most 500 KiB anyway.
-            let response = StoredResponse::parse(&record.block).map_err(body_error)?;
-            let body = response.entity_body(max).map_err(body_error)?;
-            return Ok(body.bytes.into_owned());
+            });
         }
     }
     Err(RobotsFileError::NoResponse(path.to_owned()))
+}
+
+/// The entity body (de-chunked, decompressed, at most `max` bytes) of `response`,
+/// an HTTP response as received (a robots file's `response` block, or the one a
+/// downloader sent in its report). A body cut by the downloader's cap (or longer
+/// than `max`) is kept as far as it goes: robots.txt parsing reads at most 500 KiB
+/// anyway.
+pub fn body_of(response: &[u8], max: usize) -> Result<Vec<u8>, HttpError> {
+    let response = StoredResponse::parse(response)?;
+    let body = response.entity_body(max)?;
+    Ok(body.bytes.into_owned())
 }
 
 /// Deletes the robots file at `path` (already gone is fine; other failures are

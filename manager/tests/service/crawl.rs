@@ -1,5 +1,6 @@
 //! A small crawl end to end: request file -> DNS through a resolver -> robots.txt
-//! first (read from the robots file the downloader publishes) -> pages, one request
+//! first (one in its report, as a downloader sends a small one; one read from the
+//! robots file a downloader publishes for a large one) -> pages, one request
 //! per host at a time and the interval between -> outcomes -> the application sees
 //! its crawl finish; then a clean shutdown drains the downloader.
 
@@ -37,7 +38,7 @@ async fn a_crawl_fetches_robots_first_then_pages_one_per_host_and_finishes() {
     for job in &robots {
         if job.url == "http://a.test/robots.txt" {
             let body = "User-agent: *\nDisallow: /p2\n";
-            dl.robots_stored(job, &robots_response(body)).await;
+            dl.robots_inline(job, &robots_response(body)).await;
         } else {
             assert_eq!(job.url, "http://b.test/robots.txt");
             dl.robots_stored(job, ROBOTS_404).await;

@@ -14,8 +14,8 @@ use spool::formats::{Hints, RequestHeader, RequestWriter};
 use spool::name::{FileKind, Priority};
 use spool::protocol::{
     AdminCommand, AdminReply, AppProgress, ByeReason, ConnReader, ConnWriter, FetchJob,
-    FetchPurpose, FetchReport, Hello, HostAnswer, JobId, Limits, Load, Message, ProtocolError,
-    RequestId, Resolution, Role, Token, client_handshake,
+    FetchPurpose, FetchReport, FetchResult, Hello, HostAnswer, JobId, Limits, Load, Message,
+    ProtocolError, RequestId, Resolution, Role, Token, client_handshake,
 };
 use spool::publish::Publisher;
 use spool::warc::{Capture, RecordId, WarcDate, WarcHeaders, WarcWriter, payload_digest};
@@ -345,6 +345,16 @@ impl Downloader {
         pending.commit().unwrap();
         let status = parse_status(raw_response);
         self.report(vec![stored(job, status, &name)]).await;
+    }
+
+    /// Reports `raw_response` stored with the response in the report itself (no
+    /// robots file), as a downloader does for a small robots.txt.
+    pub async fn robots_inline(&self, job: &FetchJob, raw_response: &[u8]) {
+        let mut report = stored(job, parse_status(raw_response), "");
+        if let FetchResult::Stored(page) = &mut report.result {
+            page.response = Some(raw_response.to_vec());
+        }
+        self.report(vec![report]).await;
     }
 
     pub async fn report(&self, reports: Vec<FetchReport>) {

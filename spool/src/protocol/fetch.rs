@@ -150,14 +150,25 @@ pub struct StoredPage {
     pub timing: Timing,
     /// Name of the spool file holding the record: a page batch in `pages/<app>/`
     /// (possibly not yet published; batches rotate by size and age) or a published
-    /// file in `robots/`.
+    /// file in `robots/`; empty when the response travels in `response`.
     pub file: String,
     /// The `Location` header of a 3xx response, as sent by the server.
     pub location: Option<String>,
     /// The `Retry-After` header of a 429 or 503 response, when it parses (the
     /// manager backs the host off by it, up to its cap).
     pub retry_after: Option<RetryAfter>,
+    /// A robots.txt response of at most [`INLINE_ROBOTS_MAX`] bytes, as received
+    /// (head and body, chunked or content-coded as sent: what a robots file's
+    /// `response` record would hold). It travels in the report, so no robots file
+    /// is written (`file` is empty): a small message, not bulk data. `None` for
+    /// pages and for larger robots.txt responses, which go through `robots/`.
+    pub response: Option<Vec<u8>>,
 }
+
+/// Largest robots.txt response a downloader puts in its report
+/// ([`StoredPage::response`]) rather than in a robots file. Nearly every robots.txt
+/// is smaller; the report stays far below any sane frame limit.
+pub const INLINE_ROBOTS_MAX: usize = 64 * 1024;
 
 /// Fetch timings: durations in milliseconds from the start of the job, and the
 /// wire stamps politeness is judged on.

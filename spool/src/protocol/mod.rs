@@ -24,7 +24,7 @@
 //!
 //! ```text
 //! offset 0..4  magic    50 43 52 4c   "PCRL"
-//! offset 4..6  version  u16 big-endian (PROTOCOL_VERSION, 00 09 today)
+//! offset 4..6  version  u16 big-endian (PROTOCOL_VERSION, 00 0a today)
 //! offset 6..8  reserved 00 00 (sent as zero, ignored on receipt)
 //! ```
 //!
@@ -78,12 +78,12 @@
 //! Downloader `dl-1` with token `s3cret` opens a connection:
 //!
 //! ```text
-//! 50 43 52 4c 00 09 00 00                   preamble, v9
+//! 50 43 52 4c 00 0a 00 00                   preamble, v10
 //! 00 00 00 1f                               frame of 31 bytes:
 //!   00                                      Message::Hello
 //!   01                                      Role::Downloader
 //!   04 64 6c 2d 31                          id "dl-1"
-//!   09                                      version 9
+//!   0a                                      version 10
 //!   06 73 33 63 72 65 74                    token "s3cret"
 //!   0f 70 6f 6c 79 ... 2e 30                software "polycrawl 0.1.0"
 //! ```
@@ -91,7 +91,7 @@
 //! With the wrong token the server answers
 //!
 //! ```text
-//! 50 43 52 4c 00 09 00 00                   preamble, v9
+//! 50 43 52 4c 00 0a 00 00                   preamble, v10
 //! 03 00 1f 77 72 6f 6e 67 ...               refused, bad token, 31 bytes:
 //!                                           "wrong token for downloader dl-1"
 //! ```
@@ -166,7 +166,8 @@ pub use app::{AppProgress, SpoolArea};
 pub use connection::{ConnReader, ConnWriter, Connection};
 pub use error::ProtocolError;
 pub use fetch::{
-    After, FetchJob, FetchLimits, FetchPurpose, FetchReport, FetchResult, JobId, StoredPage, Timing,
+    After, FetchJob, FetchLimits, FetchPurpose, FetchReport, FetchResult, INLINE_ROBOTS_MAX, JobId,
+    StoredPage, Timing,
 };
 pub use frame::FrameCodec;
 pub use handshake::{Limits, ServerConfig, client_handshake, server_handshake};
@@ -182,7 +183,7 @@ pub use state::{
 pub use token::{InvalidToken, Token};
 
 /// The protocol version this build speaks; see the versioning rule above.
-pub const PROTOCOL_VERSION: u16 = 9;
+pub const PROTOCOL_VERSION: u16 = 10;
 
 /// Default largest frame body, in bytes (16 MiB, as `control.max_frame_bytes`).
 pub const DEFAULT_MAX_FRAME: u32 = 16 * 1024 * 1024;

@@ -24,6 +24,7 @@ pub fn stored(job: JobId, status: u16, file: &str) -> FetchReport {
             file: file.to_owned(),
             location: None,
             retry_after: None,
+            response: None,
         }),
     }
 }

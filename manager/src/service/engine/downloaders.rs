@@ -29,8 +29,9 @@
 //!   send `Committed` for those jobs on their next connection, which the restarted
 //!   manager takes from any downloader (job ids are never reused across runs);
 //!   what no downloader claims within `restored_commit_wait_ms` is queued again.
-//! - **robots.txt**: a `Stored` robots report names a published file in `robots/`;
-//!   its body goes to the frontier, then the file is deleted (`robots_file.rs`).
+//! - **robots.txt**: a `Stored` robots report carries the response (a small
+//!   robots.txt) or names a published file in `robots/`; its body goes to the
+//!   frontier, then the file, if any, is deleted (`robots_file.rs`).
 //!   On NFS the report can arrive before the file shows on the manager's machine:
 //!   a file not found is looked for again every [`ROBOTS_RETRY`] for up to
 //!   [`ROBOTS_SHOW_WAIT`] (its job stays out meanwhile).
@@ -317,6 +318,11 @@ impl Engine {
             ..
         } = wait;
         let max = usize::try_from(self.config.frontier.max_robots_bytes).unwrap_or(usize::MAX);
+        if let Some(response) = &page.response {
+            // A small robots.txt came in the report: no file to read or delete.
+            let body = robots_file::body_of(response, max).map_err(|e| e.to_string());
+            return self.robots_verdict(job, page, body, wall);
+        }
         let path = robots_file::path_of(&self.robots.dir, &page.file);
         let body = match path.as_deref() {
             Ok(p) => match robots_file::read_body(p, max) {
@@ -332,11 +338,27 @@ impl Engine {
             },
             Err(e) => Err(e.to_string()),
         };
+        let read = self.robots_verdict(job, page, body, wall);
+        if let Ok(path) = path {
+            robots_file::remove(&path);
+        }
+        read
+    }
+
+    /// Tells the frontier what robots job `job` got: `page` with its entity `body`,
+    /// or a body that could not be read (robots.txt then counts as unreachable).
+    fn robots_verdict(
+        &mut self,
+        job: JobId,
+        page: &StoredPage,
+        body: Result<Vec<u8>, String>,
+        wall: u64,
+    ) -> Result<(), ManagerError> {
         let body = match body {
             Ok(body) => Some(body),
             Err(error) => {
                 self.figures.metrics.robots_unreadable += 1;
-                tracing::warn!(%job, error, "robots file unreadable: robots.txt counts as unreachable");
+                tracing::warn!(%job, error, "robots.txt response unreadable: robots.txt counts as unreachable");
                 None
             }
         };
@@ -347,9 +369,6 @@ impl Engine {
             page.location.as_deref(),
             wall,
         )?;
-        if let Ok(path) = path {
-            robots_file::remove(&path);
-        }
         Ok(())
     }
 
@@ -465,6 +484,7 @@ mod tests {
             file: String::new(),
             location: None,
             retry_after: None,
+            response: None,
         };
         assert_eq!(request_end_ms(&page(0), 5_000), 5_000, "no stamp: now");
         assert_eq!(
