@@ -172,6 +172,12 @@ impl Child {
         }
     }
 
+    /// Its next line, waiting at most `timeout`; `None` at the end of its stdout or
+    /// when the wait runs out.
+    pub fn next_line(&mut self, timeout: Duration) -> Option<String> {
+        self.lines.recv_timeout(timeout).ok()
+    }
+
     /// The lines not yet taken, up to the end of its stdout (once it has exited),
     /// waiting at most `timeout` for the reader thread to reach that end.
     pub fn rest_of_lines(&mut self, timeout: Duration) -> Vec<String> {

@@ -606,16 +606,25 @@ impl System {
 /// on a loaded machine): it waits for it, a bounded time.
 fn read_summary(app: &mut AppPart) -> bool {
     let deadline = Instant::now() + SUMMARY_WAIT;
-    loop {
-        app.lines.extend(app.proc.child_mut().new_lines());
-        let complete = app.summary().is_some_and(|l| {
+    let done = |app: &AppPart| {
+        app.summary().is_some_and(|l| {
             l.contains(": Complete:") || l.contains(": Incomplete:") || l.contains(": MaxPages:")
-        });
-        if complete || Instant::now() >= deadline {
-            return complete;
+        })
+    };
+    app.lines.extend(app.proc.child_mut().new_lines());
+    while !done(app) {
+        let left = deadline.saturating_duration_since(Instant::now());
+        if left.is_zero() {
+            return false;
         }
-        std::thread::sleep(Duration::from_millis(20));
+        // Woken by the reader thread's next line, not after a fixed nap: the
+        // crawl's end waits on this. `None`: its output ended or the wait ran out.
+        let Some(line) = app.proc.child_mut().next_line(left) else {
+            return false;
+        };
+        app.lines.push(line);
     }
+    true
 }
 
 /// One death the watch loop saw.
