@@ -307,9 +307,9 @@ impl Engine {
         })
     }
 
-    /// Reads the robots file of `wait` and tells the frontier, or puts it back in
-    /// the waiting list while the file is not visible and [`ROBOTS_SHOW_WAIT`] has
-    /// not passed.
+    /// Reads the robots.txt of `wait` (the response in its report, else its robots
+    /// file) and tells the frontier, or puts it back in the waiting list while the
+    /// file is not visible and [`ROBOTS_SHOW_WAIT`] has not passed.
     fn robots_read(&mut self, mut wait: RobotsWait) -> Result<(), ManagerError> {
         let RobotsWait {
             job,
@@ -338,11 +338,11 @@ impl Engine {
             },
             Err(e) => Err(e.to_string()),
         };
-        let read = self.robots_verdict(job, page, body, wall);
+        self.robots_verdict(job, page, body, wall)?;
         if let Ok(path) = path {
             robots_file::remove(&path);
         }
-        read
+        Ok(())
     }
 
     /// Tells the frontier what robots job `job` got: `page` with its entity `body`,
