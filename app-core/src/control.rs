@@ -19,7 +19,7 @@
 //! [`AppProgress`]: spool::protocol::AppProgress
 
 use std::convert::Infallible;
-use std::time::Instant;
+use std::time::{Duration, Instant};
 
 use spool::discover::Waker;
 use spool::protocol::client::{self, ClientRole, Link, Step, Stop};
@@ -31,6 +31,9 @@ use tokio_util::sync::CancellationToken;
 use crate::error::AppError;
 
 pub use spool::protocol::client::ControlSettings;
+
+/// How long [`drive`] lets the session say goodbye once the crawl loop returned.
+const LEAVE_WAIT: Duration = Duration::from_secs(2);
 
 /// `app-<app>`: stable across restarts, as claims need (the consumer id of
 /// `pages/<app>/` and `outcomes/<app>/`, the producer id in `requests/<app>/`).
@@ -57,7 +60,8 @@ pub struct ToCrawl {
 /// Runs an application's crawl loop (`run`, on a blocking thread) beside its
 /// control session ([`serve`]) until either ends: the loop's end is the result; if
 /// the session ends first (the manager refused the application), `stop` tells the
-/// loop to stop and the session's error wins. The session is stopped at the end.
+/// loop to stop and the session's error wins. The session is stopped at the end,
+/// after its `Bye` to the manager (at most 2 s).
 pub async fn drive<T: Send + 'static>(
     control: ControlSettings,
     app: AppId,
@@ -69,19 +73,25 @@ pub async fn drive<T: Send + 'static>(
     let ctl_stop = CancellationToken::new();
     let mut ctl = tokio::spawn(serve(control, app, to_crawl, outbound, ctl_stop.clone()));
     let mut job = tokio::task::spawn_blocking(run);
-    let result = tokio::select! {
-        r = &mut job => r.map_err(|_| AppError::Panicked).and_then(|r| r),
+    let (result, session_ended) = tokio::select! {
+        r = &mut job => (r.map_err(|_| AppError::Panicked).and_then(|r| r), false),
         c = &mut ctl => {
             stop.cancel();
             let crawl = (&mut job).await.map_err(|_| AppError::Panicked).and_then(|r| r);
-            match c {
+            let result = match c {
                 Ok(Err(e)) => Err(e),
                 _ => crawl,
-            }
+            };
+            (result, true)
         }
     };
     ctl_stop.cancel();
-    ctl.abort();
+    // The session leaves at once (nothing runs on it once the loop is gone), with
+    // a `Bye` to the manager; it is cut only if that does not come in time (a link
+    // that takes no more bytes).
+    if !session_ended && tokio::time::timeout(LEAVE_WAIT, &mut ctl).await.is_err() {
+        ctl.abort();
+    }
     result
 }
 
@@ -201,5 +211,70 @@ impl ClientRole for AppRole {
 
     async fn grace_over(&mut self, _link: &Link) -> Step<Infallible> {
         Step::Leave("application done".into())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::sync::mpsc as std_mpsc;
+
+    use spool::discover::Discovery;
+    use spool::layout::SpoolDir;
+    use spool::protocol::{ByeReason, Token};
+    use test_support::manager::{FakeManager, next_non_heartbeat};
+
+    use super::*;
+
+    const TOKEN: &str = "test-token";
+
+    /// The crawl loop returns; the manager still hears the application leave
+    /// (before, the session was aborted at once and the `Bye` was sometimes
+    /// never sent).
+    #[tokio::test]
+    async fn the_manager_hears_goodbye_when_the_crawl_loop_returns() {
+        let tmp = tempfile::tempdir().unwrap();
+        let dir = SpoolDir::open(tmp.path().join("pages")).unwrap();
+        let discovery = Discovery::new(&dir, Duration::from_secs(1), false);
+        let manager = FakeManager::start(FakeManager::config(TOKEN)).await;
+        let control = ControlSettings::new(
+            manager.addr().to_string(),
+            Token::new(TOKEN).unwrap(),
+            ComponentId::new("app-bfs").unwrap(),
+        );
+        let app = AppId::new("bfs").unwrap();
+        let to_crawl = ToCrawl {
+            progress: watch::channel(None).0,
+            waker: discovery.waker(),
+        };
+        let (out_tx, out_rx) = mpsc::unbounded_channel::<Message>();
+        let (go, wait) = std_mpsc::channel::<()>();
+        let driven = tokio::spawn(async move {
+            let stop = CancellationToken::new();
+            drive(control, app, to_crawl, out_rx, &stop, move || {
+                // The loop ends once the manager has its subscription. Its
+                // sender outlives the drive, so that only the stop after the
+                // loop's end can make the session leave.
+                wait.recv().unwrap();
+                Ok(out_tx)
+            })
+            .await
+        });
+        let (mut conn, _hello) = manager.accept().await;
+        let (first, _) = next_non_heartbeat(&mut conn).await;
+        assert!(matches!(first, Message::Subscribe { .. }), "{first:?}");
+        go.send(()).unwrap();
+        let (last, _) = next_non_heartbeat(&mut conn).await;
+        assert!(
+            matches!(
+                last,
+                Message::Bye {
+                    reason: ByeReason::ShuttingDown,
+                    ..
+                }
+            ),
+            "{last:?}"
+        );
+        let sender = driven.await.unwrap().unwrap();
+        assert!(sender.is_closed(), "the session is over");
     }
 }
