@@ -95,7 +95,11 @@ impl Browser {
             "--host-resolver-rules=MAP * ~NOTFOUND, EXCLUDE 127.0.0.1",
             &format!("--window-size={width},{height}"),
         ])
-        .arg(format!("--user-data-dir={}", profile.path().display()));
+        .arg(format!("--user-data-dir={}", profile.path().display()))
+        // Chromium keeps its singleton socket in a folder of its own under
+        // TMPDIR (`org.chromium.Chromium.*`) and leaves it behind when it is
+        // killed: under the profile, it goes with the profile.
+        .env("TMPDIR", profile.path());
         if running_as_root() {
             // Chromium's sandbox refuses to run as root.
             cmd.arg("--no-sandbox");
