@@ -73,23 +73,22 @@ pub async fn drive<T: Send + 'static>(
     let ctl_stop = CancellationToken::new();
     let mut ctl = tokio::spawn(serve(control, app, to_crawl, outbound, ctl_stop.clone()));
     let mut job = tokio::task::spawn_blocking(run);
-    let (result, session_ended) = tokio::select! {
-        r = &mut job => (r.map_err(|_| AppError::Panicked).and_then(|r| r), false),
+    let result = tokio::select! {
+        r = &mut job => r.map_err(|_| AppError::Panicked).and_then(|r| r),
         c = &mut ctl => {
             stop.cancel();
             let crawl = (&mut job).await.map_err(|_| AppError::Panicked).and_then(|r| r);
-            let result = match c {
+            match c {
                 Ok(Err(e)) => Err(e),
                 _ => crawl,
-            };
-            (result, true)
+            }
         }
     };
     ctl_stop.cancel();
     // The session leaves at once (nothing runs on it once the loop is gone), with
     // a `Bye` to the manager; it is cut only if that does not come in time (a link
     // that takes no more bytes).
-    if !session_ended && tokio::time::timeout(LEAVE_WAIT, &mut ctl).await.is_err() {
+    if !ctl.is_finished() && tokio::time::timeout(LEAVE_WAIT, &mut ctl).await.is_err() {
         ctl.abort();
     }
     result
