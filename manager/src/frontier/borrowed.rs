@@ -3,7 +3,10 @@
 //! job of the host that follows it, but it lands on the *target* origin, so the
 //! target's politeness applies: the hop waits until the target may be contacted (no
 //! request in flight to it, its interval over), and afterwards the target rests its
-//! interval before anything else contacts it.
+//! interval before anything else contacts it. When the hop's answer is the robots.txt
+//! put in force (the last hop of the chain: usually the target's own file, as in
+//! `http -> https`), that rest counts the file's `Crawl-delay`, which the crawler
+//! knows from then on (a longer rest than needed costs only time).
 //!
 //! The target may be a host of the dictionary (then its own `in_flight` and
 //! `next_allowed_ms` are checked by the dispatcher) or not; either way this table
@@ -41,6 +44,15 @@ impl BorrowedOrigins {
     /// The hop to `origin` ended; it rests until `until_ms`.
     pub fn finish(&mut self, origin: Arc<str>, until_ms: u64) {
         self.map.insert(origin, Busy::Until(until_ms));
+    }
+
+    /// `origin` rests until `until_ms` at least: a longer rest than the one it has
+    /// (or none) is taken, a hop in flight to it is left alone.
+    pub fn rest_at_least(&mut self, origin: Arc<str>, until_ms: u64) {
+        let busy = self.map.entry(origin).or_insert(Busy::Until(until_ms));
+        if let Busy::Until(until) = busy {
+            *until = (*until).max(until_ms);
+        }
     }
 
     /// Why `origin` may not be contacted at `now_ms`, if it may not.
@@ -83,6 +95,24 @@ mod tests {
         assert_eq!(b.len(), 1);
         b.expire(100);
         assert_eq!(b.len(), 0);
+    }
+
+    #[test]
+    fn a_longer_rest_is_taken_and_a_hop_in_flight_kept() {
+        let mut b = BorrowedOrigins::default();
+        let o: Arc<str> = Arc::from("https://a.test");
+        b.finish(o.clone(), 100);
+        b.rest_at_least(o.clone(), 50);
+        assert_eq!(b.busy(&o, 0), Some(Busy::Until(100)));
+        b.rest_at_least(o.clone(), 1_000);
+        assert_eq!(b.busy(&o, 999), Some(Busy::Until(1_000)));
+        assert_eq!(b.busy(&o, 1_000), None);
+        let other: Arc<str> = Arc::from("https://b.test");
+        b.rest_at_least(other.clone(), 10);
+        assert_eq!(b.busy(&other, 9), Some(Busy::Until(10)));
+        b.start(other.clone());
+        b.rest_at_least(other.clone(), 20);
+        assert_eq!(b.busy(&other, 30), Some(Busy::InFlight));
     }
 
     #[test]

@@ -283,7 +283,7 @@ impl Frontier {
             return None;
         }
         let (info, _) = self.jobs.finish(job)?;
-        if let Some(origin) = info.borrowed {
+        if let Some(origin) = info.borrowed.clone() {
             // The hop's target rests its own interval (the host's, if it is not known).
             let rester = self.hosts.id_of(&origin).unwrap_or(info.host);
             let interval = self
@@ -306,6 +306,7 @@ impl Frontier {
             host: info.host,
             out,
             app: info.app,
+            borrowed: info.borrowed,
         })
     }
 
@@ -669,9 +670,9 @@ impl Frontier {
         location: Option<&str>,
         now_ms: u64,
     ) -> Result<bool, FrontierError> {
-        let Some((id, started_ms)) = self
+        let Some((id, started_ms, borrowed)) = self
             .finish_job(job, FetchPurpose::Robots, now_ms)
-            .map(|d| (d.host, d.out.started_ms))
+            .map(|d| (d.host, d.out.started_ms, d.borrowed))
         else {
             return Ok(false);
         };
@@ -698,6 +699,9 @@ impl Frontier {
                 } else {
                     let keep = matches!(policy, RobotsPolicy::Rules(_)).then(|| body.to_vec());
                     self.install_robots(id, policy, keep, now_ms, &mut batch)?;
+                    if let Some(target) = borrowed {
+                        self.rest_hop_target(id, target, now_ms);
+                    }
                 }
             }
         }
@@ -752,6 +756,18 @@ impl Frontier {
             self.outcomes.add(batch, outcome, now_ms);
         }
         Ok(())
+    }
+
+    /// A redirect hop to the other origin `target` fetched that origin's robots.txt,
+    /// now in force for host `id`: the target rests host `id`'s interval, which
+    /// now counts the file's `Crawl-delay`, if that is longer than the rest it got
+    /// when the hop ended (its interval before the file was known).
+    fn rest_hop_target(&mut self, id: HostId, target: Arc<str>, now_ms: u64) {
+        let Some(host) = self.hosts.get(id) else {
+            return;
+        };
+        let until = politeness::rest_until(now_ms, self.interval_of(host));
+        self.schedule.rest_borrowed_at_least(target, until);
     }
 
     /// Follows a robots.txt redirect, or gives up (allow all).
@@ -971,4 +987,6 @@ pub(crate) struct Finished {
     pub out: Out,
     /// The application of a page job.
     pub app: Option<AppId>,
+    /// The origin a robots.txt redirect hop contacted, when not the host's own.
+    pub borrowed: Option<Arc<str>>,
 }

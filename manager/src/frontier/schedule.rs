@@ -96,6 +96,11 @@ impl Schedule {
         self.borrowed.finish(origin, until_ms);
     }
 
+    /// `origin`, contacted by a hop that has ended, rests until `until_ms` at least.
+    pub fn rest_borrowed_at_least(&mut self, origin: Arc<str>, until_ms: u64) {
+        self.borrowed.rest_at_least(origin, until_ms);
+    }
+
     /// Why `origin` may not be contacted at `now_ms` for a hop it was borrowed by.
     pub fn borrowed_busy(&self, origin: &str, now_ms: u64) -> Option<Busy> {
         self.borrowed.busy(origin, now_ms)

@@ -478,3 +478,69 @@ fn robots_sitemaps_are_reported_to_the_application() {
         stats.outcomes_by_reason
     );
 }
+
+/// The CI failure of fdff122 (`tests::machines`): the http origin's robots.txt
+/// redirects to the https origin's, whose robots.txt asks for `Crawl-delay: 1`.
+/// The hop fetched the https origin's robots.txt, so its crawl delay is known when
+/// the hop ends: the https origin rests that long before anything else contacts it
+/// (here its own robots.txt), not only the configured interval.
+#[test]
+fn a_redirect_hop_rests_its_target_by_the_crawl_delay_it_fetched() {
+    let w = World::new();
+    let config = FrontierConfig {
+        interval_ms: 100,
+        ..test_config()
+    };
+    let mut f = w.open(&config);
+    w.publish("bfs", 10, &["http://h.test/a"].map(String::from));
+    let jobs = start(&mut f, T0);
+    assert_eq!(jobs.len(), 1, "{jobs:?}");
+    let loc = "https://h.test/robots.txt";
+    f.on_robots_fetched(jobs[0].job, 301, Some(b""), Some(loc), T0 + 10)
+        .unwrap();
+    let hop = f.next_jobs(T0 + 200, 10).unwrap();
+    assert_eq!(
+        hop.iter().map(|j| j.url.as_str()).collect::<Vec<_>>(),
+        [loc]
+    );
+    // The https origin's own URL comes while the hop is in flight.
+    w.publish("bfs", 11, &["https://h.test/b"].map(String::from));
+    let mut now = T0 + 200;
+    let mut seen = f.next_jobs(now, 10).unwrap();
+    assert!(seen.is_empty(), "the hop is in flight: {seen:?}");
+    let body = b"User-agent: *\nCrawl-delay: 1\n";
+    f.on_robots_fetched(hop[0].job, 200, Some(body), None, now + 10)
+        .unwrap();
+    let ended = now + 10;
+    // Nothing contacts https://h.test before the hop's end plus its crawl delay.
+    while now < ended + 999 {
+        now += 1;
+        seen = f.next_jobs(now, 10).unwrap();
+        let early: Vec<&str> = seen
+            .iter()
+            .map(|j| j.url.as_str())
+            .filter(|u| u.starts_with("https://"))
+            .collect();
+        assert!(
+            early.is_empty(),
+            "{early:?} {} ms after the hop ended",
+            now - ended
+        );
+        answer_dns(&mut f, now, &ip_by_name);
+    }
+    // Then it is contacted: its own robots.txt (the http origin's page, which rests
+    // the same crawl delay, may come in the same call).
+    let mut later = Vec::new();
+    while later.is_empty() && now < ended + 5_000 {
+        now += 1;
+        later = f.next_jobs(now, 10).unwrap();
+        later.retain(|j| j.url.starts_with("https://"));
+        answer_dns(&mut f, now, &ip_by_name);
+    }
+    assert_eq!(
+        later.iter().map(|j| j.url.as_str()).collect::<Vec<_>>(),
+        [loc],
+        "{} ms after the hop ended",
+        now - ended
+    );
+}
