@@ -62,8 +62,13 @@ pub struct CheckArgs {
 pub struct Request {
     /// Unix microseconds, request head received.
     pub start_us: u64,
-    /// Unix microseconds, response written.
+    /// Unix microseconds, response written (read after its last byte was handed to
+    /// the kernel: late by however long websim's task was not scheduled).
     pub end_us: u64,
+    /// Unix microseconds, read before the response's first byte was handed to the
+    /// kernel: the response was not complete before it. `end_us` for a log written
+    /// before websim logged it.
+    pub write_from_us: u64,
     /// `scheme://host:port`, the Host header lower-cased (with the listener's port
     /// when the header has none).
     pub origin: String,
@@ -104,9 +109,14 @@ pub fn read_log(path: &Path) -> anyhow::Result<Vec<Request>> {
             let server: std::net::SocketAddr = f[4].parse().context("server address")?;
             let origin = log_origin(f[2], f[3], f[4]);
             let authority = origin.split_once("://").map_or("", |(_, a)| a);
+            let end_us = f[1].parse().context("end")?;
             Ok(Request {
                 start_us: f[0].parse().context("start")?,
-                end_us: f[1].parse().context("end")?,
+                end_us,
+                write_from_us: match f.get(11) {
+                    Some(w) => w.parse().context("write from")?,
+                    None => end_us,
+                },
                 name: authority
                     .rsplit_once(':')
                     .map_or(authority, |(n, _)| n)
