@@ -117,7 +117,7 @@ fn mid80(starts: &[u64]) -> (usize, usize) {
 pub struct GroupPace {
     /// Groups with at least one request.
     pub groups: usize,
-    /// Consecutive pairs closer than the interval minus the allowance.
+    /// Consecutive pairs closer than the interval (minus [`IP_JITTER_US`] for IPs).
     pub violations: usize,
     /// Smallest gap (origins: `start - previous write_from`; IPs: `start -
     /// previous start`), microseconds; `None` without two requests in one group.
