@@ -758,10 +758,11 @@ impl Frontier {
         Ok(())
     }
 
-    /// A redirect hop to the other origin `target` fetched that origin's robots.txt,
-    /// now in force for host `id`: the target rests host `id`'s interval, which
-    /// now counts the file's `Crawl-delay`, if that is longer than the rest it got
-    /// when the hop ended (its interval before the file was known).
+    /// A redirect hop to the other origin `target` fetched the robots.txt now in
+    /// force for host `id` (usually the target's own, as in `http -> https`): the
+    /// target rests host `id`'s interval, which now counts the file's `Crawl-delay`,
+    /// if that is longer than the rest it got when the hop ended (its interval
+    /// before the file was known).
     fn rest_hop_target(&mut self, id: HostId, target: Arc<str>, now_ms: u64) {
         let Some(host) = self.hosts.get(id) else {
             return;
