@@ -319,7 +319,19 @@ fn rss_kib(pid: i32) -> Option<u64> {
 
 #[cfg(test)]
 mod tests {
+    use std::sync::{Mutex, MutexGuard};
+
     use super::*;
+
+    /// `measure` is process-wide by design (it reaps any child with
+    /// `waitpid(-1)` and reads `RUSAGE_CHILDREN`): two measurements at once in one
+    /// process reap each other's children. `cargo test` runs a binary's tests on
+    /// threads of one process, so these tests take turns.
+    fn one_at_a_time() -> MutexGuard<'static, ()> {
+        static TURN: Mutex<()> = Mutex::new(());
+        TURN.lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+    }
 
     fn args(cmd: &[&str]) -> MeasureArgs {
         MeasureArgs {
@@ -333,6 +345,7 @@ mod tests {
 
     #[test]
     fn counts_the_cpu_of_grandchildren_whose_parent_did_not_wait() {
+        let _turn = one_at_a_time();
         // The shell starts a busy grandchild in the background and exits at once
         // without waiting: the grandchild is re-parented to the measuring process,
         // reaped there, and its CPU counted.
@@ -356,6 +369,7 @@ mod tests {
 
     #[test]
     fn a_timeout_stops_the_command() {
+        let _turn = one_at_a_time();
         let mut a = args(&["sleep", "30"]);
         a.timeout_s = 1;
         let t = Instant::now();
