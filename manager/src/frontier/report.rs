@@ -44,7 +44,9 @@
 //!   `a -> www.a` are the common cases). Too many hops, a missing or unparseable
 //!   `Location`, or a target that does not resolve: robots.txt is unavailable, i.e.
 //!   allow all (as RFC 9309 lets us). A hop to another origin is paced by that
-//!   origin's politeness, not only the host's (see `borrowed`).
+//!   origin's politeness, not only the host's (see `borrowed`). A chase that ends
+//!   on another origin's own `/robots.txt` (`http -> https`) answers for that
+//!   origin too (`share_robots`): it does not fetch the same file again.
 //! - 4xx (but 429): allow all, cached.
 //! - 5xx, 429, a network failure, or a 2xx whose body the service could not read:
 //!   unreachable. Nothing of the host is fetched (complete disallow), the host backs
@@ -123,7 +125,7 @@ use spool::protocol::{FetchPurpose, FetchReport, FetchResult, JobId, StoredPage}
 use spool::{AppId, OutcomeReason, Validators};
 use url::Url;
 
-use super::hosts::{HostId, Out, RobotsChase, RobotsInForce};
+use super::hosts::{HostId, HostState, Out, RobotsChase, RobotsInForce};
 use super::jobs::{Held, Holder};
 use super::lifecycle::{Failure, live_drop};
 use super::origin::{Origin, origin_of, origin_of_parsed};
@@ -297,8 +299,7 @@ impl Frontier {
         // Neither in a heap nor in flight until `advance` places it. (With several
         // in flight it may still have an entry in a heap: a stale one, or a
         // duplicate that finds it dispatched already; every heap checks the state.)
-        self.hosts
-            .set_state(info.host, super::hosts::HostState::Waiting);
+        self.hosts.set_state(info.host, HostState::Waiting);
         for (key, id) in self.schedule.ip_finish(out.ip, now_ms) {
             self.unpark(key, id);
         }
@@ -698,6 +699,10 @@ impl Frontier {
                     self.robots_unreachable(id, &detail, started_ms, now_ms, &mut batch)?;
                 } else {
                     let keep = matches!(policy, RobotsPolicy::Rules(_)).then(|| body.to_vec());
+                    let own = self.hop_target_own_file(id);
+                    if let Some(target) = &own {
+                        self.share_robots(target, &policy, keep.clone(), now_ms, &mut batch)?;
+                    }
                     self.install_robots(id, policy, keep, now_ms, &mut batch)?;
                     if let Some(target) = borrowed {
                         self.rest_hop_target(id, target, now_ms);
@@ -769,6 +774,51 @@ impl Frontier {
         };
         let until = politeness::rest_until(now_ms, self.interval_of(host));
         self.schedule.rest_borrowed_at_least(target, until);
+    }
+
+    /// The origin whose own robots.txt host `id`'s redirect chase fetched last
+    /// (`http://a/robots.txt -> https://a/robots.txt`: `https://a`), if the chase
+    /// ended on another origin's `/robots.txt`. O(1).
+    fn hop_target_own_file(&self, id: HostId) -> Option<Arc<str>> {
+        let chase = &self.hosts.get(id)?.chase;
+        let (url, origin) = (chase.url.as_deref()?, chase.origin.clone()?);
+        (url == Origin::robots_url(&origin)).then_some(origin)
+    }
+
+    /// A redirect chase fetched `origin`'s own robots.txt, answered with `policy`
+    /// (`body`: the rules' text, kept as `install_robots` keeps it): it is that
+    /// origin's verdict too, so the origin does not fetch the same file again. The
+    /// file goes into the origin's cached record and, when its host is in memory
+    /// without a fresh verdict and is not chasing or fetching its own robots.txt,
+    /// into the host (a host waiting to fetch it then takes its pages instead, at
+    /// its next dispatch). Not counted as a fetch. O(1) plus one read of the
+    /// origin's record.
+    fn share_robots(
+        &mut self,
+        origin: &str,
+        policy: &RobotsPolicy,
+        body: Option<Vec<u8>>,
+        now_ms: u64,
+        batch: &mut Batch,
+    ) -> Result<(), FrontierError> {
+        let expires_ms = now_ms.saturating_add(self.config.robots_ttl_ms);
+        let mut record = self.origin_record(origin)?;
+        record.robots = Some(CachedRobots { expires_ms, body });
+        batch.put(Cf::Origin, origin.as_bytes().to_vec(), &record);
+        let Some(target) = self.hosts.id_of(origin) else {
+            return Ok(());
+        };
+        let Some(host) = self.hosts.get_mut(target) else {
+            return Ok(());
+        };
+        let fetching = host.state() == HostState::FetchingRobots || host.chase.url.is_some();
+        if host.fresh_robots(now_ms).is_none() && !fetching {
+            host.robots = Some(RobotsInForce {
+                policy: Arc::new(policy.clone()),
+                expires_ms,
+            });
+        }
+        Ok(())
     }
 
     /// Follows a robots.txt redirect, or gives up (allow all).

@@ -479,11 +479,29 @@ fn robots_sitemaps_are_reported_to_the_application() {
     );
 }
 
+/// `http://HOST/a` is published and its robots.txt answered `301` to
+/// `https://HOST/robots.txt` (at `T0 + 10`): the hop's job, started at `T0 + 200`.
+fn hop_to_https(w: &World, f: &mut Frontier, host: &str) -> FetchJob {
+    w.publish("bfs", 10, &[format!("http://{host}/a")]);
+    let jobs = start(f, T0);
+    assert_eq!(jobs.len(), 1, "{jobs:?}");
+    let loc = format!("https://{host}/robots.txt");
+    f.on_robots_fetched(jobs[0].job, 301, Some(b""), Some(&loc), T0 + 10)
+        .unwrap();
+    let mut hop = f.next_jobs(T0 + 200, 10).unwrap();
+    assert_eq!(
+        hop.iter().map(|j| j.url.as_str()).collect::<Vec<_>>(),
+        [loc.as_str()]
+    );
+    hop.remove(0)
+}
+
 /// The CI failure of fdff122 (`tests::machines`): the http origin's robots.txt
 /// redirects to the https origin's, whose robots.txt asks for `Crawl-delay: 1`.
 /// The hop fetched the https origin's robots.txt, so its crawl delay is known when
 /// the hop ends: the https origin rests that long before anything else contacts it
-/// (here its own robots.txt), not only the configured interval.
+/// (here its own page: the hop's file is its verdict too), not only the configured
+/// interval.
 #[test]
 fn a_redirect_hop_rests_its_target_by_the_crawl_delay_it_fetched() {
     let w = World::new();
@@ -492,24 +510,14 @@ fn a_redirect_hop_rests_its_target_by_the_crawl_delay_it_fetched() {
         ..test_config()
     };
     let mut f = w.open(&config);
-    w.publish("bfs", 10, &["http://h.test/a"].map(String::from));
-    let jobs = start(&mut f, T0);
-    assert_eq!(jobs.len(), 1, "{jobs:?}");
-    let loc = "https://h.test/robots.txt";
-    f.on_robots_fetched(jobs[0].job, 301, Some(b""), Some(loc), T0 + 10)
-        .unwrap();
-    let hop = f.next_jobs(T0 + 200, 10).unwrap();
-    assert_eq!(
-        hop.iter().map(|j| j.url.as_str()).collect::<Vec<_>>(),
-        [loc]
-    );
+    let hop = hop_to_https(&w, &mut f, "h.test");
     // The https origin's own URL comes while the hop is in flight.
     w.publish("bfs", 11, &["https://h.test/b"].map(String::from));
     let mut now = T0 + 200;
     let mut seen = f.next_jobs(now, 10).unwrap();
     assert!(seen.is_empty(), "the hop is in flight: {seen:?}");
     let body = b"User-agent: *\nCrawl-delay: 1\n";
-    f.on_robots_fetched(hop[0].job, 200, Some(body), None, now + 10)
+    f.on_robots_fetched(hop.job, 200, Some(body), None, now + 10)
         .unwrap();
     let ended = now + 10;
     // Nothing contacts https://h.test before the hop's end plus its crawl delay.
@@ -528,8 +536,8 @@ fn a_redirect_hop_rests_its_target_by_the_crawl_delay_it_fetched() {
         );
         answer_dns(&mut f, now, &ip_by_name);
     }
-    // Then it is contacted: its own robots.txt (the http origin's page, which rests
-    // the same crawl delay, may come in the same call).
+    // Then it is contacted: its page, not its robots.txt a second time (the http
+    // origin's page, which rests the same crawl delay, may come in the same call).
     let mut later = Vec::new();
     while later.is_empty() && now < ended + 5_000 {
         now += 1;
@@ -539,8 +547,53 @@ fn a_redirect_hop_rests_its_target_by_the_crawl_delay_it_fetched() {
     }
     assert_eq!(
         later.iter().map(|j| j.url.as_str()).collect::<Vec<_>>(),
-        [loc],
+        ["https://h.test/b"],
         "{} ms after the hop ended",
         now - ended
+    );
+    assert_eq!(f.stats().robots_fetched, 1, "one file for both origins");
+}
+
+/// `http://g.test/robots.txt` redirects to `https://g.test/robots.txt`, which the
+/// hop fetches: that is the https origin's own robots.txt, so when the https
+/// origin's URLs come later it does not fetch it again, and its rules apply (also
+/// after a restart: the verdict is in the origin's stored record).
+#[test]
+fn a_redirect_chase_answers_for_the_origin_whose_file_it_fetched() {
+    let w = World::new();
+    let config = FrontierConfig {
+        interval_ms: 100,
+        ..test_config()
+    };
+    let mut f = w.open(&config);
+    let hop = hop_to_https(&w, &mut f, "g.test");
+    let body = b"User-agent: *\nDisallow: /private/\n";
+    f.on_robots_fetched(hop.job, 200, Some(body), None, T0 + 210)
+        .unwrap();
+    // The https origin's URLs arrive only now; after a restart too.
+    drop(f);
+    let mut f = w.open(&config);
+    w.publish(
+        "bfs",
+        11,
+        &["https://g.test/private/x", "https://g.test/ok"].map(String::from),
+    );
+    let mut fetched = Vec::new();
+    let mut now = T0 + 300;
+    while now < T0 + 10_000 {
+        now += 10;
+        for job in f.next_jobs(now, 10).unwrap() {
+            assert_eq!(job.purpose, FetchPurpose::Page, "{}", job.url);
+            fetched.push(job.url.clone());
+            f.on_report(&stored(&job, 200, 5), now).unwrap();
+        }
+        answer_dns(&mut f, now, &ip_by_name);
+    }
+    fetched.sort_unstable();
+    assert_eq!(fetched, ["http://g.test/a", "https://g.test/ok"]);
+    f.flush_outcomes(now).unwrap();
+    assert_eq!(
+        w.outcome_urls("bfs", OutcomeReason::RobotsExcluded),
+        ["https://g.test/private/x"]
     );
 }
