@@ -153,7 +153,7 @@ impl ClientRole for AppRole {
             while let Ok(msg) = self.outbound.try_recv() {
                 match msg {
                     Message::SyncProgress { .. } => resync = Some(msg),
-                    Message::Status(state) => self.state = state,
+                    Message::Status(state) => self.state = *state,
                     _ => {}
                 }
             }
@@ -163,7 +163,8 @@ impl ClientRole for AppRole {
         })
         .await?;
         if self.state != ComponentState::default() {
-            link.send(&Message::Status(self.state.clone())).await?;
+            link.send(&Message::Status(Box::new(self.state.clone())))
+                .await?;
         }
         if let Some(msg) = resync {
             link.send(&msg).await?;
@@ -181,7 +182,7 @@ impl ClientRole for AppRole {
             return Step::Leave("application done".into());
         };
         if let Message::Status(state) = &msg {
-            self.state = state.clone();
+            self.state = (**state).clone();
         }
         match link.send(&msg).await {
             Ok(()) => Step::Continue,

@@ -127,10 +127,11 @@ impl DiskWait {
 
     fn tell(&self, pause: Option<Pause>) {
         // The control task is gone only when the service ends.
-        let _ = self.outbound.send(Message::Status(ComponentState {
+        let _ = self.outbound.send(Message::Status(Box::new(ComponentState {
             pause,
             app: self.figures.clone(),
-        }));
+            draining: false,
+        })));
     }
 }
 
@@ -164,7 +165,7 @@ mod tests {
         let Ok(Message::Status(resumed)) = rx.try_recv() else {
             panic!("no resume told")
         };
-        assert_eq!(resumed, ComponentState::default());
+        assert_eq!(*resumed, ComponentState::default());
     }
 
     #[test]

@@ -222,8 +222,13 @@ fn component_line(c: &ComponentStatus) -> String {
         Some(p) => format!("  PAUSED: {}", pause_text(p)),
         None => String::new(),
     };
+    let draining = if c.state.draining {
+        "  DRAINING: stopping, takes no new jobs"
+    } else {
+        ""
+    };
     format!(
-        "{:<12} {:<24} {:<6} heard {heard:.1} s ago{work}{paused}",
+        "{:<12} {:<24} {:<6} heard {heard:.1} s ago{work}{paused}{draining}",
         c.role.as_str(),
         c.id.as_str(),
         health
@@ -400,6 +405,7 @@ mod tests {
                             retry_ms: 1000,
                         }),
                         app: None,
+                        draining: false,
                     },
                 },
                 ComponentStatus {
@@ -446,6 +452,7 @@ mod tests {
                             scope: "open".into(),
                             seeds: None,
                         }),
+                        draining: false,
                     },
                 },
                 ComponentStatus {

@@ -178,7 +178,7 @@ impl ClientRole for ResolverRole {
                     "resolver: concurrency changed by the manager"
                 );
             }
-            other => return Step::Unexpected(other),
+            other => return Step::Unexpected(other.kind()),
         }
         Step::Continue
     }

@@ -120,7 +120,7 @@ impl ClientRole for TestRole {
                 Step::Continue
             }
             Message::SetConcurrency { limit } => Step::Fail(format!("limit {limit}")),
-            other => Step::Unexpected(other),
+            other => Step::Unexpected(other.kind()),
         }
     }
 

@@ -369,6 +369,7 @@ fn samples() -> Vec<Message> {
                 state: ComponentState {
                     pause: Some(pause()),
                     app: None,
+                    draining: false,
                 },
             }],
             speed: SpeedStatus {
@@ -391,7 +392,7 @@ fn samples() -> Vec<Message> {
             jobs: vec![JobId(7), JobId(300)],
         },
         Message::SyncProgress { app: app(), seq: 9 },
-        Message::Status(ComponentState {
+        Message::Status(Box::new(ComponentState {
             pause: Some(pause()),
             app: Some(AppFigures {
                 hosts_cut: 1,
@@ -437,7 +438,8 @@ fn samples() -> Vec<Message> {
                     }],
                 })),
             }),
-        }),
+            draining: true,
+        })),
     ]
 }
 
@@ -493,9 +495,9 @@ fn every_variant_round_trips_through_bytes() {
 
 #[test]
 fn golden_preamble() {
-    assert_eq!(hex(&preamble(PROTOCOL_VERSION)), "50 43 52 4c 00 0a 00 00");
+    assert_eq!(hex(&preamble(PROTOCOL_VERSION)), "50 43 52 4c 00 0b 00 00");
     assert_eq!(hex(&preamble(0x0203)), "50 43 52 4c 02 03 00 00");
-    assert_eq!(PROTOCOL_VERSION, 10);
+    assert_eq!(PROTOCOL_VERSION, 11);
 }
 
 /// The encoding of every sample, pinned. If this fails you changed the wire
@@ -520,14 +522,14 @@ fn golden_message_bytes() {
         "0d 05 88 27",
         "0e 01 02 6e 6f",
         "0d 06",
-        "0e 02 00 00 00 3f 00 00 80 3f 00 00 80 3e 01 00 00 00 40 00 00 00 40 03 0b 04 09 01 94 03 0a 01 04 0b 01 01 0c 05 0d 03 03 00 01 0e 01 02 06 03 04 07 05 08 02 0d 68 74 74 70 3a 2f 2f 61 2e 74 65 73 74 00 ad 03 01 88 27 02 e8 07 0d 68 74 74 70 3a 2f 2f 62 2e 74 65 73 74 01 03 d0 0f 08 0f e8 07 01 01 04 64 6c 2d 31 78 f4 03 03 00 00 26 42 80 89 7a 96 01 01 01 00 02 2f 73 02 e8 07 00 02 01 09 01 00 00 00 40 00 00 80 3f 00",
+        "0e 02 00 00 00 3f 00 00 80 3f 00 00 80 3e 01 00 00 00 40 00 00 00 40 03 0b 04 09 01 94 03 0a 01 04 0b 01 01 0c 05 0d 03 03 00 01 0e 01 02 06 03 04 07 05 08 02 0d 68 74 74 70 3a 2f 2f 61 2e 74 65 73 74 00 ad 03 01 88 27 02 e8 07 0d 68 74 74 70 3a 2f 2f 62 2e 74 65 73 74 01 03 d0 0f 08 0f e8 07 01 01 04 64 6c 2d 31 78 f4 03 03 00 00 26 42 80 89 7a 96 01 01 01 00 02 2f 73 02 e8 07 00 00 02 01 09 01 00 00 00 40 00 00 80 3f 00",
         "0e 03 01 0b 2a 2e 73 70 61 6d 2e 74 65 73 74",
         "0e 04 04 2f 63 2f 31",
         "0f 24 35 30 2d 64 6c 2d 31 2d 30 30 30 30 30 30 30 30 30 30 30 30 30 30 30 30 30 30 30 31 2e 77 61 72 63 2e 67 7a 02 07 ac 02",
         "10 03 62 66 73 09",
         "11 01 00 02 2f 73 02 e8 07 01 01 02 01 03 74 2e 61 03 04 05 06 07 01 00 02 08 09 \
          01 02 03 01 08 73 65 71 75 65 6e 63 65 0a 01 0f 68 74 74 70 3a 2f 2f 74 2e 61 2f 63 2f 31 32 01 0c 68 6f 73 74 5f 63 65 69 6c 69 6e 67 0b 01 \
-         13 73 69 74 65 20 28 31 20 73 65 65 64 20 73 69 74 65 73 29 01 04 66 72 65 65 0b 0c 0d 00 02 0a 02 01 0b 68 74 74 70 3a 2f 2f 74 2e 61 2f 0e",
+         13 73 69 74 65 20 28 31 20 73 65 65 64 20 73 69 74 65 73 29 01 04 66 72 65 65 0b 0c 0d 00 02 0a 02 01 0b 68 74 74 70 3a 2f 2f 74 2e 61 2f 0e 01",
     ];
     let got: Vec<String> = samples()
         .iter()
@@ -584,8 +586,8 @@ fn decoding_rejects_garbage_and_trailing_bytes() {
 // ---------------------------------------------------------------- golden wire
 
 /// The module docs' example, byte for byte: a downloader's opening.
-const HELLO_DL1: &str = "50 43 52 4c 00 0a 00 00 \
-     00 00 00 1f 00 01 04 64 6c 2d 31 0a 06 73 33 63 72 65 74 \
+const HELLO_DL1: &str = "50 43 52 4c 00 0b 00 00 \
+     00 00 00 1f 00 01 04 64 6c 2d 31 0b 06 73 33 63 72 65 74 \
      0f 70 6f 6c 79 63 72 61 77 6c 20 30 2e 31 2e 30";
 
 #[tokio::test]
@@ -600,7 +602,7 @@ async fn golden_handshake_and_frames_on_the_wire() {
         server.read_exact(&mut opening).await.unwrap();
         assert_eq!(hex(&opening), hex(&unhex(HELLO_DL1)));
         // Accept: preamble, status 00, Welcome frame, then SetConcurrency { 300 }.
-        let welcome = "50 43 52 4c 00 0a 00 00 00 00 00 00 0b 01 00 03 6d 67 72 0a d0 0f 90 4e";
+        let welcome = "50 43 52 4c 00 0b 00 00 00 00 00 00 0b 01 00 03 6d 67 72 0b d0 0f 90 4e";
         server.write_all(&unhex(welcome)).await.unwrap();
         server
             .write_all(&unhex("00 00 00 03 05 ac 02"))
@@ -640,7 +642,7 @@ async fn golden_refusal_bytes() {
     let (served, reply) = tokio::join!(server_handshake(server, &config), raw_client);
     assert!(matches!(served, Err(ProtocolError::BadToken { .. })));
     let text = "wrong token for downloader dl-1";
-    let expected = format!("50 43 52 4c 00 0a 00 00 03 00 1f {}", hex(text.as_bytes()));
+    let expected = format!("50 43 52 4c 00 0b 00 00 03 00 1f {}", hex(text.as_bytes()));
     assert_eq!(hex(&reply), expected);
 }
 

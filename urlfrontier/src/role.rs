@@ -271,7 +271,7 @@ impl ClientRole for FrontierRole {
                 Step::Continue
             }
             Message::SetConcurrency { .. } | Message::Published { .. } => Step::Continue,
-            other => Step::Unexpected(other),
+            other => Step::Unexpected(other.kind()),
         }
     }
 

@@ -43,7 +43,8 @@
 //!   are then stopped and returned; open batches are published and committed;
 //!   then `Bye { Drained }` and [`run`] returns `Ok(())`. Cancelling the shutdown
 //!   token (SIGINT/SIGTERM in `polycrawl`) does the same with `control.shutdown_grace` ([`SHUTDOWN_GRACE`] by default) and
-//!   `Bye { ShuttingDown }`.
+//!   `Bye { ShuttingDown }`. Either way a `Status` saying `draining` goes out
+//!   first, and the manager sends this downloader no more jobs.
 //! - **Connection lost**: the manager treats every job it has no report for, and
 //!   every page it has no `Committed` for, as not done and dispatches it again. So
 //!   the downloader starts each connection fresh: jobs not started are dropped,

@@ -27,8 +27,9 @@
 //!   restart queued them again when the connection was lost and ignores the
 //!   names. Each batch is announced once, on the connection up when its
 //!   publication is handled (events wait while no connection is up);
-//! - `Drain { grace_ms }` (or the shutdown token, with `control.shutdown_grace`): new
-//!   jobs are answered `Returned` at once; jobs not started yet are handed back
+//! - `Drain { grace_ms }` (or the shutdown token, with `control.shutdown_grace`): a
+//!   `Status` saying `draining` goes out first, so the manager sends no more jobs;
+//!   new jobs are answered `Returned` at once; jobs not started yet are handed back
 //!   `Returned` at once; running ones get the grace to finish, then are stopped and
 //!   handed back `Returned`; the open batches are published and their `Committed`
 //!   sent; then `Bye { Drained }` (or `ShuttingDown`);
@@ -147,8 +148,10 @@ impl ClientRole for DownloaderRole<'_> {
         self.draining = false;
         self.flushing = false;
         self.rate = (Instant::now(), self.env.metrics.snapshot());
+        self.state.draining = false;
         if self.state != ComponentState::default() {
-            link.send(&Message::Status(self.state.clone())).await?;
+            link.send(&Message::Status(Box::new(self.state.clone())))
+                .await?;
         }
         Ok(())
     }
@@ -235,14 +238,24 @@ impl ClientRole for DownloaderRole<'_> {
                 info!(limit, "downloader: concurrency changed by the manager");
                 Step::Continue
             }
-            other => Step::Unexpected(other),
+            other => Step::Unexpected(other.kind()),
         }
     }
 
-    /// Jobs not started yet are handed back now.
+    /// Jobs not started yet are handed back now, and the manager is told that
+    /// this downloader takes no new jobs: without that, a downloader that stops
+    /// on its own (SIGTERM) is sent jobs until it leaves, hands each back, and is
+    /// sent them again.
     async fn begin_drain(&mut self, link: &Link) -> Step<WriteError> {
         self.draining = true;
         self.chain_stop.cancel(); // Chained jobs in running tasks come back too.
+        self.state.draining = true;
+        if let Err(e) = link
+            .send(&Message::Status(Box::new(self.state.clone())))
+            .await
+        {
+            return Step::Lost(format!("cannot send Status: {e}"));
+        }
         let waiting = self.waiting.drain();
         for job in &waiting {
             self.pending.remove(job.job);
@@ -399,9 +412,12 @@ impl DownloaderRole<'_> {
                 return self.finish(link).await;
             }
             Event::Flushed { .. } => {}
-            Event::State(state) => {
-                self.state = state.clone();
-                if let Err(e) = link.send(&Message::Status(state)).await {
+            Event::Pause(pause) => {
+                self.state.pause = pause;
+                if let Err(e) = link
+                    .send(&Message::Status(Box::new(self.state.clone())))
+                    .await
+                {
                     return Step::Lost(format!("cannot send Status: {e}"));
                 }
             }

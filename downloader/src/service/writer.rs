@@ -46,7 +46,7 @@
 //!   truncates the temp file to the last complete record) and kept in memory, not
 //!   reported; a batch that could not be published stays open and whole. The
 //!   thread logs one line (`spool full at PATH: pausing, retrying every N s at
-//!   most`), tells the session (which tells the manager: [`Event::State`]), stops
+//!   most`), tells the session (which tells the manager: [`Event::Pause`]), stops
 //!   reading commands (so fetch tasks wait in `send`, holding their slots: no new
 //!   fetch starts, nothing fetched is dropped), and retries the failed publishes,
 //!   then the kept record, with a back-off from [`RETRY_MIN`] doubling to
@@ -70,7 +70,7 @@ use std::path::PathBuf;
 use std::sync::Arc;
 use std::time::Duration;
 
-use spool::protocol::{ComponentState, FetchReport, FetchResult, Pause, StoredPage};
+use spool::protocol::{FetchReport, FetchResult, Pause, StoredPage};
 use spool::publish::Publisher;
 use spool::{AppId, ComponentId, OutcomeReason, Spool};
 use tokio::sync::mpsc;
@@ -165,8 +165,9 @@ pub(crate) enum Event {
     },
     /// Writing failed; the service must stop.
     Failed(WriteError),
-    /// The writer paused (the spool is full) or resumed: the state to report.
-    State(ComponentState),
+    /// The writer paused (the spool is full: `Some`) or resumed (`None`): the
+    /// pause to report.
+    Pause(Option<Pause>),
 }
 
 /// What the writer needs to know.
@@ -375,10 +376,7 @@ impl Writer {
             RETRY_MAX.as_secs_f32()
         );
         let state = Pause::disk_full(path, retry_ms);
-        self.emit(Event::State(ComponentState {
-            pause: Some(state.clone()),
-            ..ComponentState::default()
-        }));
+        self.emit(Event::Pause(Some(state.clone())));
         self.paused = Some(Paused {
             state,
             store: None,
@@ -470,7 +468,7 @@ impl Writer {
             "downloader: spool has room again: resumed"
         );
         self.paused = None;
-        self.emit(Event::State(ComponentState::default()));
+        self.emit(Event::Pause(None));
     }
 
     fn store(&mut self, store: Store) {

@@ -136,6 +136,12 @@ async fn shutdown_token_drains_with_bye_shutting_down() {
     m.until("Bye", |s| s.bye.is_some()).await;
     assert_eq!(m.seen.committed_jobs(), [JobId(1)]);
     assert_eq!(m.seen.bye.as_ref().unwrap().0, ByeReason::ShuttingDown);
+    // The manager heard first that no new job should come.
+    assert!(
+        matches!(m.seen.states.as_slice(), [(s, 1)] if s.draining),
+        "{:?}",
+        m.seen.states
+    );
     dl.join().await.unwrap();
     assert_eq!(published(&dl.pages()).len(), 1);
 }

@@ -9,8 +9,8 @@ use std::time::Duration;
 
 use downloader::{ControlSettings, DownloaderConfig, DownloaderError};
 use spool::protocol::{
-    ByeReason, Connection, FetchJob, FetchLimits, FetchPurpose, FetchResult, Hello, JobId, Load,
-    Message, StoredPage, Token,
+    ByeReason, ComponentState, Connection, FetchJob, FetchLimits, FetchPurpose, FetchResult, Hello,
+    JobId, Load, Message, StoredPage, Token,
 };
 use spool::warc::{Record, WarcReader};
 use spool::{AppId, ComponentId};
@@ -79,6 +79,8 @@ pub struct Seen {
     /// `(file, jobs, file existed when the message arrived)`.
     pub committed: Vec<(String, Vec<JobId>, bool)>,
     pub heartbeats: Vec<Load>,
+    /// Every `Status`, with how many reports had arrived before it.
+    pub states: Vec<(ComponentState, usize)>,
     pub bye: Option<(ByeReason, String)>,
     /// The connection ended.
     pub closed: bool,
@@ -192,6 +194,7 @@ impl ManagerConn {
                 }
                 self.seen.committed.push((file, jobs, existed));
             }
+            Message::Status(state) => self.seen.states.push((*state, self.seen.order.len())),
             Message::Bye { reason, detail } => self.seen.bye = Some((reason, detail)),
             other => panic!("unexpected message from the downloader: {other:?}"),
         }

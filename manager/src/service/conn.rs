@@ -71,14 +71,32 @@ enum Out {
     Close(ByeReason, String),
 }
 
+/// What became of a message put in an [`Outbox`].
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Queued {
+    /// It goes out after what is already queued.
+    Yes,
+    /// The peer is too slow: [`OUTBOX`] messages wait for it already.
+    Full,
+    /// The connection's task has ended (the peer left, or broke the connection):
+    /// nothing more goes out, and its [`Event::Left`] follows the messages it
+    /// read, which may still wait in the core's queue.
+    Closed,
+}
+
 /// The core's handle on one connection's writer.
 #[derive(Debug, Clone)]
 pub(crate) struct Outbox(mpsc::Sender<Out>);
 
 impl Outbox {
-    /// Queues `msg`; false if the connection is gone or too slow to keep up.
-    pub fn send(&self, msg: Message) -> bool {
-        self.0.try_send(Out::Send(msg)).is_ok()
+    /// Queues `msg`. A connection whose task has ended takes nothing more, but
+    /// its `Left` is on its way, after every message it read.
+    pub fn send(&self, msg: Message) -> Queued {
+        match self.0.try_send(Out::Send(msg)) {
+            Ok(()) => Queued::Yes,
+            Err(mpsc::error::TrySendError::Full(_)) => Queued::Full,
+            Err(mpsc::error::TrySendError::Closed(_)) => Queued::Closed,
+        }
     }
 
     /// Queues a `Bye` after what is already queued; the connection then closes.
@@ -100,6 +118,11 @@ impl Sent {
     pub fn pair() -> (Outbox, Sent) {
         let (tx, rx) = mpsc::channel(OUTBOX);
         (Outbox(tx), Sent(rx))
+    }
+
+    /// The connection's task ends: nothing more can be queued.
+    pub fn close(&mut self) {
+        self.0.close();
     }
 
     /// The messages queued since the last call, in order (a close as its `Bye`).

@@ -49,7 +49,8 @@ struct Peer {
 /// What the manager keeps per role.
 #[derive(Debug)]
 enum Kind {
-    /// A downloader; `true` once it was sent `Drain` (no new jobs).
+    /// A downloader; `true` once it was sent `Drain` or said it drains (no new
+    /// jobs).
     Downloader(bool),
     /// A resolver (its batches are tracked by the DNS module).
     Resolver,
@@ -214,9 +215,13 @@ impl Registry {
         self.by_conn.get(&conn).map(|c| &c.peer.state)
     }
 
-    /// Notes what `conn` says about itself (`Message::Status`).
+    /// Notes what `conn` says about itself (`Message::Status`). A downloader
+    /// that says it drains is draining from now on, as if sent `Drain`.
     pub fn set_state(&mut self, conn: ConnId, state: ComponentState) {
         if let Some(c) = self.by_conn.get_mut(&conn) {
+            if let Kind::Downloader(draining) = &mut c.kind {
+                *draining |= state.draining;
+            }
             c.peer.state = state;
         }
     }

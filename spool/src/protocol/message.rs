@@ -132,7 +132,7 @@ pub enum Message {
     /// downloader/application -> manager: the sender's own state (paused or not,
     /// and why), sent when it changes and again after every `Welcome`. Shown on the
     /// admin page.
-    Status(ComponentState),
+    Status(Box<ComponentState>),
 }
 
 impl Message {

@@ -24,7 +24,7 @@
 //!
 //! ```text
 //! offset 0..4  magic    50 43 52 4c   "PCRL"
-//! offset 4..6  version  u16 big-endian (PROTOCOL_VERSION, 00 0a today)
+//! offset 4..6  version  u16 big-endian (PROTOCOL_VERSION, 00 0b today)
 //! offset 6..8  reserved 00 00 (sent as zero, ignored on receipt)
 //! ```
 //!
@@ -78,12 +78,12 @@
 //! Downloader `dl-1` with token `s3cret` opens a connection:
 //!
 //! ```text
-//! 50 43 52 4c 00 0a 00 00                   preamble, v10
+//! 50 43 52 4c 00 0b 00 00                   preamble, v11
 //! 00 00 00 1f                               frame of 31 bytes:
 //!   00                                      Message::Hello
 //!   01                                      Role::Downloader
 //!   04 64 6c 2d 31                          id "dl-1"
-//!   0a                                      version 10
+//!   0b                                      version 11
 //!   06 73 33 63 72 65 74                    token "s3cret"
 //!   0f 70 6f 6c 79 ... 2e 30                software "polycrawl 0.1.0"
 //! ```
@@ -91,7 +91,7 @@
 //! With the wrong token the server answers
 //!
 //! ```text
-//! 50 43 52 4c 00 0a 00 00                   preamble, v10
+//! 50 43 52 4c 00 0b 00 00                   preamble, v11
 //! 03 00 1f 77 72 6f 6e 67 ...               refused, bad token, 31 bytes:
 //!                                           "wrong token for downloader dl-1"
 //! ```
@@ -183,7 +183,7 @@ pub use state::{
 pub use token::{InvalidToken, Token};
 
 /// The protocol version this build speaks; see the versioning rule above.
-pub const PROTOCOL_VERSION: u16 = 10;
+pub const PROTOCOL_VERSION: u16 = 11;
 
 /// Default largest frame body, in bytes (16 MiB, as `control.max_frame_bytes`).
 pub const DEFAULT_MAX_FRAME: u32 = 16 * 1024 * 1024;

@@ -60,8 +60,9 @@ pub enum Step<E> {
     /// source is gone): say `Bye` with this detail and end [`run`].
     Leave(String),
     /// The manager sent a message this role does not take: `Bye
-    /// { ProtocolViolation }`, and the connection counts as lost.
-    Unexpected(Message),
+    /// { ProtocolViolation }`, and the connection counts as lost. Carries the
+    /// message's kind ([`Message::kind`]).
+    Unexpected(&'static str),
     /// The role cannot go on (a local failure): end [`run`] with [`Stop::Role`].
     Fail(E),
 }
@@ -378,13 +379,12 @@ async fn settle<R: ClientRole>(
             role.on_disconnected();
             Some(lost(why))
         }
-        Step::Unexpected(msg) => {
-            let detail = format!("a {} does not take {} messages", R::NAME, msg.kind());
+        Step::Unexpected(kind) => {
+            let detail = format!("a {} does not take {kind} messages", R::NAME);
             let _ = link.close(ByeReason::ProtocolViolation, &detail).await;
             role.on_disconnected();
             Some(lost(format!(
-                "the manager sent {}; closed the connection",
-                msg.kind()
+                "the manager sent {kind}; closed the connection"
             )))
         }
         Step::Fail(e) => {

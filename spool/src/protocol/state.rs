@@ -42,6 +42,12 @@ pub struct ComponentState {
     pub pause: Option<Pause>,
     /// An application's figures (`None` from other components).
     pub app: Option<AppFigures>,
+    /// The component is stopping on its own (a downloader told to shut down): it
+    /// takes no new work and answers any it is still sent as returned. The
+    /// manager sends a downloader that says so no more jobs. (Absent in JSON:
+    /// false.)
+    #[serde(default)]
+    pub draining: bool,
 }
 
 /// An application's figures for the admin page: counts and a top few, never a

@@ -47,7 +47,7 @@ use tokio::time::Instant;
 use super::checkpoint::Checkpoints;
 use super::config::schedule::hhmm_of;
 use super::config::{InvalidConfig, ManagerConfig};
-use super::conn::{ConnId, Event};
+use super::conn::{ConnId, Event, Queued};
 use super::dns::DnsBatches;
 use super::error::ManagerError;
 use super::history::SpeedHistory;
@@ -236,7 +236,7 @@ impl Engine {
             }
             Message::SyncProgress { app, seq } => self.on_sync(conn, app, seq, wall),
             Message::Status(state) => {
-                self.on_state(conn, state);
+                self.on_state(conn, *state);
                 Ok(())
             }
             Message::Admin(command) => self.on_admin(conn, command),
@@ -270,18 +270,27 @@ impl Engine {
         Ok(())
     }
 
-    /// Sends `msg` to `conn`; a connection that cannot take it is dropped at the
+    /// Sends `msg` to `conn`; a connection too slow to take it is dropped at the
     /// next step. Returns whether it was queued.
+    ///
+    /// A connection whose task has ended is not dropped here: the messages it
+    /// read before it ended (a downloader's last reports and `Committed`) may
+    /// still wait in the event queue, and its `Left` comes after them. Dropping
+    /// it now would put its stored pages back in the queues and ignore their
+    /// commit, so they would be fetched again.
     fn send(&mut self, conn: ConnId, msg: Message) -> bool {
         let Some(outbox) = self.registry.outbox(conn) else {
             return false;
         };
-        if outbox.send(msg) {
-            return true;
+        match outbox.send(msg) {
+            Queued::Yes => true,
+            Queued::Closed => false,
+            Queued::Full => {
+                self.registry
+                    .doom(conn, "too slow: its outbox is full".to_owned());
+                false
+            }
         }
-        self.registry
-            .doom(conn, "too slow: its outbox is full".to_owned());
-        false
     }
 
     /// The crawl's figures for `AdminReply::Status`.
@@ -290,10 +299,15 @@ impl Engine {
             .snapshot(now, &self.frontier, &self.registry, &self.speed, &self.dns)
     }
 
-    /// A component said what state it is in (paused on a full disk, or not).
-    /// Logged on a change only: an application sends its figures every 2 s.
+    /// A component said what state it is in (paused on a full disk, or not;
+    /// draining). Logged on a change only: an application sends its figures
+    /// every 2 s. A downloader that drains gets no more jobs (`Registry::room`).
     fn on_state(&mut self, conn: ConnId, state: ComponentState) {
         let role = self.registry.role_of(conn);
+        let was_draining = self.registry.state_of(conn).is_some_and(|s| s.draining);
+        if state.draining && !was_draining {
+            tracing::info!(?role, %conn, "component draining: it takes no new jobs");
+        }
         let before = self.registry.state_of(conn).and_then(|s| s.pause.as_ref());
         match (before, &state.pause) {
             (before, Some(p)) if before != Some(p) => tracing::warn!(
@@ -411,12 +425,14 @@ impl Engine {
         });
         let grace_ms = u64::try_from(grace.as_millis()).unwrap_or(u64::MAX);
         for conn in self.registry.start_draining(everyone) {
-            let sent = self
+            // A closed outbox is left to its `Left`, as in `send`.
+            let queued = self
                 .registry
                 .outbox(conn)
-                .is_some_and(|outbox| outbox.send(Message::Drain { grace_ms }));
-            if !sent {
-                self.registry.doom(conn, "cannot send Drain".to_owned());
+                .map(|outbox| outbox.send(Message::Drain { grace_ms }));
+            if queued == Some(Queued::Full) {
+                self.registry
+                    .doom(conn, "cannot send Drain: its outbox is full".to_owned());
             }
         }
     }

@@ -162,6 +162,18 @@ impl Crawl {
         }
     }
 
+    /// One step, and the jobs it sent the fake downloader (left unanswered).
+    fn first_jobs(&mut self) -> Vec<FetchJob> {
+        self.engine.step().unwrap();
+        let mut jobs = Vec::new();
+        for msg in self.downloader.take() {
+            if let Message::FetchBatch { jobs: batch } = msg {
+                jobs.extend(batch);
+            }
+        }
+        jobs
+    }
+
     /// `conn` sent `msg`.
     fn received(&mut self, conn: ConnId, msg: Message) {
         self.engine.handle(Event::Received { conn, msg }).unwrap();
@@ -414,5 +426,98 @@ async fn next_wake_is_the_next_token_or_timer_and_never_spins() {
         idle.sleeps.iter().all(|s| *s >= Duration::from_millis(500)),
         "short sleeps with nothing to do: {:?}",
         idle.sleeps
+    );
+}
+
+/// A downloader that leaves while the engine is behind on its events: its pages
+/// were reported stored, then it sent their `Committed` and `Bye`, and its
+/// connection's task ended, but those two still wait in the event queue when a
+/// step dispatches to it.
+/// The send fails (its outbox is closed); the downloader must stay registered
+/// until its `Left`, which comes after them, so its stored pages are committed
+/// and only the jobs it never read go back. Dropping it at the failed send put
+/// the stored pages back in the queues and ignored the commit: after a SIGTERM
+/// the resumed demo fetched them again.
+#[tokio::test(start_paused = true)]
+async fn a_downloader_that_left_keeps_its_last_commit() {
+    let mut crawl = Crawl::start(20.0, URLS_PER_HOST);
+    let jobs = crawl.first_jobs();
+    assert_eq!(jobs.len(), 20, "one second of tokens at 20 pages/s");
+    let file = "00-d1-00000000000000000001.warc.gz".to_owned();
+    let reports = jobs.iter().map(|job| stored(job, &file)).collect();
+    let ids: Vec<_> = jobs.iter().map(|job| job.job).collect();
+    crawl.received(DOWNLOADER, Message::FetchReports { reports });
+    crawl.engine.step().unwrap();
+
+    // `Committed` and `Bye` were read by the connection's task, which then
+    // ended; they are not handled yet.
+    crawl.downloader.close();
+    tokio::time::advance(Duration::from_secs(1)).await;
+    // Steps run before the engine gets to those messages: one dispatches 20
+    // more jobs into the closed outbox, the next would reap a doomed connection.
+    crawl.engine.step().unwrap();
+    crawl.engine.step().unwrap();
+    assert_eq!(crawl.engine.figures.metrics.jobs_dispatched, 40);
+    crawl.received(DOWNLOADER, Message::Committed { file, jobs: ids });
+    crawl
+        .engine
+        .handle(Event::Left {
+            conn: DOWNLOADER,
+            why: "connection closed by the peer".to_owned(),
+        })
+        .unwrap();
+
+    let metrics = &crawl.engine.figures.metrics;
+    assert_eq!(
+        metrics.pages_requeued, 0,
+        "stored and committed pages requeued"
+    );
+    assert_eq!(
+        metrics.jobs_reclaimed, 20,
+        "the jobs it never read come back"
+    );
+    assert_eq!(
+        crawl.engine.frontier.stats().urls_queued,
+        (HOSTS * URLS_PER_HOST - 20) as u64,
+        "every URL but the 20 committed is queued"
+    );
+}
+
+/// A downloader that stops on its own (SIGTERM) says so with a `Status`: from
+/// then on it is sent no job, though tokens and URLs are there, and the jobs it
+/// hands back wait for another downloader. Before, it was sent jobs until it
+/// left, handed each back, and was sent them again.
+#[tokio::test(start_paused = true)]
+async fn a_downloader_that_says_it_drains_gets_no_more_jobs() {
+    let mut crawl = Crawl::start(20.0, URLS_PER_HOST);
+    let jobs = crawl.first_jobs();
+    assert_eq!(jobs.len(), 20);
+    let draining = spool::protocol::ComponentState {
+        draining: true,
+        ..Default::default()
+    };
+    crawl.received(DOWNLOADER, Message::Status(Box::new(draining)));
+    let reports = jobs
+        .iter()
+        .map(|job| FetchReport {
+            job: job.job,
+            result: spool::protocol::FetchResult::Returned,
+        })
+        .collect();
+    crawl.received(DOWNLOADER, Message::FetchReports { reports });
+    for _ in 0..10 {
+        tokio::time::advance(Duration::from_secs(1)).await;
+        crawl.engine.step().unwrap();
+    }
+    let sent: Vec<Message> = crawl.downloader.take();
+    assert!(
+        !sent.iter().any(|m| matches!(m, Message::FetchBatch { .. })),
+        "jobs sent to a draining downloader: {sent:?}"
+    );
+    assert_eq!(crawl.engine.figures.metrics.jobs_dispatched, 20);
+    assert_eq!(
+        crawl.engine.frontier.stats().urls_queued,
+        (HOSTS * URLS_PER_HOST) as u64,
+        "the returned jobs are queued again"
     );
 }
