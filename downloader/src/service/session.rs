@@ -250,11 +250,8 @@ impl ClientRole for DownloaderRole<'_> {
         self.draining = true;
         self.chain_stop.cancel(); // Chained jobs in running tasks come back too.
         self.state.draining = true;
-        if let Err(e) = link
-            .send(&Message::Status(Box::new(self.state.clone())))
-            .await
-        {
-            return Step::Lost(format!("cannot send Status: {e}"));
+        if let lost @ Step::Lost(_) = self.send_state(link).await {
+            return lost;
         }
         let waiting = self.waiting.drain();
         for job in &waiting {
@@ -414,11 +411,8 @@ impl DownloaderRole<'_> {
             Event::Flushed { .. } => {}
             Event::Pause(pause) => {
                 self.state.pause = pause;
-                if let Err(e) = link
-                    .send(&Message::Status(Box::new(self.state.clone())))
-                    .await
-                {
-                    return Step::Lost(format!("cannot send Status: {e}"));
+                if let lost @ Step::Lost(_) = self.send_state(link).await {
+                    return lost;
                 }
             }
             Event::Failed(e) => {
@@ -471,6 +465,17 @@ impl DownloaderRole<'_> {
             warn!(error = %e, "downloader: could not send the last reports");
         }
         Step::Leave(format!("{} running jobs handed back", left.len()))
+    }
+
+    /// Tells the manager this downloader's state (paused, draining).
+    async fn send_state(&self, link: &Link) -> Step<WriteError> {
+        match link
+            .send(&Message::Status(Box::new(self.state.clone())))
+            .await
+        {
+            Ok(()) => Step::Continue,
+            Err(e) => Step::Lost(format!("cannot send Status: {e}")),
+        }
     }
 
     /// Sends the reports collected so far, in one message (split only if it would

@@ -304,11 +304,11 @@ impl Engine {
     /// every 2 s. A downloader that drains gets no more jobs (`Registry::room`).
     fn on_state(&mut self, conn: ConnId, state: ComponentState) {
         let role = self.registry.role_of(conn);
-        let was_draining = self.registry.state_of(conn).is_some_and(|s| s.draining);
-        if state.draining && !was_draining {
+        let last = self.registry.state_of(conn);
+        if state.draining && !last.is_some_and(|s| s.draining) {
             tracing::info!(?role, %conn, "component draining: it takes no new jobs");
         }
-        let before = self.registry.state_of(conn).and_then(|s| s.pause.as_ref());
+        let before = last.and_then(|s| s.pause.as_ref());
         match (before, &state.pause) {
             (before, Some(p)) if before != Some(p) => tracing::warn!(
                 ?role,
@@ -425,15 +425,7 @@ impl Engine {
         });
         let grace_ms = u64::try_from(grace.as_millis()).unwrap_or(u64::MAX);
         for conn in self.registry.start_draining(everyone) {
-            // A closed outbox is left to its `Left`, as in `send`.
-            let queued = self
-                .registry
-                .outbox(conn)
-                .map(|outbox| outbox.send(Message::Drain { grace_ms }));
-            if queued == Some(Queued::Full) {
-                self.registry
-                    .doom(conn, "cannot send Drain: its outbox is full".to_owned());
-            }
+            self.send(conn, Message::Drain { grace_ms });
         }
     }
 
