@@ -145,17 +145,25 @@ fn accepted_outcomes(expected: &str) -> &'static [&'static str] {
     }
 }
 
-/// robots.txt requests websim must see per host name: per origin asked for, one
-/// `/robots.txt`; an http origin of an https host gets a 301 to the https one, whose
-/// `/robots.txt` then counts too; the `redirect` variant's 301 target
-/// (`/robots-real.txt`) counts as one more. A host whose robots.txt is 5xx is asked
-/// `max_failures` times (then dropped). Dead hosts never answer, so never appear.
+/// robots.txt requests websim must see per host name, as the fewest and the most:
+/// per origin asked for, one `/robots.txt`; an http origin of an https host gets a
+/// 301 to the https one, whose `/robots.txt` then counts too; the `redirect`
+/// variant's 301 target (`/robots-real.txt`) counts as one more. A host whose
+/// robots.txt is 5xx is asked `max_failures` times (then dropped). Dead hosts never
+/// answer, so never appear.
+///
+/// One count depends on timing, and both ends are right. When both origins of an
+/// https host are asked for and its robots.txt answers (below 500, no `redirect`),
+/// the http origin's chase ends on the https origin's own `/robots.txt`, which
+/// then answers for the https origin too (the manager's `share_robots`): the https
+/// origin's own fetch is saved unless it had already gone out, so the host sees one
+/// request fewer or not.
 fn expected_robots(
     requested: &[String],
     hosts: &HashMap<String, HostRow>,
     skip: impl Fn(&str) -> bool,
     max_failures: u32,
-) -> BTreeMap<String, usize> {
+) -> BTreeMap<String, (usize, usize)> {
     let mut origins: BTreeSet<(String, String)> = BTreeSet::new();
     for u in requested {
         let name = url_host(u);
@@ -165,9 +173,9 @@ fn expected_robots(
         let scheme = u.split_once("://").map_or("", |(s, _)| s).to_owned();
         origins.insert((name, scheme));
     }
-    let mut want = BTreeMap::new();
-    for (name, scheme) in origins {
-        let h = &hosts[&name];
+    let mut want: BTreeMap<String, (usize, usize)> = BTreeMap::new();
+    for (name, scheme) in &origins {
+        let h = &hosts[name];
         if h.has("dead") {
             continue;
         }
@@ -182,7 +190,14 @@ fn expected_robots(
         } else {
             1
         };
-        *want.entry(name).or_insert(0) += chain * tries;
+        let count = chain * tries;
+        let shared = scheme == "https"
+            && h.robots != "redirect"
+            && h.robots_status < 500
+            && origins.contains(&(name.clone(), "http".to_owned()));
+        let entry = want.entry(name.clone()).or_insert((0, 0));
+        entry.0 += if shared { 0 } else { count };
+        entry.1 += count;
     }
     want
 }
@@ -388,10 +403,14 @@ fn every_url_once_polite_and_robots_obeyed() {
     let names: BTreeSet<&String> = want_robots.keys().chain(got_robots.keys()).collect();
     let robots_wrong: Vec<String> = names
         .into_iter()
-        .filter(|n| want_robots.get(*n) != got_robots.get(*n))
+        .filter(|n| {
+            let got = got_robots.get(*n).copied().unwrap_or(0);
+            let (fewest, most) = want_robots.get(*n).copied().unwrap_or((0, 0));
+            !(fewest..=most).contains(&got)
+        })
         .map(|n| {
             format!(
-                "{n}: want {:?} got {:?}",
+                "{n}: want {:?} (fewest, most) got {:?}",
                 want_robots.get(n),
                 got_robots.get(n)
             )
