@@ -4,7 +4,7 @@
 //! merge time, and the machine; then compares ways of sorting one buffer.
 //!
 //! ```text
-//! cargo bench -p application --bench seen -- --urls 10000000 [--buffer-mib 256] [--dir D]
+//! cargo bench --workspace --bench seen -- --urls 10000000 [--buffer-mib 256] [--dir D]
 //! ```
 
 use std::collections::BTreeMap;

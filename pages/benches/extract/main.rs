@@ -1,5 +1,6 @@
-//! `cargo bench -p application --bench extract`: the link-scanner shoot-out behind
-//! the choice documented in `pages::extract`.
+//! `cargo bench --locked --workspace --bench extract`: the link-scanner shoot-out behind
+//! the choice documented in `pages::extract`. (`--workspace` reuses the workspace's
+//! release build; `-p pages` resolves features alone and compiles RocksDB again.)
 //!
 //! On one core, over the generated corpus (400 pages, 5-30 KB) and the real-page
 //! corpus (`tests/corpus`, about 3,000 pages from a dozen generators) it prints, per scanner

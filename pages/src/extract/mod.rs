@@ -68,7 +68,7 @@
 //!
 //! # Scanner choice, by measurement
 //!
-//! The design card names regex (Polybot used PCRE). `cargo bench -p application
+//! The design card names regex (Polybot used PCRE). `cargo bench --workspace
 //! --bench extract` (`benches/extract/`) measures the candidates on one core over
 //! generated pages and a real-page corpus, with recall and precision of the resolved
 //! link sets against html5ever's tree builder (BENCHMARKS.md has the figures):
