@@ -12,6 +12,7 @@
 use std::io::{self, Write};
 
 use flate2::{Compress, Compression, Crc, FlushCompress, Status};
+use isal::write::DeflateEncoder;
 
 use super::digest::Digester;
 use super::headers::{WarcHeaders, parse_length};
@@ -153,29 +154,30 @@ impl DeflatedBlock {
 /// deflate stream, as a parallel gzip (pigz) writes it, since the block's stream never
 /// refers back to bytes before its start. Any gzip reader reads it.
 ///
-/// The deflate is ISA-L's igzip, one shot over a contiguous copy of the block and the
-/// record's closing CRLF CRLF (the copy costs about 1/40 of the deflate). Gzip levels
-/// map to igzip's: 1 (the default) to igzip 0, 2 to 5 to igzip 1, 6 to 9 to igzip 3;
-/// level 0 writes stored blocks through zlib-rs. On the benchmark's pages (BENCHMARKS.md,
+/// The deflate is ISA-L's igzip, over a contiguous copy of the block and the
+/// record's closing CRLF CRLF (the copy costs about 1/40 of the deflate), through one
+/// igzip stream kept for every block and reset after each. Gzip levels map to
+/// igzip's: 1 (the default) to igzip 0, 2 to 5 to igzip 1, 6 to 9 to igzip 3; level 0
+/// writes stored blocks through zlib-rs. On the benchmark's pages (BENCHMARKS.md,
 /// issue 39) igzip 0 deflates 1.4-1.6x as fast as zlib-rs level 1 to 0.33 of the
-/// input (zlib-rs: 0.38); igzip 1 to 0.30 at 0.8x zlib-rs level 1's speed (its
-/// 276 KiB of tables are allocated per block by `isal::compress_into`; igzip 0 has
-/// none). Memory: the copy and the output room, O(largest block), kept for the next
-/// block: the room is zeroed once, not per block, and only the deflated bytes are
-/// copied out (a fresh zeroed buffer of about 14 KB per record was slower in 4 of 4
-/// alternating benchmark pairs: BENCHMARKS.md, issue 39, session 32).
+/// input (zlib-rs: 0.38); igzip 1 to 0.30. A stream is about 82 KB of state (plus
+/// igzip 1's and 3's tables); `isal::compress_into`, a fresh stream per block, moved
+/// that state on the stack each time and was 12 % slower at igzip 0 (BENCHMARKS.md,
+/// issue 39, session 41). Memory: the stream, the input copy and the stream's
+/// output buffer, O(largest block), kept for the next block; only the deflated bytes
+/// are copied out (a fresh zeroed buffer of about 14 KB per record was slower in 4
+/// of 4 alternating benchmark pairs: session 32).
 pub struct BlockDeflater {
     engine: Engine,
-    /// The block and the closing CRLF CRLF, contiguous: igzip's one-shot input.
+    /// The block and the closing CRLF CRLF, contiguous: one write into the stream.
     input: Vec<u8>,
-    /// igzip's output room: at least the stored size of the largest block yet.
-    room: Vec<u8>,
 }
 
 /// What deflates a [`BlockDeflater`]'s blocks.
 enum Engine {
-    /// igzip at this level.
-    Igzip(isal::CompressionLevel),
+    /// igzip at this level, through one stream kept for every block and reset after
+    /// each (its deflate ends in a final block and forgets the history).
+    Igzip(isal::CompressionLevel, Box<DeflateEncoder<Vec<u8>>>),
     /// Gzip level 0: stored blocks through zlib-rs (its tables are never used).
     Stored(Compress),
 }
@@ -183,7 +185,7 @@ enum Engine {
 impl std::fmt::Debug for BlockDeflater {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         let engine = match &self.engine {
-            Engine::Igzip(level) => format!("igzip {}", *level as u8),
+            Engine::Igzip(level, _) => format!("igzip {}", *level as u8),
             Engine::Stored(_) => "stored".to_owned(),
         };
         f.debug_struct("BlockDeflater")
@@ -192,23 +194,28 @@ impl std::fmt::Debug for BlockDeflater {
     }
 }
 
-/// Output room beyond the stored size of a block that igzip is given: its stored-block
-/// fallback for incompressible input needs at most the stored size.
-const IGZIP_SLACK: usize = 1024;
+/// A fresh igzip stream at `level`, writing into an empty buffer.
+fn igzip_stream(level: isal::CompressionLevel) -> Box<DeflateEncoder<Vec<u8>>> {
+    Box::new(DeflateEncoder::new(Vec::new(), level))
+}
 
 impl BlockDeflater {
     /// A deflater at gzip `level` (0 to 9; higher is taken as 9).
     pub fn new(level: u32) -> Self {
         let engine = match level {
             0 => Engine::Stored(Compress::new(Compression::new(0), false)),
-            1 => Engine::Igzip(isal::CompressionLevel::Zero),
-            2..=5 => Engine::Igzip(isal::CompressionLevel::One),
-            _ => Engine::Igzip(isal::CompressionLevel::Three),
+            _ => {
+                let level = match level {
+                    1 => isal::CompressionLevel::Zero,
+                    2..=5 => isal::CompressionLevel::One,
+                    _ => isal::CompressionLevel::Three,
+                };
+                Engine::Igzip(level, igzip_stream(level))
+            }
         };
         Self {
             engine,
             input: Vec::new(),
-            room: Vec::new(),
         }
     }
 
@@ -218,19 +225,20 @@ impl BlockDeflater {
         crc.update(block);
         crc.update(b"\r\n\r\n");
         let data = match &mut self.engine {
-            Engine::Igzip(level) => {
+            Engine::Igzip(level, stream) => {
                 let input = &mut self.input;
                 input.clear();
                 input.extend_from_slice(block);
                 input.extend_from_slice(b"\r\n\r\n");
-                let need = stored_len(input.len()) + IGZIP_SLACK;
-                if self.room.len() < need {
-                    self.room.resize(need, 0);
+                stream.get_ref_mut().clear();
+                // `flush` ends the deflate stream in a final block and resets it.
+                let done = stream.write_all(input).and_then(|()| stream.flush());
+                if let Err(e) = done {
+                    // A stream that failed midway is not reused.
+                    *stream = igzip_stream(*level);
+                    return Err(e);
                 }
-                let room = &mut self.room[..need];
-                let n = isal::compress_into(input, room, *level, isal::Codec::Deflate)
-                    .map_err(io::Error::other)?;
-                room[..n].to_vec()
+                stream.get_ref().clone()
             }
             Engine::Stored(c) => {
                 c.reset();
