@@ -12,6 +12,9 @@
 set -euo pipefail
 here="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
 cd "$here/.."
+# The shared target dir (ops/env.sh): without it cargo would build into ./target and
+# compile RocksDB from nothing.
+source "$here/env.sh"
 # --release: the same build-script runs as the test build (RocksDB is not built again).
 RUSTDOCFLAGS="${RUSTDOCFLAGS:-} -D warnings" \
     cargo doc --release --locked --workspace --no-deps --document-private-items --quiet
