@@ -9,8 +9,10 @@
 # most 30).
 set -euo pipefail
 here="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
+# The shared target dir (ops/env.sh): without it the checker built into ./target.
+source "$here/env.sh"
 # Its own target dir: the checker is not a workspace member (see its Cargo.toml).
-target="${CARGO_TARGET_DIR:-$here/../target}/house"
+target="$CARGO_TARGET_DIR/house"
 CARGO_TARGET_DIR="$target" cargo build --quiet --release --locked \
     --manifest-path "$here/house/Cargo.toml"
 "$target/release/house" "$here/.."
