@@ -13,6 +13,13 @@
 //! [`artifacts_dir`] is where tests leave files for people to look at
 //! (`<target>/test-artifacts/`, e.g. the admin page's screenshot).
 //!
+//! That build runs without the variables cargo sets for the test itself
+//! (`CARGO_MANIFEST_DIR`, `CARGO_PKG_*`, ...: [`is_crate_variable`]): some build
+//! scripts ask to run again when one of those changes (ring's, through its
+//! `rerun-if-env-changed` list), so passing the test's own values on rebuilt ring
+//! and everything above it (rustls, the downloader, websim, polycrawl) at the first
+//! test of every run, and again at the next build from a shell: 112 s of a CI run.
+//!
 //! Overrides: `POLYCRAWL_BIN=/path` uses that binary and builds nothing;
 //! `POLYCRAWL_NO_BUILD=1` skips the build (the binary must exist). Without `CARGO`
 //! in the environment (a test binary run by hand) nothing is built either.
@@ -49,6 +56,11 @@ fn locate_and_build() -> PathBuf {
             .and_then(|n| n.to_str())
             .unwrap_or("debug");
         let mut cmd = Command::new(cargo);
+        for (key, _) in std::env::vars_os() {
+            if key.to_str().is_some_and(is_crate_variable) {
+                cmd.env_remove(&key);
+            }
+        }
         cmd.args([
             "build",
             "-p",
@@ -83,6 +95,25 @@ fn locate_and_build() -> PathBuf {
     bin
 }
 
+/// Whether `name` is one of the variables cargo sets for a crate it compiles or a
+/// test it runs (see the [module docs](self)); cargo's own settings
+/// (`CARGO_HOME`, `CARGO_TARGET_DIR`, `CARGO_INCREMENTAL`, ...) are not.
+pub fn is_crate_variable(name: &str) -> bool {
+    const PREFIXES: [&str; 3] = ["CARGO_PKG_", "CARGO_BIN_EXE_", "CARGO_CFG_"];
+    const NAMES: [&str; 9] = [
+        "OUT_DIR",
+        "CARGO_MANIFEST_DIR",
+        "CARGO_MANIFEST_PATH",
+        "CARGO_MANIFEST_LINKS",
+        "CARGO_CRATE_NAME",
+        "CARGO_BIN_NAME",
+        "CARGO_PRIMARY_PACKAGE",
+        "CARGO_TARGET_TMPDIR",
+        "CARGO_RUSTC_CURRENT_DIR",
+    ];
+    NAMES.contains(&name) || PREFIXES.iter().any(|p| name.starts_with(p))
+}
+
 /// `<target>/test-artifacts/` (created): files a test leaves for people to look at.
 /// The target dir is the one the test executable was built in
 /// (`<target>/<profile>/deps/<test-exe>`).
@@ -98,4 +129,34 @@ pub fn artifacts_dir() -> PathBuf {
     let dir = target.join("test-artifacts");
     std::fs::create_dir_all(&dir).unwrap_or_else(|e| panic!("{}: {e}", dir.display()));
     dir
+}
+
+#[cfg(test)]
+mod tests {
+    use super::is_crate_variable;
+
+    #[test]
+    fn the_tests_own_cargo_variables_are_dropped_and_cargos_settings_kept() {
+        for name in [
+            "CARGO_MANIFEST_DIR",
+            "CARGO_PKG_NAME",
+            "CARGO_PKG_VERSION_MAJOR",
+            "CARGO_CRATE_NAME",
+            "CARGO_BIN_EXE_polycrawl",
+            "OUT_DIR",
+        ] {
+            assert!(is_crate_variable(name), "{name}");
+        }
+        for name in [
+            "CARGO",
+            "CARGO_HOME",
+            "CARGO_TARGET_DIR",
+            "CARGO_INCREMENTAL",
+            "CARGO_BUILD_JOBS",
+            "CARGO_PROFILE_RELEASE_LTO",
+            "PATH",
+        ] {
+            assert!(!is_crate_variable(name), "{name}");
+        }
+    }
 }
