@@ -14,7 +14,7 @@
 //! (`<target>/test-artifacts/`, e.g. the admin page's screenshot).
 //!
 //! That build runs without the variables cargo sets for the test itself
-//! (`CARGO_MANIFEST_DIR`, `CARGO_PKG_*`, ...: [`is_crate_variable`]): some build
+//! (`CARGO_MANIFEST_DIR`, `CARGO_PKG_*`, ...: `is_crate_variable`): some build
 //! scripts ask to run again when one of those changes (ring's, through its
 //! `rerun-if-env-changed` list), so passing the test's own values on rebuilt ring
 //! and everything above it (rustls, the downloader, websim, polycrawl) at the first
@@ -98,7 +98,7 @@ fn locate_and_build() -> PathBuf {
 /// Whether `name` is one of the variables cargo sets for a crate it compiles or a
 /// test it runs (see the [module docs](self)); cargo's own settings
 /// (`CARGO_HOME`, `CARGO_TARGET_DIR`, `CARGO_INCREMENTAL`, ...) are not.
-pub fn is_crate_variable(name: &str) -> bool {
+fn is_crate_variable(name: &str) -> bool {
     const PREFIXES: [&str; 3] = ["CARGO_PKG_", "CARGO_BIN_EXE_", "CARGO_CFG_"];
     const NAMES: [&str; 9] = [
         "OUT_DIR",
